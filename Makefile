@@ -1,0 +1,26 @@
+# The README's two commands. Each does all of its own set-up on a fresh machine.
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup prove test browser
+
+$(BIN)/pycert: pyproject.toml
+	python3 -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@
+
+setup: $(BIN)/pycert
+	$(BIN)/pycert toolchain install
+
+# The report page is tested in real headless Chromium (Debian's package), installed when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium missing and not root: the browser test will fail"; fi; }
+
+prove: setup
+	$(BIN)/pycert prove all
+
+test: setup browser
+	$(BIN)/python -m pytest

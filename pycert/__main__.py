@@ -1,0 +1,5 @@
+import sys
+
+from pycert.cli import main
+
+sys.exit(main())

@@ -1,0 +1,66 @@
+"""Terminal output: JSON for machines, tables and progress for people.
+
+Commands never print directly; they hand a result to :func:`emit`. Progress goes to stderr and
+only when stderr is a terminal and ``--json`` was not given, so pipes and CI logs stay clean.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def to_jsonable(data: Any) -> Any:
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json")
+    if isinstance(data, (list, tuple)):
+        return [to_jsonable(d) for d in data]
+    if isinstance(data, dict):
+        return {k: to_jsonable(v) for k, v in data.items()}
+    return data
+
+
+def emit(as_json: bool, data: Any, human: Callable[[], str] | None = None) -> None:
+    """Print ``data`` as JSON, or the human rendering ``human()`` (falls back to JSON)."""
+    if as_json or human is None:
+        print(json.dumps(to_jsonable(data), indent=2, sort_keys=False))
+    else:
+        text = human()
+        if text:
+            print(text)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A plain aligned text table (no colour: it must read well in CI logs too)."""
+    body = [[str(c) for c in r] for r in rows]
+    widths = [len(h) for h in headers]
+    for r in body:
+        for i, c in enumerate(r):
+            widths[i] = max(widths[i], len(c))
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    out = [line(list(headers)), line(["-" * w for w in widths])]
+    out += [line(r) for r in body]
+    return "\n".join(out)
+
+
+class Progress:
+    """Line-per-event progress on stderr; silent under --json or when stderr is not a tty.
+
+    ``force=True`` prints even without a tty (used by ``pycert prove`` so CI logs show stages).
+    """
+
+    def __init__(self, enabled: bool = True, force: bool = False) -> None:
+        self.enabled = enabled and (force or sys.stderr.isatty())
+        self.t0 = time.monotonic()
+
+    def __call__(self, message: str) -> None:
+        if self.enabled:
+            print(f"[{time.monotonic() - self.t0:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+QUIET = Progress(enabled=False)

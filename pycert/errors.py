@@ -1,0 +1,38 @@
+"""Exit codes and the error types that map onto them.
+
+Every user-facing failure is one of these; the CLI prints ``str(err)`` as a single line and exits
+with ``err.exit_code``. Anything else escaping is a bug and is allowed to show a traceback.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+"""The claim holds / the check passed."""
+EXIT_REJECTED = 1
+"""A checker rejected: a false theorem, a tampered certificate, a failed audit."""
+EXIT_USAGE = 2
+"""Usage or input error: bad flags, a missing or malformed file, no usable toolchain."""
+
+
+class PycertError(Exception):
+    """Base class: a one-line, user-facing error."""
+
+    exit_code = EXIT_USAGE
+
+
+class InputError(PycertError):
+    """The user's input is missing or malformed (``where`` names file:line when known)."""
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class ToolchainMissing(PycertError):
+    """No usable Lean backend."""
+
+
+class Rejected(PycertError):
+    """A checker said no. Exit 1."""
+
+    exit_code = EXIT_REJECTED

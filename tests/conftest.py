@@ -1,0 +1,37 @@
+"""Shared fixtures. Tests that run the real kernel are marked slow; CI runs them all."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pycert import toolchain as tc
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_TRACES = REPO.parent / "shared" / "traces" / "mooncake-fast25"
+
+
+@pytest.fixture(scope="session")
+def wasm() -> tc.WasmToolchain:
+    found = tc.find_wasm()
+    if found is None:
+        pytest.fail("the wasm toolchain is not installed: run `pycert toolchain install` (the README's test command does)")
+    return found
+
+
+@pytest.fixture
+def lean_dir() -> Path:
+    """A scratch directory the wasm process can see."""
+    d = tc.scratch_root() / f"test-{uuid.uuid4().hex[:10]}"
+    d.mkdir()
+    yield d
+    import shutil
+
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def nonce() -> str:
+    """A comment that makes a Lean source unique, so the build cache cannot answer for it."""
+    return f"-- nonce {uuid.uuid4().hex}\n"

@@ -1,0 +1,100 @@
+"""The runner on the real wasm kernel: accept, reject, sorry, imports, cache, timeout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pycert import kernel
+from tests.conftest import REPO, nonce
+
+PRELUDE = "prelude\nimport Init.Prelude\n"
+
+
+def test_parse_imports_reads_only_the_header() -> None:
+    src = "module\n\nprelude\n-- c\n/- block\ncomment -/\npublic import A.B\nimport C\nmeta import D\n\ntheorem x : True := True.intro\nimport E\n"
+    assert kernel.parse_imports(src) == ["A.B", "C", "D"]
+
+
+def test_topo_order_and_cycle() -> None:
+    assert kernel.topo_order({"b": ["a"], "a": [], "c": ["b", "a"]}) == ["a", "b", "c"]
+    with pytest.raises(kernel.InputError, match="import cycle"):
+        kernel.topo_order({"a": ["b"], "b": ["a"]})
+
+
+def test_parse_diagnostics_maps_staged_names() -> None:
+    out = '[DEBUG:X] noise\n{"severity":"warning","pos":{"line":3,"column":8},"fileName":"S.lean","data":"declaration uses `sorry`"}\n'
+    (d,) = kernel.parse_diagnostics(out, {"S.lean": "/u/S.lean"})
+    assert (d.file, d.line, d.column, d.severity) == ("/u/S.lean", 3, 8, "warning")
+    assert d.is_failure
+
+
+@pytest.mark.slow
+def test_true_false_and_sorry(wasm, lean_dir: Path) -> None:
+    good = lean_dir / "Good.lean"
+    good.write_text(nonce() + PRELUDE + "theorem ok : Eq (Nat.add 2 2) 4 := rfl\n")
+    bad = lean_dir / "Bad.lean"
+    bad.write_text(nonce() + PRELUDE + "\ntheorem no : Eq (Nat.add 2 2) 5 := rfl\n")
+    sorry = lean_dir / "Sorry.lean"
+    sorry.write_text(nonce() + PRELUDE + "theorem later : Eq (Nat.add 2 2) 4 := sorry\n")
+    res = kernel.check_files([good, bad, sorry], backend="wasm", timeout=600).by_module()
+    assert res["Good"].ok and res["Good"].status == "ok"
+    assert not res["Bad"].ok and res["Bad"].status == "failed"
+    errs = res["Bad"].failures
+    assert errs and all((e.file, e.line, e.severity) == (str(bad), 5, "error") for e in errs), errs
+    assert not res["Sorry"].ok and res["Sorry"].status == "failed"
+    assert any("sorry" in d.message for d in res["Sorry"].failures)
+
+
+@pytest.mark.slow
+def test_import_order_and_cache(wasm, lean_dir: Path) -> None:
+    lib = lean_dir / "lib"
+    (lib / "Lib").mkdir(parents=True)
+    tag = nonce()
+    (lib / "Lib" / "B.lean").write_text(
+        tag + "module\n\nprelude\npublic import Init.Prelude\npublic import Lib.A\n\n"
+        "public theorem b : Eq Lib.two 2 := rfl\n"
+    )
+    (lib / "Lib" / "A.lean").write_text(
+        tag + "module\n\nprelude\npublic import Init.Prelude\n\n@[expose] public def Lib.two : Nat := Nat.add 1 1\n"
+    )
+    first = kernel.build(library=lib, backend="wasm", timeout=600)
+    assert first.ok, [d.render() for r in first.results for d in r.diagnostics]
+    assert [r.module for r in first.results] == ["Lib.A", "Lib.B"]
+    assert not any(r.cached for r in first.results)
+    assert (Path(first.olean_dir) / "Lib" / "B.olean").exists()
+    t0 = time.monotonic()
+    again = kernel.build(library=lib, backend="wasm", timeout=600)
+    assert again.ok and all(r.cached for r in again.results)
+    assert time.monotonic() - t0 < 10
+    # Changing A invalidates A and, through its key, B.
+    (lib / "Lib" / "A.lean").write_text((lib / "Lib" / "A.lean").read_text() + "-- edited\n")
+    third = kernel.build(library=lib, backend="wasm", timeout=600)
+    assert third.ok and not any(r.cached for r in third.results)
+
+
+@pytest.mark.slow
+def test_timeout_kills_the_process_group(wasm, lean_dir: Path) -> None:
+    f = lean_dir / "Slow.lean"
+    f.write_text(nonce() + PRELUDE + "theorem t : True := True.intro\n")
+    res = kernel.check_files([f], backend="wasm", timeout=3)
+    (r,) = res.results
+    assert r.status == "timeout" and not r.ok and "timed out" in r.detail
+    time.sleep(1)
+    leftovers = subprocess.run(["pgrep", "-f", str(lean_dir)], capture_output=True, text=True).stdout.split()
+    assert leftovers == []
+
+
+def test_missing_toolchain_is_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "PYCERT_CACHE": str(tmp_path / "empty"), "PATH": "/usr/bin:/bin", "PYCERT_LEAN": "wasm"}
+    for argv in (["toolchain"], ["check", str(tmp_path / "X.lean")], ["toolchain", "selfcheck"]):
+        (tmp_path / "X.lean").write_text("theorem t : True := True.intro\n")
+        proc = subprocess.run([sys.executable, "-m", "pycert", *argv], capture_output=True, text=True, env=env, cwd=REPO)
+        assert proc.returncode == 2
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "pycert toolchain install" in lines[0], proc.stderr
