@@ -10,6 +10,8 @@ user's paths; the "declaration uses sorry" warning counts as a failure.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -19,7 +21,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Literal
@@ -190,8 +192,42 @@ class _Run(BaseModel):
     timed_out: bool
 
 
+@contextlib.contextmanager
+def machine_slot(poll_s: float = 0.5) -> Iterator[None]:
+    """Hold one of ``cpu_count`` machine-wide slots (flock'd files) while a Lean process runs.
+
+    A wasm Lean takes a core and 3-4 GB; several pycert processes at once (tests, a prove run)
+    would otherwise oversubscribe a 2-core machine into swapping or the OOM killer.
+    """
+    slots = max(1, int(os.environ.get("PYCERT_LEAN_SLOTS", os.cpu_count() or 1)))
+    root = tc.scratch_root()
+    while True:
+        for i in range(slots):
+            fh = open(root / f"slot-{i}.lock", "a")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.close()
+                continue
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+                fh.close()
+            return
+        time.sleep(poll_s)
+
+
 def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> _Run:
-    """Run ``argv`` in its own process group; on timeout the whole group is killed."""
+    """Run ``argv`` in its own process group; on timeout the whole group is killed.
+
+    The timeout counts from the start of the process, not from the wait for a machine slot.
+    """
+    with machine_slot():
+        return _run_process(argv, cwd, env, timeout)
+
+
+def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> _Run:
     t0 = time.monotonic()
     proc = subprocess.Popen(
         list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -270,6 +306,11 @@ def _link_outputs(src_dir: Path, dst_dir: Path, rel: Path) -> None:
             tc._link_or_copy(str(src), str(dst))
 
 
+def build_cache_dir() -> Path:
+    """Compiled modules by content key: ``$PYCERT_BUILD_CACHE``, else ``<cache>/build``."""
+    return Path(os.environ.get("PYCERT_BUILD_CACHE") or tc.cache_dir() / "build")
+
+
 def _prune_old_trees(root: Path, max_age_s: float = 86400.0) -> None:
     """Olean trees are per build (a later audit reads them); drop the ones nobody can still want."""
     now = time.time()
@@ -290,7 +331,7 @@ class WasmBuilder:
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         self.timeout = timeout
         self.progress = progress or (lambda _m: None)
-        self.cache = tc.cache_dir() / "build"
+        self.cache = build_cache_dir()
         _prune_old_trees(tc.scratch_root())
         self.tree = Path(tempfile.mkdtemp(prefix="oleans-", dir=tc.scratch_root()))
 
