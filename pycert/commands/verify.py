@@ -1,0 +1,63 @@
+"""``pycert verify CERT... [--kernel]``: re-check certificates offline.
+
+Exit 0 when every certificate holds, 1 when any is rejected (one line per failure: field, expected,
+found), 2 when an input a certificate names is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pycert.console import emit
+from pycert.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
+from pycert.verify import VerifyResult, verify_certificate
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from pycert.cli import add_common
+
+    p = subparsers.add_parser(
+        "verify", help="re-check certificates offline from the inputs they name",
+        description="Recompute every figure from the named inputs (whose sha256 must match), check the "
+                    "manifest, the schema and that every named theorem exists in the Lean library. "
+                    "'expected' is the reference (manifest, file on disk, recomputed value); 'found' is "
+                    "what the certificate holds.",
+    )
+    p.add_argument("certs", nargs="+", type=Path, metavar="CERT", help="certificate JSON files")
+    p.add_argument("--kernel", action="store_true", help="also re-run the Lean check of the named files")
+    p.add_argument("--root", type=Path, default=Path("."),
+                   help="repository root that input paths are relative to (default: the current directory)")
+    p.add_argument("--manifest", type=Path, default=None,
+                   help="manifest to check against (default: MANIFEST.sha256 beside each certificate)")
+    p.add_argument("--backend", choices=("native", "wasm"), default=None, help="Lean backend for --kernel")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per Lean file under --kernel")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def exit_code(results: list[VerifyResult]) -> int:
+    if any(r.status == "missing-input" for r in results):
+        return EXIT_USAGE
+    return EXIT_REJECTED if any(r.status == "rejected" for r in results) else EXIT_OK
+
+
+def render(results: list[VerifyResult]) -> str:
+    lines = []
+    for r in results:
+        label = {"ok": "ok", "rejected": "REJECTED", "missing-input": "MISSING"}[r.status]
+        lines.append(f"{label:<9} {r.certificate}" + (f"  ({', '.join(r.checked)})" if r.ok else ""))
+        lines += [f"  {r.certificate}: {f.render()}" for f in r.failures]
+        lines += [f"  {r.certificate}: missing input: {m}" for m in r.missing]
+        lines += [f"  note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    results = [
+        verify_certificate(c, root=args.root, manifest=args.manifest, kernel=args.kernel,
+                           backend=args.backend, timeout=args.timeout)
+        for c in args.certs
+    ]
+    emit(args.json, results, human=lambda: render(results))
+    return exit_code(results)

@@ -1,0 +1,211 @@
+"""The pycert-cert/1 schema, figures, provenance, atomic writes and the manifest."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+from datetime import datetime, timedelta, timezone
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from pycert import certificate as cm
+from pycert import provenance
+from pycert.certificate import (
+    MANIFEST_NAME,
+    SCHEMA_PATH,
+    Certificate,
+    Figure,
+    Mismatch,
+    load_certificate,
+    parse_manifest,
+    read_manifest,
+    schema_text,
+    write_certificates,
+)
+from pycert.errors import InputError
+from pycert.traces import file_sha256
+from tests.test_verify import make_cert
+
+
+def certs(n: int, tag: str = "a") -> list[Certificate]:
+    return [make_cert(f"ft-{tag}{i}", "first-touch", {"cut": Fraction(i + 1, i + 2)}, {"c": 1, "n": 1})
+            for i in range(n)]
+
+
+# ---------------------------------------------------------------------------- schema
+
+
+def test_committed_schema_equals_the_export() -> None:
+    assert SCHEMA_PATH.read_text() == schema_text(), "re-export with: python -m pycert.certificate"
+
+
+def test_schema_names_its_id_and_every_field() -> None:
+    schema = json.loads(schema_text())
+    assert schema["$id"] == "pycert-cert/1"
+    assert set(schema["required"]) >= {"id", "family", "claim", "theorems", "figures", "backend", "audit",
+                                       "provenance", "does_not_prove"}
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["family"]["enum"] == ["isolation", "ceiling", "pooling", "first-touch"]
+
+
+def test_certificate_round_trips_through_json() -> None:
+    [c] = certs(1)
+    text = c.to_json()
+    assert json.loads(text)["schema"] == "pycert-cert/1"
+    assert cm.parse_certificate(text) == c
+    assert cm.parse_certificate(text).to_json() == text  # byte-stable: the manifest hash is reproducible
+
+
+# ---------------------------------------------------------------------------- figures
+
+
+def test_figure_from_fraction() -> None:
+    f = Figure.from_fraction("ceiling", Fraction(10571, 28850))
+    assert (f.numerator, f.denominator, f.decimal) == (10571, 28850, "0.36641247833622183709")
+    assert f.value == Fraction(10571, 28850)
+    assert Figure.from_fraction("n", 12031).render() == "12031"
+    assert Figure.from_fraction("x", Fraction(2, 4)).render() == "1/2 (0.5)"
+    assert Figure.from_fraction("big", 2**4096).decimal == "1.0443888814131525067E+1233"
+
+
+def test_figure_rejects_unreduced_and_oversized() -> None:
+    with pytest.raises(ValueError, match="lowest terms"):
+        Figure(name="x", numerator=2, denominator=4, decimal="0.5")
+    with pytest.raises(ValueError, match="exceeds"):
+        Figure.from_fraction("huge", 2**20000)
+    with pytest.raises(ValueError):
+        Figure(name="x", numerator=1, denominator=0, decimal="inf")
+
+
+def test_provenance_wants_utc() -> None:
+    p = provenance.collect(run_id="r1")
+    assert p.generated_utc.utcoffset() == timedelta(0) and p.run_id == "r1"
+    assert re.fullmatch(r"(ci|local)/[a-z0-9_]+-[a-z0-9_]+", p.host_kind)
+    with pytest.raises(ValueError, match="UTC"):
+        p.model_validate({**p.model_dump(), "generated_utc": datetime.now(timezone(timedelta(hours=2)))})
+
+
+def test_provenance_outside_git(tmp_path: Path) -> None:
+    assert provenance.git_revision(tmp_path) is None
+    assert provenance.git_dirty(tmp_path) is True  # unknown state is never reported clean
+
+
+def test_provenance_reads_git(tmp_path: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "code.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    rev = provenance.git_revision(tmp_path)
+    assert rev and re.fullmatch(r"[0-9a-f]{40}", rev)
+    (tmp_path / "certificates").mkdir()
+    (tmp_path / "certificates" / "new.json").write_text("{}")
+    assert provenance.git_dirty(tmp_path) is False  # writing certificates does not dirty the code
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert provenance.git_dirty(tmp_path) is True
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def test_load_reports_the_field(tmp_path: Path) -> None:
+    [c] = certs(1)
+    data = json.loads(c.to_json())
+    data["provenance"]["git_revision"] = "not-a-sha"
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(Mismatch) as err:
+        load_certificate(path)
+    assert err.value.field == "provenance.git_revision" and err.value.found == '"not-a-sha"'
+    assert err.value.exit_code == 1
+    with pytest.raises(InputError):
+        load_certificate(tmp_path / "absent.json")
+
+
+# ---------------------------------------------------------------------------- writes and manifest
+
+
+def test_write_then_sha256sum_agrees(tmp_path: Path) -> None:
+    write_certificates(certs(3), tmp_path)
+    out = subprocess.run(["sha256sum", "--check", "--strict", MANIFEST_NAME], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST_NAME, "ft-a0.json", "ft-a1.json", "ft-a2.json"]
+    assert load_certificate(tmp_path / "ft-a1.json") == certs(3)[1]
+
+
+def test_later_batches_keep_earlier_entries_and_foreign_files(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine\n")
+    write_certificates(certs(2, "a"), tmp_path)
+    before = read_manifest(tmp_path / MANIFEST_NAME)
+    write_certificates(certs(1, "b"), tmp_path)
+    after = read_manifest(tmp_path / MANIFEST_NAME)
+    assert after == {**before, "ft-b0.json": file_sha256(tmp_path / "ft-b0.json")}
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+def test_hand_edited_file_stays_detectable_after_another_write(tmp_path: Path) -> None:
+    write_certificates(certs(2), tmp_path)
+    recorded = read_manifest(tmp_path / MANIFEST_NAME)["ft-a0.json"]
+    with (tmp_path / "ft-a0.json").open("a") as f:
+        f.write(" ")
+    write_certificates(certs(1, "b"), tmp_path)
+    assert read_manifest(tmp_path / MANIFEST_NAME)["ft-a0.json"] == recorded != file_sha256(tmp_path / "ft-a0.json")
+
+
+def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="duplicate"):
+        write_certificates(certs(1) + certs(1), tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_crash_while_staging_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_certificates(certs(2), tmp_path)
+    snapshot = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    real_stage, calls = cm._stage, []
+
+    def failing_stage(directory: Path, name: str, data: bytes) -> Path:
+        calls.append(name)
+        if len(calls) == 3:  # two certificates staged, then the disk "fills up"
+            raise OSError(28, "No space left on device")
+        return real_stage(directory, name, data)
+
+    monkeypatch.setattr(cm, "_stage", failing_stage)
+    newer = [make_cert(f"ft-a{i}", "first-touch", {"cut": Fraction(1, 7)}, {"c": 1, "n": 1}) for i in range(3)]
+    with pytest.raises(OSError):
+        write_certificates(newer, tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == snapshot  # no temporaries left either
+
+
+def test_ctrl_c_during_commit_is_held_until_the_manifest_is_in_place(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    real_replace, done = os.replace, []
+
+    def replace_then_interrupt(src, dst) -> None:
+        if not done:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C right after the first rename began
+        real_replace(src, dst)
+        done.append(Path(dst).name)
+
+    monkeypatch.setattr(cm.os, "replace", replace_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        write_certificates(certs(3), tmp_path)
+    assert done == ["ft-a0.json", "ft-a1.json", "ft-a2.json", MANIFEST_NAME]
+    manifest = read_manifest(tmp_path / MANIFEST_NAME)
+    assert manifest == {p.name: file_sha256(p) for p in tmp_path.glob("*.json")}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_manifest_parser_refuses_malformed_lines() -> None:
+    good = "a" * 64
+    assert parse_manifest(f"{good}  x.json\n{good} *y.json\n") == {"x.json": good, "y.json": good}
+    for bad in (f"{good[:-1]}  x.json", f"{good}  x.json\n{good}  x.json", "nonsense"):
+        with pytest.raises(Mismatch):
+            parse_manifest(bad)

@@ -1,0 +1,396 @@
+"""Offline verification: good certificates pass, each kind of tampering is rejected for its reason."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from pycert import provenance
+from pycert.certificate import (
+    MANIFEST_NAME,
+    AuditInfo,
+    BackendInfo,
+    Certificate,
+    Figure,
+    InputFile,
+    render_manifest,
+    write_certificates,
+)
+from pycert import verify
+from pycert.cli import main
+from pycert.traces import file_sha256 as sha256_file
+from pycert.traces import read_trace, trace_from_bytes
+from pycert.verify import (
+    RECOMPUTE,
+    ceiling_figures,
+    first_touch_figures,
+    isolation_figures,
+    scan_declarations,
+    verify_certificate,
+)
+
+from tests.conftest import SHARED_TRACES as TRACES, nonce
+
+LIBRARY = """\
+prelude
+import Init.Prelude
+
+namespace Pycert.Demo
+/-- A docstring naming theorem not_a_decl must not count. -/
+theorem isolation_floor : True := True.intro
+theorem first_touch_cut : True := True.intro
+theorem ceiling_le : True := True.intro
+private theorem hidden : True := True.intro
+def helper : Nat := 1
+end Pycert.Demo
+"""
+
+
+def make_cert(cert_id: str, family: str, figures: dict[str, Fraction], parameters: dict | None = None,
+              inputs: list[InputFile] | None = None, theorems: list[str] | None = None) -> Certificate:
+    return Certificate(
+        id=cert_id, family=family, claim=f"The {family} figures of {cert_id} follow from the named theorems.",
+        theorems=theorems or [f"Pycert.Demo.{family.replace('-', '_')}_{'floor' if family == 'isolation' else 'cut'}"],
+        parameters=parameters or {}, inputs=inputs or [],
+        figures=[Figure.from_fraction(k, v) for k, v in figures.items()],
+        backend=BackendInfo(kind="wasm", lean_version="4.28.0-pre",
+                            lean_commit="38f3c0c45b8df6da2652faff6dcaa15afb5a6981", node_version="v24.0.0"),
+        audit=AuditInfo(verdict="pass", axioms=["propext"]),
+        provenance=provenance.collect(run_id="test-run"),
+        does_not_prove=["a test fixture proves nothing about production caches"],
+    )
+
+
+def build_repo(root: Path) -> Path:
+    """A miniature repository: a Lean library, two certificates and their manifest."""
+    (root / "lean" / "Pycert").mkdir(parents=True)
+    (root / "lean" / "Pycert" / "Demo.lean").write_text(LIBRARY)
+    certs = [
+        make_cert("isolation-demo", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4}),
+        make_cert("first-touch-demo", "first-touch", first_touch_figures(16, 100), {"c": 16, "n": 100}),
+    ]
+    write_certificates(certs, root / "certificates")
+    return root / "certificates"
+
+
+def tampered_copy(src: Path, dest: Path, name: str, edit, forge_manifest: bool) -> Path:
+    """Copy the certificate directory, edit one certificate's JSON, optionally re-forge the manifest."""
+    shutil.copytree(src, dest)
+    path = dest / name
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    if forge_manifest:
+        entries = {p.name: sha256_file(p) for p in dest.glob("*.json")}
+        (dest / MANIFEST_NAME).write_text(render_manifest(entries))
+    return path
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    build_repo(tmp_path)
+    return tmp_path
+
+
+def fields(result) -> list[str]:
+    return [f.field for f in result.failures]
+
+
+# ---------------------------------------------------------------------------- the math
+
+
+def test_figure_math_by_hand() -> None:
+    assert first_touch_figures(16, 100) == {"cut": Fraction(96, 100)}
+    assert first_touch_figures(7, 7) == {"cut": Fraction(1)}
+    assert first_touch_figures(10, 9) == {"cut": Fraction(0)}
+    assert isolation_figures(3, 4) == {"states_floor": 4096, "bits_floor": 12, "single_owner_states": 81,
+                                       "single_owner_bits": 7}  # log2 81 = 6.34
+    assert isolation_figures(4, 5)["single_owner_bits"] == 10  # power of two: exactly n*log2 T
+    assert isolation_figures(1, 9)["single_owner_bits"] == 0
+    tiny = trace_from_bytes(b"5\n6\n5\n7\n5\n", "tiny")
+    assert ceiling_figures(tiny) == {"refs": 5, "distinct": 3, "ceiling": Fraction(2, 5)}
+
+
+def test_scanner_qualifies_names_by_namespace() -> None:
+    src = """module
+public import Init.Prelude
+namespace A.B
+public theorem t1 : True := trivial
+section S
+@[simp] theorem t2 : True := trivial
+end S
+namespace C
+/- theorem in_comment : True := trivial /- nested -/ still comment -/
+theorem t3 : "theorem in_string" = "theorem in_string" := rfl
+end C
+theorem _root_.top : True := trivial
+end A.B
+theorem after : True := trivial
+open Nat in theorem opened : True := trivial
+"""
+    names = [d.name for d in scan_declarations(src)]
+    assert names == ["A.B.t1", "A.B.t2", "A.B.C.t3", "top", "after", "opened"]
+
+
+# ---------------------------------------------------------------------------- good certificates
+
+
+def test_good_certificates_verify(repo: Path, capsys) -> None:
+    certs = sorted((repo / "certificates").glob("*.json"))
+    assert len(certs) == 2
+    for c in certs:
+        r = verify_certificate(c, root=repo)
+        assert r.status == "ok", r.failures
+        assert r.checked == ["manifest", "schema", "inputs", "figures", "theorems", "audit"]
+    assert main(["verify", "--root", str(repo), *map(str, certs)]) == 0
+    assert capsys.readouterr().out.count("ok ") == 2
+
+
+# ---------------------------------------------------------------------------- tampering
+
+
+def test_every_flipped_byte_is_rejected(repo: Path) -> None:
+    good = repo / "certificates" / "first-touch-demo.json"
+    original = good.read_bytes()
+    manifest_hash = hashlib.sha256(original).hexdigest()
+    try:
+        for i in range(0, len(original), 7):  # a spread of positions: keys, values, hashes, whitespace
+            flipped = bytearray(original)
+            flipped[i] ^= 0x01
+            good.write_bytes(bytes(flipped))
+            r = verify_certificate(good, root=repo)
+            assert r.status == "rejected", i
+            assert r.failures[0].field == "manifest[first-touch-demo.json].sha256"
+            assert r.failures[0].expected == manifest_hash
+            assert r.failures[0].found == hashlib.sha256(flipped).hexdigest()
+    finally:
+        good.write_bytes(original)
+
+
+@pytest.mark.parametrize("forge", [False, True], ids=["manifest-kept", "manifest-forged"])
+def test_edited_figure_is_rejected(repo: Path, tmp_path: Path, forge: bool) -> None:
+    def edit(d: dict) -> None:
+        d["figures"][0].update(numerator=1, denominator=2, decimal="0.5")
+
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", "first-touch-demo.json", edit, forge)
+    r = verify_certificate(path, root=repo)
+    assert r.status == "rejected"
+    assert "figures.cut" in fields(r)
+    fig = next(f for f in r.failures if f.field == "figures.cut")
+    assert (fig.expected, fig.found) == ("24/25", "1/2")
+    assert ("manifest[first-touch-demo.json].sha256" in fields(r)) is not forge
+
+
+def test_edited_decimal_alone_is_rejected(repo: Path, tmp_path: Path) -> None:
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", "first-touch-demo.json",
+                         lambda d: d["figures"][0].update(decimal="0.97"), forge_manifest=True)
+    r = verify_certificate(path, root=repo)
+    assert [(f.field, f.expected, f.found) for f in r.failures] == [("figures.cut.decimal", "0.96", "0.97")]
+
+
+def test_edited_parameter_is_rejected(repo: Path, tmp_path: Path) -> None:
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", "isolation-demo.json",
+                         lambda d: d["parameters"].update(T=2), forge_manifest=True)
+    r = verify_certificate(path, root=repo)
+    assert set(fields(r)) == {"figures.states_floor", "figures.bits_floor", "figures.single_owner_states",
+                              "figures.single_owner_bits"}
+    assert next(f for f in r.failures if f.field == "figures.bits_floor").expected == "8"
+
+
+def test_renamed_theorem_is_rejected(repo: Path, tmp_path: Path) -> None:
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", "isolation-demo.json",
+                         lambda d: d.update(theorems=["Pycert.Demo.isolation_flor"]), forge_manifest=True)
+    r = verify_certificate(path, root=repo)
+    assert [(f.field, f.found) for f in r.failures] == [("theorems[0]", "Pycert.Demo.isolation_flor (no such declaration)")]
+
+
+@pytest.mark.parametrize("name, found", [("Pycert.Demo.helper", "def"), ("Pycert.Demo.hidden", "private theorem"),
+                                         ("isolation_floor", "no such declaration")])
+def test_theorem_must_be_a_public_theorem_by_full_name(repo: Path, tmp_path: Path, name: str, found: str) -> None:
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", "isolation-demo.json",
+                         lambda d: d.update(theorems=[name]), forge_manifest=True)
+    r = verify_certificate(path, root=repo)
+    assert fields(r) == ["theorems[0]"] and found in r.failures[0].found
+
+
+def test_swapped_input_hash_is_rejected(repo: Path, tmp_path: Path) -> None:
+    """Any input's sha256 must match its file; the swap is caught before figures are recomputed."""
+    (repo / "instance.json").write_text('{"tenants": 3}\n')
+    cert = make_cert("iso-input", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4},
+                     inputs=[InputFile(role="instance", path="instance.json", sha256=sha256_file(repo / "instance.json"))])
+    write_certificates([cert], repo / "certificates")
+    assert verify_certificate(repo / "certificates" / "iso-input.json", root=repo).ok
+    other = hashlib.sha256(b"something else").hexdigest()
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", "iso-input.json",
+                         lambda d: d["inputs"][0].update(sha256=other), forge_manifest=True)
+    r = verify_certificate(path, root=repo)
+    assert [(f.field, f.expected, f.found) for f in r.failures] == [
+        ("inputs[0].sha256 (instance.json)", sha256_file(repo / "instance.json"), other)]
+    assert "figures" not in r.checked
+
+
+def test_schema_violations_name_the_field(repo: Path, tmp_path: Path) -> None:
+    cases = [
+        (lambda d: d.update(schema="pycert-cert/2"), "schema"),
+        (lambda d: d.pop("does_not_prove"), "does_not_prove"),
+        (lambda d: d["inputs"].append({"role": "trace", "path": "x", "sha256": "zz"}), "inputs[0].sha256"),
+        (lambda d: d["figures"][0].update(numerator=2, denominator=4), "figures[0]"),
+        (lambda d: d.update(surprise=1), "surprise"),
+    ]
+    for i, (edit, field) in enumerate(cases):
+        path = tampered_copy(repo / "certificates", tmp_path / f"c{i}", "first-touch-demo.json", edit, True)
+        r = verify_certificate(path, root=repo)
+        assert r.status == "rejected" and fields(r) == [field], (field, r.failures)
+
+
+def test_not_json_is_rejected(repo: Path) -> None:
+    path = repo / "certificates" / "first-touch-demo.json"
+    path.write_text("{ not json")
+    r = verify_certificate(path, root=repo)
+    assert fields(r) == ["manifest[first-touch-demo.json].sha256", "(json)"]
+
+
+def test_certificate_missing_from_manifest_is_rejected(repo: Path) -> None:
+    stray = repo / "certificates" / "stray.json"
+    shutil.copy(repo / "certificates" / "first-touch-demo.json", stray)
+    r = verify_certificate(stray, root=repo)
+    assert fields(r) == ["manifest[stray.json]"]
+
+
+def test_failed_audit_is_rejected(repo: Path, tmp_path: Path) -> None:
+    path = tampered_copy(repo / "certificates", tmp_path / "a", "isolation-demo.json",
+                         lambda d: d["audit"].update(verdict="fail"), True)
+    assert fields(verify_certificate(path, root=repo)) == ["audit.verdict"]
+
+
+def test_relabelled_family_is_rejected(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tampered_copy(repo / "certificates", tmp_path / "b", "isolation-demo.json",
+                         lambda d: d.update(family="pooling"), True)
+    from solvers import pipeline
+
+    assert verify.recomputer("pooling") is pipeline.recompute  # found lazily through its provider
+    r = verify_certificate(path, root=repo)
+    assert fields(r) == ["inputs[role=instance]"]  # the pooling recomputer needs the instance file
+    monkeypatch.delitem(RECOMPUTE, "pooling")
+    monkeypatch.delitem(verify._PROVIDERS, "pooling")
+    r = verify_certificate(path, root=repo)
+    assert [(f.field, f.found) for f in r.failures] == [("family", "pooling (none registered)")]
+
+
+def test_extra_figure_is_rejected(repo: Path, tmp_path: Path) -> None:
+    extra = Figure.from_fraction("bonus", Fraction(1, 3)).model_dump()
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", "first-touch-demo.json",
+                         lambda d: d["figures"].append(extra), True)
+    r = verify_certificate(path, root=repo)
+    assert fields(r) == ["figures.bonus"] and r.failures[0].found == "1/3 (0.33333333333333333333)"
+
+
+def test_bad_parameter_is_rejected(repo: Path, tmp_path: Path) -> None:
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", "first-touch-demo.json",
+                         lambda d: d["parameters"].update(c=0), True)
+    r = verify_certificate(path, root=repo)
+    assert [(f.field, f.found) for f in r.failures] == [("parameters.c", "0")]
+
+
+# ---------------------------------------------------------------------------- the command line
+
+
+def test_cli_prints_field_expected_found_and_exits_1(repo: Path, tmp_path: Path, capsys) -> None:
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", "first-touch-demo.json",
+                         lambda d: d["figures"][0].update(numerator=1, denominator=2, decimal="0.5"), False)
+    assert main(["verify", "--root", str(repo), str(path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("REJECTED")
+    assert f"  {path}: figures.cut: expected 24/25, found 1/2" in out
+    assert any(line.startswith(f"  {path}: manifest[first-touch-demo.json].sha256: expected ") for line in out)
+
+
+def test_cli_json_output(repo: Path, capsys) -> None:
+    assert main(["verify", "--json", "--root", str(repo), str(repo / "certificates" / "isolation-demo.json")]) == 0
+    [result] = json.loads(capsys.readouterr().out)
+    assert result["status"] == "ok" and result["id"] == "isolation-demo"
+
+
+def test_missing_input_exits_2(repo: Path, capsys) -> None:
+    (repo / "instance.json").write_text("{}\n")
+    cert = make_cert("iso-input", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4},
+                     inputs=[InputFile(role="instance", path="instance.json", sha256=sha256_file(repo / "instance.json"))])
+    write_certificates([cert], repo / "certificates")
+    (repo / "instance.json").unlink()
+    assert main(["verify", "--root", str(repo), str(repo / "certificates" / "iso-input.json")]) == 2
+    assert "missing input" in capsys.readouterr().out
+
+
+def test_missing_certificate_or_manifest_exits_2(repo: Path, tmp_path: Path, capsys) -> None:
+    assert main(["verify", "--root", str(repo), str(repo / "certificates" / "nope.json")]) == 2
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    shutil.copy(repo / "certificates" / "isolation-demo.json", lone)
+    assert main(["verify", "--root", str(repo), str(lone / "isolation-demo.json")]) == 2
+    assert "no manifest" in capsys.readouterr().out
+    # ... and an explicit --manifest is honoured
+    assert main(["verify", "--root", str(repo), "--manifest", str(repo / "certificates" / MANIFEST_NAME),
+                 str(lone / "isolation-demo.json")]) == 0
+
+
+# ---------------------------------------------------------------------------- ceiling: real traces
+
+
+def test_ceiling_from_a_tiny_ids_file(repo: Path) -> None:
+    ids = repo / "tiny.ids"
+    ids.write_text("1\n2\n1\n3\n1\n2\n")
+    cert = make_cert("ceiling-tiny", "ceiling", ceiling_figures(read_trace(ids)), theorems=["Pycert.Demo.ceiling_le"],
+                     inputs=[InputFile(role="trace", path="tiny.ids", sha256=sha256_file(ids))])
+    assert cert.figure_map()["ceiling"].value == Fraction(1, 2)
+    write_certificates([cert], repo / "certificates")
+    assert verify_certificate(repo / "certificates" / "ceiling-tiny.json", root=repo).ok
+    ids.write_text("1\n2\n1\n3\n1\n4\n")
+    r = verify_certificate(repo / "certificates" / "ceiling-tiny.json", root=repo)
+    assert fields(r) == ["inputs[0].sha256 (tiny.ids)"]
+
+
+@pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces is not present")
+def test_swapped_mooncake_trace_hash_is_rejected(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    build_repo(root)
+    rel = "../shared/traces/mooncake-fast25"
+    (tmp_path / "shared").symlink_to(TRACES.parent.parent, target_is_directory=True)
+    conv, synth = TRACES / "conversation_trace.jsonl", TRACES / "synthetic_trace.jsonl"
+    cert = make_cert("ceiling-conversation", "ceiling", ceiling_figures(read_trace(conv)),
+                     theorems=["Pycert.Demo.ceiling_le"],
+                     inputs=[InputFile(role="trace", path=f"{rel}/conversation_trace.jsonl", sha256=sha256_file(conv))])
+    write_certificates([cert], root / "certificates")
+    good = root / "certificates" / "ceiling-conversation.json"
+    assert verify_certificate(good, root=root).ok
+    path = tampered_copy(root / "certificates", tmp_path / "copy", good.name,
+                         lambda d: d["inputs"][0].update(sha256=sha256_file(synth)), forge_manifest=True)
+    r = verify_certificate(path, root=root)
+    assert [(f.field, f.expected, f.found) for f in r.failures] == [
+        (f"inputs[0].sha256 ({rel}/conversation_trace.jsonl)", sha256_file(conv), sha256_file(synth))]
+
+
+# ---------------------------------------------------------------------------- --kernel
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_kernel_reruns_lean(repo: Path, wasm) -> None:
+    """--kernel re-runs Lean on the library and the emitted files (nonces keep the build cache out)."""
+    library = repo / "lean" / "Pycert" / "Demo.lean"
+    library.write_text(nonce() + library.read_text())
+    emitted = repo / "Emitted.lean"
+    emitted.write_text(nonce() + "prelude\nimport Init.Prelude\n\ntheorem emitted_false : (2 : Nat) + 2 = 5 := rfl\n")
+    cert = make_cert("iso-kernel", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4},
+                     inputs=[InputFile(role="lean", path="Emitted.lean", sha256=sha256_file(emitted))])
+    write_certificates([cert], repo / "certificates")
+    bad = verify_certificate(repo / "certificates" / "iso-kernel.json", root=repo, kernel=True, backend="wasm")
+    assert fields(bad) == ["kernel[Emitted]"], bad.failures
+    assert "Pycert.Demo" not in bad.failures[0].found
+    good = verify_certificate(repo / "certificates" / "isolation-demo.json", root=repo, kernel=True, backend="wasm")
+    assert good.ok and "kernel" in good.checked, good.failures
