@@ -1,0 +1,181 @@
+"""``pycert trace ...`` end to end: figures, JSON shapes, bad input (one line, exit 2), the PNG."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from pycert import synthetic
+from pycert.cachesim import belady_hits, lru_hit_curve
+from pycert.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "traces" / "mooncake-fast25"
+MOONCAKE = [SHARED / "conversation_trace.jsonl", SHARED / "synthetic_trace.jsonl"]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(["trace", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    rc, out, err = run(capsys, *argv, "--json")
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def frac(r: dict) -> Fraction:
+    return Fraction(r["numerator"], r["denominator"])
+
+
+def test_stats_defaults_to_the_embedded_synthetic_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "stats")
+    t = synthetic.default_trace()
+    assert data["refs"] == t.n_refs and data["sha256"] == t.sha256 and data["name"].startswith("synthetic")
+    assert frac(data["ceiling"]) == 1 - Fraction(data["distinct"], data["refs"])
+    rc, out, _ = run(capsys, "stats")
+    assert rc == 0 and "ceiling" in out and f"{t.n_refs:,}" in out
+
+
+def test_mrc_figures_and_full_curve(capsys: pytest.CaptureFixture[str]) -> None:
+    t = synthetic.default_trace()
+    curve = lru_hit_curve(t.refs)
+    data = run_json(capsys, "mrc", "-c", "16,64", "-c", "300", "--all")
+    assert [p["capacity"] for p in data["points"]] == [16, 64, 300]
+    for p in data["points"]:
+        assert p["lru_hits"] == curve.hits(p["capacity"])
+        assert p["belady_hits"] == belady_hits(t.refs, p["capacity"])
+        assert frac(p["lru_hit_rate"]) == Fraction(p["lru_hits"], t.n_refs)
+    assert data["lru_hits_at"] == curve.hits_at.tolist() and len(data["lru_hits_at"]) == curve.max_distance + 1
+    assert data["unbounded_hits"] == t.n_refs - data["stats"]["distinct"]
+    default = run_json(capsys, "mrc", "--no-belady")
+    caps = [p["capacity"] for p in default["points"]]
+    assert caps[0] == 1 and caps[-1] >= curve.max_distance > caps[-2]
+    assert all(p["belady_hits"] is None for p in default["points"])
+    assert default["points"][-1]["lru_hits"] == default["unbounded_hits"]
+
+
+def test_granularity_flag_coarsens_first(capsys: pytest.CaptureFixture[str]) -> None:
+    base, coarse = run_json(capsys, "stats"), run_json(capsys, "stats", "--granularity", "4")
+    assert coarse["granularity"] == 4 and coarse["block_tokens"] == 4 * base["block_tokens"]
+    assert coarse["refs"] < base["refs"] and coarse["sha256"] == base["sha256"]
+
+
+def test_offload_report_is_consistent(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "offload", "--capacity-tokens", "65536")
+    assert data["control_k"] == 4 and data["host_tokens"] is None
+    for arm, k in ((data["primary"], 1), (data["control"], 4)):
+        assert arm["granularity"] == k and arm["capacity_blocks"] == 65536 // (512 * k)
+        f = {name: frac(v) for name, v in arm.items() if isinstance(v, dict)}
+        assert f["max_achievable_hit_rate"] == 1 - f["cold_miss_floor"] == f["host_backed_hit_rate"]
+        assert f["host_load_frac"] == f["host_backed_hit_rate"] - f["gpu_only_hit_rate"]
+        assert f["headroom_pp"] == 100 * (f["max_achievable_hit_rate"] - f["gpu_only_hit_rate"])
+        assert f["gpu_share_of_achievable"] == f["gpu_only_hit_rate"] / f["max_achievable_hit_rate"]
+        assert f["working_set_over_capacity"] == Fraction(arm["distinct"], arm["capacity_blocks"])
+        assert f["gpu_only_hit_rate"] <= f["gpu_only_belady_hit_rate"] <= f["max_achievable_hit_rate"]
+    hosted = run_json(capsys, "offload", "--capacity-tokens", "65536", "--host-tokens", "65536", "--control-k", "1")
+    assert hosted["control"] is None and hosted["primary"]["host_blocks"] == 128
+    assert frac(hosted["primary"]["host_backed_hit_rate"]) < frac(data["primary"]["host_backed_hit_rate"])
+    rc, out, _ = run(capsys, "offload", "--capacity-tokens", "65536")
+    assert rc == 0 and "headroom_pp" in out and "x4 (control)" in out
+
+
+def test_offload_needs_block_size_for_plain_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "ids.txt"
+    p.write_text("1\n2\n1\n3\n2\n1\n")
+    rc, _, err = run(capsys, "offload", str(p), "--capacity-tokens", "32")
+    assert rc == 2 and "--block-tokens" in err
+    data = run_json(capsys, "offload", str(p), "--capacity-tokens", "32", "--block-tokens", "16", "--control-k", "1")
+    assert data["primary"]["capacity_blocks"] == 2 and data["primary"]["gpu_only_hit_rate"]["numerator"] == 1
+    rc, _, err = run(capsys, "offload", "--capacity-tokens", "100")
+    assert rc == 2 and "holds no whole block" in err
+
+
+GOOD = '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n'
+
+
+@pytest.mark.parametrize("content, expect", [
+    (GOOD + '{"timestamp": 0,\n', ":2: malformed JSON"),
+    ('{"timestamp": 0, "input_length": 1, "hash_ids": [1]}\n', ":1: missing field 'output_length'"),
+    (GOOD.replace("[1]", "[1, -1]"), ":1: hash_ids[1] is negative"),
+    (GOOD.replace("[1]", '["a"]'), ":1: hash_ids[0] is not an integer"),
+    ("", ": empty trace"),
+    (GOOD + '{"timestamp": 0, "inp', ":2: truncated last line"),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str,
+                                      expect: str) -> None:
+    p = tmp_path / "bad.jsonl"
+    p.write_text(content)
+    for action in ("stats", "mrc", "plot"):
+        rc, out, err = run(capsys, action, str(p))
+        assert rc == 2 and out == ""
+        assert err.count("\n") == 1 and err.startswith(f"pycert: {p}{expect}"), err
+
+
+def test_bad_input_in_a_real_process_has_no_traceback(tmp_path: Path) -> None:
+    p = tmp_path / "bad.jsonl.gz"
+    p.write_bytes(b"\x1f\x8b\x08\x00 not really gzip")
+    proc = subprocess.run([sys.executable, "-m", "pycert", "trace", "stats", str(p)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "gzip" in proc.stderr and "Traceback" not in proc.stderr
+    missing = subprocess.run([sys.executable, "-m", "pycert", "trace", "mrc", str(tmp_path / "none.jsonl")], cwd=REPO,
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.strip().endswith("none.jsonl: no such file")
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["mrc", "-c", "-5"], ["stats", "--granularity", "0"], ["offload"], ["generate"]):
+        with pytest.raises(SystemExit) as exc:
+            main(["trace", *argv])
+        assert exc.value.code == 2
+
+
+def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "mrc.png"
+    data = run_json(capsys, "plot", "-o", str(out), "--points", "6")
+    png = out.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    t = synthetic.default_trace()
+    assert all(h == belady_hits(t.refs, int(c)) for c, h in data["belady_hits"].items())
+    assert len(data["belady_hits"]) == 6
+    rc, _, err = run(capsys, "plot", "-o", str(tmp_path / "no" / "dir" / "x.png"))
+    assert rc == 2 and err.count("\n") == 1
+
+
+def test_generate_writes_what_the_reader_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "g.jsonl"
+    data = run_json(capsys, "generate", "-o", str(p), "--seed", "9", "--requests", "40")
+    assert p.read_bytes() == synthetic.to_jsonl(synthetic.generate(9, 40))
+    assert data["stats"]["requests"] == 40 and data["seed"] == 9
+    again = run_json(capsys, "stats", str(p))
+    assert again["sha256"] == data["stats"]["sha256"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", MOONCAKE, ids=lambda p: p.stem)
+def test_every_command_on_the_mooncake_traces(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not path.exists():
+        pytest.skip(f"Mooncake trace absent: {path}")
+    stats = run_json(capsys, "stats", str(path))
+    mrc = run_json(capsys, "mrc", str(path), "-c", "128,1024,10000")
+    assert mrc["stats"] == stats
+    off = run_json(capsys, "offload", str(path), "--capacity-tokens", str(1024 * 512))
+    assert off["primary"]["capacity_blocks"] == 1024 and off["control"]["capacity_blocks"] == 256
+    lru_1024 = next(p for p in mrc["points"] if p["capacity"] == 1024)
+    assert off["primary"]["gpu_only_hit_rate"] == lru_1024["lru_hit_rate"]
+    assert off["primary"]["gpu_only_belady_hit_rate"] == lru_1024["belady_hit_rate"]
+    png = tmp_path / "p.png"
+    run_json(capsys, "plot", str(path), "-o", str(png), "--points", "3")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    if path.stem == "conversation_trace":
+        rates = {p["capacity"]: round(p["lru_hit_rate"]["decimal"], 6) for p in mrc["points"]}
+        assert rates == {128: 0.040988, 1024: 0.044475, 10000: 0.211165}
+        assert (stats["refs"], stats["distinct"], round(stats["ceiling"]["decimal"], 6)) == (288_500, 182_790, 0.366412)
