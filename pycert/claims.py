@@ -1,0 +1,71 @@
+"""What each certificate family claims, which Lean theorems it rests on, and what it does not prove.
+
+One place for the words: the pipeline writes them into certificates, verify checks the theorem names
+against the library, and the README quotes them.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class Family(BaseModel):
+    name: str
+    theorems: list[str]
+    does_not_prove: list[str]
+
+
+ISOLATION = Family(
+    name="isolation",
+    theorems=[
+        "Pycert.Isolation.states_floor",
+        "Pycert.Isolation.bits_floor",
+        "Pycert.Isolation.leak_or_refusal_below_floor",
+        "Pycert.Isolation.single_owner_states_floor",
+        "Pycert.Isolation.single_owner_bits_floor",
+    ],
+    does_not_prove=[
+        "The T*n floor assumes arbitrary shared-read rights: any tenant may be entitled to any block.",
+        "It counts distinguishable states of the isolation metadata, not bytes of any real implementation.",
+        "A manager that may leak or refuse reuse is not bound by it (that is the dichotomy below the floor).",
+        "The single-owner figure n*log2 T uses the floor of log2 T; it is exact only for T a power of two.",
+    ],
+)
+
+CEILING = Family(
+    name="ceiling",
+    theorems=["Pycert.Ceiling.hits_add_distinct_le", "Pycert.Ceiling.unbounded_hits_eq"],
+    does_not_prove=[
+        "A ceiling is per trace: it says nothing about other traffic.",
+        "It bounds demand-fetch caches only: a prefetching cache is outside the model.",
+        "It is an oracle bound, not a connector measurement: no real cache was run.",
+        "Block identity is the trace's hash ids at the trace's block size; another granularity gives other figures.",
+    ],
+)
+
+POOLING = Family(
+    name="pooling",
+    theorems=[
+        "Pycert.Pooling.pooled_misses_ge_distinct",
+        "Pycert.Pooling.perInstance_misses_ge_sum_distinct",
+        "Pycert.Pooling.sum_distinct_ge_distinct",
+    ],
+    does_not_prove=[
+        "OPT = 32 is for the committed instance only: other instances have other optima.",
+        "The per-instance figure is for the committed routing; the free-routing optimum is a solver result with its bound.",
+        "Misses count block fetches; transfer latency, bandwidth and serving throughput are not modelled.",
+        "It is an oracle bound, not a connector measurement.",
+    ],
+)
+
+FIRST_TOUCH = Family(
+    name="first-touch",
+    theorems=["Pycert.FirstTouch.cut_eq", "Pycert.FirstTouch.cut_gt_half"],
+    does_not_prove=[
+        "The cut assumes a store pre-warmed with every whole chunk of the prompt; cold stores serve less.",
+        "It is arithmetic about token counts, not a latency or throughput measurement.",
+        "A floor of 0.30 on the cut cannot fail for prompts of at least 2c tokens: such a gate tests nothing.",
+    ],
+)
+
+FAMILIES = {f.name: f for f in (ISOLATION, CEILING, POOLING, FIRST_TOUCH)}
