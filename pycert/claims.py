@@ -18,11 +18,11 @@ class Family(BaseModel):
 ISOLATION = Family(
     name="isolation",
     theorems=[
-        "Pycert.Isolation.states_floor",
-        "Pycert.Isolation.bits_floor",
-        "Pycert.Isolation.leak_or_refusal_below_floor",
-        "Pycert.Isolation.single_owner_states_floor",
-        "Pycert.Isolation.single_owner_bits_floor",
+        "Pycert.Isolation.floor",
+        "Pycert.Isolation.floor_log2",
+        "Pycert.Isolation.leak_or_refusal",
+        "Pycert.Isolation.owner_floor",
+        "Pycert.Isolation.owner_floor_log2",
     ],
     does_not_prove=[
         "The T*n floor assumes arbitrary shared-read rights: any tenant may be entitled to any block.",
@@ -34,7 +34,7 @@ ISOLATION = Family(
 
 CEILING = Family(
     name="ceiling",
-    theorems=["Pycert.Ceiling.hits_add_distinct_le", "Pycert.Ceiling.unbounded_hits_eq"],
+    theorems=["Pycert.Ceiling.hits_add_distinct_le", "Pycert.Ceiling.hits_unbounded", "Pycert.Ceiling.hitRatio_le_ceiling"],
     does_not_prove=[
         "A ceiling is per trace: it says nothing about other traffic.",
         "It bounds demand-fetch caches only: a prefetching cache is outside the model.",
@@ -46,9 +46,10 @@ CEILING = Family(
 POOLING = Family(
     name="pooling",
     theorems=[
-        "Pycert.Pooling.pooled_misses_ge_distinct",
-        "Pycert.Pooling.perInstance_misses_ge_sum_distinct",
-        "Pycert.Pooling.sum_distinct_ge_distinct",
+        "Pycert.Pooling.distinct_le_pooledMisses",
+        "Pycert.Pooling.sumDistinct_le_perInstanceMisses",
+        "Pycert.Pooling.distinct_le_sumDistinct",
+        "Pycert.Pooling.sumDistinct_eq_iff",
     ],
     does_not_prove=[
         "OPT = 32 is for the committed instance only: other instances have other optima.",
@@ -60,7 +61,7 @@ POOLING = Family(
 
 FIRST_TOUCH = Family(
     name="first-touch",
-    theorems=["Pycert.FirstTouch.cut_eq", "Pycert.FirstTouch.cut_gt_half"],
+    theorems=["Pycert.FirstTouch.cut_eq", "Pycert.FirstTouch.cut_gt_half", "Pycert.FirstTouch.lmcache_floor_vacuous"],
     does_not_prove=[
         "The cut assumes a store pre-warmed with every whole chunk of the prompt; cold stores serve less.",
         "It is arithmetic about token counts, not a latency or throughput measurement.",

@@ -1,0 +1,204 @@
+module
+
+prelude
+public import Init.Data.List.Basic
+import Init.Omega
+
+/-!
+# Shared definitions and lemmas
+
+First-touch counting (`distinctFrom`, `distinct`), list membership facts proved here so that no file
+needs the list lemma library, base-`a` digits, and a pigeonhole principle for maps on `Nat`.
+-/
+
+namespace Pycert
+
+/-- `distinctFrom seen r`: how many references of `r` touch a block for the first time, given that
+the blocks in `seen` were touched already. -/
+@[expose] public noncomputable def distinctFrom : List Nat → List Nat → Nat
+  | _, [] => 0
+  | seen, x :: xs => if x ∈ seen then distinctFrom seen xs else distinctFrom (x :: seen) xs + 1
+
+/-- The number of distinct blocks a trace references. -/
+@[expose] public noncomputable def distinct (r : List Nat) : Nat := distinctFrom [] r
+
+/-! ## List membership -/
+
+public theorem mem_cons {α : Type} {a b : α} {l : List α} : a ∈ b :: l ↔ a = b ∨ a ∈ l := by
+  constructor
+  · intro h
+    cases h with
+    | head => exact Or.inl rfl
+    | tail _ h => exact Or.inr h
+  · intro h
+    cases h with
+    | inl e => subst e; exact List.Mem.head l
+    | inr h => exact List.Mem.tail b h
+
+public theorem mem_cons_self {α : Type} (a : α) (l : List α) : a ∈ a :: l := List.Mem.head l
+
+public theorem mem_cons_of_mem {α : Type} {a : α} (b : α) {l : List α} (h : a ∈ l) : a ∈ b :: l :=
+  List.Mem.tail b h
+
+public theorem not_mem_nil {α : Type} (a : α) : ¬ a ∈ ([] : List α) := fun h => by cases h
+
+public theorem mem_of_mem_filter {α : Type} {p : α → Bool} {y : α} :
+    ∀ {l : List α}, y ∈ l.filter p → y ∈ l
+  | [], h => h
+  | a :: l, h => by
+    cases hp : p a
+    · have e : List.filter p (a :: l) = List.filter p l := by simp only [List.filter, hp]
+      rw [e] at h
+      exact mem_cons_of_mem a (mem_of_mem_filter h)
+    · have e : List.filter p (a :: l) = a :: List.filter p l := by simp only [List.filter, hp]
+      rw [e] at h
+      rcases mem_cons.1 h with e | h
+      · subst e; exact mem_cons_self _ _
+      · exact mem_cons_of_mem a (mem_of_mem_filter h)
+
+public theorem filter_true {α : Type} : ∀ (l : List α), l.filter (fun _ => true) = l
+  | [] => rfl
+  | a :: l => by
+    have e : List.filter (fun _ => true) (a :: l) = a :: List.filter (fun _ => true) l := by
+      simp only [List.filter]
+    rw [e, filter_true l]
+
+public theorem mem_of_mem_take {α : Type} {y : α} : ∀ {k : Nat} {l : List α}, y ∈ l.take k → y ∈ l
+  | 0, _, h => by rw [List.take_zero] at h; exact absurd h (not_mem_nil y)
+  | _ + 1, [], h => by rw [List.take_nil] at h; exact h
+  | k + 1, a :: l, h => by
+    rw [List.take_succ_cons] at h
+    rcases mem_cons.1 h with e | h
+    · subst e; exact mem_cons_self _ _
+    · exact mem_cons_of_mem a (mem_of_mem_take h)
+
+/-! ## First-touch counting -/
+
+public theorem distinctFrom_nil (S : List Nat) : distinctFrom S [] = 0 := rfl
+
+public theorem distinctFrom_cons (S : List Nat) (x : Nat) (r : List Nat) :
+    distinctFrom S (x :: r) = if x ∈ S then distinctFrom S r else distinctFrom (x :: S) r + 1 := rfl
+
+public theorem distinctFrom_of_mem {S : List Nat} {x : Nat} (h : x ∈ S) (r : List Nat) :
+    distinctFrom S (x :: r) = distinctFrom S r := by
+  rw [distinctFrom_cons, if_pos h]
+
+public theorem distinctFrom_of_not_mem {S : List Nat} {x : Nat} (h : ¬ x ∈ S) (r : List Nat) :
+    distinctFrom S (x :: r) = distinctFrom (x :: S) r + 1 := by
+  rw [distinctFrom_cons, if_neg h]
+
+/-- Antitone in the seen-set: knowing more blocks leaves fewer first touches. -/
+public theorem distinctFrom_anti (r : List Nat) :
+    ∀ {A B : List Nat}, (∀ y, y ∈ A → y ∈ B) → distinctFrom B r ≤ distinctFrom A r := by
+  induction r with
+  | nil => intro A B _; exact Nat.le_refl 0
+  | cons x xs ih =>
+    intro A B h
+    by_cases hA : x ∈ A
+    · rw [distinctFrom_of_mem hA, distinctFrom_of_mem (h x hA)]
+      exact ih h
+    · rw [distinctFrom_of_not_mem hA]
+      by_cases hB : x ∈ B
+      · rw [distinctFrom_of_mem hB]
+        have := ih (A := x :: A) (B := B) (fun y hy => by
+          rcases mem_cons.1 hy with e | hy
+          · subst e; exact hB
+          · exact h y hy)
+        omega
+      · rw [distinctFrom_of_not_mem hB]
+        have := ih (A := x :: A) (B := x :: B) (fun y hy => by
+          rcases mem_cons.1 hy with e | hy
+          · subst e; exact mem_cons_self _ _
+          · exact mem_cons_of_mem x (h y hy))
+        omega
+
+/-- Seen-sets with the same members give the same count. -/
+public theorem distinctFrom_congr (r : List Nat) {A B : List Nat} (h : ∀ y, y ∈ A ↔ y ∈ B) :
+    distinctFrom A r = distinctFrom B r :=
+  Nat.le_antisymm (distinctFrom_anti r (fun y hy => (h y).2 hy))
+    (distinctFrom_anti r (fun y hy => (h y).1 hy))
+
+/-- Re-adding a block already seen changes nothing. -/
+public theorem distinctFrom_cons_of_mem {S : List Nat} {x : Nat} (h : x ∈ S) (r : List Nat) :
+    distinctFrom (x :: S) r = distinctFrom S r :=
+  distinctFrom_congr r (fun y => ⟨fun hy => (mem_cons.1 hy).elim (fun e => by subst e; exact h) id,
+    mem_cons_of_mem x⟩)
+
+public theorem distinctFrom_le_length (r : List Nat) : ∀ (S : List Nat), distinctFrom S r ≤ r.length := by
+  induction r with
+  | nil => intro S; exact Nat.le_refl 0
+  | cons x xs ih =>
+    intro S
+    rw [List.length_cons]
+    by_cases h : x ∈ S
+    · rw [distinctFrom_of_mem h]; have := ih S; omega
+    · rw [distinctFrom_of_not_mem h]; have := ih (x :: S); omega
+
+/-! ## Digits and pigeonhole -/
+
+/-- Digit `i` of `k` in base `a`, least significant first. -/
+@[expose] public def digit (a : Nat) : Nat → Nat → Nat
+  | k, 0 => k % a
+  | k, i + 1 => digit a (k / a) i
+
+public theorem digit_lt {a : Nat} (ha : 0 < a) (k i : Nat) : digit a k i < a := by
+  induction i generalizing k with
+  | zero => exact Nat.mod_lt k ha
+  | succ i ih => exact ih (k / a)
+
+/-- A number below `a ^ m` is determined by its first `m` digits in base `a`. -/
+public theorem digit_inj {a : Nat} (m : Nat) : ∀ {k k' : Nat}, k < a ^ m → k' < a ^ m →
+    (∀ i, i < m → digit a k i = digit a k' i) → k = k' := by
+  induction m with
+  | zero =>
+    intro k k' hk hk' _
+    rw [Nat.pow_zero] at hk hk'
+    omega
+  | succ m ih =>
+    intro k k' hk hk' h
+    rw [Nat.pow_succ] at hk hk'
+    have ha : 0 < a := by
+      cases a with
+      | zero => rw [Nat.mul_zero] at hk; exact absurd hk (Nat.not_lt_zero k)
+      | succ a => exact Nat.succ_pos a
+    have e0 : k % a = k' % a := h 0 (Nat.succ_pos m)
+    have e1 : k / a = k' / a :=
+      ih ((Nat.div_lt_iff_lt_mul ha).2 hk) ((Nat.div_lt_iff_lt_mul ha).2 hk')
+        (fun i hi => h (i + 1) (Nat.succ_lt_succ hi))
+    calc k = a * (k / a) + k % a := (Nat.div_add_mod k a).symm
+      _ = a * (k' / a) + k' % a := by rw [e1, e0]
+      _ = k' := Nat.div_add_mod k' a
+
+/-- Pigeonhole: a map on `Nat` that is injective on `[0, a)` and sends it into `[0, b)` needs
+`a ≤ b`. -/
+public theorem le_of_inj (a : Nat) : ∀ {b : Nat} (f : Nat → Nat), (∀ i, i < a → f i < b) →
+    (∀ i j, i < a → j < a → f i = f j → i = j) → a ≤ b := by
+  induction a with
+  | zero => intro b _ _ _; exact Nat.zero_le b
+  | succ a ih =>
+    intro b f hlt hinj
+    have hm : f a < b := hlt a (Nat.lt_succ_self a)
+    have hne : ∀ i, i < a → f i ≠ f a := fun i hi e => by
+      have := hinj i a (by omega) (by omega) e
+      omega
+    have key := ih (b := b - 1) (fun i => if f i < f a then f i else f i - 1)
+      (fun i hi => by
+        show (if f i < f a then f i else f i - 1) < b - 1
+        have h1 := hlt i (by omega)
+        have h2 := hne i hi
+        by_cases c : f i < f a
+        · rw [if_pos c]; omega
+        · rw [if_neg c]; omega)
+      (fun i j hi hj e => by
+        have e : (if f i < f a then f i else f i - 1) = (if f j < f a then f j else f j - 1) := e
+        have h1 := hne i hi
+        have h2 := hne j hj
+        apply hinj i j (by omega) (by omega)
+        by_cases ci : f i < f a <;> by_cases cj : f j < f a
+        · rw [if_pos ci, if_pos cj] at e; exact e
+        · rw [if_pos ci, if_neg cj] at e; omega
+        · rw [if_neg ci, if_pos cj] at e; omega
+        · rw [if_neg ci, if_neg cj] at e; omega)
+    omega
+
+end Pycert
