@@ -76,8 +76,25 @@ class PagingOutcome(BaseModel):
 
     @property
     def agree(self) -> bool:
-        return (self.cpsat.optimal and self.highs.optimal and self.replay_ok
-                and self.cpsat.objective == self.highs.objective == self.replay_misses == self.belady_misses)
+        return not self.disagreements()
+
+    def disagreements(self) -> list[str]:
+        """Why this optimum cannot be trusted; empty when every independent check agrees."""
+        out = []
+        for r in (self.cpsat, self.highs):
+            if not r.optimal:
+                out.append(f"{r.solver} status {r.status}, not OPTIMAL")
+            elif r.objective is None or r.bound is None or math.ceil(r.bound - 1e-6) < r.objective:
+                out.append(f"{r.solver} claims OPTIMAL but its proven bound {r.bound} is below its objective {r.objective}")
+            if r.objective is not None and r.objective < self.distinct:
+                out.append(f"{r.solver} objective {r.objective} is below the wall (distinct = {self.distinct})")
+        if not self.replay_ok:
+            out.append("the replayed schedule is infeasible")
+        figures = {"CP-SAT": self.cpsat.objective, "HiGHS": self.highs.objective, "replay": self.replay_misses,
+                   "Belady": self.belady_misses}
+        if len(set(figures.values())) != 1:
+            out.append("objectives disagree: " + ", ".join(f"{k} {v}" for k, v in figures.items()))
+        return out
 
 
 class RoutingOutcome(BaseModel):
