@@ -5,6 +5,7 @@ directory that is removed at the end (an interrupted run leaves at most that dir
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mutation import operators as ops
-from mutation.lean_batch import Located, Snippet, apply_library_edits, compose, kernel_verdict
+from mutation.lean_batch import Located, apply_library_edits, compose, kernel_verdict
 from mutation.report import CampaignReport, Outcome
 from pycert import audit as au
 from pycert import kernel
@@ -104,8 +105,8 @@ class Context:
 
         try:
             res = verify_certificate(self.repo / ops.CERT_DIR / cert, root=self.repo)
-        except InputError as exc:
-            return ("killed", str(exc)) if field == r"^manifest" and "manifest" in str(exc) else ("error", str(exc))
+        except InputError as exc:  # a missing input is not a rejection of the tampered figure
+            return "error", str(exc)
         if res.ok:
             return "survived", "verify passed the tampered certificate"
         hit = next((f for f in res.failures if re.search(field, f.field)), None)
@@ -115,8 +116,6 @@ class Context:
 
     def tamper(self, cert: str, *, flip: bool = False, edit: Callable[[dict], None] | None = None,
                forge: bool = False, field: str) -> ops.Verdict:
-        import json
-
         path = self.repo / ops.CERT_DIR / cert
         if flip:
             data = bytearray(path.read_bytes())
@@ -139,8 +138,6 @@ class Context:
         (d / MANIFEST_NAME).write_text(render_manifest({p.name: file_sha256(p) for p in sorted(d.glob("*.json"))}))
 
     def trace_expect(self, transform: Callable[[list[bytes]], list[bytes]]) -> ops.Verdict:
-        import json
-
         from pycert.traces import read_trace
         from pycert.verify import ceiling_figures
 
@@ -162,8 +159,6 @@ class Context:
         return status, f"figures {_figs(before)} -> {_figs(after)}; {detail}"
 
     def page_expect(self, cert: str, how: str) -> ops.Verdict:
-        import json
-
         from pycert.browser import CHROMIUM, Browser
         from pycert.report import write_report
 
@@ -220,10 +215,10 @@ class LeanBatches:
             text, loc = compose(INSTANCE_HEADER, inst, "MutInstances")
             self.located |= loc
             self.files.append(self._write("MutInstances.lean", text))
-        self.audit: list[Snippet] = [p.audit for p in plans if p.audit]
+        audit = [p.audit for p in plans if p.audit]
         self.audit_text = ""
-        if self.audit:
-            text, loc = compose(ops.AUDIT_HEADER, self.audit, "MutAudit")
+        if audit:
+            text, loc = compose(ops.AUDIT_HEADER, audit, "MutAudit")
             self.audit_text = text + "\nend Pycert.Mutants\n"
             self.located |= loc
             self.files.append(self._write("MutAudit.lean", self.audit_text))
@@ -252,10 +247,10 @@ class LeanBatches:
             return {p.mutant.id: ("error", self.failure or "the kernel did not run") for p in plans}
         results = self.build.by_module()
         for p in plans:
-            if p.edit or p.instance:
+            if p.batch in ("library", "instances"):
                 loc = self.located[p.mutant.id]
                 out[p.mutant.id] = kernel_verdict(results.get(loc.module), loc)
-        audit_plans = [p for p in plans if p.audit or p.hidden_proof]
+        audit_plans = [p for p in plans if p.batch == "audit"]
         if audit_plans:
             out |= self._audit_verdicts(audit_plans, results.get("MutAudit"))
         return out
@@ -326,10 +321,8 @@ def run_campaign(root: Path, *, backend: str | None = None, only: set[str] | Non
         plans = plan_all(ctx, only)
         # A batch is built whole (so an unchanged batch is a cache hit) whenever one of its mutants is selected.
         chosen = [p for p in plans if only is None or p.mutant.operator in only]
-        lean_plans = [p for p in plans if (p.edit or p.instance or p.audit or p.hidden_proof)]
-        need = {kind for p in chosen for kind in ("edit", "instance", "audit") if getattr(p, kind)
-                } | ({"audit"} if any(p.hidden_proof for p in chosen) else set())
-        batch_plans = [p for p in lean_plans if any(getattr(p, k) for k in need) or (p.hidden_proof and "audit" in need)]
+        need = {p.batch for p in chosen} - {None}
+        batch_plans = [p for p in plans if p.batch in need]
         batches = LeanBatches(ctx, batch_plans, backend, timeout) if batch_plans else None
         thread = None
         if batches:

@@ -19,25 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pycert.kernel import CheckResult
-
-_TOP = re.compile(r"^(?:/--|@\[|public |private |protected |noncomputable |theorem |lemma |def |abbrev |axiom |"
-                  r"instance |structure |inductive |macro |syntax |namespace |end\b|section\b|open |variable )")
-_DECL = re.compile(r"^(?:@\[[^\]]*\]\s*)?(?:(?:public|private|protected|noncomputable)\s+)*"
-                   r"(?:theorem|lemma|def|abbrev|axiom)\s+([^\s(:{\[]+)")
-
+from pycert.verify import scan_declarations, strip_comments
 
 def decl_ranges(source: str, first_line: int = 1) -> dict[str, tuple[int, int]]:
     """Short declaration name -> (first, last) line, counting from ``first_line``.
 
-    A declaration runs until the next top-level command, so its docstring belongs to the one after.
+    A declaration runs until the next line that starts in column 0 outside a comment, or starts a
+    docstring: its docstring belongs to the declaration after it.
     """
-    lines = source.splitlines()
-    starts = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _DECL.match(line))]
-    tops = [i for i, line in enumerate(lines) if _TOP.match(line)]
+    original = source.splitlines()
+    stripped = strip_comments(source).splitlines()
+    tops = [i for i, line in enumerate(stripped, 1) if line[:1].strip() or original[i - 1].startswith("/-")]
     out = {}
-    for i, name in starts:
-        nxt = next((j for j in tops if j > i and not lines[j].startswith("@[")), len(lines))
-        out[name] = (first_line + i, first_line + nxt - 1)
+    for d in scan_declarations(source):
+        nxt = next((t for t in tops if t > d.line), len(stripped) + 1)
+        out[d.name.rsplit(".", 1)[-1]] = (first_line + d.line - 1, first_line + nxt - 2)
     return out
 
 

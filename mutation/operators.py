@@ -36,6 +36,15 @@ class Planned:
     hidden_proof: bool = False
     """Audit the audit batch's .olean without its private part (the audit must fail closed)."""
 
+    @property
+    def batch(self) -> str | None:
+        """The Lean batch this mutant is checked in (see :mod:`mutation.lean_batch`); None: Python."""
+        if self.edit:
+            return "library"
+        if self.instance:
+            return "instances"
+        return "audit" if self.audit or self.hidden_proof else None
+
 
 @dataclass
 class Operator:

@@ -22,7 +22,7 @@ GREEN, RED = "rgb(26, 127, 55)", "rgb(198, 40, 40)"
 class Browser:
     """Headless Chromium with one page, spoken to over the DevTools pipe."""
 
-    def __init__(self, profile: Path, chromium: str | None = None) -> None:
+    def __init__(self, profile: Path) -> None:
         to_chrome_r, self._w = os.pipe()
         self._r, from_chrome_w = os.pipe()
 
@@ -33,7 +33,7 @@ class Browser:
             os.dup2(high[1], 4)
 
         self.proc = subprocess.Popen(
-            [chromium or CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            [CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
