@@ -352,11 +352,20 @@ def write_certificates(certs: list[Certificate], out_dir: Path) -> None:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write one file by temporary-then-rename: readers see the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _stage(path.parent, path.name, data)
+    """Write one file by temporary-then-rename: readers see the old file or the new one, never half.
+
+    A path that cannot be written (no such directory, no permission, disk full) is the caller's
+    input error, named by path.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _stage(path.parent, path.name, data)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
     try:
         os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -209,3 +209,11 @@ def test_manifest_parser_refuses_malformed_lines() -> None:
     for bad in (f"{good[:-1]}  x.json", f"{good}  x.json\n{good}  x.json", "nonsense"):
         with pytest.raises(Mismatch):
             parse_manifest(bad)
+
+
+def test_unwritable_path_is_an_input_error_naming_it(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(InputError, match=r"a-file/out\.json: cannot write"):
+        cm.atomic_write(blocker / "out.json", b"{}")
+    assert blocker.read_text() == "x" and not list(tmp_path.glob(".*.tmp"))

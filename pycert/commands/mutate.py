@@ -40,10 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_mutate(args: argparse.Namespace) -> int:
     report = run_campaign(REPO, backend=args.lean, only=set(args.only) if args.only else None, timeout=args.timeout,
                           progress=Progress(enabled=not args.json))
+    data = {"summary": report.summary(), "outcomes": [o.model_dump() for o in report.outcomes]}
+    emit(args.json, data, lambda: render(report))  # first: an unwritable --report must not lose the results
     if args.report:
         atomic_write(args.report, (json.dumps(to_stryker(report, REPO), indent=2) + "\n").encode())
-    data = {"summary": report.summary(), "outcomes": [o.model_dump() for o in report.outcomes]}
-    emit(args.json, data, lambda: render(report))
     if args.expect_reject and report.failing:
         return EXIT_REJECTED
     return EXIT_OK
