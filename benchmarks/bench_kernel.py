@@ -1,8 +1,10 @@
-"""Kernel runner figures: the library built cold (empty build cache) and then again from the cache.
+"""Kernel runner figures: the library built cold (empty build cache) with the package's own Emscripten
+loader and with pycert's patched one (``pycert.toolchain.patch_loader``), side by side, then the cached
+rebuild.
 
-    python benchmarks/bench_kernel.py [--json]
+    python benchmarks/bench_kernel.py [--json] [--only patched|package]
 
-Prints per-module seconds for the cold build, the total, and the cached rebuild's total.
+Each cold build gets its own empty build cache, so neither can answer from the other's results.
 """
 
 from __future__ import annotations
@@ -17,10 +19,8 @@ import time
 from pycert import kernel
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
+def cold_build(loader: str) -> dict:
+    os.environ["PYCERT_WASM_LOADER"] = loader
     with tempfile.TemporaryDirectory(prefix="bench-build-cache-") as cache:
         os.environ["PYCERT_BUILD_CACHE"] = cache
         t0 = time.monotonic()
@@ -29,14 +29,23 @@ def main() -> None:
         t0 = time.monotonic()
         warm = kernel.build(library=kernel.default_library(), backend="wasm")
         warm_s = time.monotonic() - t0
-    out = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+    return {
         "cold_total_s": round(cold_s, 1),
         "cold_ok": cold.ok,
         "modules": {r.module: {"status": r.status, "seconds": round(r.seconds, 1)} for r in cold.results},
         "cached_total_s": round(warm_s, 2),
         "cached_all_hits": all(r.cached for r in warm.results),
     }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--only", choices=("patched", "package"))
+    args = ap.parse_args()
+    out: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cores"}
+    for loader in [args.only] if args.only else ["patched", "package"]:
+        out[loader] = cold_build(loader)
     print(json.dumps(out, indent=2) if args.json else "\n".join(f"{k}: {v}" for k, v in out.items()))
 
 

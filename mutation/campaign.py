@@ -201,19 +201,37 @@ def _figs(figs: dict[str, Fraction]) -> str:
 # ---------------------------------------------------------------------------- the Lean batches
 
 
+def imported_library_modules(lean_dir: Path, texts: list[str]) -> set[str]:
+    """The library modules the given Lean sources import, directly or through each other."""
+    sources = au.module_sources(lean_dir)
+    seen: set[str] = set()
+    todo = [m for t in texts for m in kernel.parse_imports(t)]
+    while todo:
+        m = todo.pop()
+        if m in seen or m not in sources:
+            continue
+        seen.add(m)
+        todo += kernel.parse_imports(sources[m].read_text(encoding="utf-8"))
+    return seen
+
+
 class LeanBatches:
-    """Every Lean mutant in one build: the mutated scratch library plus two batch files."""
+    """Every Lean mutant in few builds: the mutated scratch library plus two batch files, and one
+    more scratch library per mutated module that a batch file imports (a rejected module blocks its
+    importers, so its mutants cannot share the batches' build)."""
 
     def __init__(self, ctx: Context, plans: list[ops.Planned], backend: str | None, timeout: float) -> None:
         self.ctx, self.backend, self.timeout = ctx, backend, timeout
         self.dir = ctx.scratch / "kernel"
         shutil.copytree(ctx.root / "lean", self.dir / "lean")
-        self.located: dict[str, Located] = apply_library_edits(self.dir / "lean", [p.edit for p in plans if p.edit])
         self.files: list[Path] = []
+        self.located: dict[str, Located] = {}
+        texts: list[str] = []
         inst = [p.instance for p in plans if p.instance]
         if inst:
             text, loc = compose(INSTANCE_HEADER, inst, "MutInstances")
             self.located |= loc
+            texts.append(text)
             self.files.append(self._write("MutInstances.lean", text))
         audit = [p.audit for p in plans if p.audit]
         self.audit_text = ""
@@ -221,8 +239,24 @@ class LeanBatches:
             text, loc = compose(ops.AUDIT_HEADER, audit, "MutAudit")
             self.audit_text = text + "\nend Pycert.Mutants\n"
             self.located |= loc
+            texts.append(self.audit_text)
             self.files.append(self._write("MutAudit.lean", self.audit_text))
-        self.build: kernel.BuildResult | None = None
+        shared = imported_library_modules(self.dir / "lean", texts)
+        edits = [p.edit for p in plans if p.edit]
+        self.libraries: dict[str, Path] = {"": self.dir / "lean"}
+        """Build name ("" for the batches' own) -> its scratch library."""
+        self.build_of: dict[str, str] = {}
+        by_build: dict[str, list[Any]] = {}
+        for e in edits:
+            module = ".".join(Path(e.module_path).with_suffix("").parts)
+            by_build.setdefault(module if module in shared else "", []).append(e)
+        for name, group in sorted(by_build.items()):
+            if name:
+                self.libraries[name] = self.dir / f"alone-{name}" / "lean"
+                shutil.copytree(ctx.root / "lean", self.libraries[name])
+            self.located |= apply_library_edits(self.libraries[name], group)
+            self.build_of |= {e.mutant_id: name for e in group}
+        self.builds: dict[str, kernel.BuildResult] = {}
         self.failure: str | None = None
 
     def _write(self, name: str, text: str) -> Path:
@@ -232,27 +266,35 @@ class LeanBatches:
 
     def run(self, progress: Callable[[str], None]) -> None:
         try:
-            self.build = kernel.build(library=self.dir / "lean", files=self.files, backend=self.backend,
-                                      timeout=self.timeout, progress=progress)
+            for name, library in self.libraries.items():
+                if name:
+                    progress(f"scratch library with {name} mutated (its importers are not checked there)")
+                self.builds[name] = kernel.build(library=library, files=[] if name else self.files,
+                                                 backend=self.backend, timeout=self.timeout, progress=progress)
         except PycertError as exc:
             self.failure = str(exc)
 
     @property
+    def build(self) -> kernel.BuildResult | None:
+        """The batches' build (library mutants of modules no batch imports, and the batch files)."""
+        return self.builds.get("")
+
+    @property
     def kernel_runs(self) -> int:
-        return sum(not r.cached for r in self.build.results) if self.build else 0
+        return sum(not r.cached for b in self.builds.values() for r in b.results)
 
     def verdicts(self, plans: list[ops.Planned]) -> dict[str, ops.Verdict]:
         out: dict[str, ops.Verdict] = {}
-        if self.build is None:
+        if self.failure or self.build is None:
             return {p.mutant.id: ("error", self.failure or "the kernel did not run") for p in plans}
-        results = self.build.by_module()
         for p in plans:
             if p.batch in ("library", "instances"):
                 loc = self.located[p.mutant.id]
-                out[p.mutant.id] = kernel_verdict(results.get(loc.module), loc)
+                build = self.builds.get(self.build_of.get(p.mutant.id, ""))
+                out[p.mutant.id] = kernel_verdict(build.by_module().get(loc.module) if build else None, loc)
         audit_plans = [p for p in plans if p.batch == "audit"]
         if audit_plans:
-            out |= self._audit_verdicts(audit_plans, results.get("MutAudit"))
+            out |= self._audit_verdicts(audit_plans, self.build.by_module().get("MutAudit"))
         return out
 
     def _audit_verdicts(self, plans: list[ops.Planned], result: kernel.CheckResult | None) -> dict[str, ops.Verdict]:

@@ -199,6 +199,17 @@ class LeanStatement(Operator):
              "public theorem cut_gt_half {c n : Nat} (hc : 0 < c) :"),
             ("stmt-cut-off-by-one", "Pycert/FirstTouch.lean", "cut_eq", "first-touch: closed form served + 1",
              "cut c n = (c * (n / c), n) := by", "cut c n = (c * (n / c) + 1, n) := by"),
+            ("stmt-bound-weak-hyp", "Pycert/Ceiling.lean", "mem_bound",
+             "ceiling: a cache line kept from `0 :: l` is assumed to come from `l` (hypothesis weakened)",
+             "y ∈ bound o l → y ∈ l", "y ∈ bound o (0 :: l) → y ∈ l"),
+            ("stmt-split-weak-range", "Pycert/Pooling.lean", "distinct_le_sumDistinct",
+             "pooling: splitting never helps, with references allowed at host H (InRange H weakened to H + 1)",
+             "public theorem distinct_le_sumDistinct {H : Nat} {t : List (Nat × Nat)} (hR : InRange H t) :",
+             "public theorem distinct_le_sumDistinct {H : Nat} {t : List (Nat × Nat)} (hR : InRange (H + 1) t) :"),
+            ("stmt-sharing-weak-hyp", "Pycert/Pooling.lean", "distinct_lt_sumDistinct",
+             "pooling: strict gap without assuming any shared block (hypothesis weakened to True)",
+             "(hS : ¬ NoSharing t) : distinct (blocks t) < sumDistinct H t := by",
+             "(hS : True) : distinct (blocks t) < sumDistinct H t := by"),
         ]
         for mid, rel, decl, desc, old, new in lib:
             self.add(mid, "lean-kernel", desc, f"kernel error in {decl}", f"lean/{rel}", decl_line(ctx.root / "lean", rel, decl),

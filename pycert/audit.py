@@ -56,7 +56,7 @@ DECL_RANGE_EXT = "Lean.declRangeExt"
 
 Reason = Literal[
     "sorry", "native-code", "project-axiom", "axiom", "implemented_by", "extern", "partial", "unsafe",
-    "missing", "not-a-theorem", "hidden-proof", "unknown-constant",
+    "missing", "not-a-theorem", "hidden-proof", "unknown-constant", "cross-check",
 ]
 
 WHY: dict[str, str] = {
@@ -72,6 +72,7 @@ WHY: dict[str, str] = {
     "not-a-theorem": "is declared as a theorem in the sources but compiled as something else",
     "hidden-proof": "reaches a project constant whose body the compiled files do not contain (no .olean.private)",
     "unknown-constant": "reaches a constant that no loaded module defines",
+    "cross-check": "is reported by Lean's own #print axioms with other axioms than the .olean audit found",
 }
 
 
@@ -130,6 +131,11 @@ class AuditReport(BaseModel):
     lean_version: str
     githash: str
     word_size: int
+    axioms_by_theorem: dict[str, list[str]] = {}
+    """Each public theorem of the audited modules and the axioms it reaches: what ``#print axioms``
+    answers natively (on wasm, toolchain proofs the shipped files omit are not looked into)."""
+    cross_check: str = "not run"
+    """The native ``#print axioms`` comparison (:mod:`pycert.print_axioms`): agreed, or why not run."""
 
     @property
     def ok(self) -> bool:
@@ -419,6 +425,10 @@ def audit_modules(
             if node.offense:
                 findings.append(_finding(thm, m, c, node.offense, _chain(thm, c, succ)))
 
+    axioms_by_theorem = {
+        thm: sorted(display_name(c) for c in marks.get(thm, ()) if c not in unknown and env.nodes[c].axiom)
+        for _, thm in theorems if not thm.startswith("_private.") and not is_auxiliary(thm)
+    }
     findings += _declared_check(declared_theorems, audited, env)
     _locate(findings, env)
     env.trusted = sum(1 for c in reach_order if env.nodes[c].trusted_body)
@@ -429,6 +439,7 @@ def audit_modules(
         axioms_seen=sorted({display_name(a) for a in axioms_seen}), seconds=time.monotonic() - t0, allowed_axioms=sorted(ALLOWED_AXIOMS),
         modules=summaries, modules_loaded=len(env.modules), constants_walked=len(reach_order),
         trusted_toolchain_bodies=env.trusted, lean_version=lean_version, githash=githash, word_size=word,
+        axioms_by_theorem=axioms_by_theorem,
     )
 
 
@@ -517,39 +528,14 @@ def decl_ranges(mod: olean.OleanModule) -> dict[str, tuple[int, int]]:
 # ---------------------------------------------------------------------------- sources
 
 
-_THEOREM_RE = re.compile(
-    r"^\s*(?:@\[[^\]]*\]\s*)*(?:(?:public|private|protected|noncomputable|nonrec)\s+)*(?:theorem|lemma)\s+([^\s:({\[]+)"
-)
-_NAMESPACE_RE = re.compile(r"^\s*namespace\s+(\S+)")
-_SECTION_RE = re.compile(r"^\s*(?:public\s+)?(?:noncomputable\s+)?section\b\s*(\S*)")
-_END_RE = re.compile(r"^\s*end\b\s*(\S*)")
-
-
 def scan_declared_theorems(source: str) -> list[str]:
-    """Full names of the theorems a Lean source declares (a light scan: namespaces, comments).
+    """Full names of the theorems a Lean source declares (``pycert.verify``'s comment-aware scanner).
 
     Not the audit: it only lets the audit notice a declared theorem missing from the compiled files.
     """
-    names: list[str] = []
-    scopes: list[tuple[str, list[str]]] = []  # (kind, namespace parts it added)
-    text = re.sub(r"/-.*?-/", lambda m: "\n" * m.group(0).count("\n"), source, flags=re.S)
-    for raw in text.splitlines():
-        line = raw.split("--", 1)[0]
-        if m := _NAMESPACE_RE.match(line):
-            scopes.append(("namespace", m.group(1).split(".")))
-        elif m := _SECTION_RE.match(line):
-            scopes.append(("section", []))
-        elif m := _END_RE.match(line):
-            if scopes:
-                scopes.pop()
-        elif m := _THEOREM_RE.match(line):
-            prefix = [p for _, parts in scopes for p in parts]
-            name = m.group(1)
-            if name.startswith("_root_."):
-                names.append(name.removeprefix("_root_."))
-            else:
-                names.append(".".join([*prefix, name]))
-    return names
+    from pycert.verify import scan_declarations
+
+    return [d.name for d in scan_declarations(source) if d.kind in ("theorem", "lemma")]
 
 
 def module_sources(library: Path) -> dict[str, Path]:
@@ -599,4 +585,30 @@ def audit_build(build: BuildResult, toolchain: object, library_dir: Path | None 
         except OSError as exc:
             raise InputError(f"cannot read the source of {r.module}: {exc.strerror}", where=str(src)) from None
     modules = [r.module for r in build.results]
-    return audit_modules(modules, [Path(build.olean_dir), toolchain_lib(toolchain)], declared_theorems=declared)
+    report = audit_modules(modules, [Path(build.olean_dir), toolchain_lib(toolchain)], declared_theorems=declared)
+    lake = getattr(toolchain, "lake", None)
+    if lake is None:
+        report.cross_check = ("not run: on wasm every file is a module and Lean refuses #print axioms; "
+                              "the .olean audit stands alone")
+    elif library_dir is not None:
+        cross_check(report, Path(lake), Path(library_dir).parent, modules)
+    return report
+
+
+def cross_check(report: AuditReport, lake: Path, project: Path, modules: list[str],
+                timeout: float = 1800.0) -> None:
+    """Natively: Lean's ``#print axioms`` for every public theorem must name the same axioms as the
+    .olean audit. Each disagreement is a finding, so the audit fails."""
+    from pycert import print_axioms
+
+    theorems = sorted(report.axioms_by_theorem)
+    lean = print_axioms.run_native(lake, project, modules, theorems, timeout)
+    diffs = print_axioms.compare(report.axioms_by_theorem, lean)
+    for d in diffs:
+        report.findings.append(Finding(declaration=d.theorem, module="", constant=", ".join(d.lean or []) or "-",
+                                       reason="cross-check", why=f"{WHY['cross-check']}: {d.render()}",
+                                       chain=[d.theorem]))
+    if diffs:
+        report.verdict = "fail"
+    report.cross_check = (f"disagree on {len(diffs)} of {len(theorems)} theorems" if diffs
+                          else f"agree: #print axioms gives the same axioms for all {len(theorems)} public theorems")

@@ -115,6 +115,11 @@ class InputFile(_Strict):
     role: Literal["trace", "instance", "lean"]
     path: str = Field(min_length=1)
     sha256: Sha256
+    derived_from: Literal["trace"] | None = Field(
+        default=None,
+        description="the role of the input this file is generated from; verify regenerates it and compares "
+                    "the sha256, so the file itself need not be kept (e.g. a Lean file encoding a shared trace)",
+    )
 
     @field_validator("path")
     @classmethod

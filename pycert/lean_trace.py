@@ -213,6 +213,14 @@ WINDOW_REFS = 16_384
 2-core wasm backend (BENCHMARKS.md has the curve). Longer traces certify a prefix window."""
 
 
+def window_instance(refs: Sequence[int], sha256: str, name: str, window: int) -> str:
+    """The instance file for the first ``window`` references of a trace, as prove writes it and verify
+    regenerates it (same inputs, same bytes)."""
+    if not 1 <= window <= len(refs):
+        raise InputError(f"window of {window} references does not fit a trace of {len(refs)}")
+    return emit_instance(refs[:window], sha256, name)
+
+
 def default_window(n_refs: int) -> int:
     """How many leading references of a trace the emitted instance covers."""
     return min(n_refs, WINDOW_REFS)

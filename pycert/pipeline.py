@@ -39,6 +39,7 @@ from pycert.verify import first_touch_figures, isolation_figures
 FAMILY_NAMES = ("isolation", "ceiling", "pooling", "first-touch")
 DEFAULT_TRACE = Path("certificates/inputs/synthetic-seed0.jsonl")
 LEAN_OUT = Path("certificates/lean")
+LEAN_DERIVED = LEAN_OUT / "derived"
 ISOLATION_DEFAULT = {"T": 8, "n": 1024}
 FIRST_TOUCH_DEFAULT = {"c": 256, "n": 4000}
 
@@ -96,8 +97,8 @@ def rel(path: Path, root: Path) -> str:
         return Path(os.path.relpath(path, root)).as_posix()
 
 
-def input_file(role: str, path: Path, root: Path) -> InputFile:
-    return InputFile(role=role, path=rel(path, root), sha256=file_sha256(path))
+def input_file(role: str, path: Path, root: Path, derived_from: str | None = None) -> InputFile:
+    return InputFile(role=role, path=rel(path, root), sha256=file_sha256(path), derived_from=derived_from)
 
 
 def slug(name: str) -> str:
@@ -151,9 +152,12 @@ def prepare_ceiling(trace_path: Path, root: Path) -> Pending:
     stats = trace_stats(trace)
     ceiling = stats.ceiling.fraction()
     name = slug(trace_path.stem)
-    lean_path = root / LEAN_OUT / f"Ceiling{lean_ident(name)}.lean"
+    # A file encoding a trace from outside the repository is full-resolution data derived from it: it
+    # goes to an ignored folder, and verify regenerates it from the trace instead of reading it.
+    lean_dir = LEAN_OUT if trace_path.resolve().is_relative_to(root.resolve()) else LEAN_DERIVED
+    lean_path = root / lean_dir / f"Ceiling{lean_ident(name)}.lean"
     window = lean_trace.default_window(trace.n_refs)
-    source = lean_trace.emit_instance(trace.refs[:window].tolist(), trace.sha256, f"Ceiling{lean_ident(name)}")
+    source = lean_trace.window_instance(trace.refs, trace.sha256, lean_path.stem, window)
     atomic_write(lean_path, source.encode())
     limits = []
     if window < trace.n_refs:
@@ -165,7 +169,8 @@ def prepare_ceiling(trace_path: Path, root: Path) -> Pending:
                f"cache of any capacity or eviction policy hits more than {stats.refs - stats.distinct} times: "
                f"a hit-rate ceiling of {float(ceiling):.6f}."),
         parameters={"lean_window_refs": window},
-        inputs=[input_file("trace", trace_path, root), input_file("lean", lean_path, root)],
+        inputs=[input_file("trace", trace_path, root),
+                input_file("lean", lean_path, root, derived_from="trace")],
         figures={"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct), "ceiling": ceiling},
         lean_files=[lean_path], headline=f"ceiling {float(ceiling):.6f}", extra_limits=limits,
     )

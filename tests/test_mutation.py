@@ -140,6 +140,11 @@ def test_full_campaign_kills_every_mutant(wasm, capsys: pytest.CaptureFixture[st
     s = out["summary"]
     assert s["mutants"] >= 40 and s["operators"] >= 8 and s["score"] == 100.0
     assert set(s["checkers"]) == {"lean-kernel", "audit", "solver-checks", "verify", "trace-engine", "report-verifier"}
+    # Each theorem family's file really is checked: a copy with a hypothesis weakened (or the
+    # statement strengthened) is rejected by the kernel inside the mutated declaration.
+    files = {o["mutant"]["target"] for o in out["outcomes"]
+             if o["status"] == "killed" and o["mutant"]["checker"] == "lean-kernel"}
+    assert {f"lean/Pycert/{f}.lean" for f in ("Isolation", "FirstTouch", "Ceiling", "Pooling")} <= files
     assert tree_digest() == before
 
 

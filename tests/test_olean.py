@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -110,6 +111,9 @@ def test_bad_files_are_input_errors(tmp_path: Path, lib: Path) -> None:
 # ---------------------------------------------------------------------------- 64-bit layout
 
 
+_PREFIX_OFFSET = 0x50
+
+
 def _header64(base: int, root: int) -> bytes:
     head = b"olean" + bytes([2, 1]) + b"4.28.0-pre".ljust(33, b"\0") + b"0" * 40
     return head + struct.pack("<QQ", base, root)
@@ -160,3 +164,51 @@ def test_gmp_bignum_64_bit(tmp_path: Path) -> None:
     heap = olean.Heap([olean.Part(path)])
     assert heap.nat(at) == big
     assert heap.nat((41 << 1) | 1) == 41
+
+
+@pytest.mark.parametrize("word", [4, 8])
+def test_an_empty_part_shares_the_module_data_of_an_earlier_part(tmp_path: Path, word: int) -> None:
+    """Native builds write 96-byte .olean.server/.olean.private parts (header, base, root) for modules
+    whose level adds nothing, e.g. a module of imports only: the root points into the .olean."""
+    base = 0x40E2C0880000 if word == 8 else 0x20000
+    fmt = "<QQ" if word == 8 else "<II"
+    head = b"olean" + bytes([2, 1]) + b"4.28.0".ljust(33, b"\0") + b"0" * 40
+    region = bytearray(head + struct.pack(fmt, base, 0))
+    text = b"Pycert\0"
+    obj = _obj(249, 1, struct.pack("<QQQ" if word == 8 else "<III", len(text), len(text), 6) + text)
+    at = base + len(region)
+    region.extend(obj)
+    struct.pack_into(fmt[0] + fmt[2], region, _PREFIX_OFFSET + word, at)
+    main = tmp_path / "M.olean"
+    main.write_bytes(bytes(region))
+    empty_base = base + 0x10000
+    empty = tmp_path / "M.olean.server"
+    empty.write_bytes(head + struct.pack(fmt, empty_base, at))
+    h = olean.parse_header(empty.read_bytes(), str(empty))
+    assert (h.word_size, h.base, h.root, h.size) == (word, empty_base, at, 0x50 + 2 * word)
+    heap = olean.Heap([olean.Part(main), olean.Part(empty)])
+    assert heap.string(h.root) == "Pycert"
+    dangling = tmp_path / "D.olean.server"
+    dangling.write_bytes(head + struct.pack(fmt, empty_base, base - 0x10000))
+    with pytest.raises(olean.OleanError, match="dangling"):
+        olean.Heap([olean.Part(main), olean.Part(dangling)]).tag(olean.parse_header(dangling.read_bytes()).root)
+
+
+NATIVE = os.environ.get("PYCERT_NATIVE_OLEANS")
+
+
+@pytest.mark.skipif(not NATIVE, reason="set PYCERT_NATIVE_OLEANS to a tree of .olean files from a native build")
+def test_real_native_files_decode_completely() -> None:
+    """Every module of a native (64-bit) build: header, module data, every constant's type and value.
+
+    No native Lean runs here, and public build outputs may not be committed, so this reads a tree
+    named by the environment (BENCHMARKS.md and the closing note say which trees were read)."""
+    files = sorted(Path(NATIVE).rglob("*.olean"))
+    assert files
+    for f in files:
+        mod = olean.read_module(f)
+        assert mod.header.word_size == 8, f
+        for name, ptr in zip(mod.data.const_names, mod.data.constant_ptrs):
+            ci = mod.heap.constant(ptr)
+            assert ci.name == name
+            mod.heap.expr_constants([ci.type_ptr] + ([ci.value_ptr] if ci.value_ptr is not None else []), set())

@@ -21,7 +21,7 @@ from pycert.certificate import (
     render_manifest,
     write_certificates,
 )
-from pycert import verify
+from pycert import lean_trace, verify
 from pycert.cli import main
 from pycert.traces import file_sha256 as sha256_file
 from pycert.traces import read_trace, trace_from_bytes
@@ -354,6 +354,68 @@ def test_ceiling_from_a_tiny_ids_file(repo: Path) -> None:
     assert fields(r) == ["inputs[0].sha256 (tiny.ids)"]
 
 
+# ---------------------------------------------------------------------------- derived inputs
+
+DERIVED = "certificates/lean/derived/CeilingTiny.lean"
+
+
+def derived_repo(repo: Path, window: int = 6, keep: bool = False) -> Path:
+    """A ceiling certificate whose Lean instance is derived from its trace and (unless ``keep``) not kept."""
+    ids = repo / "tiny.ids"
+    ids.write_text("0\n1\n0\n2\n0\n1\n")
+    trace = read_trace(ids)
+    source = lean_trace.window_instance(trace.refs, trace.sha256, "CeilingTiny", window).encode()
+    if keep:
+        (repo / DERIVED).parent.mkdir(parents=True)
+        (repo / DERIVED).write_bytes(source)
+    cert = make_cert("ceiling-tiny", "ceiling", ceiling_figures(trace), {"lean_window_refs": window},
+                     theorems=["Pycert.Demo.ceiling_le"],
+                     inputs=[InputFile(role="trace", path="tiny.ids", sha256=sha256_file(ids)),
+                             InputFile(role="lean", path=DERIVED, sha256=hashlib.sha256(source).hexdigest(),
+                                       derived_from="trace")])
+    write_certificates([cert], repo / "certificates")
+    return repo / "certificates" / "ceiling-tiny.json"
+
+
+def test_derived_input_need_not_be_kept(repo: Path) -> None:
+    r = verify_certificate(derived_repo(repo), root=repo)
+    assert r.ok and "derived inputs" in r.checked, r.failures
+    assert not (repo / DERIVED).exists()
+
+
+def test_derived_input_on_disk_is_hashed_too(repo: Path) -> None:
+    path = derived_repo(repo, keep=True)
+    assert verify_certificate(path, root=repo).ok
+    (repo / DERIVED).write_text((repo / DERIVED).read_text().replace("6 references", "7 references"))
+    assert fields(verify_certificate(path, root=repo)) == [f"inputs[1].sha256 ({DERIVED})"]
+
+
+def test_derived_input_that_the_trace_does_not_regenerate_is_rejected(repo: Path, tmp_path: Path) -> None:
+    """A shorter claimed window regenerates another file: the recorded hash no longer matches."""
+    good = derived_repo(repo)
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", good.name,
+                         lambda d: d["parameters"].update(lean_window_refs=5), forge_manifest=True)
+    r = verify_certificate(path, root=repo)
+    assert fields(r) == [f"inputs[1].sha256 ({DERIVED}, regenerated from the trace)"], r.failures
+    path = tampered_copy(repo / "certificates", tmp_path / "copy2", good.name,
+                         lambda d: d["parameters"].update(lean_window_refs=7), forge_manifest=True)
+    assert fields(verify_certificate(path, root=repo)) == ["parameters.lean_window_refs"]
+
+
+def test_derived_input_of_a_family_that_cannot_regenerate_it_is_rejected(repo: Path, tmp_path: Path) -> None:
+    good = repo / "certificates" / "isolation-demo.json"
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", good.name, lambda d: d["inputs"].append(
+        {"role": "lean", "path": "Gone.lean", "sha256": "0" * 64, "derived_from": "trace"}), forge_manifest=True)
+    r = verify_certificate(path, root=repo)
+    assert fields(r) == ["inputs[Gone.lean].derived_from"], r.failures
+
+
+def test_edited_trace_fails_on_the_trace_not_on_the_derived_file(repo: Path) -> None:
+    path = derived_repo(repo)
+    (repo / "tiny.ids").write_text("0\n1\n0\n2\n0\n0\n")
+    assert fields(verify_certificate(path, root=repo)) == ["inputs[0].sha256 (tiny.ids)"]
+
+
 @pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces is not present")
 def test_swapped_mooncake_trace_hash_is_rejected(tmp_path: Path) -> None:
     root = tmp_path / "repo"
@@ -407,9 +469,46 @@ def test_committed_certificates_cover_every_family() -> None:
     assert families == {"isolation", "first-touch", "ceiling", "pooling"}, families
 
 
+def needs_shared(path: Path) -> bool:
+    return any(i["path"].startswith("../shared/") for i in json.loads(path.read_text())["inputs"])
+
+
+def test_both_mooncake_traces_are_certified() -> None:
+    traces = {Path(i["path"]).name for p in COMMITTED for i in json.loads(p.read_text())["inputs"]
+              if i["role"] == "trace" and i["path"].startswith("../shared/traces/mooncake-fast25/")}
+    assert traces == {"conversation_trace.jsonl", "synthetic_trace.jsonl"}
+
+
+def test_no_trace_derived_lean_file_is_committed() -> None:
+    """Full-resolution data derived from the shared traces stays out of the repository."""
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files", "certificates"], cwd=REPO, capture_output=True, text=True).stdout
+    for p in COMMITTED:
+        for i in json.loads(p.read_text())["inputs"]:
+            if i.get("derived_from") and needs_shared(p):
+                assert i["path"] not in tracked.splitlines(), i["path"]
+
+
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.stem)
 def test_committed_certificate_reverifies_offline(path: Path) -> None:
     """Every certificate on main re-derives from the inputs it names, against the committed manifest."""
+    if needs_shared(path) and not TRACES.is_dir():
+        pytest.skip("../shared/traces is not present")
     result = verify_certificate(path, root=REPO)
     assert result.ok, result.failures
     assert {"manifest", "inputs", "figures", "theorems"} <= set(result.checked), result.checked
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/traces is not present")
+def test_kernel_checks_a_regenerated_mooncake_instance(tmp_path: Path, wasm) -> None:
+    """On a fresh clone the Mooncake instance files are absent: --kernel regenerates and checks them."""
+    cert = REPO / "certificates" / "ceiling-conversation-trace.json"
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "lean", root / "lean")
+    shutil.copytree(REPO / "certificates", root / "certificates", ignore=shutil.ignore_patterns("derived"))
+    (tmp_path / "shared").symlink_to(TRACES.parent.parent, target_is_directory=True)
+    result = verify_certificate(root / "certificates" / cert.name, root=root, kernel=True, backend="wasm")
+    assert result.ok and {"derived inputs", "kernel"} <= set(result.checked), result.failures

@@ -82,6 +82,7 @@ def render(report: au.AuditReport) -> str:
         f"axioms seen: {', '.join(report.axioms_seen) or 'none'}, {report.seconds:.2f} s "
         f"({report.trusted_toolchain_bodies} toolchain bodies taken on trust: the toolchain ships no .olean.private)"
     )
+    lines.append(f"#print axioms cross-check: {report.cross_check}")
     return "\n".join(lines)
 
 
