@@ -570,21 +570,29 @@ def audit_build(build: BuildResult, toolchain: object, library_dir: Path | None 
     module's source (the result's ``file``) is scanned for the theorems it declares, so one the
     compiled files lack is a finding. ``library_dir`` only resolves relative source paths.
     """
+    from pycert.kernel import LAKE_BUILD
+
     failed = [r.module for r in build.results if not r.ok]
     if failed:
         raise InputError(f"the kernel did not accept {', '.join(failed)}: nothing trustworthy to audit")
     if not build.results:
         raise InputError("the build compiled no modules")
-    declared: dict[str, list[str]] = {}
+    sources: dict[str, Path] = {}
     for r in build.results:
         src = Path(r.file)
-        if not src.is_absolute() and library_dir is not None and (Path(library_dir) / src).is_file():
+        if not src.is_absolute() and library_dir is not None and (Path(library_dir) / src).exists():
             src = Path(library_dir) / src
+        if r.module == LAKE_BUILD:  # natively one `lake build` stands for every library module
+            sources |= module_sources(src)
+        else:
+            sources[r.module] = src
+    declared: dict[str, list[str]] = {}
+    for module, src in sources.items():
         try:
-            declared[r.module] = scan_declared_theorems(src.read_text(encoding="utf-8"))
+            declared[module] = scan_declared_theorems(src.read_text(encoding="utf-8"))
         except OSError as exc:
-            raise InputError(f"cannot read the source of {r.module}: {exc.strerror}", where=str(src)) from None
-    modules = [r.module for r in build.results]
+            raise InputError(f"cannot read the source of {module}: {exc.strerror}", where=str(src)) from None
+    modules = list(sources)
     report = audit_modules(modules, [Path(build.olean_dir), toolchain_lib(toolchain)], declared_theorems=declared)
     lake = getattr(toolchain, "lake", None)
     if lake is None:
@@ -592,6 +600,8 @@ def audit_build(build: BuildResult, toolchain: object, library_dir: Path | None 
                               "the .olean audit stands alone")
     elif library_dir is not None:
         cross_check(report, Path(lake), Path(library_dir).parent, modules)
+    else:
+        report.cross_check = "not run: no Lake project to run #print axioms in (pass the library directory)"
     return report
 
 

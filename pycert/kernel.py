@@ -469,6 +469,10 @@ def check_files(
     return build(library=library, files=paths, backend=backend, timeout=timeout, progress=progress, jobs=jobs)
 
 
+LAKE_BUILD = "(lake build)"
+"""The one result a native ``lake build`` of the whole library reports (its ``file`` is ``lean/``)."""
+
+
 def _native_build(
     t: tc.NativeToolchain, library: Path | None, units: list[Unit], timeout: float,
     progress: Callable[[str], None] | None,
@@ -486,7 +490,7 @@ def _native_build(
         sorry = any(m in run.stdout for m in SORRY_MARKERS)
         ok = status == "ok" and not sorry
         results.append(CheckResult(
-            module="(lake build)", file=str(library), ok=ok, status="ok" if ok else ("timeout" if run.timed_out else "failed"),
+            module=LAKE_BUILD, file=str(library), ok=ok, status="ok" if ok else ("timeout" if run.timed_out else "failed"),
             exit_code=run.exit_code, seconds=run.seconds, detail=_crash_detail(run) if not ok else "",
         ))
     for u in units:

@@ -38,3 +38,16 @@ def test_audit_command_gates(wasm, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["audit", "--json", "--lean", "wasm"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["verdict"] == "pass" and out["declarations_audited"] >= 150
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_lake_build_result_audits_every_library_module(wasm) -> None:
+    """Natively one `lake build` result stands for the library: the audit expands it to the modules."""
+    build = kernel.build(library=kernel.default_library(), backend="wasm")
+    lake_like = build.model_copy(update={"results": [build.results[0].model_copy(
+        update={"module": kernel.LAKE_BUILD, "file": str(kernel.default_library())})]})
+    report = au.audit_build(lake_like, wasm, kernel.default_library())
+    direct = au.audit_build(build, wasm, kernel.default_library())
+    assert report.ok and {m.module for m in report.modules} == {m.module for m in direct.modules}
+    assert report.axioms_by_theorem == direct.axioms_by_theorem
