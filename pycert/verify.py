@@ -316,13 +316,21 @@ def _check_inputs(cert: Certificate, root: Path, result: VerifyResult) -> bool:
     return clean
 
 
-def _check_derived_inputs(cert: Certificate, root: Path, result: VerifyResult) -> None:
+def _check_derived_inputs(cert: Certificate, root: Path, result: VerifyResult) -> dict[str, bytes]:
+    """Regenerate every derived input; returns path -> bytes for those whose hash matches."""
+    good: dict[str, bytes] = {}
     if not any(inp.derived_from for inp in cert.inputs):
-        return
+        return good
     result.checked.append("derived inputs")
     for i, inp in enumerate(cert.inputs):
-        if inp.derived_from and (err := _check_derived(cert, i, inp, root)):
+        if not inp.derived_from:
+            continue
+        data, err = _check_derived(cert, i, inp, root)
+        if err:
             result.failures.append(err)
+        else:
+            good[inp.path] = data
+    return good
 
 
 def regenerate(cert: Certificate, inp: InputFile, root: Path) -> bytes:
@@ -334,19 +342,19 @@ def regenerate(cert: Certificate, inp: InputFile, root: Path) -> bytes:
     return fn(cert, inp, root)
 
 
-def _check_derived(cert: Certificate, i: int, inp: InputFile, root: Path) -> Failure | None:
+def _check_derived(cert: Certificate, i: int, inp: InputFile, root: Path) -> tuple[bytes, Failure | None]:
     try:
         data = regenerate(cert, inp, root)
     except Mismatch as err:
-        return Failure.of(err)
+        return b"", Failure.of(err)
     except InputError as err:
-        return Failure(field=f"inputs[{i}] ({inp.path})", expected=f"regenerable from the {inp.derived_from}",
-                       found=str(err))
+        return b"", Failure(field=f"inputs[{i}] ({inp.path})", expected=f"regenerable from the {inp.derived_from}",
+                            found=str(err))
     actual = hashlib.sha256(data).hexdigest()
     if actual != inp.sha256:
-        return Failure(field=f"inputs[{i}].sha256 ({inp.path}, regenerated from the {inp.derived_from})",
-                       expected=actual, found=inp.sha256)
-    return None
+        return b"", Failure(field=f"inputs[{i}].sha256 ({inp.path}, regenerated from the {inp.derived_from})",
+                            expected=actual, found=inp.sha256)
+    return data, None
 
 
 def _check_figures(cert: Certificate, root: Path, result: VerifyResult) -> None:
@@ -372,8 +380,8 @@ def _lean_sources(cert: Certificate, root: Path) -> list[Path]:
     return library + [root / i.path for i in cert.inputs if i.role == "lean"]
 
 
-def _check_kernel(cert: Certificate, root: Path, decls: dict[str, Declaration], backend: str | None,
-                  timeout: float, result: VerifyResult) -> None:
+def _check_kernel(cert: Certificate, root: Path, decls: dict[str, Declaration], regenerated: dict[str, bytes],
+                  backend: str | None, timeout: float, result: VerifyResult) -> None:
     from pycert import kernel
 
     library = root / "lean"
@@ -384,9 +392,11 @@ def _check_kernel(cert: Certificate, root: Path, decls: dict[str, Declaration], 
             if inp.role != "lean":
                 continue
             path = root / inp.path
-            if not path.is_file():  # a derived file nobody kept: check what it regenerates to
+            if not path.is_file():  # a derived file nobody kept: check what it regenerated to
+                if inp.path not in regenerated:
+                    continue  # it did not regenerate to its hash: already a failure, nothing to check
                 path = Path(scratch) / Path(inp.path).name
-                path.write_bytes(regenerate(cert, inp, root))
+                path.write_bytes(regenerated[inp.path])
             files.append(path)
         build = kernel.build(library=library if in_library else None, files=files, backend=backend,
                              timeout=timeout)
@@ -423,9 +433,10 @@ def verify_certificate(path: Path, root: Path, manifest: Path | None = None, ker
         return _finish(result)
     result.id = cert.id
     result.checked.append("schema")
+    regenerated: dict[str, bytes] = {}
     if _check_inputs(cert, root, result):
         _check_figures(cert, root, result)
-        _check_derived_inputs(cert, root, result)
+        regenerated = _check_derived_inputs(cert, root, result)
     decls = library_declarations(p for p in _lean_sources(cert, root) if p.is_file())
     result.checked.append("theorems")
     result.failures += check_theorems(cert.theorems, decls)
@@ -435,7 +446,7 @@ def verify_certificate(path: Path, root: Path, manifest: Path | None = None, ker
     elif cert.audit.verdict == "skipped":
         result.notes.append("audit: skipped when the certificate was made")
     if kernel and not result.missing:
-        _check_kernel(cert, root, decls, backend, timeout, result)
+        _check_kernel(cert, root, decls, regenerated, backend, timeout, result)
     return _finish(result)
 
 

@@ -458,6 +458,18 @@ def test_kernel_reruns_lean(repo: Path, wasm) -> None:
     assert good.ok and "kernel" in good.checked, good.failures
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_kernel_reports_a_derived_file_that_does_not_regenerate(repo: Path, tmp_path: Path, wasm) -> None:
+    """--kernel with an absent derived file whose claimed window cannot be regenerated: the failure is
+    named once and the rest is still checked (the file is not handed to Lean)."""
+    good = derived_repo(repo)
+    path = tampered_copy(repo / "certificates", tmp_path / "copy", good.name,
+                         lambda d: d["parameters"].update(lean_window_refs=7), forge_manifest=True)
+    r = verify_certificate(path, root=repo, kernel=True, backend="wasm")
+    assert fields(r) == ["parameters.lean_window_refs"] and "kernel" in r.checked, r.failures
+
+
 # ---------------------------------------------------------------------------- the committed certificates
 
 REPO = Path(__file__).resolve().parent.parent
