@@ -248,12 +248,11 @@ def patch_loader(source: str) -> str:
 
 def _ensure_loader(root: Path) -> None:
     """Write ``package/lean-pycert.js`` beside the verified ``lean.js`` (atomically, once)."""
+    from pycert.certificate import atomic_write
+
     target = root / "package" / LOADER
-    if target.exists():
-        return
-    tmp = target.with_name(f".{LOADER}.{os.getpid()}.tmp")
-    tmp.write_text(patch_loader((root / "package" / "lean.js").read_text(encoding="utf-8")), encoding="utf-8")
-    tmp.replace(target)
+    if not target.exists():
+        atomic_write(target, patch_loader((root / "package" / "lean.js").read_text(encoding="utf-8")).encode())
 
 
 def _visible(root: Path) -> Path:
