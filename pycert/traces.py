@@ -29,6 +29,7 @@ from typing import BinaryIO, Literal
 import numpy as np
 
 from pycert.errors import InputError
+from pycert.limits import MAX_ID_DIGITS, MAX_LINE_BYTES, json_depth_error
 
 Format = Literal["mooncake", "ids"]
 FormatChoice = Literal["auto", "mooncake", "ids"]
@@ -39,6 +40,7 @@ MOONCAKE_BLOCK_TOKENS = 512
 
 MOONCAKE_FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 _GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
 _CHUNK = 1 << 20
 
 
@@ -130,15 +132,25 @@ def trace_from_bytes(data: bytes, name: str, fmt: FormatChoice = "auto") -> Trac
                  block_tokens=MOONCAKE_BLOCK_TOKENS if found == "mooncake" else None)
 
 
-def _lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
-    """Numbered non-blank lines (blank ones, e.g. a trailing empty line, carry no reference)."""
-    for lineno, line in enumerate(stream, start=1):
+def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
+    """Numbered non-blank lines (blank ones, e.g. a trailing empty line, carry no reference).
+
+    A UTF-8 byte-order mark before the first line is dropped (CRLF ends are whitespace to both
+    readers); a line longer than :data:`~pycert.limits.MAX_LINE_BYTES` is refused before it is parsed.
+    """
+    lineno = 0
+    while line := stream.readline(MAX_LINE_BYTES + 1):
+        lineno += 1
+        if len(line) > MAX_LINE_BYTES:
+            raise InputError(f"line longer than the limit of {MAX_LINE_BYTES:,} bytes", where=f"{name}:{lineno}")
+        if lineno == 1 and line.startswith(_BOM):
+            line = line[len(_BOM):]
         if line.strip():
             yield lineno, line
 
 
 def _parse(stream: BinaryIO, name: str, fmt: FormatChoice) -> tuple[np.ndarray, np.ndarray | None, Format]:
-    lines = _lines(stream)
+    lines = _lines(stream, name)
     first = next(lines, None)
     if first is None:
         raise InputError("empty trace: no lines", where=name)
@@ -154,6 +166,8 @@ def _parse(stream: BinaryIO, name: str, fmt: FormatChoice) -> tuple[np.ndarray, 
 
 def _json_line(lineno: int, line: bytes, name: str) -> dict:
     where = f"{name}:{lineno}"
+    if why := json_depth_error(line):
+        raise InputError(why, where=where)
     try:
         obj = json.loads(line)
     except UnicodeDecodeError:
@@ -162,6 +176,8 @@ def _json_line(lineno: int, line: bytes, name: str) -> dict:
         if not line.endswith(b"\n"):
             raise InputError(f"truncated last line (no newline, incomplete JSON: {exc.msg})", where=where) from None
         raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", where=where) from None
+    except ValueError:  # int() of a number past 4,300 digits
+        raise InputError("a number with more than 4,300 digits (ids stop at 19)", where=where) from None
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", where=where)
     return obj
@@ -212,7 +228,11 @@ def _parse_ids(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]], name
             shown = text[:40].decode("utf-8", "replace")
             reason = "negative id" if text.startswith(b"-") and text[1:].isdigit() else "not a non-negative integer id"
             raise InputError(f"{reason}: {shown!r}", where=f"{name}:{lineno}")
-        value = int(text)
+        digits = text.lstrip(b"0") or b"0"
+        if len(digits) > MAX_ID_DIGITS:  # before int(), which refuses 4,300 digits
+            raise InputError(f"id does not fit in 64 bits: {len(digits)} digits (at most {MAX_ID_DIGITS})",
+                             where=f"{name}:{lineno}")
+        value = int(digits)
         if value >= 1 << 63:
             raise InputError(f"id does not fit in 64 bits: {value}", where=f"{name}:{lineno}")
         refs.append(value)

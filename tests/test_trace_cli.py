@@ -146,8 +146,9 @@ def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     t = synthetic.default_trace()
     assert all(h == belady_hits(t.refs, int(c)) for c, h in data["belady_hits"].items())
     assert len(data["belady_hits"]) == 6
-    rc, _, err = run(capsys, "plot", "-o", str(tmp_path / "no" / "dir" / "x.png"))
-    assert rc == 2 and err.count("\n") == 1
+    (tmp_path / "a-file").write_text("")  # missing parent directories are created; a file in the way is an error
+    rc, _, err = run(capsys, "plot", "-o", str(tmp_path / "a-file" / "x.png"))
+    assert rc == 2 and err.count("\n") == 1 and "a-file" in err
 
 
 def test_generate_writes_what_the_reader_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

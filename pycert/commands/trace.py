@@ -7,6 +7,7 @@ it uses the embedded seeded synthetic trace (:func:`pycert.synthetic.default_tra
 from __future__ import annotations
 
 import argparse
+import tempfile
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -17,7 +18,9 @@ from pycert import synthetic
 from pycert.cachesim import LruCurve, Ratio, TraceStats, belady_hits, lru_hit_curve, trace_stats
 from pycert.cli import add_common
 from pycert.console import Progress, emit, table
+from pycert.certificate import atomic_write
 from pycert.errors import EXIT_OK, InputError
+from pycert.limits import MAX_BELADY_POINTS, MAX_GENERATE_REQUESTS, in_path, int_range, int_list, out_path, seed
 from pycert.offload import OffloadArm, OffloadReport, offload_report
 from pycert.plot import log_capacities, plot_hit_rates
 from pycert.traces import Trace, coarsen, read_trace
@@ -53,29 +56,20 @@ class GenerateResult(BaseModel):
 
 
 def _nonneg_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
-    return value
+    return int_range(0)(text)
 
 
 def _positive_int(text: str) -> int:
-    value = _nonneg_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
-    return value
+    return int_range(1)(text)
 
 
 def _capacity_list(text: str) -> list[int]:
-    return [_nonneg_int(part) for part in text.split(",") if part.strip()]
+    return int_list(0)(text)
 
 
 def _trace_args(p: argparse.ArgumentParser) -> None:
     add_common(p)
-    p.add_argument("trace", nargs="?", type=Path, default=None, metavar="TRACE",
+    p.add_argument("trace", nargs="?", type=in_path, default=None, metavar="TRACE",
                    help="Mooncake JSONL or one-id-per-line file, optionally gzip (default: the embedded "
                         f"synthetic trace, seed 0, {synthetic.DEFAULT_REQUESTS} requests)")
     p.add_argument("--format", choices=("auto", "mooncake", "ids"), default="auto",
@@ -115,15 +109,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     g = tsub.add_parser("plot", help="PNG of LRU and Belady hit rate against capacity, with the ceiling")
     _trace_args(g)
-    g.add_argument("-o", "--output", type=Path, default=Path("hit_rates.png"), help="PNG path (default hit_rates.png)")
-    g.add_argument("--points", type=_nonneg_int, default=12, help="Belady capacities, log-spaced (default 12; 0: none)")
+    g.add_argument("-o", "--output", type=out_path, default=Path("hit_rates.png"),
+                   help="PNG path (default hit_rates.png)")
+    g.add_argument("--points", type=int_range(0, MAX_BELADY_POINTS), default=12,
+                   help=f"Belady capacities, log-spaced (default 12; 0: none; at most {MAX_BELADY_POINTS})")
     g.set_defaults(func=cmd_plot)
 
     w = tsub.add_parser("generate", help="write a seeded synthetic Mooncake-format trace (shared prefixes, sessions)")
     add_common(w)
-    w.add_argument("-o", "--output", type=Path, required=True, help="JSONL path to write")
-    w.add_argument("--seed", type=int, default=0)
-    w.add_argument("--requests", type=_positive_int, default=synthetic.DEFAULT_REQUESTS)
+    w.add_argument("-o", "--output", type=out_path, required=True, help="JSONL path to write")
+    w.add_argument("--seed", type=seed, default=0)
+    w.add_argument("--requests", type=int_range(1, MAX_GENERATE_REQUESTS), default=synthetic.DEFAULT_REQUESTS,
+                   help=f"requests to generate (default {synthetic.DEFAULT_REQUESTS}, at most {MAX_GENERATE_REQUESTS:,})")
     w.set_defaults(func=cmd_generate)
 
 
@@ -235,10 +232,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
     block = f", {trace.block_tokens} tokens/block" if trace.block_tokens else ""
     title = (f"{Path(trace.name).name}\nsha256 {trace.sha256[:16]}..., {trace.n_refs:,} refs, "
              f"granularity x{trace.granularity}{block}")
-    try:
-        path = plot_hit_rates(args.output, curve, belady, title)
-    except OSError as exc:
-        raise InputError(f"cannot write the PNG: {exc.strerror}", where=str(args.output)) from None
+    with tempfile.TemporaryDirectory(prefix="pycert-plot-") as scratch:  # drawn aside, then renamed into place
+        png = plot_hit_rates(Path(scratch) / "plot.png", curve, belady, title).read_bytes()
+    atomic_write(args.output, png)
+    path = args.output
     data = {"path": str(path), "stats": trace_stats(trace),
             "belady_hits": {str(c): h for c, h in belady.items()}}
     emit(args.json, data, lambda: f"wrote {path}")
@@ -246,10 +243,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    try:
-        path = synthetic.write_trace(args.output, seed=args.seed, requests=args.requests)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", where=str(args.output)) from None
+    path = synthetic.write_trace(args.output, seed=args.seed, requests=args.requests)
     res = GenerateResult(path=str(path), seed=args.seed, stats=trace_stats(read_trace(path, "mooncake")))
     emit(args.json, res, lambda: table(["figure", "value"], _stats_rows(res.stats)))
     return EXIT_OK
