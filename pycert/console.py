@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -52,7 +53,11 @@ class Progress:
     """Line-per-event progress on stderr; silent under --json or when stderr is not a tty.
 
     ``force=True`` prints even without a tty (used by ``pycert prove`` so CI logs show stages).
+    Parallel Lean runs report from several threads: each line is one ``write`` under a lock shared by
+    every printer (``print`` writes the text and the newline separately, so two lines could interleave).
     """
+
+    _lock = threading.Lock()
 
     def __init__(self, enabled: bool = True, force: bool = False) -> None:
         self.enabled = enabled and (force or sys.stderr.isatty())
@@ -60,7 +65,10 @@ class Progress:
 
     def __call__(self, message: str) -> None:
         if self.enabled:
-            print(f"[{time.monotonic() - self.t0:7.1f}s] {message}", file=sys.stderr, flush=True)
+            line = f"[{time.monotonic() - self.t0:7.1f}s] {message}\n"
+            with Progress._lock:
+                sys.stderr.write(line)
+                sys.stderr.flush()
 
 
 QUIET = Progress(enabled=False)

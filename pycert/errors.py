@@ -12,20 +12,36 @@ EXIT_REJECTED = 1
 """A checker rejected: a false theorem, a tampered certificate, a failed audit."""
 EXIT_USAGE = 2
 """Usage or input error: bad flags, a missing or malformed file, no usable toolchain."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (128 + SIGINT), at any point, imports included."""
+EXIT_TERMINATED = 143
+"""SIGTERM (128 + SIGTERM): temporaries are removed first."""
 
 
 class PycertError(Exception):
     """Base class: a one-line, user-facing error."""
 
     exit_code = EXIT_USAGE
+    where: str | None = None
+    details: dict | None = None
+    """Extra fields of the ``--json`` error object (e.g. ``verify``'s per-certificate results)."""
+
+    @property
+    def message(self) -> str:
+        """The why, without the where (``str(err)`` is both)."""
+        return getattr(self, "_message", None) or str(self)
 
 
 class InputError(PycertError):
     """The user's input is missing or malformed (``where`` names file:line when known)."""
 
     def __init__(self, message: str, where: str | None = None) -> None:
-        self.where = where
+        self.where, self._message = where, message
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class UsageError(InputError):
+    """A bad command line (argparse's own errors); ``where`` is the flag or the command."""
 
 
 class ToolchainMissing(PycertError):
@@ -36,3 +52,10 @@ class Rejected(PycertError):
     """A checker said no. Exit 1."""
 
     exit_code = EXIT_REJECTED
+
+
+class Terminated(BaseException):
+    """Raised in the main thread on SIGTERM so that ``finally`` blocks remove temporaries.
+
+    A ``BaseException`` like ``KeyboardInterrupt``: an ``except Exception`` must not swallow it.
+    """
