@@ -40,6 +40,7 @@ from pydantic import (
 )
 
 from pycert.errors import InputError, Rejected
+from pycert.limits import MAX_JSON_BYTES, json_depth_error
 
 SCHEMA_ID = "pycert-cert/1"
 MANIFEST_NAME = "MANIFEST.sha256"
@@ -225,25 +226,45 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out or "(certificate)"
 
 
-def parse_certificate(text: str | bytes) -> Certificate:
-    """Validate against the schema; the first error becomes a :class:`Mismatch` naming the field."""
+def parse_certificate(text: str | bytes, where: str | None = None) -> Certificate:
+    """Validate against the schema; the first error becomes a :class:`Mismatch` naming the field.
+
+    A document that is not a certificate at all (not JSON, not UTF-8, not an object, nested past
+    :data:`~pycert.limits.MAX_JSON_DEPTH`, larger than :data:`~pycert.limits.MAX_JSON_BYTES`) is an
+    :class:`InputError` at ``where`` (exit 2): there is nothing to reject. A JSON object that breaks
+    the schema is a tampered certificate and is rejected (exit 1).
+    """
+    if len(text) > MAX_JSON_BYTES:
+        raise InputError(f"not a certificate: larger than the limit of {MAX_JSON_BYTES >> 20} MiB", where=where)
+    if why := json_depth_error(text):
+        raise InputError(f"not a certificate: {why}", where=where)
     try:
         return Certificate.model_validate_json(text)
     except ValidationError as err:
         e = err.errors()[0]
         if e["type"] == "json_invalid":
-            raise Mismatch("(json)", "a JSON document", e["msg"]) from None
+            raise InputError(f"not a certificate: invalid JSON ({e['msg'].removeprefix('Invalid JSON: ')})",
+                             where=where) from None
+        if e["type"] == "model_type" and not e["loc"]:
+            raise InputError(f"not a certificate: a JSON {_json_kind(e.get('input'))}, not an object",
+                             where=where) from None
         found = "absent" if e["type"] == "missing" else json.dumps(e.get("input"))[:120]
         raise Mismatch(_loc(e["loc"]), e["msg"], found) from None
 
 
+def _json_kind(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
 def load_certificate(path: Path) -> Certificate:
-    """Read and validate one certificate: a missing file is an ``InputError``, a bad one a ``Mismatch``."""
+    """Read and validate one certificate: a missing or malformed file is an ``InputError``, a bad one a ``Mismatch``."""
     try:
         data = path.read_bytes()
+    except IsADirectoryError:
+        raise InputError("is a directory, not a certificate file", where=str(path)) from None
     except OSError as err:
         raise InputError(f"cannot read certificate: {err.strerror}", where=str(path)) from None
-    return parse_certificate(data)
+    return parse_certificate(data, where=str(path))
 
 
 # ---------------------------------------------------------------------------- manifest
@@ -273,6 +294,10 @@ def read_manifest(path: Path) -> dict[str, str]:
         return parse_manifest(path.read_text(encoding="utf-8"), where=str(path))
     except FileNotFoundError:
         raise InputError("no manifest beside the certificate", where=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a manifest file", where=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the manifest: {exc.strerror or exc}", where=str(path)) from None
     except UnicodeDecodeError:
         raise Mismatch(str(path), "a UTF-8 sha256sum file", "undecodable bytes") from None
 
@@ -359,20 +384,26 @@ def write_certificates(certs: list[Certificate], out_dir: Path) -> None:
 def atomic_write(path: Path, data: bytes) -> None:
     """Write one file by temporary-then-rename: readers see the old file or the new one, never half.
 
-    A path that cannot be written (no such directory, no permission, disk full) is the caller's
-    input error, named by path.
+    The one helper for every file pycert writes (certificates aside, which go in a batch). The
+    temporary is hidden beside the target and the whole write runs with SIGINT/SIGTERM held back, so
+    no signal can leave it behind; missing parent directories are created. A path that cannot be
+    written (a directory, no permission, disk full) is the caller's input error, named by path.
     """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _stage(path.parent, path.name, data)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
-    try:
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
-    finally:
-        tmp.unlink(missing_ok=True)
+    path = Path(path)
+    if not path.name or path.is_dir():
+        raise InputError("is a directory: give a file name", where=str(path))
+    with _signals_deferred():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = _stage(path.parent, path.name, data)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def write_schema(path: Path = SCHEMA_PATH) -> Path:

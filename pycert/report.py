@@ -169,7 +169,11 @@ def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, byte
 
 
 def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certificate, str]]]:
-    """The manifest and every certificate it lists; a certificate that disagrees with it is rejected."""
+    """The manifest and every certificate it lists; a certificate that disagrees with it is rejected.
+    Every error names the file it is about."""
+    if not cert_dir.is_dir():
+        raise InputError("no such directory" if not cert_dir.exists() else "not a directory of certificates",
+                         where=str(cert_dir))
     manifest = read_manifest(cert_dir / MANIFEST_NAME)
     for stray in sorted(p.name for p in cert_dir.glob("*.json") if p.name not in manifest):
         raise Mismatch(f"manifest[{stray}]", f"an entry in {cert_dir / MANIFEST_NAME}", "none")
@@ -178,12 +182,17 @@ def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certifica
         path = cert_dir / name
         try:
             data = path.read_bytes()
+        except IsADirectoryError:
+            raise InputError("listed in the manifest but a directory, not a certificate", where=str(path)) from None
         except OSError as err:
             raise InputError(f"listed in the manifest but unreadable: {err.strerror}", where=str(path)) from None
         actual = hashlib.sha256(data).hexdigest()
         if actual != manifest[name]:
             raise Mismatch(f"manifest[{name}].sha256", manifest[name], actual)
-        certs.append((parse_certificate(data), actual))
+        try:
+            certs.append((parse_certificate(data, where=str(path)), actual))
+        except Mismatch as err:
+            raise Mismatch(f"{path}: {err.field}", err.expected, err.found) from None
     return manifest, certs
 
 

@@ -5,7 +5,10 @@ input's sha256, every figure (recomputed by the family's entry in :data:`RECOMPU
 that every named theorem is declared in the Lean sources, the audit verdict, and with ``kernel=True``
 re-runs the Lean check. Each disagreement is a :class:`Failure` whose ``expected`` is the reference
 (the manifest, the file on disk, the recomputed value, the library) and ``found`` what the certificate
-holds. A missing input makes the result ``missing-input`` (exit 2) rather than ``rejected`` (exit 1).
+holds. A missing input makes the result ``missing-input`` (exit 2) rather than ``rejected`` (exit 1),
+and so does a malformed one (``input-error``: a certificate that is not a JSON object, a directory
+where a file should be); an input whose hash matches but which cannot be what it claims to be (a
+Lean file that is not UTF-8) is a rejection.
 """
 
 from __future__ import annotations
@@ -55,9 +58,11 @@ class Failure(BaseModel):
 class VerifyResult(BaseModel):
     certificate: str
     id: str | None = None
-    status: Literal["ok", "rejected", "missing-input"]
+    status: Literal["ok", "rejected", "missing-input", "input-error"]
     failures: list[Failure] = []
     missing: list[str] = []
+    errors: list[str] = []
+    """Inputs that are there but malformed (exit 2, like a missing one)."""
     checked: list[str] = []
     """The checks that ran (a reader can see that nothing was silently skipped)."""
     notes: list[str] = []
@@ -246,10 +251,21 @@ def scan_declarations(source: str, file: str = "") -> list[Declaration]:
     return found
 
 
-def library_declarations(files: Iterable[Path]) -> dict[str, Declaration]:
+def library_declarations(files: Iterable[Path], failures: list[Failure] | None = None) -> dict[str, Declaration]:
+    """Declarations of every file; one that is not UTF-8 (so not Lean source) declares nothing and is
+    a failure in ``failures`` (raised as a :class:`Mismatch` when none is given)."""
     decls: dict[str, Declaration] = {}
     for path in files:
-        for d in scan_declarations(path.read_text(encoding="utf-8"), str(path)):
+        try:
+            source = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            failure = Failure(field=f"lean source {path}", expected="UTF-8 Lean source",
+                              found=f"undecodable bytes at offset {exc.start}")
+            if failures is None:
+                raise Mismatch(failure.field, failure.expected, failure.found) from None
+            failures.append(failure)
+            continue
+        for d in scan_declarations(source, str(path)):
             decls.setdefault(d.name, d)
     return decls
 
@@ -304,6 +320,10 @@ def _check_inputs(cert: Certificate, root: Path, result: VerifyResult) -> bool:
     clean = True
     for i, inp in enumerate(cert.inputs):
         p = root / inp.path
+        if p.is_dir():
+            result.errors.append(f"inputs[{i}] ({inp.path}): is a directory, not a file")
+            clean = False
+            continue
         if not p.is_file():
             if inp.derived_from is None:
                 result.missing.append(str(p))
@@ -369,8 +389,11 @@ def _check_figures(cert: Certificate, root: Path, result: VerifyResult) -> None:
     except Mismatch as err:
         result.failures.append(Failure.of(err))
         return
-    except (FileNotFoundError, InputError) as err:
+    except FileNotFoundError as err:
         result.missing.append(str(err))
+        return
+    except InputError as err:
+        result.errors.append(str(err))
         return
     result.failures += compare_figures(cert, recomputed)
 
@@ -416,18 +439,27 @@ def verify_certificate(path: Path, root: Path, manifest: Path | None = None, ker
     result = VerifyResult(certificate=str(path), status="ok")
     try:
         data = path.read_bytes()
+    except IsADirectoryError:
+        result.errors.append("is a directory, not a certificate file")
+        return _finish(result)
     except OSError as err:
         result.missing.append(f"{path} ({err.strerror})")
-        result.status = "missing-input"
-        return result
+        return _finish(result)
+    manifest = manifest or path.parent / MANIFEST_NAME
     try:
-        _check_manifest(path, data, manifest or path.parent / MANIFEST_NAME, result)
+        _check_manifest(path, data, manifest, result)
     except InputError as err:
-        result.missing.append(str(err))
+        (result.errors if manifest.exists() else result.missing).append(str(err))
     except Mismatch as err:
         result.failures.append(Failure.of(err))
     try:
-        cert = parse_certificate(data)
+        cert = parse_certificate(data, where=str(path))
+    except InputError as err:
+        if result.failures:  # the manifest vouches for other bytes: a tampered certificate, rejected
+            result.failures.append(Failure(field="(json)", expected="a certificate (a JSON object)", found=err.message))
+        else:  # nothing vouches for these bytes: the input is malformed
+            result.errors.append(err.message)
+        return _finish(result)
     except Mismatch as err:
         result.failures.append(Failure.of(err))
         return _finish(result)
@@ -437,7 +469,7 @@ def verify_certificate(path: Path, root: Path, manifest: Path | None = None, ker
     if _check_inputs(cert, root, result):
         _check_figures(cert, root, result)
         regenerated = _check_derived_inputs(cert, root, result)
-    decls = library_declarations(p for p in _lean_sources(cert, root) if p.is_file())
+    decls = library_declarations((p for p in _lean_sources(cert, root) if p.is_file()), result.failures)
     result.checked.append("theorems")
     result.failures += check_theorems(cert.theorems, decls)
     result.checked.append("audit")
@@ -445,11 +477,14 @@ def verify_certificate(path: Path, root: Path, manifest: Path | None = None, ker
         result.failures.append(Failure(field="audit.verdict", expected="pass", found="fail"))
     elif cert.audit.verdict == "skipped":
         result.notes.append("audit: skipped when the certificate was made")
-    if kernel and not result.missing:
+    if kernel and not result.missing and not result.errors:
         _check_kernel(cert, root, decls, regenerated, backend, timeout, result)
     return _finish(result)
 
 
 def _finish(result: VerifyResult) -> VerifyResult:
-    result.status = "missing-input" if result.missing else ("rejected" if result.failures else "ok")
+    if result.errors:
+        result.status = "input-error"
+    else:
+        result.status = "missing-input" if result.missing else ("rejected" if result.failures else "ok")
     return result

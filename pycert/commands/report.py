@@ -11,6 +11,7 @@ from pycert.report import write_report
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from pycert.cli import add_common
+    from pycert.limits import in_path, out_path
 
     p = subparsers.add_parser(
         "report", help="write a static HTML page of the certificates",
@@ -19,10 +20,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "certificate with the browser's WebCrypto against the manifest. The page makes no "
                     "network requests.",
     )
-    p.add_argument("--certs", type=Path, default=Path("certificates"),
+    p.add_argument("--certs", type=in_path, default=Path("certificates"),
                    help="directory holding the certificates and MANIFEST.sha256 (default: certificates)")
-    p.add_argument("--out", type=Path, default=Path("report.html"), help="page to write (default: report.html)")
-    p.add_argument("--root", type=Path, default=Path("."),
+    p.add_argument("--out", type=out_path, default=Path("report.html"), help="page to write (default: report.html)")
+    p.add_argument("--root", type=in_path, default=Path("."),
                    help="repository root that input paths are relative to (default: the current directory)")
     p.add_argument("--no-curves", action="store_true", help="leave out the hit-rate curves (no trace needed)")
     add_common(p)
