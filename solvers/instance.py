@@ -23,9 +23,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from pycert.errors import InputError
+from pycert.limits import MAX_ID, MAX_JSON_BYTES, MAX_PARAM, json_depth_error
 from solvers.pooled import peak_live
 
 SCHEMA = "pycert-pooling-instance/1"
@@ -33,41 +36,51 @@ COMMITTED = Path(__file__).resolve().parent / "instances" / "committed.json"
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: "32" and true are not integers (JSON object keys, always strings, are parsed where declared)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+Id = Annotated[int, Field(ge=0, le=MAX_ID)]
+"""A host, request or block id: a non-negative signed 64-bit integer (:data:`pycert.limits.MAX_ID`)."""
+Count = Annotated[int, Field(ge=1, le=MAX_PARAM)]
 
 
 class Host(_Frozen):
-    id: int = Field(ge=0)
-    capacity: int = Field(ge=1, description="blocks the host's own KV cache holds")
-    load_limit: int = Field(ge=1, description="block references the host may serve (routing limit)")
+    id: Id
+    capacity: Count = Field(description="blocks the host's own KV cache holds")
+    load_limit: Count = Field(description="block references the host may serve (routing limit)")
 
 
 class Request(_Frozen):
-    id: int = Field(ge=0)
+    id: Id
     blocks: list[int] = Field(min_length=1, description="block ids referenced in order")
 
     @model_validator(mode="after")
     def _non_negative(self) -> Request:
         if any(b < 0 for b in self.blocks):
             raise ValueError("block ids must be >= 0")
+        if any(b > MAX_ID for b in self.blocks):
+            raise ValueError(f"block ids must fit in 64 bits (at most {MAX_ID})")
         return self
 
 
 class GeneratorParams(_Frozen):
     """Parameters of :func:`generate` (recorded in every generated instance)."""
 
-    hosts: int = Field(16, ge=1)
-    requests: int = Field(32, ge=1)
-    request_blocks: int = Field(16, ge=2, description="blocks per request (prefix-tree depth)")
-    blocks: int = Field(32, ge=2, description="distinct blocks (prefix-tree nodes)")
-    shared_prefix: int = Field(8, ge=1, description="system-prompt blocks every request starts with")
-    popularity_skew: float = Field(1.0, ge=0.0, description="Zipf exponent over request types")
-    pool_capacity: int = Field(32, ge=1)
-    host_capacity: int = Field(24, ge=1)
-    host_load_limit: int = Field(32, ge=1)
-    target_pooled_misses: int | None = Field(32, ge=1, description="published pooled misses to reproduce")
-    target_per_instance_misses: int | None = Field(338, ge=1, description="published per-instance misses to reproduce")
-    search_steps: int = Field(20000, ge=0, description="swap moves tried to reach the target")
+    hosts: int = Field(16, ge=1, le=4096)
+    requests: int = Field(32, ge=1, le=65_536)
+    request_blocks: int = Field(16, ge=2, le=4096, description="blocks per request (prefix-tree depth)")
+    blocks: int = Field(32, ge=2, le=1 << 20, description="distinct blocks (prefix-tree nodes)")
+    shared_prefix: int = Field(8, ge=1, le=4096, description="system-prompt blocks every request starts with")
+    popularity_skew: float = Field(1.0, ge=0.0, le=100.0, allow_inf_nan=False,
+                                   description="Zipf exponent over request types")
+    pool_capacity: int = Field(32, ge=1, le=MAX_PARAM)
+    host_capacity: int = Field(24, ge=1, le=MAX_PARAM)
+    host_load_limit: int = Field(32, ge=1, le=MAX_PARAM)
+    target_pooled_misses: int | None = Field(32, ge=1, le=MAX_PARAM, description="published pooled misses to reproduce")
+    target_per_instance_misses: int | None = Field(338, ge=1, le=MAX_PARAM,
+                                                   description="published per-instance misses to reproduce")
+    search_steps: int = Field(20000, ge=0, le=10_000_000, description="swap moves tried to reach the target")
 
     @model_validator(mode="after")
     def _shape(self) -> GeneratorParams:
@@ -80,7 +93,7 @@ class GeneratorParams(_Frozen):
 
 class Provenance(_Frozen):
     generator: str = "solvers.instance.generate"
-    seed: int
+    seed: int = Field(ge=-(1 << 63), le=MAX_ID)
     params: GeneratorParams
 
 
@@ -97,12 +110,12 @@ class Instance(_Frozen):
     description: str = ""
     provenance: Provenance | None = None
     published: Published = Published()
-    pool_capacity: int = Field(ge=1, description="blocks the shared pool holds")
+    pool_capacity: Count = Field(description="blocks the shared pool holds")
     hosts: list[Host] = Field(min_length=1)
     requests: list[Request] = Field(min_length=1)
-    routing: dict[int, int] = Field(description="request id -> host id (the committed routing)")
+    routing: dict[Annotated[Id, Strict(False)], Id] = Field(description="request id -> host id (the committed routing)")
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
     @cached_property
     def trace(self) -> list[int]:
@@ -211,10 +224,16 @@ def parse_instance(text: str, source: str = "instance") -> Instance:
         line = json_line(text, path)
         return f"{source}:{line}" if line else source
 
+    if len(text) > MAX_JSON_BYTES:
+        raise InputError(f"larger than the limit of {MAX_JSON_BYTES >> 20} MiB", where=source)
+    if why := json_depth_error(text):
+        raise InputError(why, where=source)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON: {exc.msg}", where=f"{source}:{exc.lineno}") from None
+    except ValueError:  # int() of a number past 4,300 digits
+        raise InputError("a number with more than 4,300 digits", where=source) from None
     try:
         inst = Instance.model_validate(data)
     except ValidationError as exc:
@@ -235,8 +254,12 @@ def load_instance(path: Path | str = COMMITTED) -> Instance:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("no such instance file", where=str(path)) from None
-    except (IsADirectoryError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read instance: {exc}", where=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not an instance file", where=str(path)) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", where=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read instance: {exc.strerror or exc}", where=str(path)) from None
     return parse_instance(text, source=str(path))
 
 

@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from pycert.certificate import Figure
+from pycert.certificate import Figure, atomic_write
 from solvers import lean_wall
 from solvers.graphs import Sharing, matching_optimum, sharing
 from solvers.highs import highs_version, solve_highs
@@ -193,8 +193,7 @@ def family_outcomes(cases: list[FamilyCase], params: SolverParams) -> list[Pagin
 
 def lean_stage(inst: Instance, lean_file: Path, lean_check: LeanChecker | None) -> LeanOutcome:
     text = lean_wall.emit(inst)
-    lean_file.parent.mkdir(parents=True, exist_ok=True)
-    lean_file.write_text(text, encoding="utf-8")
+    atomic_write(lean_file, text.encode("utf-8"))  # an InputError naming the path when it cannot be written
     base = dict(file=str(lean_file), sha256=hashlib.sha256(text.encode()).hexdigest(), theorems=lean_wall.theorem_names())
     if lean_check is None:
         return LeanOutcome(status="not run", detail="no Lean checker was given", **base)

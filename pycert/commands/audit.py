@@ -14,10 +14,12 @@ from pathlib import Path
 from pycert import audit as au
 from pycert import kernel
 from pycert import toolchain as tc
+from pycert.certificate import atomic_write
 from pycert.cli import add_common
 from pycert.commands.toolchain import add_backend
 from pycert.console import Progress, emit, table
 from pycert.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected
+from pycert.limits import out_path, seconds
 from pycert.sarif import to_sarif
 
 
@@ -30,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--module", action="append", default=[], metavar="NAME", help="with --olean-dir: a module to audit")
     p.add_argument("--toolchain-lib", type=Path, default=None,
                    help="the toolchain's .olean library (default: the active backend's)")
-    p.add_argument("--sarif", type=Path, default=None, metavar="OUT", help="also write a SARIF 2.1.0 log here")
-    p.add_argument("--timeout", type=float, default=kernel.DEFAULT_TIMEOUT, help="seconds per Lean process")
+    p.add_argument("--sarif", type=out_path, default=None, metavar="OUT", help="also write a SARIF 2.1.0 log here")
+    p.add_argument("--timeout", type=seconds, default=kernel.DEFAULT_TIMEOUT, help="seconds per Lean process")
     add_common(p)
     add_backend(p)
     p.set_defaults(func=cmd_audit)
@@ -92,9 +94,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise InputError("--module needs --olean-dir")
     report, sources = _from_tree(args, library) if args.olean_dir else _from_build(args, library)
     if args.sarif:
-        try:
-            args.sarif.write_text(to_sarif(report, sources, root=Path.cwd()).dump() + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot write the SARIF log: {exc.strerror}", where=str(args.sarif)) from None
+        atomic_write(args.sarif, (to_sarif(report, sources, root=Path.cwd()).dump() + "\n").encode("utf-8"))
     emit(args.json, report, lambda: render(report))
     return EXIT_OK if report.ok else EXIT_REJECTED

@@ -10,11 +10,12 @@ from pycert.cli import add_common
 from pycert.commands.toolchain import add_backend
 from pycert.console import Progress, emit, table
 from pycert.errors import EXIT_OK, EXIT_REJECTED
+from pycert.limits import in_path, int_range, seconds
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("check", help="check Lean files on the kernel (they may import the library)")
-    c.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    c.add_argument("files", nargs="+", type=in_path, metavar="FILE")
     _options(c)
     c.set_defaults(func=cmd_check)
     b = sub.add_parser("build", help="build the Lean library under lean/ (cached by content hash)")
@@ -26,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _options(p: argparse.ArgumentParser) -> None:
     add_common(p)
     add_backend(p)
-    p.add_argument("--timeout", type=float, default=kernel.DEFAULT_TIMEOUT, help="seconds per Lean process")
-    p.add_argument("--jobs", type=int, default=None, help="parallel Lean processes (default: core count)")
+    p.add_argument("--timeout", type=seconds, default=kernel.DEFAULT_TIMEOUT, help="seconds per Lean process")
+    p.add_argument("--jobs", type=int_range(1, 256), default=None, help="parallel Lean processes (default: core count)")
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -13,33 +13,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from pycert.certificate import atomic_write
 from pycert.cli import add_common
 from pycert.console import Progress, emit, table
 from pycert.errors import EXIT_OK, EXIT_REJECTED, InputError
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
+from pycert.limits import MAX_FAMILY_SIZE, in_path, int_list, int_range, json_depth_error, out_path, seconds, seed
 
 
 def _sizes(text: str) -> list[int]:
-    return [_positive_int(s) for s in text.split(",") if s.strip()]
+    return int_list(1, MAX_FAMILY_SIZE)(text)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,30 +30,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     psub.required = True
 
     s = psub.add_parser("solve", help="solve the pooled, per-instance and best-routing models and cross-check them")
-    s.add_argument("instance", nargs="?", type=Path, default=None, help="instance JSON (default: the committed one)")
-    s.add_argument("--seed", type=int, default=0, help="solver random seed (CP-SAT and HiGHS)")
-    s.add_argument("--workers", type=_positive_int, default=2, help="solver threads")
-    s.add_argument("--time-limit", type=_positive_float, default=60.0, help="seconds per solve")
+    s.add_argument("instance", nargs="?", type=in_path, default=None, help="instance JSON (default: the committed one)")
+    s.add_argument("--seed", type=seed, default=0, help="solver random seed (CP-SAT and HiGHS)")
+    s.add_argument("--workers", type=int_range(1, 256), default=2, help="solver threads (1-256)")
+    s.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solve")
     s.add_argument("--family-sizes", type=_sizes, default=None, metavar="N,N,...",
                    help="references per capacitated-family case (default 32,64,128,256)")
-    s.add_argument("--family-seed", type=int, default=None, help="seed of the capacitated family")
+    s.add_argument("--family-seed", type=seed, default=None, help="seed of the capacitated family")
     s.add_argument("--lean", action="store_true", help="kernel-check the emitted Lean wall file (slow on wasm)")
     s.add_argument("--lean-backend", choices=("native", "wasm"), default=None, help="Lean backend for --lean")
-    s.add_argument("--lean-file", type=Path, default=None, help="where to write the Lean wall file")
+    s.add_argument("--lean-file", type=out_path, default=None, help="where to write the Lean wall file")
     add_common(s)
     s.set_defaults(func=cmd_solve)
 
     g = psub.add_parser("generate", help="write the seeded instance (defaults reproduce the committed one)")
-    g.add_argument("--seed", type=int, default=None, help="generator seed (default: the committed instance's)")
+    g.add_argument("--seed", type=seed, default=None, help="generator seed (default: the committed instance's)")
     g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a generator parameter (repeatable), e.g. --set hosts=8")
     g.add_argument("--name", default=None, help="instance name")
-    g.add_argument("--out", type=Path, default=None, help="output file (default: stdout)")
+    g.add_argument("--out", type=out_path, default=None, help="output file (default: stdout)")
     add_common(g)
     g.set_defaults(func=cmd_generate)
 
     c = psub.add_parser("check", help="validate an instance, recompute its walls, regenerate it from its seed")
-    c.add_argument("instance", nargs="?", type=Path, default=None, help="instance JSON (default: the committed one)")
+    c.add_argument("instance", nargs="?", type=in_path, default=None, help="instance JSON (default: the committed one)")
     add_common(c)
     c.set_defaults(func=cmd_check)
 
@@ -104,9 +86,11 @@ def _params(overrides: list[str], base: BaseModel) -> BaseModel:
         key, sep, value = item.partition("=")
         if not sep or key not in update:
             raise InputError(f"--set {item!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(update))}")
+        if json_depth_error(value):
+            raise InputError(f"--set {key}: {json_depth_error(value)}")
         try:
             update[key] = json.loads(value)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON (or a number past 4,300 digits): the text itself
             update[key] = value
     try:
         return type(base).model_validate(update)
@@ -124,8 +108,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     inst = generate(seed, params, name=args.name)
     text = dump_instance(inst)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
+        atomic_write(args.out, text.encode("utf-8"))
     if args.out or args.json:
         emit(args.json, {"path": str(args.out) if args.out else None, "seed": seed, "name": inst.name,
                          "refs": len(inst.trace), "distinct": len(set(inst.trace))},
