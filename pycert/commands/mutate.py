@@ -19,6 +19,7 @@ from pycert.cli import add_common
 from pycert.commands.toolchain import add_backend
 from pycert.console import Progress, emit
 from pycert.errors import EXIT_OK, EXIT_REJECTED
+from pycert.limits import out_path, seconds
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -29,9 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="exit 1 unless every (non-equivalent) mutant is killed for its expected reason")
     p.add_argument("--only", action="append", default=None, metavar="CLASS",
                    choices=[o.name for o in operators.OPERATORS], help="run only this operator class (repeatable)")
-    p.add_argument("--report", type=Path, default=None, metavar="OUT",
+    p.add_argument("--report", type=out_path, default=None, metavar="OUT",
                    help="write the Stryker-schema JSON report here")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds per Lean process")
+    p.add_argument("--timeout", type=seconds, default=900.0, help="seconds per Lean process")
     add_common(p)
     add_backend(p)
     p.set_defaults(func=cmd_mutate)
