@@ -9,6 +9,7 @@ one place where numeric flags get their ranges and output paths their checks.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 MAX_ID = (1 << 63) - 1
@@ -72,12 +73,13 @@ def int_range(lo: int, hi: int = MAX_PARAM):  # noqa: ANN201 (an argparse type)
     """An argparse type: an integer (``_`` separators allowed) with ``lo <= value <= hi``."""
 
     def parse(text: str) -> int:
-        digits = text.strip().replace("_", "").lstrip("+-")
-        if not digits.isdigit() or not digits.isascii():
+        plain = text.strip().replace("_", "")
+        if not re.fullmatch(r"[+-]?[0-9]+", plain):  # ASCII digits only: int() also takes e.g. Arabic-Indic
             raise argparse.ArgumentTypeError(f"not an integer: {text!r}")
-        if len(digits) > len(str(hi)) + 1:  # refused before int() (which stops at 4,300 digits)
+        digits = plain.lstrip("+-").lstrip("0") or "0"
+        if len(digits) > max(len(str(abs(lo))), len(str(abs(hi)))):  # before int(), which stops at 4,300 digits
             raise argparse.ArgumentTypeError(f"must be between {lo:,} and {hi:,}, got a {len(digits)}-digit number")
-        value = int(text.strip().replace("_", ""))
+        value = int(plain)
         if not lo <= value <= hi:
             raise argparse.ArgumentTypeError(f"must be between {lo:,} and {hi:,}, got {value}")
         return value

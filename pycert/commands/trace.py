@@ -16,11 +16,11 @@ from pydantic import BaseModel
 
 from pycert import synthetic
 from pycert.cachesim import LruCurve, Ratio, TraceStats, belady_hits, lru_hit_curve, trace_stats
+from pycert.certificate import atomic_write
 from pycert.cli import add_common
 from pycert.console import Progress, emit, table
-from pycert.certificate import atomic_write
 from pycert.errors import EXIT_OK, InputError
-from pycert.limits import MAX_BELADY_POINTS, MAX_GENERATE_REQUESTS, in_path, int_range, int_list, out_path, seed
+from pycert.limits import MAX_BELADY_POINTS, MAX_GENERATE_REQUESTS, in_path, int_list, int_range, out_path, seed
 from pycert.offload import OffloadArm, OffloadReport, offload_report
 from pycert.plot import log_capacities, plot_hit_rates
 from pycert.traces import Trace, coarsen, read_trace
