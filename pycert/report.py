@@ -133,8 +133,8 @@ def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
 def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, bytes]) -> str:
     figures = _rows(
         [(f"<code>{_e(f.name)}</code>", _e(f"{f.numerator}/{f.denominator}" if f.denominator != 1 else f.numerator),
-          _e(f.decimal), _e(f.unit)) for f in cert.figures],
-        ("figure", "exact", "decimal", "unit"),
+          _e(f.decimal), _e(f.unit), _e(f.known_by)) for f in cert.figures],
+        ("figure", "exact", "decimal", "unit", "known by"),
     )
     inputs = _rows([(_e(i.role), f"<code>{_e(i.path)}</code>", f'<span class="hash">{_e(i.sha256)}</span>')
                     for i in cert.inputs], ("role", "path", "sha256")) if cert.inputs else "<p>none</p>"
