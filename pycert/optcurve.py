@@ -103,6 +103,25 @@ def _up(tree: np.ndarray, size: int, pos: int) -> None:
         node >>= 1
 
 
+@njit(cache=True, inline="always")
+def _up3(tree: np.ndarray, size: int, a: int, b: int, c: int) -> None:
+    """``_up`` for three leaves at once: their paths share the upper levels, pulled once each."""
+    a += size
+    b += size
+    c += size
+    while a > 1:
+        a >>= 1
+        b >>= 1
+        c >>= 1
+        changed = _pull(tree, a)
+        if b != a:
+            changed |= _pull(tree, b)
+        if c != a and c != b:
+            changed |= _pull(tree, c)
+        elif not changed and a == b:
+            return
+
+
 @njit(cache=True)
 def _earliest_balanced(tree: np.ndarray, size: int, lo: int, nodes: np.ndarray, offs: np.ndarray) -> int:
     """The smallest last-use position ``t >= lo`` whose suffix sum of ``w`` after ``t`` is 0."""
@@ -139,21 +158,14 @@ def _earliest_balanced(tree: np.ndarray, size: int, lo: int, nodes: np.ndarray, 
 
 @njit(cache=True)
 def _min_label(tree: np.ndarray, size: int, hi: int) -> int:
-    """The smallest label whose critical time lies at a position ``<= hi``."""
-    left = size
-    right = hi + 1 + size
-    best = INF
-    while left < right:
-        if left & 1:
-            if tree[left, _LAB] < best:
-                best = tree[left, _LAB]
-            left += 1
-        if right & 1:
-            right -= 1
-            if tree[right, _LAB] < best:
-                best = tree[right, _LAB]
-        left >>= 1
-        right >>= 1
+    """The smallest label whose critical time lies at a position ``<= hi``: the prefix ``[0, hi]``
+    is the leaf plus every left sibling on its path to the root."""
+    node = hi + size
+    best = tree[node, _LAB]
+    while node > 1:
+        if node & 1 and tree[node - 1, _LAB] < best:
+            best = tree[node - 1, _LAB]
+        node >>= 1
     return best
 
 
@@ -215,42 +227,40 @@ def _opt_distances(ids: np.ndarray, n_ids: int) -> np.ndarray:
         x = ids[i]
         if free == size:
             free = _compact(tree, size, block_at, pos_of_block, pos_of_label)
-        q = free
+        q = free  # the position of time i
         free += 1
         pp = pos_of_block[x]
-        leaf = size + q
-        if pp < 0:  # first use: a new capacity label, critical now (label 0 never answers: none)
+        if pp < 0:  # first use: a new capacity label, critical now (w = 1 - 1)
             if labels == 0:
-                tree[leaf, _SUM] = -1
+                tree[size + q, _SUM] = -1  # label 0 (one block) is the case "used just before"
             else:
-                tree[leaf, _LAB] = labels
+                tree[size + q, _LAB] = labels
                 pos_of_label[labels] = q
             labels += 1
+            old = q
         elif ids[i - 1] == x:  # used just before: hits with one block, no critical time moves
             out[i] = 1
-            tree[size + pp, _SUM] += 1
-            tree[size + pp, _MIN] = INF
-            block_at[pp] = -1
-            _up(tree, size, pp)
-            tree[leaf, _SUM] = -1
+            tree[size + q, _SUM] = -1
+            old = q
         else:
             tz = _earliest_balanced(tree, size, pp + 1, nodes, offs)
             d = _min_label(tree, size, tz)
             out[i] = d + 1
-            old = pos_of_label[d]
+            old = pos_of_label[d]  # d's critical time moves here: w = 1 - 1 with x's last use
             tree[size + old, _SUM] -= 1
             tree[size + old, _LAB] = INF
-            _up(tree, size, old)
+            tree[size + q, _LAB] = d
+            pos_of_label[d] = q
+        if pp >= 0:  # x's old last use goes
             tree[size + pp, _SUM] += 1
             tree[size + pp, _MIN] = INF
             block_at[pp] = -1
-            _up(tree, size, pp)
-            tree[leaf, _LAB] = d  # its critical time and the block's last use: w = 1 - 1
-            pos_of_label[d] = q
-        tree[leaf, _MIN] = 0
+        else:
+            pp = q
+        tree[size + q, _MIN] = 0
         block_at[q] = x
         pos_of_block[x] = q
-        _up(tree, size, q)
+        _up3(tree, size, old, pp, q)
     return out
 
 
