@@ -10,52 +10,46 @@ distances gives the hit count at every capacity at once, as Mattson stack distan
 
 Why not Mattson's priority stack itself: its update carries an item down the stack past every
 position whose next use comes sooner, O(V) per access (V = distinct blocks). On the conversation
-trace that is 29 million carry steps for 288,500 references; a compiled version took 1.35 s, 23
-times one libCacheSim Belady run. Sugumar and Abraham (1993) is O(V) per access as well.
+trace that is 29 million carry steps for 288,500 references; a compiled version (C, a segment tree
+to jump between carry positions) took 1.35 s, 23 times one libCacheSim Belady run. Sugumar and
+Abraham (1993) is O(V) per access as well.
 
-What this module does instead is the *Critical Stack Algorithm* of Bilardi, Ekanadham and Pattnaik,
-"Optimal on-line computation of stack distances for MIN and OPT" (CF 2017): the OPT stack distance
-of an access depends only on the past, and the state it needs changes at O(1) places per access, so
-balanced trees give O(log V) per access. Its state, written here over time instead of over LRU
-depth (the two are the same order: a block's LRU depth is the number of blocks used since its last
-use):
+What this module does instead follows the *Critical Stack Algorithm* of Bilardi, Ekanadham and
+Pattnaik, "Optimal on-line computation of stack distances for MIN and OPT" (CF 2017): the OPT stack
+distance of an access depends only on the past, and the state it needs changes at O(1) places per
+access, so balanced trees give O(log V) per access. Their critical markers are LRU depths, which
+every access shifts; here each is kept as the time it marks instead (a block's LRU depth is the
+number of blocks used since its last use, so the two orders agree), and nothing shifts. The state:
 
-- For each block, the time of its last use (LRU order).
-- For each capacity label ``l = 1 .. V-1``, a **critical time** ``tau[l]``: the time of the latest
-  access whose OPT stack distance was exactly ``l + 1`` (or of the first use that made ``l + 1``
-  blocks exist, if none since). Label ``l`` then answers "which accesses hit with ``l + 1`` blocks".
-- The **imbalance** at time ``s``: ``H(s) = #{l : tau[l] >= s} - #{blocks last used at >= s}``.
-  It is never negative at ``s = t + 1`` for a last-use time ``t`` (the tests check this invariant on
-  random traces through the results it implies), and it is 0 right after the latest access.
+- for each block, the time of its last use;
+- for each capacity label ``l = 1 .. V-1``, a **critical time** ``tau[l]``: the time of the latest
+  access whose OPT stack distance was ``l + 1``, or of the first use that made ``l + 1`` blocks
+  exist if there was none since;
+- the **imbalance** at time ``s``, ``H(s) = #{l : tau[l] >= s} - #{blocks last used at or after s}``
+  (the paper's ``beta``), which is never negative at ``s = t + 1`` for a last-use time ``t`` and is
+  0 after the latest access.
 
-An access at time ``T`` to a block last used at ``p`` (and not at ``T - 1``, which hits with one
-block) has OPT stack distance ``d + 1`` where
+An access at time ``T`` to a block last used at ``p < T - 1`` (one used at ``T - 1`` hits with one
+block and changes nothing) has OPT stack distance ``d + 1``, where ``t_z`` is the earliest last-use
+time in ``(p, T)`` with ``H(t_z + 1) = 0`` (the paper's ``z``: the deepest balanced LRU position
+above the accessed block) and ``d`` is the smallest label whose critical time is at or before
+``t_z``. Then ``tau[d] := T`` and the block's last use moves from ``p`` to ``T``; a first use adds
+the next label with critical time ``T``. These rules were checked against a textbook Mattson OPT
+stack, an exhaustive optimum and per-capacity Belady before any tree was built on them; the tests
+keep a tree-less version (asserting the invariant on ``H``) beside the compiled one.
 
-- ``t_z`` = the earliest last-use time ``t`` in ``(p, T)`` with ``H(t + 1) = 0`` (the paper's ``z``:
-  the deepest balanced LRU position above the accessed block), and
-- ``d`` = the smallest label whose critical time is at or before ``t_z``;
+The tree: one segment tree over time positions, whose leaves hold ``w = (a critical time here) -
+(a last use here)``; each node keeps the sum of ``w``, the minimum over its last-use leaves of the
+within-node suffix sum of ``w`` (so ``H`` at a leaf is that plus the sums to the right, and a left
+to right search finds ``t_z``), and the minimum label (the prefix minimum gives ``d``). A position
+that is neither a last use nor a critical time carries nothing; when the positions run out the live
+ones (at most ``2V``) move to the front in order, so memory is O(V), not O(refs), and the O(V)
+rebuild comes at most once every ``V`` accesses.
 
-then ``tau[d] := T`` (one critical time moves) and the block's last use moves from ``p`` to ``T``.
-A first use creates the next label with critical time ``T``. (The paper states this with critical
-markers ``M[c]``, the LRU depth of ``tau[c]``, and the imbalance function ``beta``; counting over
-time spares the LRU-rotation update of every marker.)
-
-Data structure: one segment tree over time positions whose leaves hold ``w = (a critical time here)
-- (a last use here)``, with per node the sum of ``w``, the minimum over last-use leaves of the
-within-node suffix sum (so a left-to-right search finds the earliest balanced position in
-O(log)), and the minimum label (the prefix-minimum query for ``d``). Positions that are neither a
-last use nor a critical time carry nothing; when the positions run out the live ones (at most
-``2V``) are compacted in order, so memory is O(V), not O(refs), and the tree is rebuilt in O(V)
-every ``V`` or more accesses.
-
-Why numba: the loop is inherently sequential (each access moves one critical time that the next
-query reads), so numpy cannot vectorize it, and pure Python runs it at about a microsecond per tree
-node. numba compiles the same Python to machine code on first call and caches the result next to
-this file (``cache=True``); a fresh checkout pays the compile once (a few seconds).
-
-Exactness is checked against :func:`pycert.cachesim.belady_hits` at every capacity, against an
-exhaustive search on small random traces (Hypothesis), against a textbook Mattson OPT stack, and
-against libCacheSim's Belady (``tests/test_optcurve.py``, ``tests/test_libcachesim_agreement.py``).
+Why numba: the loop is sequential by nature (each access moves a critical time that the next query
+reads), so numpy cannot vectorize it, and pure Python spends about a microsecond per tree node.
+numba compiles this Python to machine code on the first call and caches it beside this file
+(``cache=True``); a fresh checkout pays the compile (seconds) once, a process after that only loads it.
 """
 
 from __future__ import annotations

@@ -66,6 +66,47 @@ def mattson_opt_distances(refs: list[int]) -> list[int]:
     return out
 
 
+def critical_times_distances(refs: list[int]) -> list[int]:
+    """The algorithm of pycert.optcurve without its tree, O(n) per access, asserting the imbalance
+    invariant its search relies on: H(t + 1) >= 0 at every last-use time t."""
+    n = len(refs)
+    w = [0] * (n + 1)  # (a critical time at t) - (a last use at t)
+    last_use: dict[int, int] = {}
+    tau: dict[int, int] = {}  # capacity label -> critical time
+    out = []
+    for now, x in enumerate(refs):
+        suffix = [0] * (now + 1)  # suffix[t] = H(t + 1) = sum of w after t
+        for t in range(now - 1, -1, -1):
+            suffix[t] = suffix[t + 1] + w[t + 1]
+        assert all(suffix[t] >= 0 for t in last_use.values())
+        p = last_use.get(x)
+        if p is None:
+            if last_use:  # label 0 answers "used just before" and is never searched
+                tau[len(last_use)] = now
+                w[now] += 1
+            out.append(COLD)
+        elif p == now - 1:
+            out.append(1)
+        else:
+            tz = min(t for t in last_use.values() if p < t and suffix[t] == 0)
+            d = min(label for label, t in tau.items() if t <= tz)
+            out.append(d + 1)
+            w[tau[d]] -= 1
+            tau[d] = now
+            w[now] += 1
+        if p is not None:
+            w[p] += 1
+        w[now] -= 1
+        last_use[x] = now
+    return out
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.lists(st.integers(0, 8), max_size=60))
+def test_the_tree_computes_the_critical_time_recurrence(refs: list[int]) -> None:
+    assert opt_stack_distances(refs).tolist() == critical_times_distances(refs) == mattson_opt_distances(refs)
+
+
 @settings(deadline=None, max_examples=300)
 @given(st.lists(st.integers(0, 5), max_size=13))
 def test_equals_the_exhaustive_optimum_at_every_capacity(refs: list[int]) -> None:
