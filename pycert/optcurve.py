@@ -47,7 +47,7 @@ ones (at most ``2V``) move to the front in order, so memory is O(V), not O(refs)
 rebuild comes at most once every ``V`` accesses.
 
 Why numba: the loop is sequential by nature (each access moves a critical time that the next query
-reads), so numpy cannot vectorize it, and pure Python spends about a microsecond per tree node.
+reads), so numpy cannot vectorize it, and the same code as plain Python runs about 300 times slower.
 numba compiles this Python to machine code on the first call and caches it beside this file
 (``cache=True``); a fresh checkout pays the compile (seconds) once, a process after that only loads it.
 """
@@ -62,7 +62,8 @@ from numba import njit
 from pycert.cachesim import HitCurve, _as_array, _dense_ids, curve_from_distances
 
 INF = 1 << 30
-"""Larger than any sum the tree holds (|sum| <= 2V < 2**29): marks "no last use" and "no label"."""
+"""Larger than any sum the tree holds (|sum| <= 2V < 2**29, see :data:`MAX_REFS`): marks "no last
+use" and "no label"."""
 
 # Columns of a tree row: sum of w, min suffix over last-use leaves, min label (the fourth pads the
 # row to 16 bytes, so a node's two children share one cache line).
@@ -224,7 +225,7 @@ def _opt_distances(ids: np.ndarray, n_ids: int) -> np.ndarray:
         q = free  # the position of time i
         free += 1
         pp = pos_of_block[x]
-        if pp < 0:  # first use: a new capacity label, critical now (w = 1 - 1)
+        if pp < 0:  # first use: a new capacity label, critical now (w = 1 - 1 with x's last use)
             if labels == 0:
                 tree[size + q, _SUM] = -1  # label 0 (one block) is the case "used just before"
             else:
@@ -271,16 +272,24 @@ def block_ids(arr: np.ndarray) -> tuple[np.ndarray, int]:
     return dense, int(dense.max()) + 1
 
 
+MAX_REFS = 1 << 28
+"""The tree holds positions and sums in int32 and :data:`INF` must exceed every sum."""
+
+
+def _distances(refs: Sequence[int] | np.ndarray) -> np.ndarray:
+    arr = _as_array(refs)
+    if len(arr) >= MAX_REFS:
+        raise ValueError(f"traces of {MAX_REFS:,} references or more are not supported")
+    ids, n_ids = block_ids(arr)
+    return _opt_distances(ids, n_ids)
+
+
 def opt_stack_distances(refs: Sequence[int] | np.ndarray) -> np.ndarray:
     """OPT (MIN) stack distance of every reference (int64 array), :data:`pycert.cachesim.COLD` for
     first uses: the smallest capacity at which Belady's MIN hits it."""
-    arr = _as_array(refs)
-    ids, n_ids = block_ids(arr)
-    return _opt_distances(ids, n_ids).astype(np.int64)
+    return _distances(refs).astype(np.int64)
 
 
 def opt_hit_curve(refs: Sequence[int] | np.ndarray) -> HitCurve:
     """The exact Belady/MIN hit count at every capacity, in one O(n log V) pass."""
-    arr = _as_array(refs)
-    ids, n_ids = block_ids(arr)
-    return curve_from_distances(_opt_distances(ids, n_ids))
+    return curve_from_distances(_distances(refs))
