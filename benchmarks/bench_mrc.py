@@ -26,12 +26,13 @@ What is timed (wall clock, best and median of --repeat runs):
   and loading it from the cache.
 
 Peak memory: pycert's path (read, curves, stats) runs in fresh child processes that report their
-peak resident set (``VmHWM``, interpreter, numpy and numba included): read only, read + LRU curve,
-read + OPT curve. Linux only (``/proc``).
+peak resident set (``VmHWM``, interpreter, numpy and numba with its compiled kernel included): read
+only, read + LRU curve, read + OPT curve, read + both. Linux only (``/proc``).
 
 Scaling (``--scale``): for each size, ``pycert trace generate`` writes a seeded synthetic trace with
-about that many references (not timed), and a fresh child process times reading it, the LRU curve,
-the OPT curve and libCacheSim's Belady at one capacity, and reports its peak RSS.
+about that many references (not timed), a fresh child process times reading it, the LRU curve, the
+OPT curve and libCacheSim's Belady at one capacity, and more fresh processes report the peak RSS of
+each curve as above.
 """
 
 from __future__ import annotations
@@ -100,6 +101,12 @@ def child_peak(trace: Path, work: str) -> int:
     return int(out.stdout.strip())
 
 
+PEAK_WORK = (("read", "opt_hit_curve([1, 2, 1])"),  # numba and its compiled kernel loaded, as below
+             ("read + LRU curve", "opt_hit_curve([1, 2, 1]); lru_hit_curve(t.refs)"),
+             ("read + OPT curve", "opt_hit_curve(t.refs)"),
+             ("read + both curves", "lru_hit_curve(t.refs); opt_hit_curve(t.refs)"))
+
+
 def numba_first_call(cache_dir: str | None) -> float:
     """Seconds for the first OPT curve of a fresh process on a 3-reference trace: with ``cache_dir``
     an empty numba cache (so it compiles), else the cache beside pycert/optcurve.py."""
@@ -143,7 +150,7 @@ peak = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmH
 print(json.dumps({"refs": t.n_refs, "distinct": lru.distinct, "read_s": read_s, "lru_curve_s": lru_s,
                   "opt_curve_s": opt_s, "libcachesim_belady_s": lcs_s, "belady_capacity": cap,
                   "opt_capacities": opt.max_distance, "lru_capacities": lru.max_distance,
-                  "peak_rss_mib": round(int(peak) / 1024, 1)}))
+                  "peak_rss_mib_all_in_one_process": round(int(peak) / 1024, 1)}))
 """
 
 
@@ -157,6 +164,7 @@ def scale_row(refs_wanted: int, repeat: int, cap: int, tmp: Path) -> dict:
                          capture_output=True, text=True, cwd=REPO)
     row = json.loads(out.stdout)
     row["requests"] = requests
+    row["peak_rss_mib_by_work"] = {what: round(child_peak(path, work) / 1024, 1) for what, work in PEAK_WORK}
     path.unlink()
     return row
 
@@ -257,10 +265,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as cache:
         compile_s = numba_first_call(cache)
     load_s = numba_first_call(None)
-    peaks = {what: round(child_peak(args.trace, work) / 1024, 1) for what, work in
-             (("read", "pass"), ("read + LRU curve", "lru_hit_curve(t.refs)"),
-              ("read + OPT curve", "opt_hit_curve(t.refs)"),
-              ("read + both curves", "lru_hit_curve(t.refs); opt_hit_curve(t.refs)"))}
+    peaks = {what: round(child_peak(args.trace, work) / 1024, 1) for what, work in PEAK_WORK}
     scale: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in [int(x) for x in args.scale.split(",") if x.strip()]:
@@ -295,7 +300,7 @@ def main() -> int:
             print(f"synthetic {r['refs']:,} refs ({r['distinct']:,} distinct): read {r['read_s']:.2f} s, "
                   f"LRU curve {r['lru_curve_s']:.2f} s, OPT curve {r['opt_curve_s']:.2f} s, "
                   f"libCacheSim Belady @ {r['belady_capacity']} {r['libcachesim_belady_s']:.2f} s, "
-                  f"peak RSS {r['peak_rss_mib']} MiB")
+                  "peak RSS (MiB) " + ", ".join(f"{k} {v}" for k, v in r["peak_rss_mib_by_work"].items()))
     return 0
 
 
