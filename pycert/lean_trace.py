@@ -9,9 +9,11 @@ theorems are about ``decode``, the references looked up in the table: the trace'
 renumbering of them.
 
 Ids are any integers in [0, 2^64), repeated or not, in any order; the kernel also checks that the
-table never repeats an id, by testing that its entries strictly increase. A trace whose first
-occurrences are not in increasing id order is refused with the position of the first descent:
-``increasingOK`` is the only table test the library has.
+table never repeats an id. When first occurrences come in increasing id order (Mooncake's dense
+numbering, or any monotone ids) the table itself is tested to strictly increase, on the whole vector.
+Otherwise the table is the sorted ids plus a permutation, and the permutation is walked entry by
+entry (``permGo``) in chunks of ``PERM_CHUNK`` entries: that walk costs kernel time per distinct
+block, where everything else costs a few GMP calls per trace.
 
 Big literals are split into pieces of ``PIECE_BITS`` and joined in the kernel with ``Nat.lor`` and
 ``Nat.shiftLeft`` in a balanced tree: Lean parses a literal in time superlinear in its length,
@@ -31,6 +33,9 @@ from pycert.errors import InputError
 ENCODING = "packed-whole/1"
 """Names this file layout in certificates; verify regenerates only the layout it knows."""
 MAX_ID = (1 << 64) - 1
+PERM_CHUNK = 256
+"""Table entries per ``permGo`` chunk lemma (each chunk is its own declaration: its kernel cache dies
+with it, and the bitmask between chunks is a literal)."""
 PIECE_BITS = 4096
 """Bits per literal piece (a multiple of 4); see benchmarks/bench_lean_trace.py for the measured choice."""
 
@@ -54,7 +59,11 @@ class Packed(BaseModel):
     k: int
     """field ``j`` is the number of distinct blocks among the first ``j`` references, ``j = 0..N``"""
     t: int
-    """the distinct ids in first-occurrence order"""
+    """the distinct ids in first-occurrence order, or sorted when ``perm`` is set"""
+    wp: int = 0
+    """payload bits of a permutation field"""
+    perm: list[int] = []
+    """table entry ``i`` is sorted id number ``perm[i]`` (empty: the table is ``t`` itself)"""
 
 
 def as_ids(refs: Sequence[int]) -> list[int]:
@@ -101,8 +110,10 @@ def unpack(packed: int, width: int, n: int) -> list[int]:
 
 
 def decode(inst: Packed) -> list[int]:
-    """Python mirror of ``Pycert.PackedTrace.decode``: the trace the theorems are about."""
+    """Python mirror of ``decode``/``decodePerm``: the trace the theorems are about."""
     table = unpack(inst.t, inst.wt + 1, inst.distinct)
+    if inst.perm:
+        table = [table[p] for p in inst.perm]
     return [table[i] for i in unpack(inst.x, inst.w + 1, inst.refs)]
 
 
@@ -114,19 +125,16 @@ def plan(refs: Sequence[int], sha256: str, name: str) -> Packed:
         raise InputError(f"sha256 {sha256!r} is not 64 lowercase hex digits")
     ids = as_ids(refs)
     table, index, counter = renumber(ids)
-    descent = next((i for i in range(1, len(table)) if table[i] <= table[i - 1]), None)
-    if descent is not None:
-        first = ids.index(table[descent])
-        raise InputError(
-            f"block {table[descent]} (first seen at reference {first}) is smaller than the block "
-            f"first seen before it ({table[descent - 1]}): the kernel checks a table of ids only "
-            "when first occurrences come in increasing id order"
-        )
     d = len(table)
     w = max(2, d.bit_length())
     wt = max(1, (max(table, default=0) + 1).bit_length())
-    return Packed(name=name, sha256=sha256, refs=len(ids), distinct=d, w=w, wt=wt,
-                  x=pack(index, w + 1), k=pack(counter, w + 1), t=pack(table, wt + 1))
+    common = dict(name=name, sha256=sha256, refs=len(ids), distinct=d, w=w, wt=wt,
+                  x=pack(index, w + 1), k=pack(counter, w + 1))
+    if all(a < b for a, b in zip(table, table[1:])):
+        return Packed(**common, t=pack(table, wt + 1))
+    ordered = sorted(table)
+    rank = {v: i for i, v in enumerate(ordered)}
+    return Packed(**common, t=pack(ordered, wt + 1), wp=max(1, d.bit_length()), perm=[rank[v] for v in table])
 
 
 def nat_literal(value: int, piece_bits: int = PIECE_BITS) -> str:
@@ -147,8 +155,20 @@ def nat_literal(value: int, piece_bits: int = PIECE_BITS) -> str:
 def render(inst: Packed, piece_bits: int = PIECE_BITS) -> str:
     """The Lean source of a packed instance."""
     n, d = inst.refs, inst.distinct
-    args = f"{inst.w} {n} X K {inst.wt} {d} T"
-    return "\n".join([
+    lit = lambda v: nat_literal(v, piece_bits)  # noqa: E731
+    if inst.perm:
+        table_doc = f"The {d} distinct block ids, sorted, {inst.wt + 1}-bit fields."
+        trace_def = f"decodePerm {inst.w} {n} X {inst.wp} P0 {inst.wt} S"
+        check = f"tracePermOK {inst.w} {n} X K {inst.wt} {d} S"
+        sound = "tracePermOK_sound checked perm"
+        table_name = "S"
+    else:
+        table_doc = f"The {d} distinct block ids in order of first occurrence, {inst.wt + 1}-bit fields."
+        trace_def = f"decode {inst.w} {n} X {inst.wt} T"
+        check = f"traceOK {inst.w} {n} X K {inst.wt} {d} T"
+        sound = "traceOK_sound checked"
+        table_name = "T"
+    out = [
         f"-- Generated by pycert.lean_trace: {n} references, {d} distinct blocks, every reference.",
         "-- Checked by the kernel from the encoded references; nothing here is an assumption.",
         "import Pycert.PackedTrace",
@@ -161,22 +181,28 @@ def render(inst: Packed, piece_bits: int = PIECE_BITS) -> str:
         f'def sha256 : String := "{inst.sha256}"',
         "",
         f"/-- Reference `j` is table entry `fld (2 ^ {inst.w + 1}) X j`. -/",
-        f"noncomputable def X : Nat := {nat_literal(inst.x, piece_bits)}",
+        f"noncomputable def X : Nat := {lit(inst.x)}",
         "",
         f"/-- Distinct blocks among the first `j` references, for `j = 0 … {n}`. -/",
-        f"noncomputable def K : Nat := {nat_literal(inst.k, piece_bits)}",
+        f"noncomputable def K : Nat := {lit(inst.k)}",
         "",
-        f"/-- The {d} distinct block ids in order of first occurrence, {inst.wt + 1}-bit fields. -/",
-        f"noncomputable def T : Nat := {nat_literal(inst.t, piece_bits)}",
+        f"/-- {table_doc} -/",
+        f"noncomputable def {table_name} : Nat := {lit(inst.t)}",
         "",
+    ]
+    proofs = []
+    if inst.perm:
+        out += _render_perm(inst, lit, proofs)
+    out += [
         "/-- The trace: its references' block ids, in order. -/",
-        f"noncomputable def trace : List Nat := decode {inst.w} {n} X {inst.wt} T",
+        f"noncomputable def trace : List Nat := {trace_def}",
         "",
-        f"theorem checked : traceOK {args} = true := by decide +kernel",
+        f"theorem checked : {check} = true := by decide +kernel",
         "",
-        f"theorem refs_eq : trace.length = {n} := (traceOK_sound checked).1",
+        *proofs,
+        f"theorem refs_eq : trace.length = {n} := ({sound}).1",
         "",
-        f"theorem distinct_eq : Pycert.distinct trace = {d} := (traceOK_sound checked).2",
+        f"theorem distinct_eq : Pycert.distinct trace = {d} := ({sound}).2",
         "",
         "/-- On this trace every demand-fetch policy, of any capacity and eviction rule, hits at most",
         f"refs - distinct = {n - d} times (the general ceiling, instantiated). -/",
@@ -187,7 +213,46 @@ def render(inst: Packed, piece_bits: int = PIECE_BITS) -> str:
         "",
         f"end Pycert.Trace.{inst.name}",
         "",
-    ])
+    ]
+    return "\n".join(out)
+
+
+def _render_perm(inst: Packed, lit, proofs: list[str]) -> list[str]:
+    """The permutation as a chain of chunks ``P_i = c_i + B ^ L_i * P_(i+1)``, each walked by its own
+    ``decide +kernel`` from the literal mask the previous chunk left; ``perm`` chains the walks."""
+    d, width = inst.distinct, inst.wp + 1
+    base = f"(2 ^ {width})"
+    parts = [inst.perm[i:i + PERM_CHUNK] for i in range(0, d, PERM_CHUNK)]
+    masks, m = [0], 0
+    for part in parts:
+        for p in part:
+            m |= 1 << p
+        masks.append(m)
+    chunks = [lit(pack(part, width)) for part in parts]
+    ms = [lit(m) for m in masks]
+    out = [f"/-- Table entry `i` is sorted id number `fld {base} P0 i`, in chunks of {PERM_CHUNK}. -/"]
+    last = len(parts) - 1
+    for i in reversed(range(len(chunks))):
+        out.append(f"noncomputable def P{i} : Nat := {chunks[i]}" if i == last
+                   else f"noncomputable def P{i} : Nat := {chunks[i]} + {base} ^ {len(parts[i])} * P{i + 1}")
+    out.append("")
+    for i, part in enumerate(parts):
+        proofs.append(f"theorem walk{i} : permGo {base} {d} {len(part)} {chunks[i]} {ms[i]} = some {ms[i + 1]} := "
+                      "by decide +kernel")
+    rest = d
+    chain = []
+    for i, part in enumerate(parts):
+        rest -= len(part)
+        if i == last:
+            chain.append(f"theorem perm{i} : permGo {base} {d} {len(part)} P{i} {ms[i]} = some {ms[-1]} := walk{i}")
+        else:
+            chain.append(
+                f"theorem perm{i} : permGo {base} {d} ({len(part)} + {rest}) P{i} {ms[i]} = some {ms[-1]} :=\n"
+                f"  permGo_chain (Nat.two_pow_pos _) {rest} {len(part)} {chunks[i]} P{i + 1} {ms[i]} {ms[i + 1]} {ms[-1]}"
+                f" (by decide +kernel) walk{i} perm{i + 1}")
+    proofs += ["", *reversed(chain), "",
+               f"theorem perm : permGo {base} {d} {d} P0 0 = some {ms[-1]} := perm0", ""]
+    return out
 
 
 def emit_instance(refs: Sequence[int], sha256: str, name: str, piece_bits: int = PIECE_BITS) -> str:

@@ -328,4 +328,140 @@ public theorem traceOK_sound {w n X K wt D T : Nat} (h : traceOK w n X K wt D T 
     rw [← hd]
     exact distinctFrom_map _ D inj (fields _ n X) [] (fun a h => absurd h (not_mem_nil a)) hb
 
+/-! ## Tables in any order: a sorted table and a permutation
+
+When first occurrences do not come in increasing id order, the table is given as the sorted ids `S`
+and a permutation `P` of `0 … D-1`: table entry `i` is `S`'s field number `fld P i`. `S` is tested
+as above; `P` is walked entry by entry with a bitmask of the positions seen (`permGo`), in chunks so
+that each chunk's walk is its own `decide +kernel` and the mask between chunks is a literal. This
+walk is per table entry, not per reference: it costs kernel time per distinct block. -/
+
+/-- Walk `n` fields of `P` (base `B`): each must be below `D` and absent from the mask `m`, which then
+gains it. The mask after the walk, or `none` at the first repeat or out-of-range entry. -/
+@[expose] public def permGo (B D : Nat) : Nat → Nat → Nat → Option Nat
+  | 0, _, m => some m
+  | n + 1, P, m =>
+    cond (Nat.ble (P % B + 1) D && !(m.testBit (P % B))) (permGo B D n (P / B) (m ||| 1 <<< (P % B))) none
+
+/-- The trace an instance with a permuted table stands for: reference `j` is `S`'s field number
+`fld P (fld X j)`. -/
+@[expose] public noncomputable def decodePerm (w n X wp P ws S : Nat) : List Nat :=
+  (fields (2 ^ (w + 1)) n X).map (fun i => fld (2 ^ (ws + 1)) S (fld (2 ^ (wp + 1)) P i))
+
+theorem testBit_or_shift (m p q : Nat) : (m ||| 1 <<< p).testBit q = (m.testBit q || decide (p = q)) := by
+  rw [Nat.testBit_or, Nat.shiftLeft_eq, Nat.one_mul, Nat.testBit_two_pow]
+
+theorem permGo_spec (B D : Nat) : ∀ n P m M, permGo B D n P m = some M →
+    (∀ j, j < n → fld B P j < D) ∧ (∀ j, j < n → m.testBit (fld B P j) = false) ∧
+    (∀ i j, i < j → j < n → fld B P i ≠ fld B P j) := by
+  intro n
+  induction n with
+  | zero => intro P m M _; exact ⟨fun j h => absurd h (Nat.not_lt_zero j), fun j h => absurd h (Nat.not_lt_zero j),
+      fun i j _ h => absurd h (Nat.not_lt_zero j)⟩
+  | succ n ih =>
+    intro P m M h
+    simp only [permGo] at h
+    cases hc : (Nat.ble (P % B + 1) D && !(m.testBit (P % B))) with
+    | false => rw [hc] at h; cases h
+    | true =>
+      rw [hc] at h
+      obtain ⟨hlt, hfresh⟩ := and_eq_true' hc
+      have hlt : P % B + 1 ≤ D := Nat.le_of_ble_eq_true hlt
+      have hfresh : m.testBit (P % B) = false := by simpa using hfresh
+      obtain ⟨A, Bm, C⟩ := ih (P / B) _ M h
+      have Bm' : ∀ j, j < n → m.testBit (fld B (P / B) j) = false ∧ P % B ≠ fld B (P / B) j := by
+        intro j hj
+        have := Bm j hj
+        rw [testBit_or_shift] at this
+        cases hq : m.testBit (fld B (P / B) j) <;> cases he : decide (P % B = fld B (P / B) j) <;>
+          simp_all
+      refine ⟨fun j hj => ?_, fun j hj => ?_, fun i j hij hj => ?_⟩
+      · cases j with
+        | zero => rw [fld_zero]; omega
+        | succ j => rw [fld_succ]; exact A j (by omega)
+      · cases j with
+        | zero => rw [fld_zero]; exact hfresh
+        | succ j => rw [fld_succ]; exact (Bm' j (by omega)).1
+      · cases j with
+        | zero => omega
+        | succ j =>
+          rw [fld_succ B P j]
+          cases i with
+          | zero => rw [fld_zero]; exact (Bm' j (by omega)).2
+          | succ i => rw [fld_succ]; exact C i j (by omega) (by omega)
+
+/-- Walking a chunk `c` of `L` fields and then the rest `R` is walking `c + B ^ L * R`. -/
+public theorem permGo_chain {B D : Nat} (hB : 0 < B) (n : Nat) :
+    ∀ (L c R m m1 M : Nat), c < B ^ L → permGo B D L c m = some m1 → permGo B D n R m1 = some M →
+    permGo B D (L + n) (c + B ^ L * R) m = some M := by
+  intro L
+  induction L with
+  | zero =>
+    intro c R m m1 M hc h1 h2
+    have hc0 : c = 0 := by simp at hc; omega
+    simp only [permGo] at h1
+    cases h1
+    rw [hc0, Nat.pow_zero, Nat.one_mul, Nat.zero_add, Nat.zero_add]
+    exact h2
+  | succ L ih =>
+    intro c R m m1 M hc h1 h2
+    rw [show L + 1 + n = (L + n) + 1 by omega]
+    have e1 : (c + B ^ (L + 1) * R) % B = c % B := by
+      rw [Nat.pow_succ', Nat.mul_assoc, Nat.add_mul_mod_self_left]
+    have e2 : (c + B ^ (L + 1) * R) / B = c / B + B ^ L * R := by
+      rw [Nat.pow_succ', Nat.mul_assoc, Nat.add_mul_div_left _ _ hB]
+    simp only [permGo, e1, e2]
+    simp only [permGo] at h1
+    cases hc' : (Nat.ble (c % B + 1) D && !(m.testBit (c % B))) with
+    | false => rw [hc'] at h1; cases h1
+    | true =>
+      rw [hc'] at h1
+      simp only [cond]
+      have hcb : c / B < B ^ L := by
+        rw [Nat.pow_succ'] at hc
+        exact (Nat.div_lt_iff_lt_mul hB).2 (by rw [Nat.mul_comm]; exact hc)
+      exact ih (c / B) R _ m1 M hcb h1 h2
+
+/-- What an instance with a permuted table checks on whole vectors: `traceOK`'s tests with the
+sorted table `S` in place of `T`. -/
+@[expose] public def tracePermOK (w n X K ws D S : Nat) : Bool :=
+  denseOK w n X K && Nat.beq (fld (2 ^ (w + 1)) K 0) 0 && Nat.beq (fld (2 ^ (w + 1)) K n) D &&
+    increasingOK ws (D - 1) S
+
+/-- **Kernel-checked trace figures, any id order.** With the whole-vector tests and a walk of the
+permutation `P` (`permGo`, proved chunk by chunk), the decoded trace has exactly `n` references and
+`D` distinct blocks. Like `traceOK_sound`, it says nothing about which file the trace came from. -/
+public theorem tracePermOK_sound {w n X K wp P ws D S M : Nat} (h : tracePermOK w n X K ws D S = true)
+    (hp : permGo (2 ^ (wp + 1)) D D P 0 = some M) :
+    (decodePerm w n X wp P ws S).length = n ∧ distinct (decodePerm w n X wp P ws S) = D := by
+  simp only [tracePermOK] at h
+  obtain ⟨h, hinc⟩ := and_eq_true' h
+  obtain ⟨h, hD⟩ := and_eq_true' h
+  obtain ⟨hdense, h0⟩ := and_eq_true' h
+  have hD : fld (2 ^ (w + 1)) K n = D := Nat.eq_of_beq_eq_true hD
+  have h0 : fld (2 ^ (w + 1)) K 0 = 0 := Nat.eq_of_beq_eq_true h0
+  have steps := step_of_denseOK hdense
+  have inc := increasing_of_OK hinc
+  obtain ⟨pl, _, pd⟩ := permGo_spec (2 ^ (wp + 1)) D D P 0 M hp
+  refine ⟨?_, ?_⟩
+  · show ((fields _ n X).map _).length = n
+    rw [length_map', fields_length]
+  · have hd := dense_distinct (2 ^ (w + 1)) n X K [] (fun y => by
+      rw [h0]; exact ⟨fun h => absurd h (not_mem_nil y), fun h => absurd h (Nat.not_lt_zero y)⟩) steps
+    rw [h0, hD, Nat.add_zero] at hd
+    have hb := (dense_bound (2 ^ (w + 1)) n X K steps).2
+    rw [hD] at hb
+    have injS := inj_of_increasing (fld (2 ^ (ws + 1)) S) D (fun j hj => inc j (by omega))
+    have inj : ∀ a b, a < D → b < D →
+        fld (2 ^ (ws + 1)) S (fld (2 ^ (wp + 1)) P a) = fld (2 ^ (ws + 1)) S (fld (2 ^ (wp + 1)) P b) → a = b := by
+      intro a b ha hb e
+      have e' := injS _ _ (pl a ha) (pl b hb) e
+      rcases Nat.lt_trichotomy a b with l | q | g
+      · exact absurd e' (pd a b l hb)
+      · exact q
+      · exact absurd e'.symm (pd b a g ha)
+    show distinctFrom ([] : List Nat) ((fields _ n X).map _) = D
+    rw [← hd]
+    exact distinctFrom_map _ D inj (fields _ n X) [] (fun a h => absurd h (not_mem_nil a)) hb
+
 end Pycert.PackedTrace
