@@ -46,7 +46,9 @@ class Ratio(BaseModel):
 
 
 def _as_array(refs: Sequence[int] | np.ndarray) -> np.ndarray:
-    arr = np.asarray(refs, dtype=np.int64)
+    """int64 ids; a uint64 trace is reinterpreted bit for bit (ids are labels: only equality counts)."""
+    arr = np.asarray(refs)
+    arr = arr.view(np.int64) if arr.dtype == np.uint64 else np.asarray(arr, dtype=np.int64)
     if arr.ndim != 1:
         raise ValueError("refs must be a one-dimensional sequence of block ids")
     return arr
