@@ -3,10 +3,11 @@ packed encoding (``pycert.lean_trace``) side by side with the previous per-refer
 (``benchmarks/legacy``: chunked ``decodeFrom``/``denseGo``, walked reference by reference), in one run.
 
     python benchmarks/bench_lean_trace.py [--trace FILE] [--sizes 16384,65536,all] [--synthetic 1000000]
-                                          [--legacy-max 65536] [--timeout 1800] [--json]
+                                          [--hashed 16384] [--legacy-max 65536] [--timeout 1800] [--json]
 
 Each size is a prefix of the trace (``all``: the whole trace); ``--synthetic N`` adds a seeded
-synthetic trace of at least N references (``pycert trace generate``). Every case runs alone in its
+synthetic trace of at least N references (``pycert trace generate``); ``--hashed`` reruns prefixes with
+the ids renamed to random 64-bit values, first occurrences no longer increasing (the permuted table). Every case runs alone in its
 own process (one Lean process at a time), so ``peak_rss_mib`` is that Lean process's peak resident
 memory and ``instance_s`` is its wall time minus that of a file that only imports the library module.
 The legacy encoding runs up to ``--legacy-max`` references: past that it takes tens of minutes.
@@ -18,6 +19,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import shutil
 import subprocess
 import sys
@@ -59,6 +61,7 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
     ap.add_argument("--sizes", default="16384,65536,all")
     ap.add_argument("--synthetic", type=int, default=1_000_000)
+    ap.add_argument("--hashed", default="16384", help="prefix sizes also run with ids renamed to random 64-bit hashes")
     ap.add_argument("--legacy-max", type=int, default=65_536)
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--json", action="store_true")
@@ -67,6 +70,12 @@ def main() -> None:
     trace = read_trace(args.trace)
     cases = [(str(n), trace.refs[: len(trace.refs) if n == "all" else int(n)].tolist(), trace.sha256)
              for n in args.sizes.split(",")]
+    for n in filter(None, args.hashed.split(",")):
+        prefix = trace.refs[: int(n)].tolist()
+        rng, name = random.Random(0), {}
+        for b in dict.fromkeys(prefix):
+            name[b] = rng.getrandbits(64)  # collisions among a few thousand 64-bit draws: none seen, and harmless
+        cases.append((f"{n} hashed ids", [name[b] for b in prefix], trace.sha256))
     if args.synthetic:
         requests = args.synthetic // 15
         while True:
