@@ -25,7 +25,7 @@ from pycert import toolchain as tc
 from pycert.errors import InputError, PycertError
 
 COPIED = ("lean", "certificates", "solvers/instances")
-INSTANCE_HEADER = "import Pycert.TraceCheck\nimport Pycert.Ceiling\nimport Pycert.Pooling\n"
+INSTANCE_HEADER = "import Pycert.PackedTrace\nimport Pycert.Ceiling\nimport Pycert.Pooling\n"
 PAGE_TIMEOUT_S = 60.0
 
 

@@ -95,11 +95,15 @@ def sub_once(text: str, old: str, new: str) -> str:
 
 
 def ceiling_instance(refs: list[int], sha: str, name: str, claims: tuple[int, int] | None = None,
-                     edits: tuple[tuple[str, str], ...] = ()) -> str:
-    """The emitted ceiling instance of ``refs``, its final claims (refs, distinct) optionally replaced."""
+                     edits: tuple[tuple[str, str], ...] = (), packed: Callable[[Any], Any] | None = None) -> str:
+    """The emitted ceiling instance of ``refs``, its final claims (refs, distinct) optionally replaced,
+    its packed vectors optionally edited by ``packed`` before rendering."""
     from pycert import lean_trace
 
-    text = strip_header(lean_trace.emit_instance(refs, sha, name))
+    inst = lean_trace.plan(refs, sha, name)
+    if packed:
+        inst = packed(inst)
+    text = strip_header(lean_trace.render(inst))
     n, d = len(refs), len(set(refs))
     if claims:
         n2, d2 = claims
@@ -109,6 +113,24 @@ def ceiling_instance(refs: list[int], sha: str, name: str, claims: tuple[int, in
     for old, new in edits:
         text = sub_once(text, old, new)
     return text
+
+
+def hash_ids(refs: list[int]) -> list[int]:
+    """``refs`` renamed by a fixed injective map onto 64-bit ids in no particular order."""
+    import random
+
+    rng, name = random.Random(0), {}
+    for b in dict.fromkeys(refs):
+        while (v := rng.getrandbits(64)) in name.values():
+            pass
+        name[b] = v
+    return [name[b] for b in refs]
+
+
+def set_field(packed: int, width: int, j: int, value: int) -> int:
+    """``packed`` with field ``j`` (``width`` bits) replaced by ``value``."""
+    mask = ((1 << width) - 1) << (width * j)
+    return (packed & ~mask) | (value << (width * j))
 
 
 def keep_only(text: str, keep: set[str]) -> str:
@@ -170,11 +192,14 @@ class LeanStatement(Operator):
                  instance=Snippet("stmt-ceiling-hits-1", ceiling_instance(
                      refs, sha, "Mut_hitsm1", edits=((f"hits P trace ≤ {n - d} :=", f"hits P trace ≤ {n - d - 1} :="),)),
                      "hits_le", KERNEL_REJECTS))
-        self.add("stmt-ceiling-chunk+1", "lean-kernel", "claim the chunk's dense run ends one higher",
-                 "kernel error in c0_run", target,
-                 instance=Snippet("stmt-ceiling-chunk+1", ceiling_instance(
-                     refs, sha, "Mut_chunkp1", edits=((f"c0.decode = some {d} :=", f"c0.decode = some {d + 1} :="),)),
-                     "c0_run", KERNEL_REJECTS))
+        for mid, desc, old in (
+            ("stmt-ceiling-checked-d+1", f"the kernel test told distinct = {d + 1}", f" {d} T = true"),
+            ("stmt-ceiling-checked-n+1", f"the kernel test told |r| = {n + 1}", f" {n} X K "),
+        ):
+            new = f" {d + 1} T = true" if mid.endswith("d+1") else f" {n + 1} X K "
+            self.add(mid, "lean-kernel", desc, "kernel error in checked", target,
+                     instance=Snippet(mid, ceiling_instance(refs, sha, "Mut_" + mid.replace("-", "_").replace("+", "p"),
+                                                            edits=((old, new),)), "checked", KERNEL_REJECTS))
         inst = ctx.instance()
         wall = "solvers/lean_wall.py"
         for mid, desc, edits, decl, keep in (
@@ -206,6 +231,14 @@ class LeanStatement(Operator):
              "pooling: splitting never helps, with references allowed at host H (InRange H weakened to H + 1)",
              "public theorem distinct_le_sumDistinct {H : Nat} {t : List (Nat × Nat)} (hR : InRange H t) :",
              "public theorem distinct_le_sumDistinct {H : Nat} {t : List (Nat × Nat)} (hR : InRange (H + 1) t) :"),
+            ("stmt-packed-add-weak-hyp", "Pycert/Packed.lean", "fld_add",
+             "packing: a field's own guard bit left unchecked before adding (hypothesis i <= j weakened to i < j)",
+             "    (∀ i, i ≤ j → fld (2 ^ (w + 1)) Y i < 2 ^ w) →\n    fld (2 ^ (w + 1)) (X + Y) j",
+             "    (∀ i, i < j → fld (2 ^ (w + 1)) Y i < 2 ^ w) →\n    fld (2 ^ (w + 1)) (X + Y) j"),
+            ("stmt-perm-weak-range", "Pycert/PackedTrace.lean", "permGo_chain",
+             "permutation walk: a chunk allowed one field more than it holds (c < B^L weakened to B^(L+1))",
+             "∀ (L c R m m1 M : Nat), c < B ^ L → permGo B D L c m = some m1",
+             "∀ (L c R m m1 M : Nat), c < B ^ (L + 1) → permGo B D L c m = some m1"),
             ("stmt-sharing-weak-hyp", "Pycert/Pooling.lean", "distinct_lt_sumDistinct",
              "pooling: strict gap without assuming any shared block (hypothesis weakened to True)",
              "(hS : ¬ NoSharing t) : distinct (blocks t) < sumDistinct H t := by",
@@ -301,6 +334,25 @@ class InstanceData(Operator):
             name = "Mut_" + mid.replace("-", "_")
             self.add(mid, "lean-kernel", desc, f"kernel error in {decl}", target, equivalent=eq,
                      instance=Snippet(mid, ceiling_instance(mutated, sha, name, claims=(n, d)), decl, KERNEL_REJECTS))
+        fresh = next(i for i in range(1, n) if first[refs[i]] == i)
+        packed = [
+            ("data-packed-ref", f"reference {rep} recoded as a fresh block in the packed data, counter and table kept",
+             lambda p: p.model_copy(update={"x": set_field(p.x, p.w + 1, rep, len(set(refs[:rep])))})),
+            ("data-packed-fresh", f"first use at reference {fresh} recoded as an earlier block in the packed data",
+             lambda p: p.model_copy(update={"x": set_field(p.x, p.w + 1, fresh, 0)})),
+            ("data-table-dup", "the id table repeats an entry (entry 1 := entry 0)",
+             lambda p: p.model_copy(update={"t": set_field(p.t, p.wt + 1, 1, p.t & ((1 << (p.wt + 1)) - 1))})),
+        ]
+        for mid, desc, edit in packed:
+            name = "Mut_" + mid.replace("-", "_")
+            self.add(mid, "lean-kernel", desc, "kernel error in checked", target,
+                     instance=Snippet(mid, ceiling_instance(refs, sha, name, packed=edit), "checked", KERNEL_REJECTS))
+        hashed = hash_ids(refs)
+        self.add("data-perm-dup", "lean-kernel", "64-bit ids in any order: the permutation repeats a sorted entry",
+                 "kernel error in walk0", target, instance=Snippet("data-perm-dup", ceiling_instance(
+                     hashed, sha, "Mut_data_perm_dup",
+                     packed=lambda p: p.model_copy(update={"perm": [p.perm[0], *p.perm[:1], *p.perm[2:]]})),
+                     "walk0", KERNEL_REJECTS))
         self.add("data-reorder-input", "verify", "swap two lines of the certificate's trace file",
                  "verify failure on inputs (sha256)", TRACE_INPUT, run=_reorder_input)
         inst = ctx.instance()

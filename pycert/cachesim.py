@@ -1,5 +1,8 @@
 """Exact cache figures for a block-reference trace: LRU at every capacity, Belady/MIN, unbounded.
 
+(Belady/MIN at every capacity in one pass lives in :mod:`pycert.optcurve`; :func:`belady_hits` here
+simulates one capacity and is the reference it is tested against.)
+
 All counts are exact integers; rates are :class:`fractions.Fraction` and, where they leave the
 process, :class:`Ratio` (numerator, denominator and the nearest float).
 
@@ -43,7 +46,9 @@ class Ratio(BaseModel):
 
 
 def _as_array(refs: Sequence[int] | np.ndarray) -> np.ndarray:
-    arr = np.asarray(refs, dtype=np.int64)
+    """int64 ids; a uint64 trace is reinterpreted bit for bit (ids are labels: only equality counts)."""
+    arr = np.asarray(refs)
+    arr = arr.view(np.int64) if arr.dtype == np.uint64 else np.asarray(arr, dtype=np.int64)
     if arr.ndim != 1:
         raise ValueError("refs must be a one-dimensional sequence of block ids")
     return arr
@@ -126,11 +131,11 @@ def stack_distances(refs: Sequence[int] | np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class LruCurve:
-    """Exact LRU hit counts at every capacity.
+class HitCurve:
+    """Exact hit counts of a stack algorithm (LRU, or OPT from :mod:`pycert.optcurve`) at every capacity.
 
     ``hits_at[c]`` is the number of hits with a cache of ``c`` blocks, for ``c`` from 0 to the
-    largest stack distance; at any larger capacity LRU hits every reuse (``refs - distinct``).
+    largest stack distance; at any larger capacity the policy hits every reuse (``refs - distinct``).
     """
 
     refs: int
@@ -150,16 +155,25 @@ class LruCurve:
         return Fraction(self.hits(capacity), self.refs)
 
 
-def lru_hit_curve(refs: Sequence[int] | np.ndarray) -> LruCurve:
-    """The exact LRU hit count at every capacity, in one O(n log n) pass."""
-    d = stack_distances(refs)
-    hist = np.bincount(d, minlength=1)
+LruCurve = HitCurve
+"""The name the LRU curve had before the OPT curve shared its class."""
+
+
+def curve_from_distances(d: np.ndarray) -> HitCurve:
+    """A stack algorithm's hit count at every capacity from its stack distances (:data:`COLD` for
+    first uses): a reference hits at capacity ``c`` iff its distance is in ``1..c``."""
+    hist = np.bincount(d, minlength=1).astype(np.int64)
     distinct = int(hist[COLD])
     hist[COLD] = 0  # capacity 0 hits nothing; cold references hit at no capacity
-    return LruCurve(refs=len(d), distinct=distinct, hits_at=np.cumsum(hist))
+    return HitCurve(refs=len(d), distinct=distinct, hits_at=np.cumsum(hist))
 
 
-def lru_hits(curve: LruCurve, capacity: int) -> int:
+def lru_hit_curve(refs: Sequence[int] | np.ndarray) -> HitCurve:
+    """The exact LRU hit count at every capacity, in one O(n log n) pass."""
+    return curve_from_distances(stack_distances(refs))
+
+
+def lru_hits(curve: HitCurve, capacity: int) -> int:
     """LRU hits with a cache of ``capacity`` blocks."""
     return curve.hits(capacity)
 

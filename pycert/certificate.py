@@ -86,6 +86,7 @@ class Figure(_Strict):
     denominator: int = Field(gt=0)
     decimal: str
     unit: str = ""
+    known_by: str = Field(default="", description="how the figure is known: which check produced or checked it")
 
     @model_validator(mode="after")
     def _reduced_and_bounded(self) -> Figure:
@@ -96,10 +97,10 @@ class Figure(_Strict):
         return self
 
     @classmethod
-    def from_fraction(cls, name: str, value: Fraction | int, unit: str = "") -> Figure:
+    def from_fraction(cls, name: str, value: Fraction | int, unit: str = "", known_by: str = "") -> Figure:
         value = Fraction(value)
         return cls(name=name, numerator=value.numerator, denominator=value.denominator,
-                   decimal=decimal_of(value), unit=unit)
+                   decimal=decimal_of(value), unit=unit, known_by=known_by)
 
     @property
     def value(self) -> Fraction:

@@ -12,10 +12,12 @@ import argparse
 import re
 from pathlib import Path
 
-MAX_ID = (1 << 63) - 1
-"""Largest block id (trace ids, Mooncake ``hash_ids``, pooling block ids): a signed 64-bit integer."""
+MAX_ID = (1 << 64) - 1
+"""Largest trace block id (ids files, Mooncake ``hash_ids``): any 64-bit hash, 0 … 2^64 - 1."""
 MAX_ID_DIGITS = len(str(MAX_ID))
-"""19: an id line longer than this is refused before it is converted."""
+"""20: an id line longer than this is refused before it is converted."""
+MAX_INSTANCE_ID = (1 << 63) - 1
+"""Largest host, request or block id in a pooling instance (the solvers hold them as signed 64-bit)."""
 MAX_JSON_DEPTH = 32
 """Deepest nesting of arrays/objects in any JSON input (a Mooncake line needs 2, an instance 3, a
 certificate 4; the decoders themselves fail somewhere near 1,000)."""
@@ -115,7 +117,7 @@ def seconds(text: str) -> float:
 
 def seed(text: str) -> int:
     """A seed: any integer of at most 64 bits, either sign."""
-    return int_range(-(1 << 63), MAX_ID)(text)
+    return int_range(-(1 << 63), MAX_INSTANCE_ID)(text)
 
 
 def out_path(text: str) -> Path:

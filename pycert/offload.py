@@ -11,7 +11,8 @@ blocks (unbounded when not given):
 - ``max_achievable_hit_rate`` = 1 - cold_miss_floor = (refs - distinct) / refs: an infinite cache.
 - ``gpu_only_hit_rate`` = LRU hits at ``G`` / refs.
 - ``gpu_only_belady_hit_rate`` = Belady/MIN hits at ``G`` / refs: the best any GPU-only eviction
-  policy could do (demand paging, no bypass).
+  policy could do (demand paging, no bypass), read off the one-pass OPT curve
+  (:mod:`pycert.optcurve`).
 - ``host_backed_hit_rate`` = hits in either tier / refs. The tiers are exclusive LRU: a block
   evicted from the GPU is demoted to the host, a host hit promotes it back. Their union is then one
   LRU stack of ``G + H`` blocks whose top ``G`` are on the GPU, so this is LRU hits at ``G + H``
@@ -34,7 +35,7 @@ from fractions import Fraction
 
 from pydantic import BaseModel
 
-from pycert.cachesim import Ratio, belady_hits, lru_hit_curve
+from pycert.cachesim import Ratio, lru_hit_curve
 from pycert.errors import InputError
 from pycert.traces import Trace, coarsen
 
@@ -82,7 +83,10 @@ def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = No
         raise InputError(f"a capacity of {capacity_tokens} tokens holds no whole block of {bt} tokens "
                          f"(granularity {trace.granularity})")
     h = None if host_tokens is None else host_tokens // bt
+    from pycert.optcurve import opt_hit_curve  # numba loads only when a report is made
+
     curve = lru_hit_curve(trace.refs)
+    opt = opt_hit_curve(trace.refs)
     refs, distinct = curve.refs, curve.distinct
     achievable = Fraction(refs - distinct, refs)
     gpu_hits = curve.hits(g)
@@ -95,7 +99,7 @@ def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = No
         cold_miss_floor=Ratio.of(Fraction(distinct, refs)),
         max_achievable_hit_rate=Ratio.of(achievable),
         gpu_only_hit_rate=Ratio.of(gpu),
-        gpu_only_belady_hit_rate=Ratio.of(Fraction(belady_hits(trace.refs, g), refs)),
+        gpu_only_belady_hit_rate=Ratio.of(opt.hit_rate(g)),
         host_backed_hit_rate=Ratio.of(Fraction(host_hits, refs)),
         host_load_frac=Ratio.of(Fraction(host_hits - gpu_hits, refs)),
         headroom_pp=Ratio.of(100 * (achievable - gpu)),

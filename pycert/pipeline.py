@@ -156,23 +156,18 @@ def prepare_ceiling(trace_path: Path, root: Path) -> Pending:
     # goes to an ignored folder, and verify regenerates it from the trace instead of reading it.
     lean_dir = LEAN_OUT if trace_path.resolve().is_relative_to(root.resolve()) else LEAN_DERIVED
     lean_path = root / lean_dir / f"Ceiling{lean_ident(name)}.lean"
-    window = lean_trace.default_window(trace.n_refs)
-    source = lean_trace.window_instance(trace.refs, trace.sha256, lean_path.stem, window)
+    source = lean_trace.emit_instance(trace.refs, trace.sha256, lean_path.stem)
     atomic_write(lean_path, source.encode())
-    limits = []
-    if window < trace.n_refs:
-        limits.append(f"The kernel checked the first {window} of {trace.n_refs} references; the whole-trace counts "
-                      f"are the trace engine's, cross-checked against libCacheSim, not kernel-checked.")
     return Pending(
         id=f"ceiling-{name}", family="ceiling",
         claim=(f"On trace {trace_path.name} ({stats.refs} block references, {stats.distinct} distinct), no demand-fetch "
                f"cache of any capacity or eviction policy hits more than {stats.refs - stats.distinct} times: "
                f"a hit-rate ceiling of {float(ceiling):.6f}."),
-        parameters={"lean_window_refs": window},
+        parameters={"lean_encoding": lean_trace.ENCODING},
         inputs=[input_file("trace", trace_path, root),
                 input_file("lean", lean_path, root, derived_from="trace")],
         figures={"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct), "ceiling": ceiling},
-        lean_files=[lean_path], headline=f"ceiling {float(ceiling):.6f}", extra_limits=limits,
+        lean_files=[lean_path], headline=f"ceiling {float(ceiling):.6f}",
     )
 
 
@@ -331,6 +326,7 @@ def to_certificate(p: Pending, backend: BackendInfo, audit: AuditInfo, prov: Any
     fam = claims.FAMILIES[p.family]
     return Certificate(
         id=p.id, family=p.family, claim=p.claim, theorems=p.theorems or fam.theorems, parameters=p.parameters,
-        inputs=p.inputs, figures=[Figure.from_fraction(k, v) for k, v in p.figures.items()], backend=backend,
+        inputs=p.inputs, figures=[Figure.from_fraction(k, v, known_by=fam.known_by.get(k, "")) for k, v in p.figures.items()],
+        backend=backend,
         solver=p.solver, audit=audit, provenance=prov, does_not_prove=[*fam.does_not_prove, *p.extra_limits],
     )

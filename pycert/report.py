@@ -21,8 +21,6 @@ from pathlib import Path
 from pycert.certificate import MANIFEST_NAME, Certificate, Mismatch, atomic_write, parse_certificate, read_manifest
 from pycert.errors import InputError
 
-BELADY_POINTS = 12
-
 _SCRIPT = r"""
 "use strict";
 const manifest = JSON.parse(document.getElementById("manifest").textContent);
@@ -109,19 +107,19 @@ def _script_hash(script: str) -> str:
 
 
 def curve_png(trace_path: Path, sha256: str, label: str) -> bytes:
-    """The trace engine's hit-rate figure for one trace (LRU at every capacity, Belady, the ceiling)."""
-    from pycert.cachesim import belady_hits, lru_hit_curve
-    from pycert.plot import log_capacities, plot_hit_rates
+    """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling)."""
+    from pycert.cachesim import lru_hit_curve
+    from pycert.optcurve import opt_hit_curve
+    from pycert.plot import plot_hit_rates
     from pycert.traces import read_trace
 
     trace = read_trace(trace_path)
     if trace.sha256 != sha256:
         raise Mismatch(f"inputs[{label}].sha256", trace.sha256, sha256)
-    curve = lru_hit_curve(trace.refs)
-    belady = {c: belady_hits(trace.refs, c) for c in log_capacities(curve.max_distance, BELADY_POINTS)}
+    curve, opt = lru_hit_curve(trace.refs), opt_hit_curve(trace.refs)
     with tempfile.TemporaryDirectory() as tmp:
         title = f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)"
-        return plot_hit_rates(Path(tmp) / "curve.png", curve, belady, title).read_bytes()
+        return plot_hit_rates(Path(tmp) / "curve.png", curve, opt, title).read_bytes()
 
 
 def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
@@ -133,8 +131,8 @@ def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
 def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, bytes]) -> str:
     figures = _rows(
         [(f"<code>{_e(f.name)}</code>", _e(f"{f.numerator}/{f.denominator}" if f.denominator != 1 else f.numerator),
-          _e(f.decimal), _e(f.unit)) for f in cert.figures],
-        ("figure", "exact", "decimal", "unit"),
+          _e(f.decimal), _e(f.unit), _e(f.known_by)) for f in cert.figures],
+        ("figure", "exact", "decimal", "unit", "known by"),
     )
     inputs = _rows([(_e(i.role), f"<code>{_e(i.path)}</code>", f'<span class="hash">{_e(i.sha256)}</span>')
                     for i in cert.inputs], ("role", "path", "sha256")) if cert.inputs else "<p>none</p>"

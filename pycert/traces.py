@@ -48,7 +48,7 @@ _CHUNK = 1 << 20
 class Trace:
     """An exact, in-order block-reference trace.
 
-    ``refs`` holds one int64 block id per reference. ``requests`` (Mooncake only) holds request
+    ``refs`` holds one uint64 block id per reference (ids are any integers in [0, 2^64)). ``requests`` (Mooncake only) holds request
     boundaries as offsets into ``refs``: request ``r`` is ``refs[requests[r]:requests[r + 1]]``, so
     it has ``n_requests + 1`` entries, starting at 0 and ending at ``len(refs)``. ``granularity`` is
     how many original blocks one id stands for (1 unless :func:`coarsen` made it), and
@@ -198,30 +198,30 @@ def _check_record(obj: dict, where: str) -> list[int]:
     ids = obj["hash_ids"]
     if not isinstance(ids, list):
         raise InputError(f"field 'hash_ids' must be a list of block ids, got {json.dumps(ids)[:40]}", where=where)
-    if set(map(type, ids)) <= {int} and (not ids or (min(ids) >= 0 and max(ids) < 1 << 63)):
+    if set(map(type, ids)) <= {int} and (not ids or (min(ids) >= 0 and max(ids) < 1 << 64)):
         return ids  # the common case, checked without a per-id Python branch
     for k, v in enumerate(ids):
         if not _is_int(v):
             raise InputError(f"hash_ids[{k}] is not an integer: {json.dumps(v)[:40]}", where=where)
         if v < 0:
             raise InputError(f"hash_ids[{k}] is negative: {v}", where=where)
-        if v >= 1 << 63:
+        if v >= 1 << 64:
             raise InputError(f"hash_ids[{k}] does not fit in 64 bits: {v}", where=where)
     return ids
 
 
 def _parse_mooncake(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]],
                     name: str) -> tuple[np.ndarray, np.ndarray]:
-    refs, bounds = array("q"), array("q", [0])
+    refs, bounds = array("Q"), array("q", [0])
     for lineno, line in chain([first], rest):
         where = f"{name}:{lineno}"
         refs.extend(_check_record(_json_line(lineno, line, name), where))
         bounds.append(len(refs))
-    return np.frombuffer(refs, dtype=np.int64).copy(), np.frombuffer(bounds, dtype=np.int64).copy()
+    return np.frombuffer(refs, dtype=np.uint64).copy(), np.frombuffer(bounds, dtype=np.int64).copy()
 
 
 def _parse_ids(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]], name: str) -> np.ndarray:
-    refs = array("q")
+    refs = array("Q")
     for lineno, line in chain([first], rest):
         text = line.strip()
         if not text.isdigit() or not text.isascii():  # isdigit alone admits e.g. superscripts
@@ -233,10 +233,10 @@ def _parse_ids(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]], name
             raise InputError(f"id does not fit in 64 bits: {len(digits)} digits (at most {MAX_ID_DIGITS})",
                              where=f"{name}:{lineno}")
         value = int(digits)
-        if value >= 1 << 63:
+        if value >= 1 << 64:
             raise InputError(f"id does not fit in 64 bits: {value}", where=f"{name}:{lineno}")
         refs.append(value)
-    return np.frombuffer(refs, dtype=np.int64).copy()
+    return np.frombuffer(refs, dtype=np.uint64).copy()
 
 
 def coarsen(trace: Trace, k: int) -> Trace:

@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from pycert import lean_trace
+from pycert import claims, lean_trace
 from pycert.certificate import (
     MANIFEST_NAME,
     Certificate,
@@ -138,10 +138,10 @@ Regenerate = Callable[[Certificate, InputFile, Path], bytes]
 
 def _regenerate_ceiling_lean(cert: Certificate, inp: InputFile, root: Path) -> bytes:
     trace = read_trace(input_path(cert, "trace", root))
-    window = int_parameter(cert, "lean_window_refs")
-    if window > trace.n_refs:
-        raise Mismatch("parameters.lean_window_refs", f"at most the trace's {trace.n_refs} references", str(window))
-    return lean_trace.window_instance(trace.refs, trace.sha256, Path(inp.path).stem, window).encode()
+    encoding = cert.parameters.get("lean_encoding")
+    if encoding != lean_trace.ENCODING:
+        raise Mismatch("parameters.lean_encoding", repr(lean_trace.ENCODING), repr(encoding))
+    return lean_trace.emit_instance(trace.refs, trace.sha256, Path(inp.path).stem).encode()
 
 
 REGENERATE: dict[tuple[str, str], Regenerate] = {("ceiling", "lean"): _regenerate_ceiling_lean}
@@ -296,7 +296,11 @@ def compare_figures(cert: Certificate, recomputed: dict[str, Fraction]) -> list[
             failures.append(Failure(field=f"figures.{name}", expected=str(value), found=str(fig.value)))
     for name in have.keys() - recomputed.keys():
         failures.append(Failure(field=f"figures.{name}", expected="absent (nothing recomputes it)", found=have[name].render()))
+    known_by = claims.FAMILIES[cert.family].known_by if cert.family in claims.FAMILIES else {}
     for fig in cert.figures:
+        if fig.known_by != known_by.get(fig.name, ""):
+            failures.append(Failure(field=f"figures.{fig.name}.known_by", expected=repr(known_by.get(fig.name, "")),
+                                    found=repr(fig.known_by)))
         if fig.decimal != decimal_of(fig.value):
             failures.append(Failure(field=f"figures.{fig.name}.decimal", expected=decimal_of(fig.value), found=fig.decimal))
     return failures

@@ -1,74 +1,64 @@
-"""The trace-instance emitter: encoding round trips, validation, and real kernel checks of a window."""
+"""The whole-trace emitter: packing round trips, validation, and real kernel checks of whole traces
+with hash-like 64-bit ids in any order, merges of traces, and planted defects."""
 
 from __future__ import annotations
 
 import hashlib
 import random
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from pycert import kernel, lean_trace as lt
+from pycert import kernel, lean_trace as lt, synthetic
 from pycert.errors import InputError
+from pycert.traces import read_trace, trace_from_bytes
 from tests.conftest import SHARED_TRACES, nonce
 
 SHA = hashlib.sha256(b"test").hexdigest()
+ids64 = st.integers(min_value=0, max_value=lt.MAX_ID)
 
 
-def dense_trace(n: int, seed: int) -> list[int]:
-    """Ids in first-occurrence order, with reuse skewed towards a few hot ids (like Mooncake's)."""
+def hash_trace(n: int, distinct: int, seed: int) -> list[int]:
+    """64-bit ids in no particular order, reuse skewed towards recently introduced blocks."""
     rng = random.Random(seed)
-    refs: list[int] = []
-    k = 0
-    for _ in range(n):
-        if k and rng.random() < 0.4:
-            refs.append(rng.choice([0, 0, 0, rng.randrange(k)]))
-        else:
-            refs.append(k)
-            k += 1
-    return refs
+    pool = [rng.getrandbits(64) for _ in range(distinct)]
+    return [rng.choice(pool[: 1 + i * distinct // n]) for i in range(n)]
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_encode_decode_round_trip_any_ids(seed: int) -> None:
-    rng = random.Random(seed)
-    refs = [rng.randrange(1 << rng.randrange(1, 40)) for _ in range(300)]
-    m = rng.randrange(50)
-    w, d, m_after = lt.encode_chunk(refs, m)
-    assert lt.decode_chunk(len(refs), w, m, d) == refs
-    nxt = m
-    for x in refs:
-        nxt += x == nxt
-    assert m_after == nxt
+def merged(a: list[dict], b: list[dict], offset: int) -> bytes:
+    """Two Mooncake traces interleaved by timestamp, the second's ids moved by ``offset``."""
+    moved = [dict(r, hash_ids=[h + offset for h in r["hash_ids"]]) for r in b]
+    both = sorted([*a, *moved], key=lambda r: r["timestamp"])
+    return synthetic.to_jsonl(both)
 
 
-def test_fresh_ids_cost_one_bit() -> None:
-    refs = list(range(100))
-    w, d, m_after = lt.encode_chunk(refs, 0)
-    assert (w, d, m_after) == (0, 0, 100)
-    assert lt.decode_chunk(100, w, 0, d) == refs
-
-
-@pytest.mark.parametrize("chunk", [1, 7, 64, 5000])
-def test_plan_chains_the_counter_state(chunk: int) -> None:
-    refs = dense_trace(1500, seed=chunk)
-    inst = lt.plan(refs, SHA, "t", chunk_refs=chunk)
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(ids64, st.integers(0, 40)), max_size=300))
+def test_encoder_round_trips(refs: list[int]) -> None:
+    inst = lt.plan(refs, SHA, "t")
+    assert lt.decode(inst) == refs
     assert inst.refs == len(refs) and inst.distinct == len(set(refs))
-    assert inst.chunks[0].k_in == 0 and inst.chunks[-1].k_out == inst.distinct
-    decoded: list[int] = []
-    for a, b in zip(inst.chunks, inst.chunks[1:]):
-        assert a.k_out == b.k_in
-    for c in inst.chunks:
-        assert c.m == c.k_in  # the fused kernel counter relies on it
-        assert lt.dense_run(c.k_in, lt.decode_chunk(c.n, c.w, c.m, c.d)) == c.k_out
-        decoded += lt.decode_chunk(c.n, c.w, c.m, c.d)
-    assert decoded == refs
+    counter = lt.unpack(inst.k, inst.w + 1, len(refs) + 1)
+    assert counter == [len(set(refs[:j])) for j in range(len(refs) + 1)]
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 2**20), max_size=200), st.integers(1, 70))
+def test_pack_unpack(values: list[int], extra: int) -> None:
+    width = max(values, default=0).bit_length() + extra
+    assert lt.unpack(lt.pack(values, width), width, len(values)) == values
+
+
+def test_table_shape_follows_first_occurrence_order() -> None:
+    assert not lt.plan([5, 9, 5, 12], SHA, "t").perm  # increasing first uses: the table itself
+    inst = lt.plan([9, 5, 9, 12], SHA, "t")
+    assert inst.perm == [1, 0, 2] and lt.unpack(inst.t, inst.wt + 1, 3) == [5, 9, 12]
 
 
 def test_numpy_refs_are_accepted() -> None:
-    refs = np.array(dense_trace(200, seed=3), dtype=np.int64)
+    refs = np.array(hash_trace(200, 50, seed=3), dtype=np.uint64)
     assert lt.plan(refs, SHA, "t").distinct == len(set(refs.tolist()))
 
 
@@ -83,9 +73,10 @@ def test_empty_trace() -> None:
     [
         ([0, 1], SHA, "bad-name", "not a Lean identifier"),
         ([0, 1], "abc", "t", "64 lowercase hex"),
-        ([0, -1], SHA, "t", "non-negative"),
+        ([0, -1], SHA, "t", r"outside the block-id range \[0, 2\^64\)"),
+        ([0, 1 << 64], SHA, "t", r"outside the block-id range"),
         ([0, 1.5], SHA, "t", "not an integer"),
-        ([0, 2, 1], SHA, "t", "not numbered densely"),
+        ([0, True], SHA, "t", "not a block id"),
     ],
 )
 def test_bad_input_is_an_input_error(refs, sha, name, match) -> None:
@@ -94,38 +85,84 @@ def test_bad_input_is_an_input_error(refs, sha, name, match) -> None:
 
 
 def test_rendered_file_states_the_numbers_and_the_hash() -> None:
-    refs = dense_trace(700, seed=9)
-    src = lt.emit_instance(refs, SHA, "win", chunk_refs=256)
+    refs = hash_trace(700, 300, seed=9)
+    src = lt.emit_instance(refs, SHA, "win")
     assert f'def sha256 : String := "{SHA}"' in src
     assert f"theorem refs_eq : trace.length = {len(refs)}" in src
     assert f"theorem distinct_eq : Pycert.distinct trace = {len(set(refs))}" in src
     assert "native_decide" not in src and "sorry" not in src and "axiom" not in src
-    assert src.count("by decide +kernel") == 3 + 1  # three chunk lemmas and the length sum
-    assert re.search(r"^import Pycert\.TraceCheck$", src, re.M)
+    assert "import Pycert.PackedTrace" in src and "tracePermOK" in src
 
 
-def window(n: int) -> tuple[list[int], str]:
-    from pycert.traces import read_trace
+def test_a_64_bit_trace_file_is_read_whole() -> None:
+    refs = hash_trace(50, 20, seed=1) + [lt.MAX_ID]
+    trace = trace_from_bytes("".join(f"{r}\n" for r in refs).encode(), "h.ids")
+    assert trace.refs.tolist() == refs
 
-    t = read_trace(SHARED_TRACES / "conversation_trace.jsonl")
-    return t.refs[:n].tolist(), t.sha256
+
+# ---------------------------------------------------------------------------- on the kernel
+
+
+def _check(lean_dir: Path, files: dict[str, str]) -> dict[str, kernel.CheckResult]:
+    paths = []
+    for name, text in files.items():
+        (lean_dir / f"{name}.lean").write_text(nonce() + text)
+        paths.append(lean_dir / f"{name}.lean")
+    return kernel.check_files(paths, backend="wasm", timeout=1200).by_module()
+
+
+def _failing_decls(path: Path, res: kernel.CheckResult) -> set[str]:
+    lines = path.read_text().splitlines()
+    out = set()
+    for d in res.failures:
+        head = next(lines[i] for i in range(d.line - 1, -1, -1) if lines[i].startswith("theorem "))
+        out.add(head.split()[1])
+    return out
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_hash_ids_and_a_merge_are_proved_and_defects_are_rejected(wasm, lean_dir: Path) -> None:
+    hashed = hash_trace(3000, 900, seed=4)
+    a = synthetic.generate(1, requests=60)
+    b = synthetic.generate(2, requests=60)
+    merge = trace_from_bytes(merged(a, b, offset=1 << 63), "merge.jsonl")
+    mrefs = merge.refs.tolist()
+    assert lt.plan(hashed, SHA, "h").perm and lt.plan(mrefs, merge.sha256, "m").perm
+
+    wrong_distinct = lt.render(lt.plan(hashed, SHA, "WrongD")).replace(
+        f" {len(set(hashed))} S = true", f" {len(set(hashed)) + 1} S = true")
+    p = lt.plan(hashed, SHA, "DupPerm")
+    dup_perm = lt.render(p.model_copy(update={"perm": [p.perm[0], p.perm[0], *p.perm[2:]]}))
+    q = lt.plan(mrefs, merge.sha256, "OneRef")
+    j = next(i for i in range(1, q.refs) if mrefs[i] in mrefs[:i])  # a repeat, recoded as fresh
+    one_ref = lt.render(q.model_copy(update={"x": _set_field(q.x, q.w + 1, j, len(set(mrefs[:j])))}))
+    res = _check(lean_dir, {
+        "Hashed": lt.emit_instance(hashed, SHA, "Hashed"),
+        "Merged": lt.emit_instance(mrefs, merge.sha256, "Merged"),
+        "WrongD": wrong_distinct, "DupPerm": dup_perm, "OneRef": one_ref,
+    })
+    assert res["Hashed"].ok, [d.render() for d in res["Hashed"].diagnostics]
+    assert res["Merged"].ok, [d.render() for d in res["Merged"].diagnostics]
+    assert _failing_decls(lean_dir / "WrongD.lean", res["WrongD"]) >= {"checked"}
+    assert "walk0" in _failing_decls(lean_dir / "DupPerm.lean", res["DupPerm"])
+    assert "checked" in _failing_decls(lean_dir / "OneRef.lean", res["OneRef"])
+
+
+def _set_field(packed: int, width: int, j: int, value: int) -> int:
+    mask = ((1 << width) - 1) << (width * j)
+    return (packed & ~mask) | (value << (width * j))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
 @pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is not present")
-def test_real_window_passes_and_a_wrong_count_is_rejected(wasm, lean_dir: Path) -> None:
-    refs, sha = window(4096)
-    good = lean_dir / "ConvWindow.lean"
-    good.write_text(nonce() + lt.emit_instance(refs, sha, "convWindow", chunk_refs=1024))
-    inst = lt.plan(refs, sha, "convWrong", chunk_refs=1024)
-    inst.chunks[2].k_out += 1  # one chunk lemma now claims one distinct block too many
-    inst.chunks[3].k_in += 1
-    inst.distinct += 1
-    bad = lean_dir / "ConvWrong.lean"
-    bad.write_text(nonce() + lt.render(inst))
-    res = kernel.check_files([good, bad], backend="wasm", timeout=1200).by_module()
-    assert res["ConvWindow"].ok, [d.render() for d in res["ConvWindow"].diagnostics]
-    assert not res["ConvWrong"].ok
-    lines = bad.read_text().splitlines()
-    c2_line = next(i for i, line in enumerate(lines, 1) if line.startswith("theorem c2_run"))
-    assert any(d.line == c2_line for d in res["ConvWrong"].failures), [d.render() for d in res["ConvWrong"].failures]
+def test_real_traces_are_kernel_checked_whole(wasm, lean_dir: Path) -> None:
+    files = {}
+    for stem, name in (("conversation_trace", "ConvWhole"), ("synthetic_trace", "SynthWhole")):
+        t = read_trace(SHARED_TRACES / f"{stem}.jsonl")
+        files[name] = lt.emit_instance(t.refs, t.sha256, name)
+    res = _check(lean_dir, files)
+    for name in files:
+        assert res[name].ok, [d.render() for d in res[name].diagnostics]
+    assert "trace.length = 288500" in files["ConvWhole"] and "distinct trace = 182790" in files["ConvWhole"]

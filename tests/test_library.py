@@ -19,7 +19,7 @@ def test_library_builds_clean_and_passes_the_audit(wasm) -> None:
     build = kernel.build(library=kernel.default_library(), backend="wasm")
     assert build.ok, [(r.module, r.status, [d.render() for d in r.failures]) for r in build.results if not r.ok]
     assert {r.module for r in build.results} >= {"Pycert.Basic", "Pycert.Ceiling", "Pycert.FirstTouch",
-                                                  "Pycert.Isolation", "Pycert.Pooling", "Pycert.TraceCheck"}
+                                                  "Pycert.Isolation", "Pycert.Pooling", "Pycert.Packed", "Pycert.PackedTrace"}
     assert not [d.render() for r in build.results for d in r.diagnostics if d.severity in ("error", "warning")]
     report = au.audit_build(build, wasm)
     assert report.ok, report.summary()

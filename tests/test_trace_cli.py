@@ -55,10 +55,18 @@ def test_mrc_figures_and_full_curve(capsys: pytest.CaptureFixture[str]) -> None:
         assert frac(p["lru_hit_rate"]) == Fraction(p["lru_hits"], t.n_refs)
     assert data["lru_hits_at"] == curve.hits_at.tolist() and len(data["lru_hits_at"]) == curve.max_distance + 1
     assert data["unbounded_hits"] == t.n_refs - data["stats"]["distinct"]
+    opt = data["opt_hits_at"]
+    assert len(opt) == data["max_opt_stack_distance"] + 1 and opt[-1] == data["unbounded_hits"] > opt[-2]
+    for c in (0, 1, 2, 5, 64, 300, len(opt) - 2, len(opt) - 1):  # the one-pass curve = one Belady run each
+        assert opt[c] == belady_hits(t.refs, c), c
+    lru = data["lru_hits_at"]
+    assert all(lru[min(c, len(lru) - 1)] <= opt[c] for c in range(len(opt)))
     default = run_json(capsys, "mrc", "--no-belady")
     caps = [p["capacity"] for p in default["points"]]
     assert caps[0] == 1 and caps[-1] >= curve.max_distance > caps[-2]
     assert all(p["belady_hits"] is None for p in default["points"])
+    assert default["opt_hits_at"] is None and default["max_opt_stack_distance"] is None
+    assert default["lru_hits_at"] is None
     assert default["points"][-1]["lru_hits"] == default["unbounded_hits"]
 
 

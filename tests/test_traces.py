@@ -48,7 +48,7 @@ def test_ids_reader_and_autodetect(tmp_path: Path) -> None:
     t = read_trace(p)
     assert t.format == "ids" and t.requests is None and t.block_tokens is None
     assert t.refs.tolist() == [5, 3, 5, 9, 3]
-    assert t.refs.dtype == np.int64
+    assert t.refs.dtype == np.uint64
     with pytest.raises(InputError, match="ids.txt:1"):
         read_trace(p, "mooncake")
 
@@ -92,7 +92,7 @@ def test_bad_mooncake_input(tmp_path: Path, content: str, where: str, reason: st
     ("1\n2.0\n", ":2", "not a non-negative integer id: '2.0'"),
     ("1\nabc\n", ":2", "not a non-negative integer id"),
     ("1\n\u00b2\n", ":2", "not a non-negative integer id"),
-    ("9223372036854775808\n", ":1", "does not fit in 64 bits"),
+    ("18446744073709551616\n", ":1", "does not fit in 64 bits"),
 ])
 def test_bad_ids_input(tmp_path: Path, content: str, where: str, reason: str) -> None:
     p = write(tmp_path, content, "ids.txt")

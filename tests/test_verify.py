@@ -21,7 +21,7 @@ from pycert.certificate import (
     render_manifest,
     write_certificates,
 )
-from pycert import lean_trace, verify
+from pycert import claims, lean_trace, verify
 from pycert.cli import main
 from pycert.traces import file_sha256 as sha256_file
 from pycert.traces import read_trace, trace_from_bytes
@@ -57,7 +57,8 @@ def make_cert(cert_id: str, family: str, figures: dict[str, Fraction], parameter
         id=cert_id, family=family, claim=f"The {family} figures of {cert_id} follow from the named theorems.",
         theorems=theorems or [f"Pycert.Demo.{family.replace('-', '_')}_{'floor' if family == 'isolation' else 'cut'}"],
         parameters=parameters or {}, inputs=inputs or [],
-        figures=[Figure.from_fraction(k, v) for k, v in figures.items()],
+        figures=[Figure.from_fraction(k, v, known_by=claims.FAMILIES[family].known_by.get(k, ""))
+                 for k, v in figures.items()],
         backend=BackendInfo(kind="wasm", lean_version="4.28.0-pre",
                             lean_commit="38f3c0c45b8df6da2652faff6dcaa15afb5a6981", node_version="v24.0.0"),
         audit=AuditInfo(verdict="pass", axioms=["propext"]),
@@ -359,16 +360,16 @@ def test_ceiling_from_a_tiny_ids_file(repo: Path) -> None:
 DERIVED = "certificates/lean/derived/CeilingTiny.lean"
 
 
-def derived_repo(repo: Path, window: int = 6, keep: bool = False) -> Path:
+def derived_repo(repo: Path, keep: bool = False) -> Path:
     """A ceiling certificate whose Lean instance is derived from its trace and (unless ``keep``) not kept."""
     ids = repo / "tiny.ids"
     ids.write_text("0\n1\n0\n2\n0\n1\n")
     trace = read_trace(ids)
-    source = lean_trace.window_instance(trace.refs, trace.sha256, "CeilingTiny", window).encode()
+    source = lean_trace.emit_instance(trace.refs, trace.sha256, "CeilingTiny").encode()
     if keep:
         (repo / DERIVED).parent.mkdir(parents=True)
         (repo / DERIVED).write_bytes(source)
-    cert = make_cert("ceiling-tiny", "ceiling", ceiling_figures(trace), {"lean_window_refs": window},
+    cert = make_cert("ceiling-tiny", "ceiling", ceiling_figures(trace), {"lean_encoding": lean_trace.ENCODING},
                      theorems=["Pycert.Demo.ceiling_le"],
                      inputs=[InputFile(role="trace", path="tiny.ids", sha256=sha256_file(ids)),
                              InputFile(role="lean", path=DERIVED, sha256=hashlib.sha256(source).hexdigest(),
@@ -391,15 +392,16 @@ def test_derived_input_on_disk_is_hashed_too(repo: Path) -> None:
 
 
 def test_derived_input_that_the_trace_does_not_regenerate_is_rejected(repo: Path, tmp_path: Path) -> None:
-    """A shorter claimed window regenerates another file: the recorded hash no longer matches."""
+    """A recorded hash that regeneration does not reproduce is rejected; so is an encoding verify does not
+    know (it would regenerate another file)."""
     good = derived_repo(repo)
     path = tampered_copy(repo / "certificates", tmp_path / "copy", good.name,
-                         lambda d: d["parameters"].update(lean_window_refs=5), forge_manifest=True)
+                         lambda d: d["inputs"][1].update(sha256="0" * 64), forge_manifest=True)
     r = verify_certificate(path, root=repo)
     assert fields(r) == [f"inputs[1].sha256 ({DERIVED}, regenerated from the trace)"], r.failures
     path = tampered_copy(repo / "certificates", tmp_path / "copy2", good.name,
-                         lambda d: d["parameters"].update(lean_window_refs=7), forge_manifest=True)
-    assert fields(verify_certificate(path, root=repo)) == ["parameters.lean_window_refs"]
+                         lambda d: d["parameters"].update(lean_encoding="windowed-16384"), forge_manifest=True)
+    assert fields(verify_certificate(path, root=repo)) == ["parameters.lean_encoding"]
 
 
 def test_derived_input_of_a_family_that_cannot_regenerate_it_is_rejected(repo: Path, tmp_path: Path) -> None:
@@ -461,13 +463,13 @@ def test_kernel_reruns_lean(repo: Path, wasm) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_kernel_reports_a_derived_file_that_does_not_regenerate(repo: Path, tmp_path: Path, wasm) -> None:
-    """--kernel with an absent derived file whose claimed window cannot be regenerated: the failure is
+    """--kernel with an absent derived file whose claimed encoding cannot be regenerated: the failure is
     named once and the rest is still checked (the file is not handed to Lean)."""
     good = derived_repo(repo)
     path = tampered_copy(repo / "certificates", tmp_path / "copy", good.name,
-                         lambda d: d["parameters"].update(lean_window_refs=7), forge_manifest=True)
+                         lambda d: d["parameters"].update(lean_encoding="windowed-16384"), forge_manifest=True)
     r = verify_certificate(path, root=repo, kernel=True, backend="wasm")
-    assert fields(r) == ["parameters.lean_window_refs"] and "kernel" in r.checked, r.failures
+    assert fields(r) == ["parameters.lean_encoding"] and "kernel" in r.checked, r.failures
 
 
 # ---------------------------------------------------------------------------- the committed certificates

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pycert import synthetic
-from pycert.cachesim import LruCurve, Ratio, TraceStats, belady_hits, lru_hit_curve, trace_stats
+from pycert.cachesim import HitCurve, Ratio, TraceStats, lru_hit_curve, trace_stats
 from pycert.certificate import atomic_write
 from pycert.cli import add_common
 from pycert.console import Progress, emit, table
@@ -27,7 +27,8 @@ from pycert.traces import Trace, coarsen, read_trace
 
 
 class MrcPoint(BaseModel):
-    """Hit figures at one capacity (blocks). Belady is absent when it was not asked for."""
+    """Hit figures at one capacity (blocks). Belady (OPT, from the one-pass curve) is absent when it
+    was not asked for."""
 
     capacity: int
     lru_hits: int
@@ -37,16 +38,19 @@ class MrcPoint(BaseModel):
 
 
 class MrcResult(BaseModel):
-    """``pycert trace mrc``: LRU (and Belady) at the listed capacities, the unbounded cache, and with
-    ``--all`` the LRU hit count at every capacity (``lru_hits_at[c]``, c = 0 .. max_stack_distance;
-    beyond that it stays at ``unbounded_hits``)."""
+    """``pycert trace mrc``: LRU and Belady/MIN at the listed capacities, the unbounded cache, and with
+    ``--all`` both at every capacity: ``lru_hits_at[c]`` for c = 0 .. max_stack_distance and
+    ``opt_hits_at[c]`` for c = 0 .. max_opt_stack_distance; beyond its end each stays at
+    ``unbounded_hits``. The OPT fields are absent with ``--no-belady``."""
 
     stats: TraceStats
     max_stack_distance: int
+    max_opt_stack_distance: int | None = None
     unbounded_hits: int
     unbounded_hit_rate: Ratio
     points: list[MrcPoint]
     lru_hits_at: list[int] | None = None
+    opt_hits_at: list[int] | None = None
 
 
 class GenerateResult(BaseModel):
@@ -87,12 +91,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     _trace_args(s)
     s.set_defaults(func=cmd_stats)
 
-    m = tsub.add_parser("mrc", help="exact LRU hit rate at every capacity, Belady/MIN at listed ones, unbounded")
+    m = tsub.add_parser("mrc", help="exact LRU and Belady/MIN hit rates at every capacity (one pass each), unbounded")
     _trace_args(m)
     m.add_argument("-c", "--capacity", type=_capacity_list, action="extend", default=None, metavar="N[,N...]",
                    help="capacities in blocks (repeatable; default: powers of 4 until LRU equals unbounded)")
-    m.add_argument("--no-belady", action="store_true", help="skip Belady/MIN (O(n log n) per capacity)")
-    m.add_argument("--all", action="store_true", help="also give the LRU hit count at every capacity (JSON)")
+    m.add_argument("--no-belady", action="store_true", help="skip Belady/MIN (its one-pass curve)")
+    m.add_argument("--all", action="store_true",
+                   help="also give the LRU and the Belady/MIN hit count at every capacity (JSON)")
     m.set_defaults(func=cmd_mrc)
 
     o = tsub.add_parser("offload", help="offload report at a GPU capacity in tokens, with the granularity control")
@@ -107,12 +112,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="tokens per block (needed for one-id-per-line traces; Mooncake: 512)")
     o.set_defaults(func=cmd_offload)
 
-    g = tsub.add_parser("plot", help="PNG of LRU and Belady hit rate against capacity, with the ceiling")
+    g = tsub.add_parser("plot", help="PNG of LRU and Belady hit rate at every capacity, with the ceiling")
     _trace_args(g)
     g.add_argument("-o", "--output", type=out_path, default=Path("hit_rates.png"),
                    help="PNG path (default hit_rates.png)")
     g.add_argument("--points", type=int_range(0, MAX_BELADY_POINTS), default=12,
-                   help=f"Belady capacities, log-spaced (default 12; 0: none; at most {MAX_BELADY_POINTS})")
+                   help="log-spaced capacities whose Belady hit counts the output lists (default 12; 0: none; "
+                        f"at most {MAX_BELADY_POINTS}); the plotted line is exact at every capacity")
     g.set_defaults(func=cmd_plot)
 
     w = tsub.add_parser("generate", help="write a seeded synthetic Mooncake-format trace (shared prefixes, sessions)")
@@ -154,8 +160,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def mrc_result(trace: Trace, capacities: list[int] | None, belady: bool, every: bool,
                progress: Progress) -> MrcResult:
-    progress(f"stack distances over {trace.n_refs:,} references")
-    curve: LruCurve = lru_hit_curve(trace.refs)
+    from pycert.optcurve import opt_hit_curve  # numba loads only for the commands that need it
+
+    progress(f"LRU stack distances over {trace.n_refs:,} references")
+    curve: HitCurve = lru_hit_curve(trace.refs)
+    opt: HitCurve | None = None
+    if belady:
+        progress(f"OPT stack distances over {trace.n_refs:,} references")
+        opt = opt_hit_curve(trace.refs)
     if capacities is None:
         capacities = [1]
         while capacities[-1] < curve.max_distance:  # up to the first where LRU is as good as unbounded
@@ -163,23 +175,24 @@ def mrc_result(trace: Trace, capacities: list[int] | None, belady: bool, every: 
     points = []
     for c in sorted(set(capacities)):
         point = MrcPoint(capacity=c, lru_hits=curve.hits(c), lru_hit_rate=Ratio.of(curve.hit_rate(c)))
-        if belady:
-            progress(f"Belady at {c:,} blocks")
-            b = belady_hits(trace.refs, c)
-            point.belady_hits, point.belady_hit_rate = b, Ratio.of(Fraction(b, trace.n_refs))
+        if opt is not None:
+            point.belady_hits, point.belady_hit_rate = opt.hits(c), Ratio.of(opt.hit_rate(c))
         points.append(point)
     unbounded = curve.refs - curve.distinct
-    return MrcResult(stats=trace_stats(trace), max_stack_distance=curve.max_distance, unbounded_hits=unbounded,
+    return MrcResult(stats=trace_stats(trace), max_stack_distance=curve.max_distance,
+                     max_opt_stack_distance=None if opt is None else opt.max_distance, unbounded_hits=unbounded,
                      unbounded_hit_rate=Ratio.of(Fraction(unbounded, curve.refs)), points=points,
-                     lru_hits_at=curve.hits_at.tolist() if every else None)
+                     lru_hits_at=curve.hits_at.tolist() if every else None,
+                     opt_hits_at=opt.hits_at.tolist() if every and opt is not None else None)
 
 
 def _render_mrc(res: MrcResult) -> str:
     rows = [(f"{p.capacity:,}", f"{p.lru_hit_rate.decimal:.6f}", f"{p.lru_hits:,}",
              "-" if p.belady_hit_rate is None else f"{p.belady_hit_rate.decimal:.6f}",
              "-" if p.belady_hits is None else f"{p.belady_hits:,}") for p in res.points]
+    opt = "" if res.max_opt_stack_distance is None else f" (OPT {res.max_opt_stack_distance:,})"
     lines = [f"{res.stats.name}: {res.stats.refs:,} refs, {res.stats.distinct:,} distinct, "
-             f"max stack distance {res.max_stack_distance:,}",
+             f"max stack distance {res.max_stack_distance:,}{opt}",
              table(["capacity", "LRU hit rate", "LRU hits", "Belady hit rate", "Belady hits"], rows),
              f"unbounded (host-backed): {_rate(res.unbounded_hit_rate)}; ceiling = 1 - distinct/refs"]
     return "\n".join(lines)
@@ -222,18 +235,19 @@ def cmd_offload(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    from pycert.optcurve import opt_hit_curve
+
     progress = Progress(enabled=not args.json)
     trace = _load(args, progress)
     curve = lru_hit_curve(trace.refs)
-    belady = {}
-    for c in log_capacities(curve.max_distance, args.points):
-        progress(f"Belady at {c:,} blocks")
-        belady[c] = belady_hits(trace.refs, c)
+    progress(f"OPT stack distances over {trace.n_refs:,} references")
+    opt = opt_hit_curve(trace.refs)
+    belady = {c: opt.hits(c) for c in log_capacities(curve.max_distance, args.points)}
     block = f", {trace.block_tokens} tokens/block" if trace.block_tokens else ""
     title = (f"{Path(trace.name).name}\nsha256 {trace.sha256[:16]}..., {trace.n_refs:,} refs, "
              f"granularity x{trace.granularity}{block}")
     with tempfile.TemporaryDirectory(prefix="pycert-plot-") as scratch:  # drawn aside, then renamed into place
-        png = plot_hit_rates(Path(scratch) / "plot.png", curve, belady, title).read_bytes()
+        png = plot_hit_rates(Path(scratch) / "plot.png", curve, opt, title).read_bytes()
     atomic_write(args.output, png)
     path = args.output
     data = {"path": str(path), "stats": trace_stats(trace),
