@@ -22,7 +22,7 @@ import pytest
 from pycert import certificate, console
 from pycert.certificate import MANIFEST_NAME, InputFile, write_certificates
 from pycert.cli import build_parser, main
-from pycert.limits import MAX_ID
+from pycert.limits import MAX_ID, MAX_INSTANCE_ID
 from pycert.traces import file_sha256
 from pycert.verify import isolation_figures
 from solvers.instance import COMMITTED
@@ -140,7 +140,7 @@ def test_pooling_block_id_past_64_bits(tmp_path: Path, capsys) -> None:
     cert = _mini_repo(repo, instance=huge)
     rc, out, err = cli(capsys, "verify", "--root", str(repo), str(cert))
     assert rc == 2 and "64 bits" in one_line(err), (out, err)
-    assert MAX_ID == 2**63 - 1
+    assert MAX_INSTANCE_ID == 2**63 - 1 and MAX_ID == 2**64 - 1
 
 
 def test_report_certs_is_a_file_and_manifest_is_a_directory(tmp_path: Path, capsys) -> None:
