@@ -69,7 +69,7 @@ def main() -> None:
 
     trace = read_trace(args.trace)
     cases = [(str(n), trace.refs[: len(trace.refs) if n == "all" else int(n)].tolist(), trace.sha256)
-             for n in args.sizes.split(",")]
+             for n in filter(None, args.sizes.split(","))]
     for n in filter(None, args.hashed.split(",")):
         prefix = trace.refs[: int(n)].tolist()
         rng, name = random.Random(0), {}

@@ -16,8 +16,8 @@ entry (``permGo``) in chunks of ``PERM_CHUNK`` entries: that walk costs kernel t
 block, where everything else costs a few GMP calls per trace.
 
 Big literals are split into pieces of ``PIECE_BITS`` and joined in the kernel with ``Nat.lor`` and
-``Nat.shiftLeft`` in a balanced tree: Lean parses a literal in time superlinear in its length,
-while many short ones cost next to nothing (DEVELOPERS.md has the figures).
+``Nat.shiftLeft`` in a balanced tree, one piece a line: Lean parses a literal in time superlinear in
+its length, while many short ones cost next to nothing (DEVELOPERS.md has the figures).
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def nat_literal(value: int, piece_bits: int = PIECE_BITS) -> str:
 
     def join(lo: int, hi: int) -> str:
         if hi - lo == 1:
-            return f"0x{pieces[lo]}"
+            return f"\n    0x{pieces[lo]}"
         mid = (lo + hi) // 2
         return f"(Nat.lor {join(lo, mid)} (Nat.shiftLeft {join(mid, hi)} {piece_bits * (mid - lo)}))"
 
@@ -246,10 +246,13 @@ def _render_perm(inst: Packed, lit, proofs: list[str]) -> list[str]:
         if i == last:
             chain.append(f"theorem perm{i} : permGo {base} {d} {len(part)} P{i} {ms[i]} = some {ms[-1]} := walk{i}")
         else:
+            # `unfold` first: the goal then matches the lemma syntactically, and the elaborator never
+            # has to see through the chain of definitions (which it would evaluate, chunk after chunk).
             chain.append(
-                f"theorem perm{i} : permGo {base} {d} ({len(part)} + {rest}) P{i} {ms[i]} = some {ms[-1]} :=\n"
-                f"  permGo_chain (Nat.two_pow_pos _) {rest} {len(part)} {chunks[i]} P{i + 1} {ms[i]} {ms[i + 1]} {ms[-1]}"
-                f" (by decide +kernel) walk{i} perm{i + 1}")
+                f"theorem perm{i} : permGo {base} {d} ({len(part)} + {rest}) P{i} {ms[i]} = some {ms[-1]} := by\n"
+                f"  unfold P{i}\n"
+                f"  exact permGo_chain (Nat.two_pow_pos _) {rest} {len(part)} {chunks[i]} P{i + 1} {ms[i]} {ms[i + 1]}"
+                f" {ms[-1]} (by decide +kernel) walk{i} perm{i + 1}")
     proofs += ["", *reversed(chain), "",
                f"theorem perm : permGo {base} {d} {d} P0 0 = some {ms[-1]} := perm0", ""]
     return out

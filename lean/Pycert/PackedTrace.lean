@@ -341,7 +341,7 @@ gains it. The mask after the walk, or `none` at the first repeat or out-of-range
 @[expose] public def permGo (B D : Nat) : Nat → Nat → Nat → Option Nat
   | 0, _, m => some m
   | n + 1, P, m =>
-    cond (Nat.ble (P % B + 1) D && !(m.testBit (P % B))) (permGo B D n (P / B) (m ||| 1 <<< (P % B))) none
+    cond (Nat.ble (P % B + 1) D && Nat.beq (m / 2 ^ (P % B) % 2) 0) (permGo B D n (P / B) (m ||| 1 <<< (P % B))) none
 
 /-- The trace an instance with a permuted table stands for: reference `j` is `S`'s field number
 `fld P (fld X j)`. -/
@@ -350,6 +350,14 @@ gains it. The mask after the walk, or `none` at the first repeat or out-of-range
 
 theorem testBit_or_shift (m p q : Nat) : (m ||| 1 <<< p).testBit q = (m.testBit q || decide (p = q)) := by
   rw [Nat.testBit_or, Nat.shiftLeft_eq, Nat.one_mul, Nat.testBit_two_pow]
+
+theorem testBit_false_of {m p : Nat} (h : Nat.beq (m / 2 ^ p % 2) 0 = true) : m.testBit p = false := by
+  have h0 : m / 2 ^ p % 2 = 0 := Nat.eq_of_beq_eq_true h
+  have key : (1 &&& m >>> p) = m / 2 ^ p % 2 := by
+    rw [Nat.and_comm, Nat.and_one_is_mod, Nat.shiftRight_eq_div_pow]
+  show (1 &&& m >>> p != 0) = false
+  rw [key, h0]
+  rfl
 
 theorem permGo_spec (B D : Nat) : ∀ n P m M, permGo B D n P m = some M →
     (∀ j, j < n → fld B P j < D) ∧ (∀ j, j < n → m.testBit (fld B P j) = false) ∧
@@ -361,13 +369,13 @@ theorem permGo_spec (B D : Nat) : ∀ n P m M, permGo B D n P m = some M →
   | succ n ih =>
     intro P m M h
     simp only [permGo] at h
-    cases hc : (Nat.ble (P % B + 1) D && !(m.testBit (P % B))) with
+    cases hc : (Nat.ble (P % B + 1) D && Nat.beq (m / 2 ^ (P % B) % 2) 0) with
     | false => rw [hc] at h; cases h
     | true =>
       rw [hc] at h
       obtain ⟨hlt, hfresh⟩ := and_eq_true' hc
       have hlt : P % B + 1 ≤ D := Nat.le_of_ble_eq_true hlt
-      have hfresh : m.testBit (P % B) = false := by simpa using hfresh
+      have hfresh : m.testBit (P % B) = false := testBit_false_of hfresh
       obtain ⟨A, Bm, C⟩ := ih (P / B) _ M h
       have Bm' : ∀ j, j < n → m.testBit (fld B (P / B) j) = false ∧ P % B ≠ fld B (P / B) j := by
         intro j hj
@@ -412,7 +420,7 @@ public theorem permGo_chain {B D : Nat} (hB : 0 < B) (n : Nat) :
       rw [Nat.pow_succ', Nat.mul_assoc, Nat.add_mul_div_left _ _ hB]
     simp only [permGo, e1, e2]
     simp only [permGo] at h1
-    cases hc' : (Nat.ble (c % B + 1) D && !(m.testBit (c % B))) with
+    cases hc' : (Nat.ble (c % B + 1) D && Nat.beq (m / 2 ^ (c % B) % 2) 0) with
     | false => rw [hc'] at h1; cases h1
     | true =>
       rw [hc'] at h1
