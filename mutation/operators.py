@@ -127,12 +127,6 @@ def hash_ids(refs: list[int]) -> list[int]:
     return [name[b] for b in refs]
 
 
-def set_field(packed: int, width: int, j: int, value: int) -> int:
-    """``packed`` with field ``j`` (``width`` bits) replaced by ``value``."""
-    mask = ((1 << width) - 1) << (width * j)
-    return (packed & ~mask) | (value << (width * j))
-
-
 def keep_only(text: str, keep: set[str]) -> str:
     """Drop docstrings and every theorem not in ``keep``: each decided count costs kernel time."""
     text = re.sub(r"/--.*?-/\n", "", text, flags=re.S)
@@ -334,14 +328,16 @@ class InstanceData(Operator):
             name = "Mut_" + mid.replace("-", "_")
             self.add(mid, "lean-kernel", desc, f"kernel error in {decl}", target, equivalent=eq,
                      instance=Snippet(mid, ceiling_instance(mutated, sha, name, claims=(n, d)), decl, KERNEL_REJECTS))
+        from pycert import lean_trace
+
         fresh = next(i for i in range(1, n) if first[refs[i]] == i)
         packed = [
             ("data-packed-ref", f"reference {rep} recoded as a fresh block in the packed data, counter and table kept",
-             lambda p: p.model_copy(update={"x": set_field(p.x, p.w + 1, rep, len(set(refs[:rep])))})),
+             lambda p: p.model_copy(update={"x": lean_trace.set_field(p.x, p.w + 1, rep, len(set(refs[:rep])))})),
             ("data-packed-fresh", f"first use at reference {fresh} recoded as an earlier block in the packed data",
-             lambda p: p.model_copy(update={"x": set_field(p.x, p.w + 1, fresh, 0)})),
+             lambda p: p.model_copy(update={"x": lean_trace.set_field(p.x, p.w + 1, fresh, 0)})),
             ("data-table-dup", "the id table repeats an entry (entry 1 := entry 0)",
-             lambda p: p.model_copy(update={"t": set_field(p.t, p.wt + 1, 1, p.t & ((1 << (p.wt + 1)) - 1))})),
+             lambda p: p.model_copy(update={"t": lean_trace.set_field(p.t, p.wt + 1, 1, p.t & ((1 << (p.wt + 1)) - 1))})),
         ]
         for mid, desc, edit in packed:
             name = "Mut_" + mid.replace("-", "_")

@@ -109,6 +109,12 @@ def unpack(packed: int, width: int, n: int) -> list[int]:
     return [int(bits[end - width * (j + 1): end - width * j], 2) for j in range(n)]
 
 
+def set_field(packed: int, width: int, j: int, value: int) -> int:
+    """``packed`` with field ``j`` (``width`` bits) replaced by ``value`` (mutants and tests plant defects with it)."""
+    mask = ((1 << width) - 1) << (width * j)
+    return (packed & ~mask) | (value << (width * j))
+
+
 def decode(inst: Packed) -> list[int]:
     """Python mirror of ``decode``/``decodePerm``: the trace the theorems are about."""
     table = unpack(inst.t, inst.wt + 1, inst.distinct)
@@ -159,7 +165,7 @@ def render(inst: Packed, piece_bits: int = PIECE_BITS) -> str:
     if inst.perm:
         table_doc = f"The {d} distinct block ids, sorted, {inst.wt + 1}-bit fields."
         trace_def = f"decodePerm {inst.w} {n} X {inst.wp} P0 {inst.wt} S"
-        check = f"tracePermOK {inst.w} {n} X K {inst.wt} {d} S"
+        check = f"traceOK {inst.w} {n} X K {inst.wt} {d} S"
         sound = "tracePermOK_sound checked perm"
         table_name = "S"
     else:

@@ -91,7 +91,7 @@ def test_rendered_file_states_the_numbers_and_the_hash() -> None:
     assert f"theorem refs_eq : trace.length = {len(refs)}" in src
     assert f"theorem distinct_eq : Pycert.distinct trace = {len(set(refs))}" in src
     assert "native_decide" not in src and "sorry" not in src and "axiom" not in src
-    assert "import Pycert.PackedTrace" in src and "tracePermOK" in src
+    assert "import Pycert.PackedTrace" in src and "tracePermOK_sound" in src
 
 
 def test_a_64_bit_trace_file_is_read_whole() -> None:
@@ -137,7 +137,7 @@ def test_hash_ids_and_a_merge_are_proved_and_defects_are_rejected(wasm, lean_dir
     dup_perm = lt.render(p.model_copy(update={"perm": [p.perm[0], p.perm[0], *p.perm[2:]]}))
     q = lt.plan(mrefs, merge.sha256, "OneRef")
     j = next(i for i in range(1, q.refs) if mrefs[i] in mrefs[:i])  # a repeat, recoded as fresh
-    one_ref = lt.render(q.model_copy(update={"x": _set_field(q.x, q.w + 1, j, len(set(mrefs[:j])))}))
+    one_ref = lt.render(q.model_copy(update={"x": lt.set_field(q.x, q.w + 1, j, len(set(mrefs[:j])))}))
     res = _check(lean_dir, {
         "Hashed": lt.emit_instance(hashed, SHA, "Hashed"),
         "Merged": lt.emit_instance(mrefs, merge.sha256, "Merged"),
@@ -148,11 +148,6 @@ def test_hash_ids_and_a_merge_are_proved_and_defects_are_rejected(wasm, lean_dir
     assert _failing_decls(lean_dir / "WrongD.lean", res["WrongD"]) >= {"checked"}
     assert "walk0" in _failing_decls(lean_dir / "DupPerm.lean", res["DupPerm"])
     assert "checked" in _failing_decls(lean_dir / "OneRef.lean", res["OneRef"])
-
-
-def _set_field(packed: int, width: int, j: int, value: int) -> int:
-    mask = ((1 << width) - 1) << (width * j)
-    return (packed & ~mask) | (value << (width * j))
 
 
 @pytest.mark.slow

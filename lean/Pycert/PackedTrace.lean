@@ -301,32 +301,41 @@ theorem increasing_of_OK {wt m T : Nat} (h : increasingOK wt m T = true) :
     (fun k hk => by rw [oO k (by omega)]; omega), oO j (by omega), ← hTc, fld_mod_pow hB T (by omega)] at this
   omega
 
+/-- The counts of a densely numbered trace renamed by a map injective below `D`, from the tests of
+`denseOK` and the counter's ends. Both soundness theorems end here. -/
+theorem decoded_counts {w n X K D : Nat} (f : Nat → Nat) (hdense : denseOK w n X K = true)
+    (h0 : fld (2 ^ (w + 1)) K 0 = 0) (hD : fld (2 ^ (w + 1)) K n = D)
+    (inj : ∀ a b, a < D → b < D → f a = f b → a = b) :
+    ((fields (2 ^ (w + 1)) n X).map f).length = n ∧ distinct ((fields (2 ^ (w + 1)) n X).map f) = D := by
+  have steps := step_of_denseOK hdense
+  refine ⟨by rw [length_map', fields_length], ?_⟩
+  have hd := dense_distinct (2 ^ (w + 1)) n X K [] (fun y => by
+    rw [h0]; exact ⟨fun h => absurd h (not_mem_nil y), fun h => absurd h (Nat.not_lt_zero y)⟩) steps
+  rw [h0, hD, Nat.add_zero] at hd
+  have hb := (dense_bound (2 ^ (w + 1)) n X K steps).2
+  rw [hD] at hb
+  show distinctFrom ([] : List Nat) ((fields _ n X).map f) = D
+  rw [← hd]
+  exact distinctFrom_map f D inj (fields _ n X) [] (fun a h => absurd h (not_mem_nil a)) hb
+
+theorem traceOK_parts {w n X K wt D T : Nat} (h : traceOK w n X K wt D T = true) :
+    denseOK w n X K = true ∧ fld (2 ^ (w + 1)) K 0 = 0 ∧ fld (2 ^ (w + 1)) K n = D ∧
+    ∀ j, j + 1 < D → fld (2 ^ (wt + 1)) T j < fld (2 ^ (wt + 1)) T (j + 1) := by
+  simp only [traceOK] at h
+  obtain ⟨h, hinc⟩ := and_eq_true' h
+  obtain ⟨h, hD⟩ := and_eq_true' h
+  obtain ⟨hdense, h0⟩ := and_eq_true' h
+  exact ⟨hdense, Nat.eq_of_beq_eq_true h0, Nat.eq_of_beq_eq_true hD,
+    fun j hj => increasing_of_OK hinc j (by omega)⟩
+
 /-- **Kernel-checked trace figures.** If `traceOK w n X K wt D T` holds (the instance file proves it
 with `decide +kernel`), the decoded trace has exactly `n` references and exactly `D` distinct
 blocks. It does not say that the decoded trace is any particular file's; `decode` is the whole
 link, and it is plain field arithmetic. -/
 public theorem traceOK_sound {w n X K wt D T : Nat} (h : traceOK w n X K wt D T = true) :
     (decode w n X wt T).length = n ∧ distinct (decode w n X wt T) = D := by
-  simp only [traceOK] at h
-  obtain ⟨h, hinc⟩ := and_eq_true' h
-  obtain ⟨h, hD⟩ := and_eq_true' h
-  obtain ⟨hdense, h0⟩ := and_eq_true' h
-  have hD : fld (2 ^ (w + 1)) K n = D := Nat.eq_of_beq_eq_true hD
-  have h0 : fld (2 ^ (w + 1)) K 0 = 0 := Nat.eq_of_beq_eq_true h0
-  have steps := step_of_denseOK hdense
-  have inc := increasing_of_OK hinc
-  refine ⟨?_, ?_⟩
-  · show ((fields _ n X).map _).length = n
-    rw [length_map', fields_length]
-  · have hd := dense_distinct (2 ^ (w + 1)) n X K [] (fun y => by
-      rw [h0]; exact ⟨fun h => absurd h (not_mem_nil y), fun h => absurd h (Nat.not_lt_zero y)⟩) steps
-    rw [h0, hD, Nat.add_zero] at hd
-    have hb := (dense_bound (2 ^ (w + 1)) n X K steps).2
-    rw [hD] at hb
-    have inj := inj_of_increasing (fld (2 ^ (wt + 1)) T) D (fun j hj => inc j (by omega))
-    show distinctFrom ([] : List Nat) ((fields _ n X).map _) = D
-    rw [← hd]
-    exact distinctFrom_map _ D inj (fields _ n X) [] (fun a h => absurd h (not_mem_nil a)) hb
+  obtain ⟨hdense, h0, hD, inc⟩ := traceOK_parts h
+  exact decoded_counts _ hdense h0 hD (inj_of_increasing _ D inc)
 
 /-! ## Tables in any order: a sorted table and a permutation
 
@@ -430,46 +439,20 @@ public theorem permGo_chain {B D : Nat} (hB : 0 < B) (n : Nat) :
         exact (Nat.div_lt_iff_lt_mul hB).2 (by rw [Nat.mul_comm]; exact hc)
       exact ih (c / B) R _ m1 M hcb h1 h2
 
-/-- What an instance with a permuted table checks on whole vectors: `traceOK`'s tests with the
-sorted table `S` in place of `T`. -/
-@[expose] public def tracePermOK (w n X K ws D S : Nat) : Bool :=
-  denseOK w n X K && Nat.beq (fld (2 ^ (w + 1)) K 0) 0 && Nat.beq (fld (2 ^ (w + 1)) K n) D &&
-    increasingOK ws (D - 1) S
-
-/-- **Kernel-checked trace figures, any id order.** With the whole-vector tests and a walk of the
+/-- **Kernel-checked trace figures, any id order.** With `traceOK`'s tests on the sorted table `S` and a walk of the
 permutation `P` (`permGo`, proved chunk by chunk), the decoded trace has exactly `n` references and
 `D` distinct blocks. Like `traceOK_sound`, it says nothing about which file the trace came from. -/
-public theorem tracePermOK_sound {w n X K wp P ws D S M : Nat} (h : tracePermOK w n X K ws D S = true)
+public theorem tracePermOK_sound {w n X K wp P ws D S M : Nat} (h : traceOK w n X K ws D S = true)
     (hp : permGo (2 ^ (wp + 1)) D D P 0 = some M) :
     (decodePerm w n X wp P ws S).length = n ∧ distinct (decodePerm w n X wp P ws S) = D := by
-  simp only [tracePermOK] at h
-  obtain ⟨h, hinc⟩ := and_eq_true' h
-  obtain ⟨h, hD⟩ := and_eq_true' h
-  obtain ⟨hdense, h0⟩ := and_eq_true' h
-  have hD : fld (2 ^ (w + 1)) K n = D := Nat.eq_of_beq_eq_true hD
-  have h0 : fld (2 ^ (w + 1)) K 0 = 0 := Nat.eq_of_beq_eq_true h0
-  have steps := step_of_denseOK hdense
-  have inc := increasing_of_OK hinc
+  obtain ⟨hdense, h0, hD, inc⟩ := traceOK_parts h
   obtain ⟨pl, _, pd⟩ := permGo_spec (2 ^ (wp + 1)) D D P 0 M hp
-  refine ⟨?_, ?_⟩
-  · show ((fields _ n X).map _).length = n
-    rw [length_map', fields_length]
-  · have hd := dense_distinct (2 ^ (w + 1)) n X K [] (fun y => by
-      rw [h0]; exact ⟨fun h => absurd h (not_mem_nil y), fun h => absurd h (Nat.not_lt_zero y)⟩) steps
-    rw [h0, hD, Nat.add_zero] at hd
-    have hb := (dense_bound (2 ^ (w + 1)) n X K steps).2
-    rw [hD] at hb
-    have injS := inj_of_increasing (fld (2 ^ (ws + 1)) S) D (fun j hj => inc j (by omega))
-    have inj : ∀ a b, a < D → b < D →
-        fld (2 ^ (ws + 1)) S (fld (2 ^ (wp + 1)) P a) = fld (2 ^ (ws + 1)) S (fld (2 ^ (wp + 1)) P b) → a = b := by
-      intro a b ha hb e
-      have e' := injS _ _ (pl a ha) (pl b hb) e
-      rcases Nat.lt_trichotomy a b with l | q | g
-      · exact absurd e' (pd a b l hb)
-      · exact q
-      · exact absurd e'.symm (pd b a g ha)
-    show distinctFrom ([] : List Nat) ((fields _ n X).map _) = D
-    rw [← hd]
-    exact distinctFrom_map _ D inj (fields _ n X) [] (fun a h => absurd h (not_mem_nil a)) hb
+  have injS := inj_of_increasing (fld (2 ^ (ws + 1)) S) D inc
+  refine decoded_counts _ hdense h0 hD fun a b ha hb e => ?_
+  have e' := injS _ _ (pl a ha) (pl b hb) e
+  rcases Nat.lt_trichotomy a b with l | q | g
+  · exact absurd e' (pd a b l hb)
+  · exact q
+  · exact absurd e'.symm (pd b a g ha)
 
 end Pycert.PackedTrace
