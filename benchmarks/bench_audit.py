@@ -27,8 +27,8 @@ SCENARIOS = ("init-closure", "std-closure", "library")
 
 
 def _closure(root: str) -> dict[str, object]:
-    from pycert import audit as au
-    from pycert import toolchain as tc
+    from pycert.audit import axioms as au
+    from pycert.lean import wasm as tc
 
     wasm = tc.find_wasm()
     if wasm is None:
@@ -44,9 +44,9 @@ def _closure(root: str) -> dict[str, object]:
 
 
 def _library(library: Path) -> dict[str, object]:
-    from pycert import audit as au
-    from pycert import kernel
-    from pycert import toolchain as tc
+    from pycert.audit import axioms as au
+    from pycert.lean import build as kernel
+    from pycert.lean import wasm as tc
 
     if not kernel.discover(library):
         return {"skipped": f"no modules under {library}"}

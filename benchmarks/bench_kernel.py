@@ -1,5 +1,5 @@
 """Kernel runner figures: the library built cold (empty build cache) with the package's own Emscripten
-loader and with pycert's patched one (``pycert.toolchain.patch_loader``), side by side, then the cached
+loader and with pycert's patched one (``pycert.lean.wasm.patch_loader``), side by side, then the cached
 rebuild.
 
     python benchmarks/bench_kernel.py [--json] [--only patched|package]
@@ -16,7 +16,7 @@ import platform
 import tempfile
 import time
 
-from pycert import kernel
+from pycert.lean import build as kernel
 
 
 def cold_build(loader: str) -> dict:

@@ -26,8 +26,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pycert import console, lean_trace as lt, synthetic, toolchain as tc
-from pycert.traces import read_trace, trace_from_bytes
+from pycert.core import console
+from pycert.data import synthetic
+from pycert.data.traces import read_trace, trace_from_bytes
+from pycert.lean import wasm
+from pycert.lean.emit import packed_trace as lt
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -38,9 +41,9 @@ import windowed  # noqa: E402  (the previous emitter, kept only for this compari
 CHILD = """
 import json, resource, sys
 from pathlib import Path
-from pycert import kernel
+from pycert.lean import build
 path, library = Path(sys.argv[1]), Path(sys.argv[2])
-res = kernel.check_files([path], backend="wasm", timeout=float(sys.argv[3]), library=library, jobs=1).by_module()
+res = build.check_files([path], backend="wasm", timeout=float(sys.argv[3]), library=library, jobs=1).by_module()
 r = res[path.stem]
 print(json.dumps({"status": r.status, "seconds": r.seconds,
                   "peak_rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
@@ -85,7 +88,7 @@ def main() -> None:
             requests = requests * args.synthetic // synth.n_refs + 1
         cases.append((f"synthetic {synth.n_refs}", synth.refs.tolist(), synth.sha256))
 
-    with tempfile.TemporaryDirectory(prefix="bench-lean-trace-", dir=tc.scratch_root()) as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-lean-trace-", dir=wasm.scratch_root()) as tmp:
         d = Path(tmp)
         library = d / "lean"
         shutil.copytree(ROOT / "lean", library)

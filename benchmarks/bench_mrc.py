@@ -19,7 +19,7 @@ What is timed (wall clock, best and median of --repeat runs):
 - Belady/MIN at one capacity: pycert's heap implementation (``belady_hits``, what ``trace mrc`` paid
   per capacity before the one-pass curve) and libCacheSim's ``Belady`` (hashpower 16, as in the
   issue, and its default 24).
-- ``pycert OPT curve``: :func:`pycert.optcurve.opt_hit_curve`, the Belady hit count at every
+- ``pycert OPT curve``: :func:`pycert.analysis.optcurve.opt_hit_curve`, the Belady hit count at every
   capacity in one pass (numba, compiled code loaded from its cache: the first call of a process).
 - ``pycert LRU + OPT curves + ceiling``: what one ``pycert trace mrc`` computes.
 - numba's one-time costs, each in a fresh child process: compiling the kernel with an empty cache,
@@ -54,9 +54,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pycert.cachesim import belady_hits, lru_hit_curve, stats_from_counts  # noqa: E402
-from pycert.optcurve import opt_hit_curve  # noqa: E402
-from pycert.traces import read_trace  # noqa: E402
+from pycert.analysis.cachesim import belady_hits, lru_hit_curve, stats_from_counts  # noqa: E402
+from pycert.analysis.optcurve import opt_hit_curve  # noqa: E402
+from pycert.data.traces import read_trace  # noqa: E402
 
 DEFAULT_TRACE = REPO.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
 ORACLE_GENERAL = np.dtype([("time", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
@@ -93,8 +93,8 @@ def child_peak(trace: Path, work: str) -> int:
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss across fork+exec, so a child would report this
     # (larger) process's peak.
     code = ("import sys; sys.path.insert(0, sys.argv[2]);"
-            "from pycert.traces import read_trace; from pycert.cachesim import lru_hit_curve, trace_stats;"
-            "from pycert.optcurve import opt_hit_curve;"
+            "from pycert.data.traces import read_trace; from pycert.analysis.cachesim import lru_hit_curve, trace_stats;"
+            "from pycert.analysis.optcurve import opt_hit_curve;"
             f"t = read_trace(sys.argv[1]); trace_stats(t); {work};" + _PEAK)
     out = subprocess.run([sys.executable, "-c", code, str(trace), str(REPO)], check=True, capture_output=True,
                          text=True)
@@ -110,7 +110,7 @@ PEAK_WORK = (("read", "opt_hit_curve([1, 2, 1])"),  # numba and its compiled ker
 def numba_first_call(cache_dir: str | None) -> float:
     """Seconds for the first OPT curve of a fresh process on a 3-reference trace: with ``cache_dir``
     an empty numba cache (so it compiles), else the cache beside pycert/optcurve.py."""
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from pycert.optcurve import opt_hit_curve;"
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from pycert.analysis.optcurve import opt_hit_curve;"
             "t0 = time.perf_counter(); opt_hit_curve([1, 2, 1]); print(time.perf_counter() - t0)")
     env = dict(os.environ, **({"NUMBA_CACHE_DIR": cache_dir} if cache_dir else {}))
     out = subprocess.run([sys.executable, "-c", code, str(REPO)], check=True, capture_output=True, text=True,
@@ -122,9 +122,9 @@ _SCALE = """
 import json, sys, time, tempfile
 sys.path.insert(0, sys.argv[2])
 from pathlib import Path
-from pycert.traces import read_trace
-from pycert.cachesim import lru_hit_curve
-from pycert.optcurve import opt_hit_curve
+from pycert.data.traces import read_trace
+from pycert.analysis.cachesim import lru_hit_curve
+from pycert.analysis.optcurve import opt_hit_curve
 sys.path.insert(0, sys.argv[2] + '/benchmarks')
 from bench_mrc import write_lcs_inputs
 import libcachesim as lcs

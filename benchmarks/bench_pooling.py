@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pycert.console import table  # noqa: E402
+from pycert.core.console import table  # noqa: E402
 from solvers.instance import COMMITTED, FamilyParams, capacitated_family, load_instance  # noqa: E402
 from solvers.model import SolverParams  # noqa: E402
 from solvers.per_instance import committed_model  # noqa: E402

@@ -19,10 +19,10 @@ from typing import Any
 from mutation import operators as ops
 from mutation.lean_batch import Located, apply_library_edits, compose, kernel_verdict
 from mutation.report import CampaignReport, Outcome
-from pycert import audit as au
-from pycert import kernel
-from pycert import toolchain as tc
-from pycert.errors import InputError, PycertError
+from pycert.audit import axioms as au
+from pycert.lean import build as kernel
+from pycert.lean import wasm as tc
+from pycert.core.errors import InputError, PycertError
 
 COPIED = ("lean", "certificates", "solvers/instances")
 INSTANCE_HEADER = "import Pycert.PackedTrace\nimport Pycert.Ceiling\nimport Pycert.Pooling\n"
@@ -53,7 +53,7 @@ class Context:
 
     # -- data the operators start from
     def window(self) -> tuple[list[int], str]:
-        from pycert.traces import read_trace
+        from pycert.data.traces import read_trace
 
         def make() -> tuple[list[int], str]:
             t = read_trace(self.root / ops.TRACE_INPUT)
@@ -101,7 +101,7 @@ class Context:
         return ops.expect_failure(mutated.disagreements(), pattern, "the solver checks")
 
     def verify_expect(self, cert: str, field: str) -> ops.Verdict:
-        from pycert.verify import verify_certificate
+        from pycert.certify.verify import verify_certificate
 
         try:
             res = verify_certificate(self.repo / ops.CERT_DIR / cert, root=self.repo)
@@ -131,15 +131,15 @@ class Context:
         return self.verify_expect(cert, field)
 
     def forge_manifest(self) -> None:
-        from pycert.certificate import MANIFEST_NAME, render_manifest
-        from pycert.traces import file_sha256
+        from pycert.certify.schema import MANIFEST_NAME, render_manifest
+        from pycert.data.traces import file_sha256
 
         d = self.repo / ops.CERT_DIR
         (d / MANIFEST_NAME).write_text(render_manifest({p.name: file_sha256(p) for p in sorted(d.glob("*.json"))}))
 
     def trace_expect(self, transform: Callable[[list[bytes]], list[bytes]]) -> ops.Verdict:
-        from pycert.traces import read_trace
-        from pycert.verify import ceiling_figures
+        from pycert.data.traces import read_trace
+        from pycert.certify.verify import ceiling_figures
 
         path = self.repo / ops.TRACE_INPUT
         before = ceiling_figures(read_trace(path))
@@ -159,8 +159,8 @@ class Context:
         return status, f"figures {_figs(before)} -> {_figs(after)}; {detail}"
 
     def page_expect(self, cert: str, how: str) -> ops.Verdict:
-        from pycert.browser import CHROMIUM, Browser
-        from pycert.report import write_report
+        from pycert.certify.browser import CHROMIUM, Browser
+        from pycert.certify.report import write_report
 
         if CHROMIUM is None:
             return "error", "chromium is not installed: the report verifier cannot be run"

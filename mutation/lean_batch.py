@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pycert.kernel import CheckResult
-from pycert.verify import scan_declarations, strip_comments
+from pycert.lean.build import CheckResult
+from pycert.certify.verify import scan_declarations, strip_comments
 
 def decl_ranges(source: str, first_line: int = 1) -> dict[str, tuple[int, int]]:
     """Short declaration name -> (first, last) line, counting from ``first_line``.

@@ -98,7 +98,7 @@ def ceiling_instance(refs: list[int], sha: str, name: str, claims: tuple[int, in
                      edits: tuple[tuple[str, str], ...] = (), packed: Callable[[Any], Any] | None = None) -> str:
     """The emitted ceiling instance of ``refs``, its final claims (refs, distinct) optionally replaced,
     its packed vectors optionally edited by ``packed`` before rendering."""
-    from pycert import lean_trace
+    from pycert.lean.emit import packed_trace as lean_trace
 
     inst = lean_trace.plan(refs, sha, name)
     if packed:
@@ -139,7 +139,7 @@ def keep_only(text: str, keep: set[str]) -> str:
 
 
 def pooling_instance(inst: Any, name: str, edits: tuple[tuple[str, str], ...] = (), keep: set[str] | None = None) -> str:
-    from solvers import lean_wall
+    from pycert.lean.emit import pooling_wall as lean_wall
 
     text = strip_header(lean_wall.emit(inst))
     if keep is not None:
@@ -172,7 +172,7 @@ class LeanStatement(Operator):
     def plan(self, ctx: Any) -> list[Planned]:
         refs, sha = ctx.window()
         n, d = len(refs), len(set(refs))
-        target = "pycert/lean_trace.py"
+        target = "pycert/lean/emit/packed_trace.py"
         for mid, desc, claims in (
             ("refs+1", f"claim |r| = {n + 1} for the {n}-reference window", (n + 1, d)),
             ("distinct-1", f"claim distinct = {d - 1}", (n, d - 1)),
@@ -195,7 +195,7 @@ class LeanStatement(Operator):
                      instance=Snippet(mid, ceiling_instance(refs, sha, "Mut_" + mid.replace("-", "_").replace("+", "p"),
                                                             edits=((old, new),)), "checked", KERNEL_REJECTS))
         inst = ctx.instance()
-        wall = "solvers/lean_wall.py"
+        wall = "pycert/lean/emit/pooling_wall.py"
         for mid, desc, edits, decl, keep in (
             ("pool-distinct-31", "claim the committed trace has 31 distinct blocks",
              (("distinct (blocks trace) = 32 :=", "distinct (blocks trace) = 31 :="),), "distinct_eq", set()),
@@ -308,7 +308,7 @@ class InstanceData(Operator):
     def plan(self, ctx: Any) -> list[Planned]:
         refs, sha = ctx.window()
         n, d = len(refs), len(set(refs))
-        target = "pycert/lean_trace.py"
+        target = "pycert/lean/emit/packed_trace.py"
         first = {b: refs.index(b) for b in refs}
         repeats = [i for i, b in enumerate(refs) if first[b] < i]  # edits here keep ids dense in first-use order
         rep = repeats[0]
@@ -328,7 +328,7 @@ class InstanceData(Operator):
             name = "Mut_" + mid.replace("-", "_")
             self.add(mid, "lean-kernel", desc, f"kernel error in {decl}", target, equivalent=eq,
                      instance=Snippet(mid, ceiling_instance(mutated, sha, name, claims=(n, d)), decl, KERNEL_REJECTS))
-        from pycert import lean_trace
+        from pycert.lean.emit import packed_trace as lean_trace
 
         fresh = next(i for i in range(1, n) if first[refs[i]] == i)
         packed = [
@@ -506,7 +506,7 @@ class AuditSelfTest(Operator):
     name = "audit-self-test"
 
     def plan(self, ctx: Any) -> list[Planned]:
-        t = "pycert/audit.py"
+        t = "pycert/audit/axioms.py"
         self.add("audit-widened-allow-list", "audit", "allow Lean.ofReduceBool too", "the allow-list pin refuses it", t,
                  run=lambda c: _allow_list(lambda a: a | {"Lean.ofReduceBool"}))
         self.add("audit-swapped-allow-list", "audit", "allow sorryAx instead of Quot.sound", "the allow-list pin refuses it", t,
@@ -527,8 +527,8 @@ class AuditSelfTest(Operator):
 
 
 def _allow_list(change: Callable[[frozenset[str]], frozenset[str]]) -> Verdict:
-    from pycert import audit
-    from pycert.errors import Rejected
+    from pycert.audit import axioms as audit
+    from pycert.core.errors import Rejected
 
     try:
         audit.check_allow_list(change(audit.ALLOWED_AXIOMS))
@@ -581,8 +581,8 @@ def _shift_stream(lines: list[bytes]) -> list[bytes]:
 
 
 def _truncated(ctx: Any) -> Verdict:
-    from pycert.errors import InputError
-    from pycert.traces import read_trace
+    from pycert.core.errors import InputError
+    from pycert.data.traces import read_trace
 
     path = ctx.repo / TRACE_INPUT
     data = path.read_bytes().rstrip(b"\n")
@@ -606,9 +606,9 @@ class ReportVerifier(Operator):
 
     def plan(self, ctx: Any) -> list[Planned]:
         self.add("report-flipped-byte", "report-verifier", "drop a certificate with one byte flipped",
-                 "page verdict mismatch", "pycert/report.py", run=lambda c: c.page_expect("isolation-t8-n1024.json", "flip"))
+                 "page verdict mismatch", "pycert/certify/report.py", run=lambda c: c.page_expect("isolation-t8-n1024.json", "flip"))
         self.add("report-forged-figure", "report-verifier", "drop a certificate with a figure edited",
-                 "page verdict mismatch", "pycert/report.py", run=lambda c: c.page_expect("pooling-committed.json", "figure"))
+                 "page verdict mismatch", "pycert/certify/report.py", run=lambda c: c.page_expect("pooling-committed.json", "figure"))
         return self.plans
 
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from pycert.console import table
+from pycert.core.console import table
 
 Status = Literal["killed", "survived", "timeout", "error", "equivalent"]
 STATUSES: tuple[Status, ...] = ("killed", "survived", "timeout", "error", "equivalent")

@@ -27,8 +27,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
-from pycert.errors import InputError
-from pycert.limits import MAX_INSTANCE_ID as MAX_ID, MAX_JSON_BYTES, MAX_PARAM, json_depth_error
+from pycert.core.errors import InputError
+from pycert.core.limits import MAX_INSTANCE_ID as MAX_ID, MAX_JSON_BYTES, MAX_PARAM, json_depth_error
 from solvers.pooled import peak_live
 
 SCHEMA = "pycert-pooling-instance/1"
@@ -41,7 +41,7 @@ class _Frozen(BaseModel):
 
 
 Id = Annotated[int, Field(ge=0, le=MAX_ID)]
-"""A host, request or block id: a non-negative signed 64-bit integer (:data:`pycert.limits.MAX_INSTANCE_ID`)."""
+"""A host, request or block id: a non-negative signed 64-bit integer (:data:`pycert.core.limits.MAX_INSTANCE_ID`)."""
 Count = Annotated[int, Field(ge=1, le=MAX_PARAM)]
 
 

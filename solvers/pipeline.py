@@ -20,8 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from pycert.certificate import Figure, atomic_write
-from solvers import lean_wall
+from pycert.certify.schema import Figure, atomic_write
+from pycert.lean.emit import pooling_wall as lean_wall
 from solvers.graphs import Sharing, matching_optimum, sharing
 from solvers.highs import highs_version, solve_highs
 from solvers.instance import COMMITTED, FamilyCase, FamilyParams, Instance, capacitated_family, load_instance
@@ -68,7 +68,7 @@ class PagingOutcome(BaseModel):
     replay_misses: int | None
     replay_ok: bool
     belady_misses: int
-    """Σ over the caches of Belady's MIN misses (``pycert.cachesim``), optimal for each cache."""
+    """Σ over the caches of Belady's MIN misses (``pycert.analysis.cachesim``), optimal for each cache."""
 
     @property
     def optimum(self) -> int | None:
@@ -155,7 +155,7 @@ class PoolingResult(BaseModel):
 
 
 def solve_paging(name: str, caches: list[Cache], params: SolverParams, pm: PagingModel | None = None) -> PagingOutcome:
-    from pycert.cachesim import belady_hits
+    from pycert.analysis.cachesim import belady_hits
 
     pm = pm or paging_model(caches, name=name)
     cp = solve_cpsat(pm.model, params)
@@ -203,9 +203,9 @@ def lean_stage(inst: Instance, lean_file: Path, lean_check: LeanChecker | None) 
 
 
 def kernel_checker(backend: str | None = None, timeout: float = 1800.0) -> LeanChecker:
-    """A :data:`LeanChecker` on the project runner (``pycert.kernel``), building the library as needed."""
+    """A :data:`LeanChecker` on the project runner (``pycert.lean.build``), building the library as needed."""
     def check(path: Path) -> LeanCheck:
-        from pycert import kernel
+        from pycert.lean import build as kernel
 
         res = kernel.check_files([path], backend=backend, timeout=timeout)
         failures = [d.render() for r in res.results for d in r.failures] + [r.detail for r in res.results if r.detail]
@@ -234,8 +234,8 @@ def instance_figures(refs: int, distinct: int, pooled: int, per_instance_wall: i
 def recompute(cert, root: Path) -> dict[str, Fraction]:
     """``pycert verify``'s recomputer for the pooling family: the figures from the instance file alone,
     by Belady per cache and (for the best routing) the networkx matching or a fresh CP-SAT solve."""
-    from pycert.cachesim import belady_hits
-    from pycert.verify import input_path
+    from pycert.analysis.cachesim import belady_hits
+    from pycert.certify.verify import input_path
 
     inst = load_instance(input_path(cert, "instance", root))
     trace = inst.trace
@@ -343,7 +343,7 @@ def _yes(flag: bool | None) -> str:
 
 
 def render_table(res: PoolingResult) -> str:
-    from pycert.console import table
+    from pycert.core.console import table
 
     def hit_rate(misses: int | None, refs: int) -> str:
         return "-" if misses is None else f"{100 * (refs - misses) / refs:.2f}%"

@@ -19,7 +19,7 @@ That is |refs| - distinct variables instead of |blocks|·|refs|, and the capacit
 consecutive-ones property in t, so the LP relaxation is already integral (interval matrices are
 totally unimodular): both CP-SAT and HiGHS prove the optimum at the root. The rows are stored in
 the equivalent flow form (see :func:`paging_model`) to keep them sparse. Belady's MIN is optimal
-for this problem, which the capacitated-family test checks against ``pycert.cachesim.belady_hits``.
+for this problem, which the capacitated-family test checks against ``pycert.analysis.cachesim.belady_hits``.
 
 Several independent caches (one per host, for per-instance caching under a fixed routing) are the
 disjoint union of their models, solved as one.

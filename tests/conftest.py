@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pycert import toolchain as tc
+from pycert.lean import wasm as tc
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_TRACES = REPO.parent / "shared" / "traces" / "mooncake-fast25"

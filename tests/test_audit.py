@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from pycert import audit as au
-from pycert import kernel
-from pycert import toolchain as tc
+from pycert.audit import axioms as au
+from pycert.lean import build as kernel
+from pycert.lean import wasm as tc
 from pycert.cli import main
-from pycert.errors import InputError, Rejected
-from pycert.sarif import to_sarif
+from pycert.core.errors import InputError, Rejected
+from pycert.audit.sarif import to_sarif
 
 # ---------------------------------------------------------------------------- planted fixtures
 

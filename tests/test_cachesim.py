@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pycert import synthetic
-from pycert.cachesim import (COLD, Ratio, belady_hits, lru_hit_curve, lru_hits, stack_distances, trace_stats,
+from pycert.data import synthetic
+from pycert.analysis.cachesim import (COLD, Ratio, belady_hits, lru_hit_curve, lru_hits, stack_distances, trace_stats,
                              unbounded_hits)
-from pycert.traces import read_trace
+from pycert.data.traces import read_trace
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "mooncake-fast25"
 CONVERSATION = SHARED / "conversation_trace.jsonl"
@@ -149,8 +149,8 @@ def test_conversation_trace_reference_lru_figures() -> None:
 
 
 def test_offload_report_by_hand() -> None:
-    from pycert.offload import offload_report
-    from pycert.traces import trace_from_bytes
+    from pycert.analysis.offload import offload_report
+    from pycert.data.traces import trace_from_bytes
 
     lines = [[0, 1, 2], [0, 1, 3], [0, 1, 2]]
     data = "".join(f'{{"timestamp": 0, "input_length": {512 * len(ids)}, "output_length": 1, "hash_ids": {ids}}}\n'

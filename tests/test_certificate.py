@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pycert import certificate as cm
-from pycert import provenance
-from pycert.certificate import (
+from pycert.certify import schema as cm
+from pycert.certify import provenance
+from pycert.certify.schema import (
     MANIFEST_NAME,
     SCHEMA_PATH,
     Certificate,
@@ -27,8 +27,8 @@ from pycert.certificate import (
     schema_text,
     write_certificates,
 )
-from pycert.errors import InputError
-from pycert.traces import file_sha256
+from pycert.core.errors import InputError
+from pycert.data.traces import file_sha256
 from tests.test_verify import make_cert
 
 
@@ -41,7 +41,7 @@ def certs(n: int, tag: str = "a") -> list[Certificate]:
 
 
 def test_committed_schema_equals_the_export() -> None:
-    assert SCHEMA_PATH.read_text() == schema_text(), "re-export with: python -m pycert.certificate"
+    assert SCHEMA_PATH.read_text() == schema_text(), "re-export with: python -m pycert.certify.schema"
 
 
 def test_schema_names_its_id_and_every_field() -> None:

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from pycert import certificate, console
-from pycert.certificate import MANIFEST_NAME, InputFile, write_certificates
+from pycert.certify import schema as certificate
+from pycert.core import console
+from pycert.certify.schema import MANIFEST_NAME, InputFile, write_certificates
 from pycert.cli import build_parser, main
-from pycert.limits import MAX_ID, MAX_INSTANCE_ID
-from pycert.traces import file_sha256
-from pycert.verify import isolation_figures
+from pycert.core.limits import MAX_ID, MAX_INSTANCE_ID
+from pycert.data.traces import file_sha256
+from pycert.certify.verify import isolation_figures
 from solvers.instance import COMMITTED
 from tests.test_verify import LIBRARY, make_cert
 
@@ -175,7 +176,7 @@ def test_ctrl_c_while_importing_in_process(monkeypatch, capsys) -> None:
     real = importlib.import_module
 
     def interrupted(name: str, *a, **k):  # noqa: ANN002, ANN003, ANN202
-        if name == "pycert.commands.pooling":
+        if name == "pycert.cli.pooling":
             raise KeyboardInterrupt
         return real(name, *a, **k)
 
@@ -202,7 +203,7 @@ def test_ctrl_c_during_the_imports_of_a_real_process() -> None:
 
 
 def test_ctrl_c_during_a_command(monkeypatch, capsys) -> None:
-    from pycert.commands import trace
+    from pycert.cli import trace
 
     def boom(trace_, k):  # noqa: ANN001, ANN202
         raise KeyboardInterrupt
@@ -340,7 +341,7 @@ def test_sigterm_during_report_leaves_no_temporary(tmp_path: Path, capsys, monke
 
 
 def test_sigterm_before_the_write_leaves_nothing(tmp_path: Path, capsys, monkeypatch) -> None:
-    from pycert import report
+    from pycert.certify import report
 
     path = _mini_repo(tmp_path)
     monkeypatch.setattr(report, "render_page", lambda *a: os.kill(os.getpid(), signal.SIGTERM) or "x")

@@ -345,7 +345,7 @@ def test_trace_plot(data) -> None:  # noqa: ANN001
 
 
 def trace_complete(b: bytes) -> bool:
-    from pycert.traces import trace_from_bytes
+    from pycert.data.traces import trace_from_bytes
 
     return trace_from_bytes(b, "written").format == "mooncake"
 
@@ -485,7 +485,7 @@ def instance_text(draw) -> str:  # noqa: ANN001
 
 
 def instance_refused(text: str) -> bool:
-    from pycert.errors import InputError
+    from pycert.core.errors import InputError
     from solvers.instance import parse_instance
 
     try:

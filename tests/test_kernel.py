@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pycert import kernel
+from pycert.lean import build as kernel
 from tests.conftest import REPO, nonce
 
 PRELUDE = "prelude\nimport Init.Prelude\n"

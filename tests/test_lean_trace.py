@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pycert import kernel, lean_trace as lt, synthetic
-from pycert.errors import InputError
-from pycert.traces import read_trace, trace_from_bytes
+from pycert.core.errors import InputError
+from pycert.data import synthetic
+from pycert.data.traces import read_trace, trace_from_bytes
+from pycert.lean import build
+from pycert.lean.emit import packed_trace as lt
 from tests.conftest import SHARED_TRACES, nonce
 
 SHA = hashlib.sha256(b"test").hexdigest()
@@ -103,15 +105,15 @@ def test_a_64_bit_trace_file_is_read_whole() -> None:
 # ---------------------------------------------------------------------------- on the kernel
 
 
-def _check(lean_dir: Path, files: dict[str, str]) -> dict[str, kernel.CheckResult]:
+def _check(lean_dir: Path, files: dict[str, str]) -> dict[str, build.CheckResult]:
     paths = []
     for name, text in files.items():
         (lean_dir / f"{name}.lean").write_text(nonce() + text)
         paths.append(lean_dir / f"{name}.lean")
-    return kernel.check_files(paths, backend="wasm", timeout=1200).by_module()
+    return build.check_files(paths, backend="wasm", timeout=1200).by_module()
 
 
-def _failing_decls(path: Path, res: kernel.CheckResult) -> set[str]:
+def _failing_decls(path: Path, res: build.CheckResult) -> set[str]:
     lines = path.read_text().splitlines()
     out = set()
     for d in res.failures:

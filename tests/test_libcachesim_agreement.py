@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pycert import synthetic
-from pycert.cachesim import belady_hits, lru_hit_curve
-from pycert.optcurve import opt_hit_curve
-from pycert.traces import read_trace
+from pycert.data import synthetic
+from pycert.analysis.cachesim import belady_hits, lru_hit_curve
+from pycert.analysis.optcurve import opt_hit_curve
+from pycert.data.traces import read_trace
 
 lcs = pytest.importorskip("libcachesim", reason="libCacheSim (PyPI libcachesim, test extra) is not installed")
 
@@ -29,7 +29,7 @@ def oracle_general(refs: np.ndarray, path: Path) -> Path:
     n = len(refs)
     nxt = np.full(n, n, dtype=np.int64)
     later: dict[int, int] = {}
-    for i in range(n - 1, -1, -1):  # computed here, independently of pycert.cachesim
+    for i in range(n - 1, -1, -1):  # computed here, independently of pycert.analysis.cachesim
         x = int(refs[i])
         nxt[i] = later.get(x, n)
         later[x] = i

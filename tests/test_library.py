@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pycert import audit as au
-from pycert import kernel
+from pycert.audit import axioms as au
+from pycert.lean import build as kernel
 from pycert.claims import FAMILIES
 from pycert.cli import main
 

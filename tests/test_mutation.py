@@ -12,10 +12,10 @@ import pytest
 from mutation import operators as ops
 from mutation.lean_batch import Located, Snippet, compose, decl_ranges, kernel_verdict
 from mutation.report import CampaignReport, Mutant, Outcome, to_stryker
-from pycert import audit as au
-from pycert import verify
+from pycert.audit import axioms as au
+from pycert.certify import verify
 from pycert.cli import main
-from pycert.kernel import CheckResult, Diagnostic
+from pycert.lean.build import CheckResult, Diagnostic
 
 REPO = Path(__file__).resolve().parent.parent
 NO_KERNEL = ["certificate", "solver", "trace-engine", "report-verifier"]

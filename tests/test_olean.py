@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pycert import olean
-from pycert import toolchain as tc
+from pycert.audit import olean
+from pycert.lean import wasm as tc
 
 
 @pytest.fixture(scope="module")

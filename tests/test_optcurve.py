@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pycert import synthetic
-from pycert.cachesim import COLD, belady_hits, lru_hit_curve
-from pycert.optcurve import block_ids, opt_hit_curve, opt_stack_distances
-from pycert.plot import log_capacities
-from pycert.traces import read_trace
+from pycert.data import synthetic
+from pycert.analysis.cachesim import COLD, belady_hits, lru_hit_curve
+from pycert.analysis.optcurve import block_ids, opt_hit_curve, opt_stack_distances
+from pycert.analysis.plot import log_capacities
+from pycert.data.traces import read_trace
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "mooncake-fast25"
 MOONCAKE = [SHARED / "conversation_trace.jsonl", SHARED / "synthetic_trace.jsonl"]
@@ -67,7 +67,7 @@ def mattson_opt_distances(refs: list[int]) -> list[int]:
 
 
 def critical_times_distances(refs: list[int]) -> list[int]:
-    """The algorithm of pycert.optcurve without its tree, O(n) per access, asserting the imbalance
+    """The algorithm of pycert.analysis.optcurve without its tree, O(n) per access, asserting the imbalance
     invariant its search relies on: H(t + 1) >= 0 at every last-use time t."""
     n = len(refs)
     w = [0] * (n + 1)  # (a critical time at t) - (a last use at t)

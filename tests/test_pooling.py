@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pycert.cachesim import belady_hits
-from pycert.errors import InputError
+from pycert.analysis.cachesim import belady_hits
+from pycert.core.errors import InputError
 from solvers.graphs import matching_applies, matching_optimum, sharing
 from solvers.highs import solve_highs
 from solvers.instance import (

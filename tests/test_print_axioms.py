@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pycert import kernel
-from pycert import print_axioms as pa
-from pycert.audit import AuditReport, cross_check
+from pycert.lean import build as kernel
+from pycert.audit import print_axioms as pa
+from pycert.audit.axioms import AuditReport, cross_check
 
 from tests.conftest import nonce
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from pycert.browser import CHROMIUM, GREEN, RED, Browser
-from pycert.certificate import MANIFEST_NAME
+from pycert.certify.browser import CHROMIUM, GREEN, RED, Browser
+from pycert.certify.schema import MANIFEST_NAME
 from pycert.cli import main
-from pycert.certificate import InputFile, write_certificates
-from pycert.traces import read_trace
-from pycert.verify import ceiling_figures
+from pycert.certify.schema import InputFile, write_certificates
+from pycert.data.traces import read_trace
+from pycert.certify.verify import ceiling_figures
 from tests.test_verify import build_repo, make_cert
 
 needs_chromium = pytest.mark.skipif(
@@ -104,6 +104,6 @@ def test_in_page_verifier_in_chromium(site: dict[str, Path], tmp_path: Path) -> 
 
 
 def _sha(path: Path) -> str:
-    from pycert.traces import file_sha256
+    from pycert.data.traces import file_sha256
 
     return file_sha256(path)

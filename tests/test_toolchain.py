@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from pycert import toolchain as tc
-from pycert.errors import PycertError
+from pycert.lean import wasm as tc
+from pycert.core.errors import PycertError
 
 # The generated ``__dlsym_js`` around the patched statement, reduced to what the lookup touches.
 DLSYM = "var dlsym=(lib,symbol)=>{var newSymIndex;{}return newSymIndex};"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pycert import synthetic
-from pycert.cachesim import belady_hits, lru_hit_curve
+from pycert.data import synthetic
+from pycert.analysis.cachesim import belady_hits, lru_hit_curve
 from pycert.cli import main
 
 REPO = Path(__file__).resolve().parent.parent

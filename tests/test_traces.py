@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pycert import synthetic
-from pycert.cachesim import trace_stats
-from pycert.errors import InputError
-from pycert.traces import MOONCAKE_BLOCK_TOKENS, coarsen, file_sha256, read_trace, trace_from_bytes
+from pycert.data import synthetic
+from pycert.analysis.cachesim import trace_stats
+from pycert.core.errors import InputError
+from pycert.data.traces import MOONCAKE_BLOCK_TOKENS, coarsen, file_sha256, read_trace, trace_from_bytes
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "mooncake-fast25"
 CONVERSATION = SHARED / "conversation_trace.jsonl"

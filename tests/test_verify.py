@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pycert import provenance
-from pycert.certificate import (
+from pycert.certify import provenance
+from pycert.certify.schema import (
     MANIFEST_NAME,
     AuditInfo,
     BackendInfo,
@@ -21,11 +21,13 @@ from pycert.certificate import (
     render_manifest,
     write_certificates,
 )
-from pycert import claims, lean_trace, verify
+from pycert import claims
+from pycert.lean.emit import packed_trace as lean_trace
+from pycert.certify import verify
 from pycert.cli import main
-from pycert.traces import file_sha256 as sha256_file
-from pycert.traces import read_trace, trace_from_bytes
-from pycert.verify import (
+from pycert.data.traces import file_sha256 as sha256_file
+from pycert.data.traces import read_trace, trace_from_bytes
+from pycert.certify.verify import (
     RECOMPUTE,
     ceiling_figures,
     first_touch_figures,

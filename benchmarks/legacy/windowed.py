@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from pycert.errors import InputError
+from pycert.core.errors import InputError
 
 DEFAULT_CHUNK_REFS = 2048
 """References per chunk lemma; see benchmarks/bench_lean_trace.py for the measured curve."""

@@ -1,0 +1,1 @@
+"""Exact cache figures of a trace: LRU and Belady/MIN at every capacity, the offload report, the plot."""

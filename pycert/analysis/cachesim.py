@@ -1,0 +1,255 @@
+"""Exact cache figures for a block-reference trace: LRU at every capacity, Belady/MIN, unbounded.
+
+(Belady/MIN at every capacity in one pass lives in :mod:`pycert.analysis.optcurve`; :func:`belady_hits` here
+simulates one capacity and is the reference it is tested against.)
+
+All counts are exact integers; rates are :class:`fractions.Fraction` and, where they leave the
+process, :class:`Ratio` (numerator, denominator and the nearest float).
+
+LRU at every capacity comes from Mattson stack distances: LRU is a stack algorithm, so a reference
+hits in a cache of ``C`` blocks exactly when its stack distance (1 + the number of distinct blocks
+used since the previous use of the same block) is at most ``C``. One histogram of distances gives the
+hit count at every capacity at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from pydantic import BaseModel
+
+from pycert.data.traces import Trace
+
+COLD = 0
+"""The stack distance :func:`stack_distances` reports for a first reference (infinite: it misses at
+every capacity)."""
+
+
+class Ratio(BaseModel):
+    """An exact rational figure: ``numerator / denominator`` in lowest terms, and its float value."""
+
+    numerator: int
+    denominator: int
+    decimal: float
+
+    @classmethod
+    def of(cls, value: Fraction | int) -> Ratio:
+        f = Fraction(value)
+        return cls(numerator=f.numerator, denominator=f.denominator, decimal=float(f))
+
+    def fraction(self) -> Fraction:
+        return Fraction(self.numerator, self.denominator)
+
+
+def _as_array(refs: Sequence[int] | np.ndarray) -> np.ndarray:
+    """int64 ids; a uint64 trace is reinterpreted bit for bit (ids are labels: only equality counts)."""
+    arr = np.asarray(refs)
+    arr = arr.view(np.int64) if arr.dtype == np.uint64 else np.asarray(arr, dtype=np.int64)
+    if arr.ndim != 1:
+        raise ValueError("refs must be a one-dimensional sequence of block ids")
+    return arr
+
+
+def _dense_ids(arr: np.ndarray) -> np.ndarray:
+    """Ids renumbered 0..distinct-1 (by value). Sort-based: numpy's ``unique`` is far slower here."""
+    order = np.argsort(arr, kind="stable")
+    sorted_ids = arr[order]
+    dense = np.empty(len(arr), dtype=np.int64)
+    dense[order] = np.concatenate(([0], np.cumsum(sorted_ids[1:] != sorted_ids[:-1])))
+    return dense
+
+
+def _distinct(arr: np.ndarray) -> int:
+    s = np.sort(arr)
+    return int(len(s) > 0) + int(np.count_nonzero(s[1:] != s[:-1]))
+
+
+def _prev_next(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each position: the previous position of the same id (-1 if none), the next (n if none)."""
+    n = len(arr)
+    order = np.argsort(arr, kind="stable")  # equal ids stay in time order
+    same = arr[order[1:]] == arr[order[:-1]]
+    earlier, later = order[:-1][same], order[1:][same]
+    prev = np.full(n, -1, dtype=np.int64)
+    nxt = np.full(n, n, dtype=np.int64)
+    prev[later] = earlier
+    nxt[earlier] = later
+    return prev, nxt
+
+
+def _count_later_uses(prefix: np.ndarray, after: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    """For each query ``q``: ``#{j < prefix[q] : nxt[j] > after[q]}``.
+
+    This is the Fenwick-tree query over last-use positions, evaluated offline one tree level at a
+    time so that numpy does the work: the Fenwick nodes covering ``[0, prefix)`` are the aligned
+    blocks given by the set bits of ``prefix``, and a level-``L`` node is a block of ``2**L``
+    positions. Each level keeps every node's next-use times sorted (one global array keyed by
+    ``node << shift | nxt``), so one ``searchsorted`` answers that level for all queries. A level is
+    built from the one below by a stable sort of already sorted halves (a cheap merge). O(n log n).
+    """
+    n = len(nxt)
+    shift = int(n).bit_length()  # nxt values lie in [0, n]
+    low = (1 << shift) - 1
+    if n >= 1 << 31:
+        raise ValueError("traces of 2**31 references or more are not supported")
+    keys = (np.arange(n, dtype=np.int64) << shift) | nxt  # level 0: one position per node
+    out = np.zeros(len(prefix), dtype=np.int64)
+    top = int(prefix.max(initial=0))
+    level = 0
+    while (1 << level) <= top:
+        has = (prefix >> level) & 1 == 1
+        if has.any():
+            node = (prefix[has] >> level) - 1
+            first_later = np.searchsorted(keys, (node << shift) | after[has], side="right")
+            out[has] += ((node + 1) << level) - first_later
+        level += 1
+        keys = np.sort(((keys >> (shift + 1)) << shift) | (keys & low), kind="stable")
+    return out
+
+
+def stack_distances(refs: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Mattson LRU stack distance of every reference (int64 array), :data:`COLD` for first uses.
+
+    For a reuse at ``i`` of the block last used at ``p``, the distance is 1 + the number of distinct
+    blocks in ``refs[p+1:i]``. Those are the positions ``j`` in ``(p, i)`` whose next use is after
+    ``i``, counted as (all ``j < i`` with next use after ``i``) minus (those with ``j <= p``); the
+    first term is the number of distinct blocks seen before ``i``, less one.
+    """
+    arr = _as_array(refs)
+    prev, nxt = _prev_next(arr)
+    first = prev < 0
+    reuse = np.flatnonzero(~first)
+    seen_before = np.cumsum(first) - first  # distinct blocks among refs[:i]
+    inside = seen_before[reuse] - 1 - _count_later_uses(prev[reuse] + 1, reuse, nxt)
+    out = np.full(len(arr), COLD, dtype=np.int64)
+    out[reuse] = inside + 1
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class HitCurve:
+    """Exact hit counts of a stack algorithm (LRU, or OPT from :mod:`pycert.analysis.optcurve`) at every capacity.
+
+    ``hits_at[c]`` is the number of hits with a cache of ``c`` blocks, for ``c`` from 0 to the
+    largest stack distance; at any larger capacity the policy hits every reuse (``refs - distinct``).
+    """
+
+    refs: int
+    distinct: int
+    hits_at: np.ndarray
+
+    @property
+    def max_distance(self) -> int:
+        return len(self.hits_at) - 1
+
+    def hits(self, capacity: int) -> int:
+        if capacity < 0:
+            raise ValueError(f"capacity must be >= 0, got {capacity}")
+        return int(self.hits_at[min(capacity, self.max_distance)])
+
+    def hit_rate(self, capacity: int) -> Fraction:
+        return Fraction(self.hits(capacity), self.refs)
+
+
+LruCurve = HitCurve
+"""The name the LRU curve had before the OPT curve shared its class."""
+
+
+def curve_from_distances(d: np.ndarray) -> HitCurve:
+    """A stack algorithm's hit count at every capacity from its stack distances (:data:`COLD` for
+    first uses): a reference hits at capacity ``c`` iff its distance is in ``1..c``."""
+    hist = np.bincount(d, minlength=1).astype(np.int64)
+    distinct = int(hist[COLD])
+    hist[COLD] = 0  # capacity 0 hits nothing; cold references hit at no capacity
+    return HitCurve(refs=len(d), distinct=distinct, hits_at=np.cumsum(hist))
+
+
+def lru_hit_curve(refs: Sequence[int] | np.ndarray) -> HitCurve:
+    """The exact LRU hit count at every capacity, in one O(n log n) pass."""
+    return curve_from_distances(stack_distances(refs))
+
+
+def lru_hits(curve: HitCurve, capacity: int) -> int:
+    """LRU hits with a cache of ``capacity`` blocks."""
+    return curve.hits(capacity)
+
+
+def belady_hits(refs: Sequence[int] | np.ndarray, capacity: int) -> int:
+    """Hits of Belady's MIN with ``capacity`` blocks: demand paging, no bypass.
+
+    Every miss inserts the referenced block; when the cache is full the victim is the cached block
+    whose next use is farthest away (never used again counts as farthest; ties among those do not
+    change the count). O(n log n): a max-heap of next-use times with lazy deletion of stale entries.
+    """
+    if capacity < 0:
+        raise ValueError(f"capacity must be >= 0, got {capacity}")
+    arr = _as_array(refs)
+    n = len(arr)
+    if capacity == 0 or n == 0:
+        return 0
+    dense = _dense_ids(arr)
+    _, nxt = _prev_next(arr)
+    width = n + 1
+    # A heap entry is one int, -(next_use * width + block): cheaper than tuples; the largest next
+    # use pops first. An entry is current iff it matches cached[block].
+    cached: dict[int, int] = {}
+    heap: list[int] = []
+    hits = 0
+    for block, use in zip(dense.tolist(), nxt.tolist()):
+        if block in cached:
+            hits += 1
+        elif len(cached) >= capacity:
+            while True:
+                far, victim = divmod(-heapq.heappop(heap), width)
+                if cached.get(victim) == far:
+                    break
+            del cached[victim]
+        cached[block] = use
+        heapq.heappush(heap, -(use * width + block))
+    return hits
+
+
+def unbounded_hits(refs: Sequence[int] | np.ndarray) -> int:
+    """Hits of an infinite cache: every reuse hits (refs - distinct)."""
+    arr = _as_array(refs)
+    return len(arr) - _distinct(arr)
+
+
+class TraceStats(BaseModel):
+    """The capacity-free figures of a trace.
+
+    ``cold_miss_floor`` = distinct / refs: the fraction of references that miss at any capacity.
+    ``ceiling`` = 1 - floor: the best hit rate any cache (of any size) can reach.
+    """
+
+    name: str
+    sha256: str
+    format: str
+    granularity: int
+    block_tokens: int | None
+    requests: int | None
+    refs: int
+    distinct: int
+    cold_miss_floor: Ratio
+    ceiling: Ratio
+
+
+def stats_from_counts(refs: int, distinct: int) -> tuple[Fraction, Fraction]:
+    """(cold-miss floor, ceiling) as exact fractions."""
+    if refs <= 0:
+        raise ValueError("a trace with no references has no hit rate")
+    floor = Fraction(distinct, refs)
+    return floor, 1 - floor
+
+
+def trace_stats(trace: Trace) -> TraceStats:
+    """refs, distinct, floor and ceiling of a trace."""
+    distinct = _distinct(trace.refs)
+    floor, ceiling = stats_from_counts(trace.n_refs, distinct)
+    return TraceStats(name=trace.name, sha256=trace.sha256, format=trace.format, granularity=trace.granularity,
+                      block_tokens=trace.block_tokens, requests=trace.n_requests, refs=trace.n_refs,
+                      distinct=distinct, cold_miss_floor=Ratio.of(floor), ceiling=Ratio.of(ceiling))

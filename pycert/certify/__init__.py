@@ -1,0 +1,1 @@
+"""Certificates: the schema, provenance, offline verification and the HTML report."""

@@ -1,0 +1,240 @@
+"""One static HTML page listing every certificate, with an in-page verifier.
+
+The page is self-contained: styles and script inline, the trace engine's hit-rate curve of every trace
+a certificate names as a ``data:`` PNG (``pycert.analysis.plot``, drawn at report time), and a
+Content-Security-Policy of ``default-src 'none'`` (the script admitted by its own hash) so the browser
+makes no network request at all. The verifier hashes a dropped or chosen file with WebCrypto
+(``crypto.subtle.digest``) and shows green only when that sha256 is an entry of the manifest embedded
+at generation time.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from pycert.certify.schema import MANIFEST_NAME, Certificate, Mismatch, atomic_write, parse_certificate, read_manifest
+from pycert.core.errors import InputError
+
+_SCRIPT = r"""
+"use strict";
+const manifest = JSON.parse(document.getElementById("manifest").textContent);
+const nameOf = new Map(Object.entries(manifest).map(([name, hash]) => [hash, name]));
+const verdict = document.getElementById("verdict");
+const details = document.getElementById("verdict-details");
+
+function hex(buffer) {
+  return Array.from(new Uint8Array(buffer), b => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function checkOne(file) {
+  const digest = hex(await crypto.subtle.digest("SHA-256", await file.arrayBuffer()));
+  const entry = nameOf.get(digest);
+  if (entry !== undefined) {
+    return {ok: true, text: `${file.name}: sha256 ${digest} matches the manifest entry ${entry}`};
+  }
+  const expected = manifest[file.name];
+  return {ok: false, text: expected === undefined
+    ? `${file.name}: sha256 ${digest} is not in the manifest`
+    : `${file.name}: sha256 ${digest} differs from the manifest's ${expected}`};
+}
+
+async function checkFiles(files) {
+  const list = Array.from(files);
+  if (list.length === 0) return;
+  details.replaceChildren();
+  let results;
+  try {
+    if (!(globalThis.crypto && crypto.subtle)) throw new Error("WebCrypto is not available in this page");
+    results = await Promise.all(list.map(checkOne));
+  } catch (err) {
+    results = [{ok: false, text: `could not hash: ${err.message}`}];
+  }
+  const ok = results.every(r => r.ok);
+  verdict.dataset.state = ok ? "match" : "mismatch";
+  verdict.textContent = ok ? "MATCH: every file is in the manifest" : "NO MATCH: see below";
+  for (const r of results) {
+    const li = document.createElement("li");
+    li.className = r.ok ? "match" : "mismatch";
+    li.textContent = r.text;
+    details.append(li);
+  }
+}
+
+const zone = document.getElementById("drop");
+zone.addEventListener("dragover", e => { e.preventDefault(); zone.classList.add("over"); });
+zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+zone.addEventListener("drop", e => {
+  e.preventDefault();
+  zone.classList.remove("over");
+  checkFiles(e.dataTransfer.files);
+});
+document.getElementById("file").addEventListener("change", e => checkFiles(e.target.files));
+// A file dropped outside the zone must not make the browser navigate away from the page.
+window.addEventListener("dragover", e => e.preventDefault());
+window.addEventListener("drop", e => e.preventDefault());
+"""
+
+_STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+table { border-collapse: collapse; margin: .4rem 0 1rem; }
+td, th { border: 1px solid #ccc; padding: .2rem .5rem; text-align: left; vertical-align: top; }
+code, .hash { font-family: ui-monospace, monospace; font-size: 13px; word-break: break-all; }
+section.cert { border-top: 2px solid #444; margin-top: 2rem; }
+#drop { border: 3px dashed #888; padding: 2rem; text-align: center; margin: 1rem 0; }
+#drop.over { background: #eef; }
+#verdict { font-weight: bold; padding: .6rem; border-radius: .3rem; }
+#verdict[data-state="idle"] { background: #eee; color: #333; }
+#verdict[data-state="match"], li.match { background: #1a7f37; color: #fff; }
+#verdict[data-state="mismatch"], li.mismatch { background: #c62828; color: #fff; }
+#verdict-details li { margin: .2rem 0; padding: .2rem .4rem; }
+figure { margin: .5rem 0; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _script_hash(script: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+
+
+def curve_png(trace_path: Path, sha256: str, label: str) -> bytes:
+    """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling)."""
+    from pycert.analysis.cachesim import lru_hit_curve
+    from pycert.analysis.optcurve import opt_hit_curve
+    from pycert.analysis.plot import plot_hit_rates
+    from pycert.data.traces import read_trace
+
+    trace = read_trace(trace_path)
+    if trace.sha256 != sha256:
+        raise Mismatch(f"inputs[{label}].sha256", trace.sha256, sha256)
+    curve, opt = lru_hit_curve(trace.refs), opt_hit_curve(trace.refs)
+    with tempfile.TemporaryDirectory() as tmp:
+        title = f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)"
+        return plot_hit_rates(Path(tmp) / "curve.png", curve, opt, title).read_bytes()
+
+
+def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, bytes]) -> str:
+    figures = _rows(
+        [(f"<code>{_e(f.name)}</code>", _e(f"{f.numerator}/{f.denominator}" if f.denominator != 1 else f.numerator),
+          _e(f.decimal), _e(f.unit), _e(f.known_by)) for f in cert.figures],
+        ("figure", "exact", "decimal", "unit", "known by"),
+    )
+    inputs = _rows([(_e(i.role), f"<code>{_e(i.path)}</code>", f'<span class="hash">{_e(i.sha256)}</span>')
+                    for i in cert.inputs], ("role", "path", "sha256")) if cert.inputs else "<p>none</p>"
+    b, p = cert.backend, cert.provenance
+    solver = (f"{_e(cert.solver.name)} {_e(cert.solver.version)}: {_e(cert.solver.status)}, objective "
+              f"{_e(cert.solver.objective)}, bound {_e(cert.solver.bound)}") if cert.solver else "none"
+    limits = "".join(f"<li>{_e(x)}</li>" for x in cert.does_not_prove)
+    theorems = ", ".join(f"<code>{_e(t)}</code>" for t in cert.theorems)
+    images = "".join(
+        f'<figure><img alt="hit rate against capacity for {_e(i.path)}" '
+        f'src="data:image/png;base64,{base64.b64encode(curves[i.sha256]).decode()}">'
+        f"<figcaption>Hit rate against capacity: {_e(i.path)}</figcaption></figure>"
+        for i in cert.inputs if i.sha256 in curves
+    )
+    return f"""
+<section class="cert" id="cert-{_e(cert.id)}">
+<h2>{_e(cert.id)} <small>({_e(cert.family)})</small></h2>
+<p class="claim"><strong>Claim.</strong> {_e(cert.claim)}</p>
+{figures}
+<p><strong>Rests on:</strong> {theorems}</p>
+{images}
+<h3>Inputs</h3>
+{inputs}
+<p><strong>Backend:</strong> {_e(b.kind)}, Lean {_e(b.lean_version)} ({_e(b.lean_commit or "commit unknown")}){
+    f", Node {_e(b.node_version)}" if b.node_version else ""}.
+<strong>Solver:</strong> {solver}. <strong>Audit:</strong> {_e(cert.audit.verdict)}.</p>
+<p><strong>Provenance:</strong> {_e(p.generated_utc.isoformat())}, revision {_e(p.git_revision or "none")}{
+    " (dirty)" if p.git_dirty else ""}, host {_e(p.host_kind)}, run {_e(p.run_id)}.
+<strong>File sha256:</strong> <span class="hash">{_e(file_hash)}</span></p>
+<p><strong>Does not prove:</strong></p><ul>{limits}</ul>
+</section>"""
+
+
+def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certificate, str]]]:
+    """The manifest and every certificate it lists; a certificate that disagrees with it is rejected.
+    Every error names the file it is about."""
+    if not cert_dir.is_dir():
+        raise InputError("no such directory" if not cert_dir.exists() else "not a directory of certificates",
+                         where=str(cert_dir))
+    manifest = read_manifest(cert_dir / MANIFEST_NAME)
+    for stray in sorted(p.name for p in cert_dir.glob("*.json") if p.name not in manifest):
+        raise Mismatch(f"manifest[{stray}]", f"an entry in {cert_dir / MANIFEST_NAME}", "none")
+    certs = []
+    for name in sorted(manifest):
+        path = cert_dir / name
+        try:
+            data = path.read_bytes()
+        except IsADirectoryError:
+            raise InputError("listed in the manifest but a directory, not a certificate", where=str(path)) from None
+        except OSError as err:
+            raise InputError(f"listed in the manifest but unreadable: {err.strerror}", where=str(path)) from None
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != manifest[name]:
+            raise Mismatch(f"manifest[{name}].sha256", manifest[name], actual)
+        try:
+            certs.append((parse_certificate(data, where=str(path)), actual))
+        except Mismatch as err:
+            raise Mismatch(f"{path}: {err.field}", err.expected, err.found) from None
+    return manifest, certs
+
+
+def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], curves: dict[str, bytes]) -> str:
+    index = _rows([(f'<a href="#cert-{_e(c.id)}">{_e(c.id)}</a>', _e(c.family), _e(c.claim)) for c, _ in certs],
+                  ("certificate", "family", "claim"))
+    manifest_json = json.dumps(manifest, indent=1, sort_keys=True).replace("</", "<\\/")
+    csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src '{_script_hash(_SCRIPT)}'; "
+           "connect-src 'none'; form-action 'none'; base-uri 'none'")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{_e(csp)}">
+<title>pycert certificates</title><style>{_STYLE}</style></head>
+<body>
+<h1>pycert certificates</h1>
+<p>{len(certs)} certificate(s). Re-check them offline with <code>pycert verify certificates/*.json</code>
+(add <code>--kernel</code> to re-run Lean), or their bytes with <code>sha256sum -c {MANIFEST_NAME}</code>.</p>
+<h2>Check a certificate file here</h2>
+<div id="drop">Drop certificate files here, or <input type="file" id="file" multiple accept=".json,application/json">
+<p>Hashed in this page with the browser's WebCrypto; nothing is sent anywhere.</p></div>
+<div id="verdict" data-state="idle" role="status" aria-live="polite">no file checked yet</div>
+<ul id="verdict-details"></ul>
+<h2>Index</h2>
+{index}
+{"".join(render_certificate(c, h, curves) for c, h in certs)}
+<script type="application/json" id="manifest">{manifest_json}</script>
+<script>{_SCRIPT}</script>
+</body></html>
+"""
+
+
+def write_report(cert_dir: Path, out: Path, root: Path = Path("."), curves: bool = True,
+                 progress: Callable[[str], None] = lambda _m: None) -> tuple[Path, int]:
+    """Render the page for ``cert_dir``; with ``curves``, plot every trace a certificate names (paths
+    relative to ``root``), once per distinct trace."""
+    manifest, certs = load_directory(cert_dir)
+    pngs: dict[str, bytes] = {}
+    for cert, _ in certs:
+        for i in cert.inputs:
+            if curves and i.role == "trace" and i.sha256 not in pngs:
+                path = root / i.path
+                if not path.is_file():
+                    raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
+                progress(f"hit-rate curve of {i.path}")
+                pngs[i.sha256] = curve_png(path, i.sha256, i.path)
+    atomic_write(out, render_page(manifest, certs, pngs).encode("utf-8"))
+    return out, len(certs)

@@ -1,0 +1,152 @@
+"""pycert: Lean-backed proofs and checkable certificates for claims about LLM inference caches.
+
+Exit codes (documented in the README): 0 the claim holds, 1 a checker rejected, 2 usage or input
+error, 130 Ctrl-C, 143 SIGTERM. Each subcommand lives in ``pycert.cli.<name>`` and registers
+itself with ``register``.
+
+This module is the console-script entry point, so it imports only ``sys`` before :func:`main` has
+its ``try`` in place: a Ctrl-C while the commands (numpy, pydantic, matplotlib ...) are still being
+imported exits 130 with one line like one at any later point. Every error, of every command, goes
+through :func:`report_error`: one line on stderr, and under ``--json`` also one JSON object
+``{"error", "where", "exit"}`` on stdout.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# Order is the order shown in --help: data in, Lean/solvers out, certificates and audit at the end.
+COMMAND_MODULES = (
+    "toolchain",
+    "check",
+    "trace",
+    "pooling",
+    "prove",
+    "audit",
+    "verify",
+    "report",
+    "mutate",
+)
+
+_PARSER_CLASS = None
+
+
+def _parser_class():  # noqa: ANN202 (argparse is imported lazily, see the module docstring)
+    global _PARSER_CLASS
+    if _PARSER_CLASS is None:
+        import argparse
+        import re
+
+        from pycert.core.errors import UsageError
+
+        class _Parser(argparse.ArgumentParser):
+            def error(self, message: str) -> None:  # argparse's own usage errors: the shared error path
+                m = re.match(r"argument (\S+?): (.*)", message, re.S)
+                where, why = (f"{self.prog} {m.group(1)}", m.group(2)) if m else (self.prog, message)
+                err = UsageError(why, where=where)
+                err.text = f"{self.prog}: error: {' '.join(message.split())}"
+                raise err
+
+        _PARSER_CLASS = _Parser
+    return _PARSER_CLASS
+
+
+def build_parser():  # noqa: ANN201
+    import importlib
+
+    from pycert import __version__
+
+    parser = _parser_class()(prog="pycert", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"pycert {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_parser_class())
+    sub.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"pycert.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"pycert.cli.{name}":
+                continue  # command not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def add_common(p) -> None:  # noqa: ANN001
+    """Flags every subcommand takes."""
+    p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout, no progress")
+
+
+def report_error(message: str, where: str | None, code: int, as_json: bool, text: str | None = None,
+                 details: dict | None = None) -> int:
+    """The one error path: ``text`` (default ``pycert: where: message``) as one line on stderr and,
+    under ``--json``, ``{"error": message, "where": where, "exit": code, **details}`` on stdout."""
+    line = text or ("pycert: " + (f"{where}: {message}" if where else message))
+    line = " ".join(line.split())  # one line, whatever the message held
+    try:
+        if as_json:
+            import json
+
+            sys.stdout.write(json.dumps({"error": " ".join(message.split()), "where": where, "exit": code,
+                                         **(details or {})}, indent=2) + "\n")
+            sys.stdout.flush()
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (BrokenPipeError, OSError):
+        pass  # a closed pipe: the exit code still says it
+    return code
+
+
+def _pycert_error(err: BaseException, as_json: bool) -> int:
+    message = getattr(err, "message", None) or str(err)
+    return report_error(message, getattr(err, "where", None), err.exit_code, as_json,  # type: ignore[attr-defined]
+                        text=getattr(err, "text", None), details=getattr(err, "details", None))
+
+
+def _on_sigterm(signum, frame) -> None:  # noqa: ANN001
+    from pycert.core.errors import Terminated
+
+    raise Terminated()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    as_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+    previous = None
+    try:
+        import signal
+
+        if hasattr(signal, "SIGTERM"):
+            try:
+                previous = signal.signal(signal.SIGTERM, _on_sigterm)  # so that temporaries get removed
+            except ValueError:
+                previous = None  # not the main thread: signals are not ours to handle
+        from pycert.core.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, PycertError, Terminated, UsageError
+
+        try:
+            args = build_parser().parse_args(argv)
+            as_json = bool(getattr(args, "json", as_json))
+            return int(args.func(args) or 0)
+        except UsageError as err:
+            _pycert_error(err, as_json)
+            raise SystemExit(EXIT_USAGE) from None  # as argparse itself exits on a bad command line
+        except PycertError as err:
+            return _pycert_error(err, as_json)
+        except KeyboardInterrupt:
+            return report_error("interrupted", None, EXIT_INTERRUPTED, as_json)
+        except Terminated:
+            return report_error("terminated", None, EXIT_TERMINATED, as_json)
+    except BaseException as exc:  # during the imports above, or while reporting an error
+        if isinstance(exc, KeyboardInterrupt):
+            return report_error("interrupted", None, 130, as_json)
+        if type(exc).__name__ == "Terminated":
+            return report_error("terminated", None, 143, as_json)
+        raise
+    finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

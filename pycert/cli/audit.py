@@ -1,0 +1,99 @@
+"""``pycert audit``: the axiom-free audit of what the kernel accepted (the compiled .olean files).
+
+By default it builds the library under ``lean/`` (and any FILE given: instance files) through the
+kernel runner, which answers from its cache when nothing changed, and audits every module built.
+``--olean-dir`` audits an existing tree instead. Exit 0 when every theorem passes, 1 when any is
+rejected, 2 on bad input. ``--sarif`` also writes a SARIF 2.1.0 log for CI annotations.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pycert.audit import axioms as au
+from pycert.lean import build as kernel
+from pycert.lean import wasm as tc
+from pycert.certify.schema import atomic_write
+from pycert.cli import add_common
+from pycert.cli.toolchain import add_backend
+from pycert.core.console import Progress, emit, table
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected
+from pycert.core.limits import out_path, seconds
+from pycert.audit.sarif import to_sarif
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("audit", help="check that every theorem rests only on propext, Classical.choice, Quot.sound")
+    p.add_argument("files", nargs="*", type=Path, metavar="FILE", help="instance files to build and audit too")
+    p.add_argument("--library", type=Path, default=None, help="library root (default: the repository's lean/)")
+    p.add_argument("--olean-dir", type=Path, default=None,
+                   help="audit this compiled tree instead of building (modules: --module, else every .olean there)")
+    p.add_argument("--module", action="append", default=[], metavar="NAME", help="with --olean-dir: a module to audit")
+    p.add_argument("--toolchain-lib", type=Path, default=None,
+                   help="the toolchain's .olean library (default: the active backend's)")
+    p.add_argument("--sarif", type=out_path, default=None, metavar="OUT", help="also write a SARIF 2.1.0 log here")
+    p.add_argument("--timeout", type=seconds, default=kernel.DEFAULT_TIMEOUT, help="seconds per Lean process")
+    add_common(p)
+    add_backend(p)
+    p.set_defaults(func=cmd_audit)
+
+
+def tree_modules(olean_dir: Path) -> list[str]:
+    """Every module compiled in a tree (``._*`` files are macOS metadata, not modules)."""
+    if not olean_dir.is_dir():
+        raise InputError("no such directory", where=str(olean_dir))
+    return sorted(".".join(p.relative_to(olean_dir).with_suffix("").parts)
+                  for p in olean_dir.rglob("*.olean") if not p.name.startswith("._"))
+
+
+def _from_tree(args: argparse.Namespace, library: Path) -> tuple[au.AuditReport, dict[str, Path]]:
+    modules = args.module or tree_modules(args.olean_dir)
+    if not modules:
+        raise InputError("no .olean files to audit", where=str(args.olean_dir))
+    lib = args.toolchain_lib or au.toolchain_lib(tc.resolve(args.lean))
+    sources = au.module_sources(library) if library.is_dir() else {}
+    sources.update({p.stem: p for p in args.files})
+    declared = {m: au.scan_declared_theorems(sources[m].read_text(encoding="utf-8")) for m in modules if m in sources}
+    report = au.audit_modules(modules, [args.olean_dir, lib], declared_theorems=declared)
+    return report, sources
+
+
+def _from_build(args: argparse.Namespace, library: Path) -> tuple[au.AuditReport, dict[str, Path]]:
+    toolchain = tc.resolve(args.lean)
+    build = kernel.build(library=library if library.is_dir() else None, files=args.files, backend=args.lean,
+                         timeout=args.timeout, progress=Progress(enabled=not args.json))
+    if not build.ok:
+        bad = ", ".join(f"{r.module} ({r.status})" for r in build.results if not r.ok)
+        raise Rejected(f"the kernel rejected {bad}: fix that first (`pycert build`)")
+    report = au.audit_build(build, toolchain, library)
+    return report, {r.module: Path(r.file) for r in build.results}
+
+
+def render(report: au.AuditReport) -> str:
+    lines = []
+    if report.findings:
+        rows = [(f.declaration, f.constant, f.reason, f"{f.module}:{f.line}" if f.line else f.module or "-",
+                 " -> ".join(f.chain)) for f in report.findings]
+        lines.append(table(["declaration", "offending constant", "why", "where", "path"], rows))
+    rows = [(m.module, m.theorems, m.level) for m in report.modules]
+    lines.append(table(["module", "theorems", "read from"], rows))
+    lines.append(
+        f"{'PASS' if report.ok else 'FAIL'}: {report.declarations_audited} theorems audited, "
+        f"{report.constants_walked} constants walked in {report.modules_loaded} modules, "
+        f"axioms seen: {', '.join(report.axioms_seen) or 'none'}, {report.seconds:.2f} s "
+        f"({report.trusted_toolchain_bodies} toolchain bodies taken on trust: the toolchain ships no .olean.private)"
+    )
+    lines.append(f"#print axioms cross-check: {report.cross_check}")
+    return "\n".join(lines)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    library = args.library or kernel.default_library()
+    if args.module and args.olean_dir is None:
+        raise InputError("--module needs --olean-dir")
+    report, sources = _from_tree(args, library) if args.olean_dir else _from_build(args, library)
+    if args.sarif:
+        atomic_write(args.sarif, (to_sarif(report, sources, root=Path.cwd()).dump() + "\n").encode("utf-8"))
+    emit(args.json, report, lambda: render(report))
+    return EXIT_OK if report.ok else EXIT_REJECTED

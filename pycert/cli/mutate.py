@@ -1,0 +1,51 @@
+"""``pycert mutate``: plant defects in every checker's input and show that each checker rejects them.
+
+Exit 0 when the campaign ran; with ``--expect-reject``, exit 1 when any mutant survived, timed out
+or crashed its checker (they are listed). Exit 2 on bad input. ``--report`` writes the JSON report
+in the shape of Stryker's mutation-testing-report-schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from mutation import operators
+from mutation.campaign import run_campaign
+from mutation.report import render, to_stryker
+from pycert.certify.schema import atomic_write
+from pycert.cli import add_common
+from pycert.cli.toolchain import add_backend
+from pycert.core.console import Progress, emit
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED
+from pycert.core.files import REPO_ROOT
+from pycert.core.limits import out_path, seconds
+
+REPO = REPO_ROOT
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("mutate", help="plant defects and show that every checker rejects them")
+    p.add_argument("--expect-reject", action="store_true",
+                   help="exit 1 unless every (non-equivalent) mutant is killed for its expected reason")
+    p.add_argument("--only", action="append", default=None, metavar="CLASS",
+                   choices=[o.name for o in operators.OPERATORS], help="run only this operator class (repeatable)")
+    p.add_argument("--report", type=out_path, default=None, metavar="OUT",
+                   help="write the Stryker-schema JSON report here")
+    p.add_argument("--timeout", type=seconds, default=900.0, help="seconds per Lean process")
+    add_common(p)
+    add_backend(p)
+    p.set_defaults(func=cmd_mutate)
+
+
+def cmd_mutate(args: argparse.Namespace) -> int:
+    report = run_campaign(REPO, backend=args.lean, only=set(args.only) if args.only else None, timeout=args.timeout,
+                          progress=Progress(enabled=not args.json))
+    data = {"summary": report.summary(), "outcomes": [o.model_dump() for o in report.outcomes]}
+    emit(args.json, data, lambda: render(report))  # first: an unwritable --report must not lose the results
+    if args.report:
+        atomic_write(args.report, (json.dumps(to_stryker(report, REPO), indent=2) + "\n").encode())
+    if args.expect_reject and report.failing:
+        return EXIT_REJECTED
+    return EXIT_OK

@@ -1,0 +1,164 @@
+"""``pycert pooling solve|generate|check``: the pooled KV placement result and its instances.
+
+``solve`` runs every stage of :func:`solvers.pipeline.run_pooling` (CP-SAT, HiGHS, replay, Belady,
+matching, optionally the Lean kernel) and prints the table; ``generate`` writes a seeded instance;
+``check`` validates an instance, recomputes its walls and regenerates it from its recorded seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from pycert.certify.schema import atomic_write
+from pycert.cli import add_common
+from pycert.core.console import Progress, emit, table
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError
+from pycert.core.limits import MAX_FAMILY_SIZE, in_path, int_list, int_range, json_depth_error, out_path, seconds, seed
+
+
+def _sizes(text: str) -> list[int]:
+    return int_list(1, MAX_FAMILY_SIZE)(text)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pooling", help="pooled vs per-instance KV caching: exact optima, cross-checks, Lean wall")
+    psub = p.add_subparsers(dest="action", metavar="ACTION")
+    psub.required = True
+
+    s = psub.add_parser("solve", help="solve the pooled, per-instance and best-routing models and cross-check them")
+    s.add_argument("instance", nargs="?", type=in_path, default=None, help="instance JSON (default: the committed one)")
+    s.add_argument("--seed", type=seed, default=0, help="solver random seed (CP-SAT and HiGHS)")
+    s.add_argument("--workers", type=int_range(1, 256), default=2, help="solver threads (1-256)")
+    s.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per solve")
+    s.add_argument("--family-sizes", type=_sizes, default=None, metavar="N,N,...",
+                   help="references per capacitated-family case (default 32,64,128,256)")
+    s.add_argument("--family-seed", type=seed, default=None, help="seed of the capacitated family")
+    s.add_argument("--lean", action="store_true", help="kernel-check the emitted Lean wall file (slow on wasm)")
+    s.add_argument("--lean-backend", choices=("native", "wasm"), default=None, help="Lean backend for --lean")
+    s.add_argument("--lean-file", type=out_path, default=None, help="where to write the Lean wall file")
+    add_common(s)
+    s.set_defaults(func=cmd_solve)
+
+    g = psub.add_parser("generate", help="write the seeded instance (defaults reproduce the committed one)")
+    g.add_argument("--seed", type=seed, default=None, help="generator seed (default: the committed instance's)")
+    g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a generator parameter (repeatable), e.g. --set hosts=8")
+    g.add_argument("--name", default=None, help="instance name")
+    g.add_argument("--out", type=out_path, default=None, help="output file (default: stdout)")
+    add_common(g)
+    g.set_defaults(func=cmd_generate)
+
+    c = psub.add_parser("check", help="validate an instance, recompute its walls, regenerate it from its seed")
+    c.add_argument("instance", nargs="?", type=in_path, default=None, help="instance JSON (default: the committed one)")
+    add_common(c)
+    c.set_defaults(func=cmd_check)
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from solvers.instance import COMMITTED, FamilyParams
+    from solvers.model import SolverParams
+    from solvers.pipeline import kernel_checker, render_table, run_pooling
+
+    family = FamilyParams()
+    if args.family_sizes:
+        family = family.model_copy(update={"sizes": args.family_sizes})
+    if args.family_seed is not None:
+        family = family.model_copy(update={"seed": args.family_seed})
+    res = run_pooling(
+        args.instance or COMMITTED,
+        params=SolverParams(seed=args.seed, workers=args.workers, time_limit_s=args.time_limit),
+        family=family,
+        lean_check=kernel_checker(backend=args.lean_backend) if args.lean else None,
+        lean_file=args.lean_file,
+        progress=Progress(enabled=not args.json),
+    )
+    emit(args.json, res, lambda: render_table(res))
+    return EXIT_OK if res.holds else EXIT_REJECTED
+
+
+def _params(overrides: list[str], base: BaseModel) -> BaseModel:
+    update = dict(base.model_dump())
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or key not in update:
+            raise InputError(f"--set {item!r}: expected KEY=VALUE with KEY one of {', '.join(sorted(update))}")
+        if json_depth_error(value):
+            raise InputError(f"--set {key}: {json_depth_error(value)}")
+        try:
+            update[key] = json.loads(value)
+        except ValueError:  # not JSON (or a number past 4,300 digits): the text itself
+            update[key] = value
+    try:
+        return type(base).model_validate(update)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise InputError(f"--set: {'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}") from None
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from solvers.instance import COMMITTED, GeneratorParams, dump_instance, generate, load_instance
+
+    committed = load_instance(COMMITTED).provenance
+    seed = args.seed if args.seed is not None else (committed.seed if committed else 0)
+    params = _params(args.overrides, committed.params if committed else GeneratorParams())
+    inst = generate(seed, params, name=args.name)
+    text = dump_instance(inst)
+    if args.out:
+        atomic_write(args.out, text.encode("utf-8"))
+    if args.out or args.json:
+        emit(args.json, {"path": str(args.out) if args.out else None, "seed": seed, "name": inst.name,
+                         "refs": len(inst.trace), "distinct": len(set(inst.trace))},
+             lambda: f"wrote {args.out}: {len(inst.trace)} references over {len(set(inst.trace))} blocks (seed {seed})")
+    else:
+        print(text, end="")
+    return EXIT_OK
+
+
+class CheckReport(BaseModel):
+    instance: str
+    refs: int
+    distinct: int
+    hosts: int
+    requests: int
+    pool_capacity: int
+    pool_peak_live: int
+    per_host_distinct: dict[int, int]
+    per_instance_wall: int
+    hosts_over_capacity: list[int]
+    regenerates: bool | None
+    """The file equals what its recorded seed and parameters generate (``None``: no provenance)."""
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from solvers.graphs import sharing
+    from solvers.instance import COMMITTED, generate, load_instance
+    from solvers.pooled import peak_live
+
+    path = args.instance or COMMITTED
+    inst = load_instance(path)
+    shared = sharing(inst, inst.routing)
+    regenerates = None
+    if inst.provenance:
+        regenerates = generate(inst.provenance.seed, inst.provenance.params, name=inst.name) == inst
+    rep = CheckReport(
+        instance=str(path), refs=len(inst.trace), distinct=shared.distinct_blocks, hosts=len(inst.hosts),
+        requests=len(inst.requests), pool_capacity=inst.pool_capacity, pool_peak_live=peak_live(tuple(inst.trace)),
+        per_host_distinct=shared.per_host_distinct, per_instance_wall=shared.per_instance_wall,
+        hosts_over_capacity=[h.id for h in inst.hosts if shared.per_host_distinct[h.id] > h.capacity],
+        regenerates=regenerates,
+    )
+
+    def human() -> str:
+        rows = [("references", rep.refs), ("distinct blocks (pooled wall)", rep.distinct),
+                ("Σ_h distinct (per-instance wall)", rep.per_instance_wall),
+                ("pool capacity / peak live blocks", f"{rep.pool_capacity} / {rep.pool_peak_live}"),
+                ("hosts over their cache capacity", ", ".join(map(str, rep.hosts_over_capacity)) or "none"),
+                ("regenerates from its seed", {True: "yes", False: "NO", None: "no provenance"}[rep.regenerates])]
+        return f"{rep.instance}: {rep.hosts} hosts, {rep.requests} requests\n" + table(["figure", "value"], rows)
+
+    emit(args.json, rep, human)
+    return EXIT_REJECTED if rep.regenerates is False else EXIT_OK

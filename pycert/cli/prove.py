@@ -1,0 +1,39 @@
+"""``pycert prove``: run the pipeline for all families or one, and write the certificates."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pycert import prove as pipeline
+from pycert.cli import add_common
+from pycert.cli.toolchain import add_backend
+from pycert.core.console import Progress, emit, table
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("prove", help="build, solve, kernel-check, audit and write certificates")
+    p.add_argument("family", choices=("all", *pipeline.FAMILY_NAMES), help="which family (or all)")
+    p.add_argument("--trace", type=Path, action="append", default=[], metavar="PATH",
+                   help="also certify the hit ceiling of this trace (repeatable); default: the synthetic trace only")
+    p.add_argument("--out", type=Path, default=None, help="certificate directory (default: certificates/)")
+    add_common(p)
+    add_backend(p)
+    p.set_defaults(func=cmd_prove)
+
+
+def render(res: pipeline.ProveResult) -> str:
+    stages = table(["stage", "status", "seconds", "detail"],
+                   [(s.name, s.status, f"{s.seconds:.1f}", s.detail[:90]) for s in res.stages])
+    rows = table(["certificate", "figure", "status", "claim"],
+                 [(r.certificate, r.figure, r.status, r.claim[:110]) for r in res.rows])
+    return f"{stages}\n\n{rows}\n\n{'ALL HOLD' if res.ok else 'REJECTED'}: {len(res.written)} certificates written"
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    families = list(pipeline.FAMILY_NAMES) if args.family == "all" else [args.family]
+    res = pipeline.prove(families, args.trace, backend=args.lean, out_dir=args.out,
+                         progress=Progress(enabled=not args.json, force=True))
+    emit(args.json, res, lambda: render(res))
+    return EXIT_OK if res.ok else EXIT_REJECTED

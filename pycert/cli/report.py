@@ -1,0 +1,38 @@
+"""``pycert report``: one static HTML page listing every certificate, with an in-page verifier."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pycert.core.console import Progress, emit
+from pycert.certify.report import write_report
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from pycert.cli import add_common
+    from pycert.core.limits import in_path, out_path
+
+    p = subparsers.add_parser(
+        "report", help="write a static HTML page of the certificates",
+        description="Lists every certificate in the manifest (claim, figures, inputs, limits) with the trace "
+                    "engine's hit-rate curve of every trace they name, and a verifier that hashes a dropped "
+                    "certificate with the browser's WebCrypto against the manifest. The page makes no "
+                    "network requests.",
+    )
+    p.add_argument("--certs", type=in_path, default=Path("certificates"),
+                   help="directory holding the certificates and MANIFEST.sha256 (default: certificates)")
+    p.add_argument("--out", type=out_path, default=Path("report.html"), help="page to write (default: report.html)")
+    p.add_argument("--root", type=in_path, default=Path("."),
+                   help="repository root that input paths are relative to (default: the current directory)")
+    p.add_argument("--no-curves", action="store_true", help="leave out the hit-rate curves (no trace needed)")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    out, count = write_report(args.certs, args.out, root=args.root, curves=not args.no_curves,
+                              progress=Progress(enabled=not args.json))
+    emit(args.json, {"report": str(out), "certificates": count},
+         human=lambda: f"wrote {out} ({count} certificate(s))")
+    return 0

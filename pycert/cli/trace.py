@@ -1,0 +1,263 @@
+"""``pycert trace stats|mrc|offload|plot|generate``: exact cache figures of a block-reference trace.
+
+Every analysis takes an optional TRACE (Mooncake JSONL or one id per line, gzip or not); without one
+it uses the embedded seeded synthetic trace (:func:`pycert.data.synthetic.default_trace`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from pycert.data import synthetic
+from pycert.analysis.cachesim import HitCurve, Ratio, TraceStats, lru_hit_curve, trace_stats
+from pycert.certify.schema import atomic_write
+from pycert.cli import add_common
+from pycert.core.console import Progress, emit, table
+from pycert.core.errors import EXIT_OK, InputError
+from pycert.core.limits import MAX_BELADY_POINTS, MAX_GENERATE_REQUESTS, in_path, int_list, int_range, out_path, seed
+from pycert.analysis.offload import OffloadArm, OffloadReport, offload_report
+from pycert.analysis.plot import log_capacities, plot_hit_rates
+from pycert.data.traces import Trace, coarsen, read_trace
+
+
+class MrcPoint(BaseModel):
+    """Hit figures at one capacity (blocks). Belady (OPT, from the one-pass curve) is absent when it
+    was not asked for."""
+
+    capacity: int
+    lru_hits: int
+    lru_hit_rate: Ratio
+    belady_hits: int | None = None
+    belady_hit_rate: Ratio | None = None
+
+
+class MrcResult(BaseModel):
+    """``pycert trace mrc``: LRU and Belady/MIN at the listed capacities, the unbounded cache, and with
+    ``--all`` both at every capacity: ``lru_hits_at[c]`` for c = 0 .. max_stack_distance and
+    ``opt_hits_at[c]`` for c = 0 .. max_opt_stack_distance; beyond its end each stays at
+    ``unbounded_hits``. The OPT fields are absent with ``--no-belady``."""
+
+    stats: TraceStats
+    max_stack_distance: int
+    max_opt_stack_distance: int | None = None
+    unbounded_hits: int
+    unbounded_hit_rate: Ratio
+    points: list[MrcPoint]
+    lru_hits_at: list[int] | None = None
+    opt_hits_at: list[int] | None = None
+
+
+class GenerateResult(BaseModel):
+    path: str
+    seed: int
+    stats: TraceStats
+
+
+def _nonneg_int(text: str) -> int:
+    return int_range(0)(text)
+
+
+def _positive_int(text: str) -> int:
+    return int_range(1)(text)
+
+
+def _capacity_list(text: str) -> list[int]:
+    return int_list(0)(text)
+
+
+def _trace_args(p: argparse.ArgumentParser) -> None:
+    add_common(p)
+    p.add_argument("trace", nargs="?", type=in_path, default=None, metavar="TRACE",
+                   help="Mooncake JSONL or one-id-per-line file, optionally gzip (default: the embedded "
+                        f"synthetic trace, seed 0, {synthetic.DEFAULT_REQUESTS} requests)")
+    p.add_argument("--format", choices=("auto", "mooncake", "ids"), default="auto",
+                   help="input format (default: auto, by the first line)")
+    p.add_argument("--granularity", type=_positive_int, default=1, metavar="K",
+                   help="merge K consecutive blocks of a request into one before any figure (default 1)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("trace", help="exact cache figures of a KV-block trace: stats, LRU/Belady curves, offload")
+    tsub = p.add_subparsers(dest="action", metavar="ACTION")
+    tsub.required = True
+
+    s = tsub.add_parser("stats", help="refs, distinct, cold-miss floor and ceiling (exact rationals)")
+    _trace_args(s)
+    s.set_defaults(func=cmd_stats)
+
+    m = tsub.add_parser("mrc", help="exact LRU and Belady/MIN hit rates at every capacity (one pass each), unbounded")
+    _trace_args(m)
+    m.add_argument("-c", "--capacity", type=_capacity_list, action="extend", default=None, metavar="N[,N...]",
+                   help="capacities in blocks (repeatable; default: powers of 4 until LRU equals unbounded)")
+    m.add_argument("--no-belady", action="store_true", help="skip Belady/MIN (its one-pass curve)")
+    m.add_argument("--all", action="store_true",
+                   help="also give the LRU and the Belady/MIN hit count at every capacity (JSON)")
+    m.set_defaults(func=cmd_mrc)
+
+    o = tsub.add_parser("offload", help="offload report at a GPU capacity in tokens, with the granularity control")
+    _trace_args(o)
+    o.add_argument("--capacity-tokens", type=_positive_int, required=True, metavar="T",
+                   help="GPU KV capacity in tokens")
+    o.add_argument("--host-tokens", type=_nonneg_int, default=None, metavar="T",
+                   help="host-tier capacity in tokens (default: unbounded)")
+    o.add_argument("--control-k", type=_positive_int, default=4, metavar="K",
+                   help="granularity-control factor: the report again with K-times larger blocks (1: none; default 4)")
+    o.add_argument("--block-tokens", type=_positive_int, default=None, metavar="B",
+                   help="tokens per block (needed for one-id-per-line traces; Mooncake: 512)")
+    o.set_defaults(func=cmd_offload)
+
+    g = tsub.add_parser("plot", help="PNG of LRU and Belady hit rate at every capacity, with the ceiling")
+    _trace_args(g)
+    g.add_argument("-o", "--output", type=out_path, default=Path("hit_rates.png"),
+                   help="PNG path (default hit_rates.png)")
+    g.add_argument("--points", type=int_range(0, MAX_BELADY_POINTS), default=12,
+                   help="log-spaced capacities whose Belady hit counts the output lists (default 12; 0: none; "
+                        f"at most {MAX_BELADY_POINTS}); the plotted line is exact at every capacity")
+    g.set_defaults(func=cmd_plot)
+
+    w = tsub.add_parser("generate", help="write a seeded synthetic Mooncake-format trace (shared prefixes, sessions)")
+    add_common(w)
+    w.add_argument("-o", "--output", type=out_path, required=True, help="JSONL path to write")
+    w.add_argument("--seed", type=seed, default=0)
+    w.add_argument("--requests", type=int_range(1, MAX_GENERATE_REQUESTS), default=synthetic.DEFAULT_REQUESTS,
+                   help=f"requests to generate (default {synthetic.DEFAULT_REQUESTS}, at most {MAX_GENERATE_REQUESTS:,})")
+    w.set_defaults(func=cmd_generate)
+
+
+def _load(args: argparse.Namespace, progress: Progress) -> Trace:
+    if args.trace is None:
+        trace = synthetic.default_trace()
+    else:
+        progress(f"reading {args.trace}")
+        trace = read_trace(args.trace, args.format)
+    return coarsen(trace, args.granularity)
+
+
+def _rate(r: Ratio) -> str:
+    return f"{r.decimal:.6f} ({r.numerator}/{r.denominator})"
+
+
+def _stats_rows(st: TraceStats) -> list[tuple[str, str]]:
+    shape = f"{st.format}" + (f", {st.requests:,} requests" if st.requests is not None else "")
+    shape += f", {st.block_tokens} tokens/block" if st.block_tokens else ""
+    shape += f", granularity x{st.granularity}" if st.granularity > 1 else ""
+    return [("trace", st.name), ("sha256", st.sha256), ("format", shape), ("refs", f"{st.refs:,}"),
+            ("distinct", f"{st.distinct:,}"), ("cold-miss floor", _rate(st.cold_miss_floor)),
+            ("ceiling", _rate(st.ceiling))]
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    st = trace_stats(_load(args, Progress(enabled=not args.json)))
+    emit(args.json, st, lambda: table(["figure", "value"], _stats_rows(st)))
+    return EXIT_OK
+
+
+def mrc_result(trace: Trace, capacities: list[int] | None, belady: bool, every: bool,
+               progress: Progress) -> MrcResult:
+    from pycert.analysis.optcurve import opt_hit_curve  # numba loads only for the commands that need it
+
+    progress(f"LRU stack distances over {trace.n_refs:,} references")
+    curve: HitCurve = lru_hit_curve(trace.refs)
+    opt: HitCurve | None = None
+    if belady:
+        progress(f"OPT stack distances over {trace.n_refs:,} references")
+        opt = opt_hit_curve(trace.refs)
+    if capacities is None:
+        capacities = [1]
+        while capacities[-1] < curve.max_distance:  # up to the first where LRU is as good as unbounded
+            capacities.append(capacities[-1] * 4)
+    points = []
+    for c in sorted(set(capacities)):
+        point = MrcPoint(capacity=c, lru_hits=curve.hits(c), lru_hit_rate=Ratio.of(curve.hit_rate(c)))
+        if opt is not None:
+            point.belady_hits, point.belady_hit_rate = opt.hits(c), Ratio.of(opt.hit_rate(c))
+        points.append(point)
+    unbounded = curve.refs - curve.distinct
+    return MrcResult(stats=trace_stats(trace), max_stack_distance=curve.max_distance,
+                     max_opt_stack_distance=None if opt is None else opt.max_distance, unbounded_hits=unbounded,
+                     unbounded_hit_rate=Ratio.of(Fraction(unbounded, curve.refs)), points=points,
+                     lru_hits_at=curve.hits_at.tolist() if every else None,
+                     opt_hits_at=opt.hits_at.tolist() if every and opt is not None else None)
+
+
+def _render_mrc(res: MrcResult) -> str:
+    rows = [(f"{p.capacity:,}", f"{p.lru_hit_rate.decimal:.6f}", f"{p.lru_hits:,}",
+             "-" if p.belady_hit_rate is None else f"{p.belady_hit_rate.decimal:.6f}",
+             "-" if p.belady_hits is None else f"{p.belady_hits:,}") for p in res.points]
+    opt = "" if res.max_opt_stack_distance is None else f" (OPT {res.max_opt_stack_distance:,})"
+    lines = [f"{res.stats.name}: {res.stats.refs:,} refs, {res.stats.distinct:,} distinct, "
+             f"max stack distance {res.max_stack_distance:,}{opt}",
+             table(["capacity", "LRU hit rate", "LRU hits", "Belady hit rate", "Belady hits"], rows),
+             f"unbounded (host-backed): {_rate(res.unbounded_hit_rate)}; ceiling = 1 - distinct/refs"]
+    return "\n".join(lines)
+
+
+def cmd_mrc(args: argparse.Namespace) -> int:
+    progress = Progress(enabled=not args.json)
+    res = mrc_result(_load(args, progress), args.capacity, not args.no_belady, args.all, progress)
+    emit(args.json, res, lambda: _render_mrc(res))
+    return EXIT_OK
+
+
+def _render_offload(rep: OffloadReport) -> str:
+    arms: list[OffloadArm] = [rep.primary] + ([rep.control] if rep.control else [])
+    fields = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
+              "cold_miss_floor", "max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
+              "host_backed_hit_rate", "host_load_frac", "headroom_pp", "gpu_share_of_achievable"]
+
+    def cell(v: object) -> str:
+        if isinstance(v, Ratio):
+            return f"{v.decimal:.6f}"
+        return "unbounded" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
+
+    rows = [(f, *(cell(getattr(a, f)) for a in arms)) for f in fields]
+    heads = ["figure", f"x{rep.primary.granularity} (as read)"]
+    heads += [f"x{rep.control_k} (control)"] if rep.control else []
+    host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
+    return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows)])
+
+
+def cmd_offload(args: argparse.Namespace) -> int:
+    trace = _load(args, Progress(enabled=not args.json))
+    if args.block_tokens is not None:
+        if args.granularity > 1:
+            raise InputError("give --block-tokens for the trace as read, without --granularity")
+        trace = replace(trace, block_tokens=args.block_tokens)
+    rep = offload_report(trace, args.capacity_tokens, args.host_tokens, args.control_k)
+    emit(args.json, rep, lambda: _render_offload(rep))
+    return EXIT_OK
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from pycert.analysis.optcurve import opt_hit_curve
+
+    progress = Progress(enabled=not args.json)
+    trace = _load(args, progress)
+    curve = lru_hit_curve(trace.refs)
+    progress(f"OPT stack distances over {trace.n_refs:,} references")
+    opt = opt_hit_curve(trace.refs)
+    belady = {c: opt.hits(c) for c in log_capacities(curve.max_distance, args.points)}
+    block = f", {trace.block_tokens} tokens/block" if trace.block_tokens else ""
+    title = (f"{Path(trace.name).name}\nsha256 {trace.sha256[:16]}..., {trace.n_refs:,} refs, "
+             f"granularity x{trace.granularity}{block}")
+    with tempfile.TemporaryDirectory(prefix="pycert-plot-") as scratch:  # drawn aside, then renamed into place
+        png = plot_hit_rates(Path(scratch) / "plot.png", curve, opt, title).read_bytes()
+    atomic_write(args.output, png)
+    path = args.output
+    data = {"path": str(path), "stats": trace_stats(trace),
+            "belady_hits": {str(c): h for c, h in belady.items()}}
+    emit(args.json, data, lambda: f"wrote {path}")
+    return EXIT_OK
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    path = synthetic.write_trace(args.output, seed=args.seed, requests=args.requests)
+    res = GenerateResult(path=str(path), seed=args.seed, stats=trace_stats(read_trace(path, "mooncake")))
+    emit(args.json, res, lambda: table(["figure", "value"], _stats_rows(res.stats)))
+    return EXIT_OK

@@ -1,0 +1,78 @@
+"""``pycert verify CERT... [--kernel]``: re-check certificates offline.
+
+Exit 0 when every certificate holds, 1 when any is rejected (one line per failure: field, expected,
+found), 2 when a certificate or an input it names is missing or malformed: then, after the report,
+one line names the first such problem (under ``--json``: the error object, with the per-certificate
+results under ``results``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pycert.core.console import emit, to_jsonable
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError
+from pycert.certify.verify import VerifyResult, verify_certificate
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from pycert.cli import add_common
+    from pycert.core.limits import in_path, seconds
+
+    p = subparsers.add_parser(
+        "verify", help="re-check certificates offline from the inputs they name",
+        description="Recompute every figure from the named inputs (whose sha256 must match), check the "
+                    "manifest, the schema and that every named theorem exists in the Lean library. "
+                    "'expected' is the reference (manifest, file on disk, recomputed value); 'found' is "
+                    "what the certificate holds.",
+    )
+    p.add_argument("certs", nargs="+", type=in_path, metavar="CERT", help="certificate JSON files")
+    p.add_argument("--kernel", action="store_true", help="also re-run the Lean check of the named files")
+    p.add_argument("--root", type=Path, default=Path("."),
+                   help="repository root that input paths are relative to (default: the current directory)")
+    p.add_argument("--manifest", type=in_path, default=None,
+                   help="manifest to check against (default: MANIFEST.sha256 beside each certificate)")
+    p.add_argument("--backend", choices=("native", "wasm"), default=None, help="Lean backend for --kernel")
+    p.add_argument("--timeout", type=seconds, default=1800.0, help="seconds per Lean file under --kernel")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def exit_code(results: list[VerifyResult]) -> int:
+    if any(r.status in ("missing-input", "input-error") for r in results):
+        return EXIT_USAGE
+    return EXIT_REJECTED if any(r.status == "rejected" for r in results) else EXIT_OK
+
+
+def render(results: list[VerifyResult]) -> str:
+    lines = []
+    for r in results:
+        label = {"ok": "ok", "rejected": "REJECTED", "missing-input": "MISSING", "input-error": "BAD INPUT"}[r.status]
+        lines.append(f"{label:<9} {r.certificate}" + (f"  ({', '.join(r.checked)})" if r.ok else ""))
+        lines += [f"  {r.certificate}: {f.render()}" for f in r.failures]
+        lines += [f"  {r.certificate}: missing input: {m}" for m in r.missing]
+        lines += [f"  {r.certificate}: {e}" for e in r.errors]
+        lines += [f"  note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    results = [
+        verify_certificate(c, root=args.root, manifest=args.manifest, kernel=args.kernel,
+                           backend=args.backend, timeout=args.timeout)
+        for c in args.certs
+    ]
+    code = exit_code(results)
+    if code != EXIT_USAGE:
+        emit(args.json, results, human=lambda: render(results))
+        return code
+    if not args.json:
+        print(render(results))
+    bad = [r for r in results if r.status in ("missing-input", "input-error")]
+    first = bad[0]
+    why = first.errors[0] if first.errors else f"missing input: {first.missing[0]}"
+    more = f" ({len(bad)} of {len(results)} certificates could not be checked)" if len(results) > 1 else ""
+    err = InputError(why + more, where=first.certificate)
+    err.details = {"results": to_jsonable(results)}
+    raise err

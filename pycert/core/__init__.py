@@ -1,0 +1,1 @@
+"""What every stage shares: errors and exit codes, terminal output, input limits, files, exact figures."""

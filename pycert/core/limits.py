@@ -1,0 +1,137 @@
+"""Input limits, each checked with a one-line message before any work starts (README: Limits).
+
+The limits exist so that no input reaches a place where Python or a library fails in its own words
+(``int()`` past 4,300 digits, the JSON decoder's recursion, numpy's int64): a value past one is an
+:class:`~pycert.core.errors.InputError` naming the file:line or the flag. The argparse types here are the
+one place where numeric flags get their ranges and output paths their checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+MAX_ID = (1 << 64) - 1
+"""Largest trace block id (ids files, Mooncake ``hash_ids``): any 64-bit hash, 0 … 2^64 - 1."""
+MAX_ID_DIGITS = len(str(MAX_ID))
+"""20: an id line longer than this is refused before it is converted."""
+MAX_INSTANCE_ID = (1 << 63) - 1
+"""Largest host, request or block id in a pooling instance (the solvers hold them as signed 64-bit)."""
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of arrays/objects in any JSON input (a Mooncake line needs 2, an instance 3, a
+certificate 4; the decoders themselves fail somewhere near 1,000)."""
+MAX_LINE_BYTES = 1 << 20
+"""Longest trace line, 1 MiB (the released Mooncake lines are at most 2.7 KB)."""
+MAX_JSON_BYTES = 64 << 20
+"""Largest certificate or instance file, 64 MiB."""
+MAX_PARAM = 1 << 40
+"""Largest integer flag (capacities, tokens, granularity and control factors, request counts): about 1.1e12,
+so that products of two of them still fit in 64 bits."""
+MAX_GENERATE_REQUESTS = 1_000_000
+"""``trace generate --requests``: about 20 million references, a few minutes."""
+MAX_BELADY_POINTS = 1_000
+"""``trace plot --points``: each is one O(n log n) Belady pass."""
+MAX_FAMILY_SIZE = 65_536
+"""``pooling solve --family-sizes``: references per capacitated-family case."""
+MAX_SECONDS = 86_400.0
+"""Timeouts and ``pooling solve --time-limit``: a day."""
+
+
+def json_depth_error(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """Why ``text`` nests deeper than ``limit`` (``None`` when it does not), without parsing it.
+
+    Counting brackets is a cheap upper bound on the depth; only when it exceeds the limit does the
+    exact scan (which skips string literals) run.
+    """
+    opens = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+    if text.count(opens[0]) + text.count(opens[1]) <= limit:
+        return None
+    data = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    depth, in_string, escaped = 0, False, False
+    for ch in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return f"JSON nested deeper than {limit} levels"
+        elif ch in "]}":
+            depth -= 1
+    return None
+
+
+# ---------------------------------------------------------------------------- argparse types
+
+
+def int_range(lo: int, hi: int = MAX_PARAM):  # noqa: ANN201 (an argparse type)
+    """An argparse type: an integer (``_`` separators allowed) with ``lo <= value <= hi``."""
+
+    def parse(text: str) -> int:
+        plain = text.strip().replace("_", "")
+        if not re.fullmatch(r"[+-]?[0-9]+", plain):  # ASCII digits only: int() also takes e.g. Arabic-Indic
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}")
+        digits = plain.lstrip("+-").lstrip("0") or "0"
+        if len(digits) > max(len(str(abs(lo))), len(str(abs(hi)))):  # before int(), which stops at 4,300 digits
+            raise argparse.ArgumentTypeError(f"must be between {lo:,} and {hi:,}, got a {len(digits)}-digit number")
+        value = int(plain)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be between {lo:,} and {hi:,}, got {value}")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in its messages
+    return parse
+
+
+def int_list(lo: int, hi: int = MAX_PARAM):  # noqa: ANN201
+    """An argparse type: a comma-separated, non-empty list of :func:`int_range` integers."""
+    one = int_range(lo, hi)
+
+    def parse(text: str) -> list[int]:
+        values = [one(part) for part in text.split(",") if part.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError(f"no number in {text!r}")
+        return values
+
+    parse.__name__ = "list of integers"
+    return parse
+
+
+def seconds(text: str) -> float:
+    """A timeout or time limit: a finite number of seconds, above 0, at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= MAX_SECONDS:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"must be > 0 and at most {MAX_SECONDS:g} seconds, got {text}")
+    return value
+
+
+def seed(text: str) -> int:
+    """A seed: any integer of at most 64 bits, either sign."""
+    return int_range(-(1 << 63), MAX_INSTANCE_ID)(text)
+
+
+def out_path(text: str) -> Path:
+    """An output file: not empty and not an existing directory (the write itself is atomic)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path: give a file name")
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory: give a file name")
+    return path
+
+
+def in_path(text: str) -> Path:
+    """An input file path: not empty (existence is checked where it is read, with its own message)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path: give a file name")
+    return Path(text)
