@@ -27,14 +27,14 @@ SCENARIOS = ("init-closure", "std-closure", "library")
 
 
 def _closure(root: str) -> dict[str, object]:
-    from pycert.audit import axioms as au
-    from pycert.lean import wasm as tc
+    from pycert.audit.graph import Environment
+    from pycert.lean.wasm import find_wasm
 
-    wasm = tc.find_wasm()
+    wasm = find_wasm()
     if wasm is None:
         raise SystemExit("the wasm toolchain is not installed (pycert toolchain install)")
     t0 = time.monotonic()
-    env = au._Environment([wasm.lib])
+    env = Environment([wasm.lib])
     env.load_closure([root])
     loaded = time.monotonic() - t0
     for name in list(env.owner):
@@ -45,15 +45,17 @@ def _closure(root: str) -> dict[str, object]:
 
 def _library(library: Path) -> dict[str, object]:
     from pycert.audit import axioms as au
-    from pycert.lean import build as kernel
-    from pycert.lean import wasm as tc
+    from pycert.lean import build as lean_build
+    from pycert.lean.backend import resolve
+    from pycert.lean.sources import library_modules
 
-    if not kernel.discover(library):
+    if not library_modules(library):
         return {"skipped": f"no modules under {library}"}
+    backend = resolve()
     t0 = time.monotonic()
-    build = kernel.build(library=library)
+    build = lean_build.build(library=library, backend=backend)
     built = time.monotonic() - t0
-    report = au.audit_build(build, tc.resolve(), library)
+    report = au.audit_build(build, backend, library)
     return {"build_s": round(built, 1), "cached": all(r.cached for r in build.results), "verdict": report.verdict,
             "theorems": report.declarations_audited, "constants_walked": report.constants_walked,
             "modules_loaded": report.modules_loaded, "axioms_seen": report.axioms_seen,

@@ -19,10 +19,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pycert.core.console import table  # noqa: E402
-from solvers.instance import COMMITTED, FamilyParams, capacitated_family, load_instance  # noqa: E402
+from solvers.capacitated import CapacitatedParams, capacitated_cases  # noqa: E402
+from solvers.instance import COMMITTED  # noqa: E402
+from solvers.instance_io import load_instance  # noqa: E402
 from solvers.model import SolverParams  # noqa: E402
+from solvers.optima import solve_free_routing, solve_paging  # noqa: E402
 from solvers.per_instance import committed_model  # noqa: E402
-from solvers.pipeline import solve_free_routing, solve_paging  # noqa: E402
 from solvers.pooled import Cache  # noqa: E402
 
 
@@ -57,7 +59,7 @@ def main() -> int:
     while n <= args.max_refs:
         sizes.append(n)
         n *= 2
-    for case in capacitated_family(FamilyParams(sizes=sizes, capacity_fraction=args.capacity_fraction)):
+    for case in capacitated_cases(CapacitatedParams(sizes=sizes, capacity_fraction=args.capacity_fraction)):
         out = solve_paging(case.name, [Cache(case.name, tuple(case.refs), case.capacity)], params)
         rows.append(dict(case=case.name, refs=out.refs, distinct=out.distinct, capacity=out.capacity,
                          vars=out.cpsat.variables, rows=out.cpsat.constraints, opt=out.cpsat.objective,

@@ -18,8 +18,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pycert.lean.build import CheckResult
-from pycert.certify.verify import scan_declarations, strip_comments
+from pycert.lean.diagnostics import CheckResult
+from pycert.lean.sources import module_name, scan_declarations, strip_comments
+
 
 def decl_ranges(source: str, first_line: int = 1) -> dict[str, tuple[int, int]]:
     """Short declaration name -> (first, last) line, counting from ``first_line``.
@@ -85,7 +86,7 @@ def apply_library_edits(lean_dir: Path, edits: list[LibraryEdit]) -> dict[str, L
             text = text.replace(e.old, e.new)
         path.write_text(text, encoding="utf-8")
         ranges = decl_ranges(text)
-        module = ".".join(Path(rel).with_suffix("").parts)
+        module = module_name(lean_dir, path)
         for e in group:
             if e.decl not in ranges:
                 raise ValueError(f"{e.mutant_id}: no declaration {e.decl} in the mutated {rel}")

@@ -1,10 +1,11 @@
-"""``pycert prove``: the whole pipeline, from data to written certificates.
+"""``pycert prove``: the whole pipeline, from data to written certificates, as a list of stages.
 
-Stages, in order: build the Lean library; compute each family's instance data and emit its Lean
-instance file; run the solvers and their independent checks; kernel-check every instance file in one
-batch (library modules come from the cache); audit everything the kernel accepted; write the
-certificates and the manifest atomically. A rejecting stage makes the run fail (exit 1), but later
-stages still run where they can, so one run reports every problem at once.
+:data:`STAGES`, in order: build the Lean library; each family prepares its instance data and Lean
+instance files (the pooling family runs its solvers and their independent checks here); the kernel
+checks every instance file in one batch (library modules come from the cache); the audit reads what
+the kernel accepted; the certificates and the manifest are written atomically. Each stage reads and
+writes one explicit :class:`Run`. A rejecting stage makes the run fail (exit 1), but later stages
+still run where they can, so one run reports every problem at once.
 """
 
 from __future__ import annotations
@@ -12,39 +13,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
-from pycert import claims
-from pycert.lean import build as kernel
-from pycert.lean.emit import packed_trace as lean_trace
-from pycert.data import synthetic
-from pycert.lean import wasm as tc
-from pycert.analysis.cachesim import trace_stats
-from pycert.certify.schema import (
-    AuditInfo,
-    BackendInfo,
-    Certificate,
-    Figure,
-    InputFile,
-    SolverInfo,
-    atomic_write,
-    write_certificates,
-)
-from pycert.core.errors import InputError
-from pycert.certify.provenance import REPO_ROOT, collect
-from pycert.data.traces import file_sha256, read_trace
-from pycert.certify.verify import first_touch_figures, isolation_figures
-
-FAMILY_NAMES = ("isolation", "ceiling", "pooling", "first-touch")
-DEFAULT_TRACE = Path("certificates/inputs/synthetic-seed0.jsonl")
-LEAN_OUT = Path("certificates/lean")
-LEAN_DERIVED = LEAN_OUT / "derived"
-ISOLATION_DEFAULT = {"T": 8, "n": 1024}
-FIRST_TOUCH_DEFAULT = {"c": 256, "n": 4000}
+from pycert.certify.documents import certificate
+from pycert.certify.manifest import write_certificates
+from pycert.certify.provenance import collect
+from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, Provenance
+from pycert.core.errors import InputError, Rejection
+from pycert.core.files import REPO_ROOT, relative_to_root
+from pycert.families import FAMILIES
+from pycert.families.base import Family, Prepared, Progress, Setting
+from pycert.lean import build
+from pycert.lean.backend import Backend, resolve
 
 StageStatus = Literal["ok", "rejected", "skipped"]
 
@@ -71,265 +54,140 @@ class ProveResult(BaseModel):
 
 
 @dataclass
-class Pending:
-    """A certificate before the kernel and audit verdicts are known."""
+class Run:
+    """Everything the stages share: what was asked, and what each stage has produced so far."""
 
-    id: str
-    family: str
-    claim: str
-    parameters: dict[str, Any]
-    inputs: list[InputFile]
-    figures: dict[str, Fraction]
-    lean_files: list[Path]
-    headline: str
-    theorems: list[str] = field(default_factory=list)
-    solver: SolverInfo | None = None
-    extra_limits: list[str] = field(default_factory=list)
-    ok: bool = True
-    why: str = ""
+    setting: Setting
+    backend: Backend
+    out_dir: Path
+    prepared: list[Prepared] = field(default_factory=list)
+    library: build.BuildResult | None = None
+    instances: build.BuildResult | None = None
+    audit: AuditInfo | None = None
+    written: list[str] = field(default_factory=list)
 
+    @property
+    def root(self) -> Path:
+        return self.setting.root
 
-def rel(path: Path, root: Path) -> str:
-    """A path relative to the repository root, as certificates name inputs (``../shared/...`` too)."""
-    path = path.resolve()
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        import os
+    def say(self, message: str) -> None:
+        self.setting.progress(message)
 
-        return Path(os.path.relpath(path, root)).as_posix()
+    def reject(self, p: Prepared, subject: str, reason: str, detail: str) -> None:
+        if p.rejection is None:
+            p.rejection = Rejection(subject=subject, reason=reason, detail=detail)
 
 
-def input_file(role: str, path: Path, root: Path, derived_from: str | None = None) -> InputFile:
-    return InputFile(role=role, path=rel(path, root), sha256=file_sha256(path), derived_from=derived_from)
+StageFn = Callable[[Run], tuple[StageStatus, str]]
 
 
-def slug(name: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
+# ---------------------------------------------------------------------------- the stages
 
 
-def lean_ident(name: str) -> str:
-    return "".join(part.capitalize() for part in slug(name).split("-") if part)
+def build_library(run: Run) -> tuple[StageStatus, str]:
+    res = build.build(library=run.root / "lean", backend=run.backend, progress=lambda m: run.say("  " + m))
+    run.library = res
+    if res.ok:
+        return "ok", f"{len(res.results)} modules, {sum(r.cached for r in res.results)} cached"
+    return "rejected", "; ".join(f"{r.module}: {r.status}" for r in res.results if not r.ok)
 
 
-# ---------------------------------------------------------------------------- families
+def prepare(family: Family) -> StageFn:
+    def stage(run: Run) -> tuple[StageStatus, str]:
+        ready = family.prepare(run.setting)
+        run.prepared += ready
+        bad = [p for p in ready if p.rejection]
+        if bad:
+            return "rejected", "; ".join(p.rejection.render() for p in bad)
+        return "ok", ", ".join(p.headline for p in ready)
+    return stage
 
 
-def prepare_isolation(root: Path) -> Pending:
-    T, n = ISOLATION_DEFAULT["T"], ISOLATION_DEFAULT["n"]
-    figs = isolation_figures(T, n)
-    return Pending(
-        id=f"isolation-t{T}-n{n}", family="isolation",
-        claim=(f"Any cache manager that shares cached prompts across {T} tenants and {n} blocks with zero leakage "
-               f"and full reuse needs at least {T * n} bits of isolation state ({n * (T.bit_length() - 1)} bits "
-               f"when each block has one owner)."),
-        parameters={"T": T, "n": n}, inputs=[], figures=figs, lean_files=[],
-        headline=f"{T * n} bits",
+def check_instances(run: Run) -> tuple[StageStatus, str]:
+    files = [f for p in run.prepared for f in p.lean_files]
+    if not files:
+        return "skipped", "no instance files"
+    res = build.build(library=run.root / "lean", files=files, backend=run.backend, progress=lambda m: run.say("  " + m))
+    run.instances = res
+    by_file = {Path(r.file).resolve(): r for r in res.results}
+    for p in run.prepared:
+        for f in p.lean_files:
+            r = by_file.get(f.resolve())
+            if r is None or not r.ok:
+                run.reject(p, f.name, "kernel", f"kernel: {f.name} {r.status if r else 'not checked'}")
+    bad = [r for r in res.results if not r.ok]
+    if bad:
+        return "rejected", "; ".join(f"{Path(r.file).name}: {r.status}" for r in bad)
+    return "ok", f"{len(files)} files"
+
+
+def audit(run: Run) -> tuple[StageStatus, str]:
+    from pycert.audit.axioms import audit_build
+
+    res = run.instances or run.library
+    if res is None or not res.ok:
+        run.audit = AuditInfo(verdict="skipped", detail="the kernel did not accept every file")
+        return "skipped", "kernel check failed"
+    report = audit_build(res, run.backend, run.root / "lean")
+    run.audit = AuditInfo(verdict="pass" if report.ok else "fail", axioms=sorted(report.axioms_seen),
+                          detail=report.summary())
+    if not report.ok:
+        for p in run.prepared:
+            run.reject(p, p.id, "audit", "audit failed")
+    return ("ok" if report.ok else "rejected"), report.summary()
+
+
+def write(run: Run) -> tuple[StageStatus, str]:
+    provenance = collect(root=run.root)
+    backend = BackendInfo.from_toolchain(run.backend.info())
+    certs = [to_certificate(p, backend, run.audit, provenance) for p in run.prepared if p.rejection is None]
+    write_certificates(certs, run.out_dir)
+    run.written += [str(run.out_dir / c.filename) for c in certs]
+    return "ok", f"{len(certs)} written to {relative_to_root(run.out_dir, run.root)}"
+
+
+def to_certificate(p: Prepared, backend: BackendInfo, audit: AuditInfo, provenance: Provenance) -> Certificate:
+    fam = p.family
+    return certificate(
+        id=p.id, family=fam.name, claim=p.claim, theorems=list(fam.theorems), parameters=p.parameters,
+        inputs=p.inputs, figures=[Figure.of(v, name=k, known_by=fam.known_by.get(k, "")) for k, v in p.figures.items()],
+        backend=backend, solver=p.solver, audit=audit, provenance=provenance, does_not_prove=list(fam.does_not_prove),
     )
 
 
-def prepare_first_touch(root: Path) -> Pending:
-    c, n = FIRST_TOUCH_DEFAULT["c"], FIRST_TOUCH_DEFAULT["n"]
-    figs = first_touch_figures(c, n)
-    cut = figs["cut"]
-    return Pending(
-        id=f"first-touch-c{c}-n{n}", family="first-touch",
-        claim=(f"A store pre-warmed in chunks of {c} tokens serves {c * (n // c)} of a {n}-token prompt "
-               f"(cut {float(cut):.4f}), and for every prompt of at least {2 * c} tokens the cut exceeds 1/2, "
-               f"so a 0.30 floor cannot fail."),
-        parameters={"c": c, "n": n}, inputs=[], figures=figs, lean_files=[], headline=f"cut {float(cut):.4f}",
-    )
-
-
-def default_trace(root: Path) -> Path:
-    """The embedded default: the seeded synthetic trace, regenerated byte-identically every run."""
-    path = root / DEFAULT_TRACE
-    data = synthetic.to_jsonl(synthetic.generate(0))
-    if not path.exists() or path.read_bytes() != data:
-        atomic_write(path, data)
-    return path
-
-
-def prepare_ceiling(trace_path: Path, root: Path) -> Pending:
-    trace = read_trace(trace_path)
-    stats = trace_stats(trace)
-    ceiling = stats.ceiling.fraction()
-    name = slug(trace_path.stem)
-    # A file encoding a trace from outside the repository is full-resolution data derived from it: it
-    # goes to an ignored folder, and verify regenerates it from the trace instead of reading it.
-    lean_dir = LEAN_OUT if trace_path.resolve().is_relative_to(root.resolve()) else LEAN_DERIVED
-    lean_path = root / lean_dir / f"Ceiling{lean_ident(name)}.lean"
-    source = lean_trace.emit_instance(trace.refs, trace.sha256, lean_path.stem)
-    atomic_write(lean_path, source.encode())
-    return Pending(
-        id=f"ceiling-{name}", family="ceiling",
-        claim=(f"On trace {trace_path.name} ({stats.refs} block references, {stats.distinct} distinct), no demand-fetch "
-               f"cache of any capacity or eviction policy hits more than {stats.refs - stats.distinct} times: "
-               f"a hit-rate ceiling of {float(ceiling):.6f}."),
-        parameters={"lean_encoding": lean_trace.ENCODING},
-        inputs=[input_file("trace", trace_path, root),
-                input_file("lean", lean_path, root, derived_from="trace")],
-        figures={"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct), "ceiling": ceiling},
-        lean_files=[lean_path], headline=f"ceiling {float(ceiling):.6f}",
-    )
-
-
-def prepare_pooling(root: Path, progress: Callable[[str], None]) -> Pending:
-    """Solvers and their independent checks now; the emitted wall file joins the batched kernel check."""
-    from solvers.instance import COMMITTED
-    from solvers.pipeline import run_pooling
-
-    lean_path = root / LEAN_OUT / "PoolingWall.lean"
-    res = run_pooling(COMMITTED, lean_file=lean_path, progress=progress)
-    figs = {f.name: f.value for f in res.figures}
-    pooled, per = res.pooled, res.per_instance
-    solver = SolverInfo(
-        name="OR-Tools CP-SAT", version=res.solvers["OR-Tools CP-SAT"], status=pooled.cpsat.status,
-        objective=pooled.cpsat.objective, bound=pooled.cpsat.bound,
-        parameters={**res.parameters.model_dump(mode="json"), "cross_check": f"HiGHS {res.solvers['HiGHS']}"},
-    )
-    return Pending(
-        id="pooling-committed", family="pooling",
-        claim=(f"On the committed {res.hosts}-host instance ({res.refs} block references over {res.distinct} blocks), "
-               f"the pooled cache reaches the proven minimum of {pooled.optimum} misses while per-instance caching "
-               f"needs {per.optimum} under the committed routing and at least {res.free_routing.proven_bound} "
-               f"under any routing."),
-        parameters={"hosts": res.hosts, "pool_capacity": res.pool_capacity},
-        inputs=[input_file("instance", Path(res.instance), root), input_file("lean", lean_path, root)],
-        figures=figs, lean_files=[lean_path], headline=f"OPT {pooled.optimum} vs {per.optimum}", solver=solver,
-        ok=res.holds, why="" if res.holds else "solver checks disagree",
-    )
+def stages(families: list[Family]) -> list[tuple[str, StageFn]]:
+    """The stages of a run over ``families``, in order."""
+    return [("lean library", build_library), *((f"instances: {f.name}", prepare(f)) for f in families),
+            ("kernel check", check_instances), ("axiom audit", audit), ("certificates", write)]
 
 
 # ---------------------------------------------------------------------------- the run
 
 
-class Runner:
-    def __init__(self, root: Path, backend: str | None, progress: Callable[[str], None]) -> None:
-        self.root = root
-        self.backend = backend
-        self.say = progress
-        self.stages: list[Stage] = []
-
-    def stage(self, name: str, fn: Callable[[], tuple[StageStatus, str]]) -> StageStatus:
-        self.say(f"{name} ...")
+def run_stages(run: Run, steps: list[tuple[str, StageFn]]) -> list[Stage]:
+    done = []
+    for name, fn in steps:
+        run.say(f"{name} ...")
         t0 = time.monotonic()
-        status, detail = fn()
-        self.stages.append(Stage(name=name, status=status, seconds=round(time.monotonic() - t0, 1), detail=detail))
-        self.say(f"{name}: {status}" + (f" ({detail})" if detail else ""))
-        return status
+        status, detail = fn(run)
+        done.append(Stage(name=name, status=status, seconds=round(time.monotonic() - t0, 1), detail=detail))
+        run.say(f"{name}: {status}" + (f" ({detail})" if detail else ""))
+    return done
 
 
 def prove(families: list[str], traces: list[Path], *, backend: str | None = None, out_dir: Path | None = None,
-          root: Path = REPO_ROOT, progress: Callable[[str], None] = lambda _m: None) -> ProveResult:
-    for fam in families:
-        if fam not in FAMILY_NAMES:
-            raise InputError(f"unknown family {fam!r}: expected one of {', '.join(FAMILY_NAMES)} or all")
+          root: Path = REPO_ROOT, progress: Progress = lambda _m: None) -> ProveResult:
+    for name in families:
+        if name not in FAMILIES:
+            raise InputError(f"unknown family {name!r}: expected one of {', '.join(FAMILIES)} or all")
     for t in traces:
         if not t.is_file():
             raise InputError("no such trace file", where=str(t))
-    out_dir = out_dir or root / "certificates"
-    toolchain = tc.resolve(backend)
-    run = Runner(root, backend, progress)
-    pending: list[Pending] = []
-    library = root / "lean"
-    built: dict[str, kernel.BuildResult] = {}
-
-    def build_library() -> tuple[StageStatus, str]:
-        res = kernel.build(library=library, backend=backend, progress=lambda m: progress("  " + m))
-        built["library"] = res
-        bad = [r for r in res.results if not r.ok]
-        return ("ok" if res.ok else "rejected",
-                f"{len(res.results)} modules, {sum(r.cached for r in res.results)} cached" if res.ok
-                else "; ".join(f"{r.module}: {r.status}" for r in bad))
-
-    run.stage("lean library", build_library)
-
-    def instances() -> tuple[StageStatus, str]:
-        if "isolation" in families:
-            pending.append(prepare_isolation(root))
-        if "first-touch" in families:
-            pending.append(prepare_first_touch(root))
-        if "ceiling" in families:
-            for t in [default_trace(root), *traces]:
-                pending.append(prepare_ceiling(t, root))
-        return "ok", f"{len(pending)} instances"
-
-    run.stage("instance data", instances)
-
-    if "pooling" in families:
-        def pooling() -> tuple[StageStatus, str]:
-            p = prepare_pooling(root, progress=lambda m: progress("  " + m))
-            pending.append(p)
-            return ("ok" if p.ok else "rejected"), p.why or p.headline
-
-        run.stage("pooling solvers", pooling)
-
-    lean_files = [f for p in pending for f in p.lean_files]
-
-    def check_instances() -> tuple[StageStatus, str]:
-        if not lean_files:
-            return "skipped", "no instance files"
-        res = kernel.build(library=library, files=lean_files, backend=backend,
-                           progress=lambda m: progress("  " + m))
-        built["instances"] = res
-        by_file = {Path(r.file).resolve(): r for r in res.results}
-        for p in pending:
-            for f in p.lean_files:
-                r = by_file.get(f.resolve())
-                if r is None or not r.ok:
-                    p.ok = False
-                    p.why = f"kernel: {f.name} {r.status if r else 'not checked'}"
-        bad = [r for r in res.results if not r.ok]
-        return ("ok" if not bad else "rejected",
-                f"{len(lean_files)} files" if not bad else "; ".join(f"{Path(r.file).name}: {r.status}" for r in bad))
-
-    run.stage("kernel check", check_instances)
-
-    audit_info: dict[str, AuditInfo] = {}
-
-    def audit() -> tuple[StageStatus, str]:
-        from pycert.audit.axioms import audit_build
-
-        res = built.get("instances") or built.get("library")
-        if res is None or not res.ok:
-            for p in pending:
-                audit_info[p.id] = AuditInfo(verdict="skipped", detail="the kernel did not accept every file")
-            return "skipped", "kernel check failed"
-        report = audit_build(res, toolchain, library)
-        for p in pending:
-            audit_info[p.id] = AuditInfo(verdict="pass" if report.ok else "fail", axioms=sorted(report.axioms_seen),
-                                         detail=report.summary())
-            if not report.ok:
-                p.ok = False
-                p.why = p.why or "audit failed"
-        return ("ok" if report.ok else "rejected"), report.summary()
-
-    run.stage("axiom audit", audit)
-
-    written: list[str] = []
-
-    def certificates() -> tuple[StageStatus, str]:
-        good = [p for p in pending if p.ok]
-        prov = collect(root=root)
-        backend_info = BackendInfo.from_toolchain(toolchain.info())
-        certs = [to_certificate(p, backend_info, audit_info[p.id], prov) for p in good]
-        write_certificates(certs, out_dir)
-        written.extend(str(out_dir / c.filename) for c in certs)
-        return "ok", f"{len(certs)} written to {rel(out_dir, root)}"
-
-    run.stage("certificates", certificates)
-    rows = [Row(certificate=p.id, claim=p.claim, figure=p.headline, status="holds" if p.ok else "rejected")
-            for p in pending]
-    ok = all(s.status != "rejected" for s in run.stages) and all(p.ok for p in pending)
-    return ProveResult(ok=ok, stages=run.stages, rows=rows, written=written)
-
-
-def to_certificate(p: Pending, backend: BackendInfo, audit: AuditInfo, prov: Any) -> Certificate:
-    fam = claims.FAMILIES[p.family]
-    return Certificate(
-        id=p.id, family=p.family, claim=p.claim, theorems=p.theorems or fam.theorems, parameters=p.parameters,
-        inputs=p.inputs, figures=[Figure.from_fraction(k, v, known_by=fam.known_by.get(k, "")) for k, v in p.figures.items()],
-        backend=backend,
-        solver=p.solver, audit=audit, provenance=prov, does_not_prove=[*fam.does_not_prove, *p.extra_limits],
-    )
+    chosen = [FAMILIES[name] for name in FAMILIES if name in families]
+    run = Run(setting=Setting(root=root, traces=tuple(traces), progress=progress),
+              backend=resolve(backend), out_dir=out_dir or root / "certificates")
+    done = run_stages(run, stages(chosen))
+    rows = [Row(certificate=p.id, claim=p.claim, figure=p.headline, status="rejected" if p.rejection else "holds")
+            for p in run.prepared]
+    ok = all(s.status != "rejected" for s in done) and not any(p.rejection for p in run.prepared)
+    return ProveResult(ok=ok, stages=done, rows=rows, written=run.written)

@@ -1,9 +1,10 @@
-"""Pooled KV placement: instances, exact CP-SAT and HiGHS models, a replay simulator and the Lean wall.
+"""The optimisation side of the pooling family: instances, exact CP-SAT and HiGHS models, a replay
+simulator and graph views.
 
-The pipeline (``solvers.pipeline.run_pooling``) reproduces the published pooling figures on the
-committed instance (``solvers/instances/committed.json``): the pooled optimum, the per-instance
-misses under the committed routing, the best any routing can do, and the capacitated family where
-the pool is smaller than the working set. No single solver is trusted: CP-SAT and HiGHS solve the
-same models, a plain simulator replays every schedule, networkx gives an independent matching
-optimum where the routing problem is a matching, and the Lean kernel proves the lower bounds.
+:mod:`pycert.families.pooling` runs them on the committed instance (``solvers/instances/committed.json``):
+the pooled optimum, the per-instance misses under the committed routing, the best any routing can do,
+and the capacitated cases where the pool is smaller than the working set (:mod:`solvers.optima`). No
+single solver is trusted: CP-SAT and HiGHS solve the same models, a plain simulator replays every
+schedule, networkx gives an independent matching optimum where the routing problem is a matching,
+and the Lean kernel proves the lower bounds.
 """

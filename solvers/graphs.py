@@ -12,13 +12,22 @@
 
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel
 
 from solvers.instance import Instance
 
+if TYPE_CHECKING:
+    import networkx as nx
+
+# networkx is imported where a graph is built: the pooling family imports this module for its
+# models whenever pycert starts, and networkx alone takes longer to load than the rest of it.
+
 
 def request_host_graph(inst: Instance, routing: dict[int, int]) -> nx.Graph:
+    import networkx as nx
+
     g = nx.Graph()
     g.add_nodes_from((("host", h.id) for h in inst.hosts), bipartite=0)
     g.add_nodes_from((("request", r.id) for r in inst.requests), bipartite=1)
@@ -27,6 +36,8 @@ def request_host_graph(inst: Instance, routing: dict[int, int]) -> nx.Graph:
 
 
 def block_host_graph(inst: Instance, routing: dict[int, int]) -> nx.Graph:
+    import networkx as nx
+
     g = nx.Graph()
     g.add_nodes_from((("host", h.id) for h in inst.hosts), bipartite=0)
     g.add_nodes_from((("block", b) for b in set(inst.trace)), bipartite=1)
@@ -52,6 +63,8 @@ class Sharing(BaseModel):
 
 
 def sharing(inst: Instance, routing: dict[int, int]) -> Sharing:
+    import networkx as nx
+
     bh = block_host_graph(inst, routing)
     rh = request_host_graph(inst, routing)
     blocks = [n for n in bh if n[0] == "block"]
@@ -89,6 +102,8 @@ def matching_optimum(inst: Instance) -> MatchingOptimum | None:
     routing problem is not a matching (see :func:`matching_applies`) or no routing fits."""
     if not matching_applies(inst):
         return None
+    import networkx as nx
+
     limit = inst.hosts[0].load_limit
     reqs = inst.requests
     sets = {r.id: set(r.blocks) for r in reqs}

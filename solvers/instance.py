@@ -1,4 +1,5 @@
-"""Pooling instances: the pydantic model, loading with file:line errors, and the seeded generators.
+"""Pooling instances: the pydantic model, its consistency rules, and the seeded generator (reading and
+writing instance files: :mod:`solvers.instance_io`).
 
 An instance is a set of hosts (each with a local KV cache of ``capacity`` blocks and a routing
 ``load_limit`` in block references), a pool cache of ``pool_capacity`` blocks, requests (each an
@@ -16,19 +17,16 @@ function of the recorded seed and parameters, so the JSON file can be regenerate
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from typing import Annotated
-
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 from pycert.core.errors import InputError
-from pycert.core.limits import MAX_INSTANCE_ID as MAX_ID, MAX_JSON_BYTES, MAX_PARAM, json_depth_error
+from pycert.core.limits import MAX_INSTANCE_ID as MAX_ID, MAX_PARAM
 from solvers.pooled import peak_live
 
 SCHEMA = "pycert-pooling-instance/1"
@@ -132,6 +130,15 @@ class Instance(_Frozen):
         routing = self.routing if routing is None else routing
         return [b for r in self.requests if routing[r.id] == host_id for b in r.blocks]
 
+    def overloaded(self, routing: dict[int, int] | None = None) -> list[tuple[int, Host, int]]:
+        """(index, host, load) for every host that serves more block references under ``routing``
+        (default: the committed one, which must route every request) than its ``load_limit``."""
+        routing = self.routing if routing is None else routing
+        load = {h.id: 0 for h in self.hosts}
+        for r in self.requests:
+            load[routing[r.id]] += len(r.blocks)
+        return [(i, h, load[h.id]) for i, h in enumerate(self.hosts) if load[h.id] > h.load_limit]
+
 
 # ---------------------------------------------------------------------------- validation
 
@@ -158,11 +165,9 @@ def consistency_errors(inst: Instance) -> list[tuple[tuple[Any, ...], str]]:
         if r.id not in inst.routing:
             errs.append((("requests", i), f"request {r.id} is not routed to any host"))
     if not errs:
-        for i, h in enumerate(inst.hosts):
-            load = sum(len(r.blocks) for r in inst.requests if inst.routing[r.id] == h.id)
-            if load > h.load_limit:
-                errs.append((("hosts", i, "load_limit"),
-                             f"host {h.id} carries {load} references under the routing, above its load_limit {h.load_limit}"))
+        errs += [(("hosts", i, "load_limit"),
+                  f"host {h.id} carries {load} references under the routing, above its load_limit {h.load_limit}")
+                 for i, h, load in inst.overloaded()]
     return errs
 
 
@@ -172,109 +177,6 @@ def validate(inst: Instance, where: str = "instance") -> Instance:
     if errs:
         raise InputError(errs[0][1], where=where)
     return inst
-
-
-def json_line(text: str, path: Sequence[Any]) -> int | None:
-    """1-based line of the JSON value at ``path`` (keys and list indices) in ``text``; ``None`` if absent.
-
-    The standard decoder skips over sibling values, so only the walk itself is written here.
-    """
-    dec = json.JSONDecoder()
-    pos = _skip_ws(text, 0)
-    try:
-        for step in path:
-            if text[pos] == "{":
-                pos = _skip_ws(text, pos + 1)
-                while text[pos] != "}":
-                    key, pos = dec.raw_decode(text, pos)
-                    pos = _skip_ws(text, _skip_ws(text, pos) + 1)  # past ':'
-                    if key == str(step):
-                        break
-                    _, pos = dec.raw_decode(text, pos)
-                    pos = _skip_ws(text, pos)
-                    pos = _skip_ws(text, pos + 1) if text[pos] == "," else pos
-                else:
-                    return None
-            elif text[pos] == "[" and isinstance(step, int):
-                pos = _skip_ws(text, pos + 1)
-                for _ in range(step):
-                    _, pos = dec.raw_decode(text, pos)
-                    pos = _skip_ws(text, pos)
-                    if text[pos] != ",":
-                        return None
-                    pos = _skip_ws(text, pos + 1)
-                if text[pos] == "]":
-                    return None
-            else:
-                return None
-    except (IndexError, json.JSONDecodeError):
-        return None
-    return text.count("\n", 0, pos) + 1
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\r\n":
-        pos += 1
-    return pos
-
-
-def parse_instance(text: str, source: str = "instance") -> Instance:
-    """Parse and validate instance JSON; every problem is an :class:`InputError` at ``source:line``."""
-    def where(path: Sequence[Any]) -> str:
-        line = json_line(text, path)
-        return f"{source}:{line}" if line else source
-
-    if len(text) > MAX_JSON_BYTES:
-        raise InputError(f"larger than the limit of {MAX_JSON_BYTES >> 20} MiB", where=source)
-    if why := json_depth_error(text):
-        raise InputError(why, where=source)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg}", where=f"{source}:{exc.lineno}") from None
-    except ValueError:  # int() of a number past 4,300 digits
-        raise InputError("a number with more than 4,300 digits", where=source) from None
-    try:
-        inst = Instance.model_validate(data)
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        loc = tuple(e["loc"])
-        field = ".".join(str(p) for p in loc) or "instance"
-        raise InputError(f"{field}: {e['msg']}", where=where(loc)) from None
-    errs = consistency_errors(inst)
-    if errs:
-        path, msg = errs[0]
-        raise InputError(msg, where=where(path))
-    return inst
-
-
-def load_instance(path: Path | str = COMMITTED) -> Instance:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such instance file", where=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not an instance file", where=str(path)) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", where=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read instance: {exc.strerror or exc}", where=str(path)) from None
-    return parse_instance(text, source=str(path))
-
-
-def dump_instance(inst: Instance) -> str:
-    """Deterministic JSON: one host, request or routing entry per line, so diffs and errors point somewhere."""
-    head = inst.model_dump(mode="json", by_alias=True, exclude={"hosts", "requests", "routing"})
-    lines = ["{"]
-    lines += [f"  {json.dumps(k)}: {json.dumps(v, sort_keys=True)}," for k, v in head.items()]
-    for key, items in (("hosts", inst.hosts), ("requests", inst.requests)):
-        body = ",\n".join(f"    {json.dumps(i.model_dump(mode='json'))}" for i in items)
-        lines.append(f'  "{key}": [\n{body}\n  ],')
-    routing = ",\n".join(f'    "{r}": {h}' for r, h in sorted(inst.routing.items()))
-    lines.append(f'  "routing": {{\n{routing}\n  }}')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------- generators
@@ -391,46 +293,3 @@ def _steer_routing(rng: random.Random, requests: list[list[int]], hosts: list[in
         raise InputError(f"the routing search cannot reach per-instance misses {target} within "
                          f"{p.search_steps} moves (off by {best}); try another seed", where="params")
     return hosts
-
-
-class FamilyCase(_Frozen):
-    """One capacitated single-cache case: the pool is smaller than the distinct count."""
-
-    name: str
-    refs: list[int] = Field(min_length=1)
-    capacity: int = Field(ge=1)
-
-    @cached_property
-    def distinct(self) -> int:
-        return len(set(self.refs))
-
-
-class FamilyParams(_Frozen):
-    seed: int = 7
-    sizes: list[int] = Field(default_factory=lambda: [32, 64, 128, 256], min_length=1,
-                             description="references per case (the benchmark doubles them further)")
-    refs_per_block: int = Field(4, ge=1, description="blocks = refs / refs_per_block")
-    capacity_fraction: float = Field(0.5, gt=0.0, lt=1.0, description="pool capacity as a fraction of the blocks")
-    skew: float = Field(0.8, ge=0.0, description="Zipf exponent of block popularity")
-
-
-def capacitated_family(p: FamilyParams | None = None) -> list[FamilyCase]:
-    """Seeded small cases with capacity strictly below the distinct count (so OPT exceeds the wall).
-
-    Blocks are drawn with Zipf popularity. A draw is redrawn from the same stream until more blocks
-    are live at some step than the capacity holds (:func:`solvers.pooled.peak_live`): then every
-    schedule must evict a block it needs again, so OPT is strictly above the distinct count.
-    """
-
-    p = p or FamilyParams()
-    rng = random.Random(p.seed)
-    cases = []
-    for n in p.sizes:
-        blocks = max(2, n // p.refs_per_block)
-        capacity = max(1, int(blocks * p.capacity_fraction))
-        weights = [1.0 / (b + 1) ** p.skew for b in range(blocks)]
-        refs = rng.choices(range(blocks), weights=weights, k=n)
-        while peak_live(tuple(refs)) <= capacity:
-            refs = rng.choices(range(blocks), weights=weights, k=n)
-        cases.append(FamilyCase(name=f"n{n}-b{blocks}-c{capacity}", refs=refs, capacity=capacity))
-    return cases

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from pycert.core.errors import Rejection
 from solvers.instance import Instance
 
 
@@ -21,7 +22,7 @@ class Replay(BaseModel):
     fetches: int
     max_occupancy: int
     capacity: int
-    violations: list[str] = []
+    violations: list[Rejection] = []
 
     @property
     def ok(self) -> bool:
@@ -29,9 +30,13 @@ class Replay(BaseModel):
 
 
 def replay_schedule(name: str, refs: Sequence[int], capacity: int, schedule: Sequence[frozenset[int]]) -> Replay:
-    violations = []
+    violations: list[Rejection] = []
+
+    def refuse(step: str, reason: str, detail: str) -> None:
+        violations.append(Rejection(subject=step, reason=reason, detail=detail))
+
     if len(schedule) != len(refs):
-        violations.append(f"schedule has {len(schedule)} steps for {len(refs)} references")
+        refuse("schedule", "length", f"schedule has {len(schedule)} steps for {len(refs)} references")
     prev: frozenset[int] = frozenset()
     misses = fetches = peak = 0
     for t, (b, now) in enumerate(zip(refs, schedule)):
@@ -40,11 +45,11 @@ def replay_schedule(name: str, refs: Sequence[int], capacity: int, schedule: Seq
         fetches += len(fetched)
         peak = max(peak, len(now))
         if b not in now:
-            violations.append(f"step {t}: referenced block {b} is not in the cache")
+            refuse(f"step {t}", "not-cached", f"referenced block {b} is not in the cache")
         if fetched - {b}:
-            violations.append(f"step {t}: blocks {sorted(fetched - {b})} enter without being referenced")
+            refuse(f"step {t}", "prefetch", f"blocks {sorted(fetched - {b})} enter without being referenced")
         if len(now) > capacity:
-            violations.append(f"step {t}: {len(now)} blocks cached, capacity {capacity}")
+            refuse(f"step {t}", "over-capacity", f"{len(now)} blocks cached, capacity {capacity}")
         prev = now
     return Replay(name=name, refs=len(refs), misses=misses, fetches=fetches, max_occupancy=peak,
                   capacity=capacity, violations=violations[:20])
@@ -61,7 +66,7 @@ def keep_everything(refs: Sequence[int]) -> list[frozenset[int]]:
 
 
 class RoutingReplay(BaseModel):
-    routing_violations: list[str]
+    routing_violations: list[Rejection]
     hosts: list[Replay]
 
     @property
@@ -73,17 +78,17 @@ class RoutingReplay(BaseModel):
         return not self.routing_violations and all(h.ok for h in self.hosts)
 
 
-def check_routing(inst: Instance, routing: dict[int, int]) -> list[str]:
+def check_routing(inst: Instance, routing: dict[int, int]) -> list[Rejection]:
     known = set(inst.host_ids)
-    out = [f"request {r.id} is not routed" for r in inst.requests if r.id not in routing]
-    out += [f"request {r} is routed to unknown host {h}" for r, h in routing.items() if h not in known]
+    out = [Rejection(subject=f"request {r.id}", reason="unrouted", detail=f"request {r.id} is not routed")
+           for r in inst.requests if r.id not in routing]
+    out += [Rejection(subject=f"request {r}", reason="unknown-host", detail=f"request {r} is routed to unknown host {h}")
+            for r, h in routing.items() if h not in known]
     if out:
         return out
-    for h in inst.hosts:
-        load = sum(len(r.blocks) for r in inst.requests if routing[r.id] == h.id)
-        if load > h.load_limit:
-            out.append(f"host {h.id} carries {load} references, load_limit {h.load_limit}")
-    return out
+    return [Rejection(subject=f"host {h.id}", reason="over-load",
+                      detail=f"host {h.id} carries {load} references, load_limit {h.load_limit}")
+            for _, h, load in inst.overloaded(routing)]
 
 
 def replay_routing(inst: Instance, routing: dict[int, int],

@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from pycert.lean import wasm as tc
+from pycert.lean import toolchain
+from pycert.lean.wasm import WasmBackend, find_wasm
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_TRACES = REPO.parent / "shared" / "traces" / "mooncake-fast25"
 
 
 @pytest.fixture(scope="session")
-def wasm() -> tc.WasmToolchain:
-    found = tc.find_wasm()
+def wasm() -> WasmBackend:
+    found = find_wasm()
     if found is None:
         pytest.fail("the wasm toolchain is not installed: run `pycert toolchain install` (the README's test command does)")
     return found
@@ -24,7 +25,7 @@ def wasm() -> tc.WasmToolchain:
 @pytest.fixture
 def lean_dir() -> Path:
     """A scratch directory the wasm process can see."""
-    d = tc.scratch_root() / f"test-{uuid.uuid4().hex[:10]}"
+    d = toolchain.scratch_root() / f"test-{uuid.uuid4().hex[:10]}"
     d.mkdir()
     yield d
     import shutil

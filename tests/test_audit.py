@@ -13,8 +13,12 @@ from pathlib import Path
 import pytest
 
 from pycert.audit import axioms as au
-from pycert.lean import build as kernel
-from pycert.lean import wasm as tc
+from pycert.audit import graph
+from pycert.lean import toolchain
+from pycert.lean.build import BuildResult
+from pycert.lean.diagnostics import CheckResult
+from pycert.lean.sources import declared_theorems
+from pycert.lean.wasm import WasmBackend
 from pycert.cli import main
 from pycert.core.errors import InputError, Rejected
 from pycert.audit.sarif import to_sarif
@@ -83,7 +87,7 @@ GHOST = CLEAN + "#exit\npublic theorem ghost : Eq (1 : Nat) 1 := rfl\n"
 SOURCES = {"Defects": DEFECTS, "Native": NATIVE, "Macro": MACRO, "Clean": CLEAN, "Ghosty": GHOST}
 
 
-def _compile_all(t: tc.WasmToolchain, d: Path) -> dict[str, subprocess.CompletedProcess[str]]:
+def _compile_all(t: WasmBackend, d: Path) -> dict[str, subprocess.CompletedProcess[str]]:
     """The raw `lean -o` of each fixture, two at a time (the kernel runner would refuse the `sorry`)."""
     env = {**os.environ, "LEAN_PATH": str(t.lib)}
     procs: dict[str, subprocess.Popen[str]] = {}
@@ -109,8 +113,8 @@ def _diagnostics(stdout: str) -> list[dict[str, object]]:
 
 
 @pytest.fixture(scope="module")
-def built(wasm: tc.WasmToolchain) -> Iterator[Path]:
-    d = tc.scratch_root() / f"audit-test-{uuid.uuid4().hex[:10]}"
+def built(wasm: WasmBackend) -> Iterator[Path]:
+    d = toolchain.scratch_root() / f"audit-test-{uuid.uuid4().hex[:10]}"
     d.mkdir()
     for m, text in SOURCES.items():
         (d / f"{m}.lean").write_text(text)
@@ -127,19 +131,19 @@ def built(wasm: tc.WasmToolchain) -> Iterator[Path]:
     shutil.rmtree(d, ignore_errors=True)
 
 
-def _build_result(d: Path, modules: list[str]) -> kernel.BuildResult:
+def _build_result(d: Path, modules: list[str]) -> BuildResult:
     """What the runner reports for these compiled files (each one really compiled above)."""
-    results = [kernel.CheckResult(module=m, file=str(d / f"{m}.lean"), ok=True, status="ok", exit_code=0, seconds=0.0)
+    results = [CheckResult(module=m, file=str(d / f"{m}.lean"), ok=True, status="ok", exit_code=0, seconds=0.0)
                for m in modules]
-    return kernel.BuildResult(ok=True, backend="wasm", results=results, olean_dir=str(d), seconds=0.0)
+    return BuildResult(ok=True, backend="wasm", results=results, olean_dir=str(d), seconds=0.0)
 
 
 def _triples(report: au.AuditReport) -> set[tuple[str, str, str]]:
-    return {(f.declaration, f.constant, f.reason) for f in report.findings}
+    return {(f.subject, f.constant, f.reason) for f in report.findings}
 
 
 @pytest.mark.slow
-def test_each_planted_defect_is_rejected_by_name(built: Path, wasm: tc.WasmToolchain) -> None:
+def test_each_planted_defect_is_rejected_by_name(built: Path, wasm: WasmBackend) -> None:
     report = au.audit_build(_build_result(built, ["Defects", "Native", "Macro", "Ghosty"]), wasm, None)
     assert not report.ok and report.verdict == "fail"
     found = _triples(report)
@@ -158,13 +162,13 @@ def test_each_planted_defect_is_rejected_by_name(built: Path, wasm: tc.WasmToolc
     assert expected <= found, expected - found
     clean = {"clean", "usesChoice", "viaDef", "usesPriv", "usesPropext", "usesQuotSound", "alsoClean",
              "double_two", "uses_helper", "uses_choice"}
-    assert not {f.declaration for f in report.findings} & clean
+    assert not {f.subject for f in report.findings} & clean
     # Every other finding is the compiler's helper behind `nd`, flagged with the same constant.
-    assert {(f.declaration, f.constant) for f in report.findings if (f.declaration, f.constant, f.reason) not in expected} \
+    assert {(f.subject, f.constant) for f in report.findings if (f.subject, f.constant, f.reason) not in expected} \
         == {("nd._proof_1_1", "Lean.ofReduceBool")}
     assert {"propext", "Quot.sound", "Classical.choice", "Lean.ofReduceBool", "sorryAx", "myAx", "hidden"} \
         <= set(report.axioms_seen)
-    by_decl = {f.declaration: f for f in report.findings}
+    by_decl = {f.subject: f for f in report.findings}
     assert (by_decl["usesAx"].module, by_decl["usesAx"].line, by_decl["usesAx"].column) == ("Defects", 6, 0)
     assert by_decl["nd"].chain == ["nd", "nd._proof_1_1", "Lean.ofReduceBool"]
     assert by_decl["nd._proof_1_1"].auxiliary and not by_decl["nd"].auxiliary
@@ -174,7 +178,7 @@ def test_each_planted_defect_is_rejected_by_name(built: Path, wasm: tc.WasmToolc
 
 
 @pytest.mark.slow
-def test_clean_modules_pass(built: Path, wasm: tc.WasmToolchain) -> None:
+def test_clean_modules_pass(built: Path, wasm: WasmBackend) -> None:
     report = au.audit_build(_build_result(built, ["Clean"]), wasm, None)
     assert report.ok, report.findings
     assert report.declarations_audited == 4  # double_two, helper, uses_helper, uses_choice
@@ -182,12 +186,12 @@ def test_clean_modules_pass(built: Path, wasm: tc.WasmToolchain) -> None:
     assert report.word_size == 4 and report.lean_version == wasm.stamp.lean_version
     assert report.summary().startswith("pass: 4 theorems in 1 modules")
     report = au.audit_modules(["Native"], [built, wasm.lib], declared_theorems=["usesPropext", "usesQuotSound"])
-    assert {f.declaration for f in report.findings} == {"nd", "nd._proof_1_1"}
+    assert {f.subject for f in report.findings} == {"nd", "nd._proof_1_1"}
     assert {"propext", "Quot.sound"} <= set(report.axioms_seen)
 
 
 @pytest.mark.slow
-def test_without_the_private_part_the_audit_fails_closed(built: Path, wasm: tc.WasmToolchain, tmp_path: Path) -> None:
+def test_without_the_private_part_the_audit_fails_closed(built: Path, wasm: WasmBackend, tmp_path: Path) -> None:
     for suffix in (".olean", ".olean.server"):
         shutil.copy(built / f"Clean{suffix}", tmp_path / f"Clean{suffix}")
     report = au.audit_modules(["Clean"], [tmp_path, wasm.lib], declared_theorems=["double_two", "uses_choice"])
@@ -196,7 +200,7 @@ def test_without_the_private_part_the_audit_fails_closed(built: Path, wasm: tc.W
 
 
 @pytest.mark.slow
-def test_cli_table_json_and_sarif(built: Path, wasm: tc.WasmToolchain, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_table_json_and_sarif(built: Path, wasm: WasmBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     common = ["--olean-dir", str(built), "--toolchain-lib", str(wasm.lib)]
     assert main(["audit", *common, "--module", "Clean", str(built / "Clean.lean")]) == 0
     out = capsys.readouterr().out
@@ -222,18 +226,18 @@ def test_cli_table_json_and_sarif(built: Path, wasm: tc.WasmToolchain, tmp_path:
 
 
 def test_allow_list_is_pinned() -> None:
-    au.check_allow_list()
-    assert au.allow_list_digest(au.ALLOWED_AXIOMS) == au.ALLOWED_AXIOMS_SHA256
+    graph.check_allow_list()
+    assert graph.allow_list_digest(graph.ALLOWED_AXIOMS) == graph.ALLOWED_AXIOMS_SHA256
     for widened in ({*au.ALLOWED_AXIOMS, "Lean.ofReduceBool"}, {*au.ALLOWED_AXIOMS, "sorryAx"},
                     au.ALLOWED_AXIOMS - {"propext"}):
         with pytest.raises(Rejected, match="allow-list was changed"):
-            au.check_allow_list(widened)
+            graph.check_allow_list(widened)
     with pytest.raises(Rejected):
         au.audit_modules(["Init.Prelude"], [Path("/nonexistent")], allowed_axioms={*au.ALLOWED_AXIOMS, "myAx"})
 
 
-def test_toolchain_axioms_outside_the_allow_list_are_offences(wasm: tc.WasmToolchain) -> None:
-    env = au._Environment([wasm.lib])
+def test_toolchain_axioms_outside_the_allow_list_are_offences(wasm: WasmBackend) -> None:
+    env = graph.Environment([wasm.lib])
     env.load_closure(["Init.Core"])
     assert env.node("propext").offense is None and env.node("Quot.sound").offense is None
     assert env.node("Lean.ofReduceBool").offense == "native-code"
@@ -242,13 +246,13 @@ def test_toolchain_axioms_outside_the_allow_list_are_offences(wasm: tc.WasmToolc
     assert env.node("Nat.add").offense is None  # the toolchain's own @[extern] is how Nat.add runs, not a finding
 
 
-def test_missing_module_and_bad_input(wasm: tc.WasmToolchain) -> None:
+def test_missing_module_and_bad_input(wasm: WasmBackend) -> None:
     with pytest.raises(InputError, match="no .olean for module Pycert.Nope"):
         au.audit_modules(["Pycert.Nope"], [wasm.lib])
     with pytest.raises(InputError, match="no modules"):
         au.audit_modules([], [wasm.lib])
-    failed = kernel.BuildResult(ok=False, backend="wasm", olean_dir="/tmp", seconds=0.0, results=[
-        kernel.CheckResult(module="A", file="A.lean", ok=False, status="failed", exit_code=1, seconds=0.0)])
+    failed = BuildResult(ok=False, backend="wasm", olean_dir="/tmp", seconds=0.0, results=[
+        CheckResult(module="A", file="A.lean", ok=False, status="failed", exit_code=1, seconds=0.0)])
     with pytest.raises(InputError, match="did not accept A"):
         au.audit_build(failed, wasm, None)
 
@@ -268,23 +272,23 @@ theorem _root_.top : True := trivial
 end Pycert
 theorem e : True := trivial
 """
-    assert au.scan_declared_theorems(src) == ["Pycert.a", "Pycert.b", "Pycert.c", "Pycert.Inner.d", "top", "e"]
+    assert declared_theorems(src) == ["Pycert.a", "Pycert.b", "Pycert.c", "Pycert.Inner.d", "top", "e"]
 
 
 def test_display_and_auxiliary_names() -> None:
-    assert au.display_name("_private.Pycert.Basic.0.Pycert.foo") == "Pycert.foo"
-    assert au.display_name("Nat.add") == "Nat.add"
-    assert au.is_auxiliary("_private.M.0.nd._proof_1_1") and not au.is_auxiliary("_private.M.0.nd")
+    assert graph.display_name("_private.Pycert.Basic.0.Pycert.foo") == "Pycert.foo"
+    assert graph.display_name("Nat.add") == "Nat.add"
+    assert graph.is_auxiliary("_private.M.0.nd._proof_1_1") and not graph.is_auxiliary("_private.M.0.nd")
 
 
 def test_strongly_connected_orders_dependencies_first() -> None:
     succ = {"a": ("b",), "b": ("c", "a"), "c": ("d",), "d": ()}
-    comps = au.strongly_connected(["a", "b", "c", "d"], succ)
+    comps = graph.strongly_connected(["a", "b", "c", "d"], succ)
     assert [sorted(c) for c in comps] == [["d"], ["c"], ["a", "b"]]
 
 
 def test_sarif_without_source_positions() -> None:
-    f = au.Finding(declaration="X.t", module="X", constant="sorryAx", reason="sorry", why=au.WHY["sorry"],
+    f = au.Finding(subject="X.t", module="X", constant="sorryAx", reason="sorry", detail=au.WHY["sorry"],
                    chain=["X.t", "X.h", "sorryAx"])
     report = au.AuditReport(verdict="fail", findings=[f], declarations_audited=1, axioms_seen=["sorryAx"], seconds=0.1,
                             allowed_axioms=sorted(au.ALLOWED_AXIOMS), modules=[], modules_loaded=1, constants_walked=3,

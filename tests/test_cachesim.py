@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from pycert.data import synthetic
-from pycert.analysis.cachesim import (COLD, Ratio, belady_hits, lru_hit_curve, lru_hits, stack_distances, trace_stats,
+from pycert.core.exact import Ratio
+from pycert.analysis.cachesim import (COLD, belady_hits, lru_hit_curve, lru_hits, stack_distances, trace_stats,
                              unbounded_hits)
 from pycert.data.traces import read_trace
 
@@ -132,9 +133,9 @@ def test_stats_and_ratio() -> None:
     t = synthetic.default_trace()
     st = trace_stats(t)
     assert st.refs == t.n_refs and st.distinct == len(set(t.refs.tolist()))
-    assert st.cold_miss_floor.fraction() == Fraction(st.distinct, st.refs)
-    assert st.ceiling.fraction() + st.cold_miss_floor.fraction() == 1
-    assert st.ceiling.decimal == float(st.ceiling.fraction())
+    assert st.cold_miss_floor.value == Fraction(st.distinct, st.refs)
+    assert st.ceiling.value + st.cold_miss_floor.value == 1
+    assert st.ceiling.decimal == float(st.ceiling.value)
     r = Ratio.of(Fraction(6, 4))
     assert (r.numerator, r.denominator, r.decimal) == (3, 2, 1.5)
     assert Ratio.model_validate_json(r.model_dump_json()) == r
@@ -159,7 +160,7 @@ def test_offload_report_by_hand() -> None:
     rep = offload_report(trace_from_bytes(data, "mem"), capacity_tokens=1024, host_tokens=512, control_k=2)
     a = rep.primary
     assert (a.refs, a.distinct, a.capacity_blocks, a.host_blocks) == (9, 4, 2, 1)
-    f = {k: v.fraction() for k, v in a if isinstance(v, Ratio)}
+    f = {k: v.value for k, v in a if isinstance(v, Ratio)}
     assert f["working_set_over_capacity"] == 2
     assert f["cold_miss_floor"] == Fraction(4, 9) and f["max_achievable_hit_rate"] == Fraction(5, 9)
     assert f["gpu_only_hit_rate"] == 0  # LRU with 2 blocks never keeps the block that returns
@@ -172,7 +173,7 @@ def test_offload_report_by_hand() -> None:
     c = rep.control
     assert (rep.control_k, c.granularity, c.block_tokens, c.refs, c.distinct, c.capacity_blocks, c.host_blocks) == (
         2, 2, 1024, 6, 3, 1, 0)
-    assert c.gpu_only_hit_rate.fraction() == 0 == c.host_backed_hit_rate.fraction()
-    assert c.headroom_pp.fraction() == 50
+    assert c.gpu_only_hit_rate.value == 0 == c.host_backed_hit_rate.value
+    assert c.headroom_pp.value == 50
     unbounded = offload_report(trace_from_bytes(data, "mem"), capacity_tokens=1024, control_k=1)
-    assert unbounded.control is None and unbounded.primary.host_backed_hit_rate.fraction() == Fraction(5, 9)
+    assert unbounded.control is None and unbounded.primary.host_backed_hit_rate.value == Fraction(5, 9)

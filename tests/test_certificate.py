@@ -13,22 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from pycert.certify import schema as cm
 from pycert.certify import provenance
-from pycert.certify.schema import (
-    MANIFEST_NAME,
-    SCHEMA_PATH,
-    Certificate,
-    Figure,
-    Mismatch,
-    load_certificate,
-    parse_manifest,
-    read_manifest,
-    schema_text,
-    write_certificates,
-)
-from pycert.core.errors import InputError
-from pycert.data.traces import file_sha256
+from pycert.certify.documents import SCHEMA_PATH, load_certificate, parse_certificate, schema_text
+from pycert.certify.manifest import MANIFEST_NAME, parse_manifest, read_manifest, write_certificates
+from pycert.certify.schema import Certificate, Figure
+from pycert.core import files
+from pycert.core.errors import InputError, Rejected
+from pycert.core.files import atomic_write, file_sha256
+from pycert.families import FAMILIES
 from tests.test_verify import make_cert
 
 
@@ -41,43 +33,68 @@ def certs(n: int, tag: str = "a") -> list[Certificate]:
 
 
 def test_committed_schema_equals_the_export() -> None:
-    assert SCHEMA_PATH.read_text() == schema_text(), "re-export with: python -m pycert.certify.schema"
+    assert SCHEMA_PATH.read_text() == schema_text(), "re-export with: python -m pycert.certify.documents"
 
 
-def test_schema_names_its_id_and_every_field() -> None:
+def test_schema_names_its_id_and_one_shape_per_family() -> None:
     schema = json.loads(schema_text())
     assert schema["$id"] == "pycert-cert/1"
-    assert set(schema["required"]) >= {"id", "family", "claim", "theorems", "figures", "backend", "audit",
-                                       "provenance", "does_not_prove"}
-    assert schema["additionalProperties"] is False
-    assert schema["properties"]["family"]["enum"] == ["isolation", "ceiling", "pooling", "first-touch"]
+    assert schema["discriminator"]["propertyName"] == "family"
+    assert set(schema["discriminator"]["mapping"]) == set(FAMILIES) == {"isolation", "ceiling", "pooling", "first-touch"}
+    for name, ref in schema["discriminator"]["mapping"].items():
+        shape = schema["$defs"][ref.rsplit("/", 1)[-1]]
+        assert set(shape["required"]) >= {"id", "family", "claim", "theorems", "parameters", "figures", "backend",
+                                          "audit", "provenance", "does_not_prove"}
+        assert shape["additionalProperties"] is False
+        assert shape["properties"]["family"]["const"] == name
+        params = schema["$defs"][shape["properties"]["parameters"]["$ref"].rsplit("/", 1)[-1]]
+        assert params["additionalProperties"] is False and params["required"]
+
+
+def test_parameters_are_typed_by_family() -> None:
+    [c] = certs(1)
+    data = json.loads(c.to_json())
+    for params, subject in (({"c": 1}, "parameters.n"), ({"c": 1, "n": "1"}, "parameters.n"),
+                            ({"c": 0, "n": 1}, "parameters.c"), ({"c": 1, "n": 1, "T": 8}, "parameters.T"),
+                            ({"c": True, "n": 1}, "parameters.c")):
+        with pytest.raises(Rejected) as err:
+            parse_certificate(json.dumps({**data, "parameters": params}))
+        assert err.value.rejection.subject == subject, (params, err.value.rejection)
+    with pytest.raises(Rejected) as err:  # the isolation shape does not fit a first-touch certificate
+        parse_certificate(json.dumps({**data, "family": "isolation"}))
+    assert err.value.rejection.subject == "parameters.T"
+    with pytest.raises(Rejected) as err:
+        parse_certificate(json.dumps({**data, "family": "latency"}))
+    assert err.value.rejection.subject == "family" and err.value.rejection.found == '"latency"'
 
 
 def test_certificate_round_trips_through_json() -> None:
     [c] = certs(1)
     text = c.to_json()
     assert json.loads(text)["schema"] == "pycert-cert/1"
-    assert cm.parse_certificate(text) == c
-    assert cm.parse_certificate(text).to_json() == text  # byte-stable: the manifest hash is reproducible
+    assert parse_certificate(text) == c
+    assert parse_certificate(text).to_json() == text  # byte-stable: the manifest hash is reproducible
 
 
 # ---------------------------------------------------------------------------- figures
 
 
-def test_figure_from_fraction() -> None:
-    f = Figure.from_fraction("ceiling", Fraction(10571, 28850))
+def test_figure_of_a_fraction() -> None:
+    f = Figure.of(Fraction(10571, 28850), name="ceiling")
     assert (f.numerator, f.denominator, f.decimal) == (10571, 28850, "0.36641247833622183709")
     assert f.value == Fraction(10571, 28850)
-    assert Figure.from_fraction("n", 12031).render() == "12031"
-    assert Figure.from_fraction("x", Fraction(2, 4)).render() == "1/2 (0.5)"
-    assert Figure.from_fraction("big", 2**4096).decimal == "1.0443888814131525067E+1233"
+    assert Figure.of(12031, name="n").render() == "12031"
+    assert Figure.of(Fraction(2, 4), name="x").render() == "1/2 (0.5)"
+    assert Figure.of(2**4096, name="big").decimal == "1.0443888814131525067E+1233"
+    assert list(json.loads(Figure.of(1, name="n").model_dump_json())) == [
+        "name", "numerator", "denominator", "decimal", "unit", "known_by"]  # the published field order
 
 
 def test_figure_rejects_unreduced_and_oversized() -> None:
-    with pytest.raises(ValueError, match="lowest terms"):
+    with pytest.raises(ValueError, match="figure x is not in lowest terms"):
         Figure(name="x", numerator=2, denominator=4, decimal="0.5")
     with pytest.raises(ValueError, match="exceeds"):
-        Figure.from_fraction("huge", 2**20000)
+        Figure.of(2**20000, name="huge")
     with pytest.raises(ValueError):
         Figure(name="x", numerator=1, denominator=0, decimal="inf")
 
@@ -121,9 +138,9 @@ def test_load_reports_the_field(tmp_path: Path) -> None:
     data["provenance"]["git_revision"] = "not-a-sha"
     path = tmp_path / "c.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(Mismatch) as err:
+    with pytest.raises(Rejected) as err:
         load_certificate(path)
-    assert err.value.field == "provenance.git_revision" and err.value.found == '"not-a-sha"'
+    assert err.value.rejection.subject == "provenance.git_revision" and err.value.rejection.found == '"not-a-sha"'
     assert err.value.exit_code == 1
     with pytest.raises(InputError):
         load_certificate(tmp_path / "absent.json")
@@ -169,7 +186,7 @@ def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
 def test_crash_while_staging_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_certificates(certs(2), tmp_path)
     snapshot = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    real_stage, calls = cm._stage, []
+    real_stage, calls = files._stage, []
 
     def failing_stage(directory: Path, name: str, data: bytes) -> Path:
         calls.append(name)
@@ -177,7 +194,7 @@ def test_crash_while_staging_changes_nothing(tmp_path: Path, monkeypatch: pytest
             raise OSError(28, "No space left on device")
         return real_stage(directory, name, data)
 
-    monkeypatch.setattr(cm, "_stage", failing_stage)
+    monkeypatch.setattr(files, "_stage", failing_stage)
     newer = [make_cert(f"ft-a{i}", "first-touch", {"cut": Fraction(1, 7)}, {"c": 1, "n": 1}) for i in range(3)]
     with pytest.raises(OSError):
         write_certificates(newer, tmp_path)
@@ -194,7 +211,7 @@ def test_ctrl_c_during_commit_is_held_until_the_manifest_is_in_place(tmp_path: P
         real_replace(src, dst)
         done.append(Path(dst).name)
 
-    monkeypatch.setattr(cm.os, "replace", replace_then_interrupt)
+    monkeypatch.setattr(files.os, "replace", replace_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         write_certificates(certs(3), tmp_path)
     assert done == ["ft-a0.json", "ft-a1.json", "ft-a2.json", MANIFEST_NAME]
@@ -207,7 +224,7 @@ def test_manifest_parser_refuses_malformed_lines() -> None:
     good = "a" * 64
     assert parse_manifest(f"{good}  x.json\n{good} *y.json\n") == {"x.json": good, "y.json": good}
     for bad in (f"{good[:-1]}  x.json", f"{good}  x.json\n{good}  x.json", "nonsense"):
-        with pytest.raises(Mismatch):
+        with pytest.raises(Rejected):
             parse_manifest(bad)
 
 
@@ -215,5 +232,5 @@ def test_unwritable_path_is_an_input_error_naming_it(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     with pytest.raises(InputError, match=r"a-file/out\.json: cannot write"):
-        cm.atomic_write(blocker / "out.json", b"{}")
+        atomic_write(blocker / "out.json", b"{}")
     assert blocker.read_text() == "x" and not list(tmp_path.glob(".*.tmp"))

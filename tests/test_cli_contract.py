@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from pycert.certify import schema as certificate
-from pycert.core import console
-from pycert.certify.schema import MANIFEST_NAME, InputFile, write_certificates
+from pycert.certify.manifest import MANIFEST_NAME, write_certificates
+from pycert.certify.schema import InputFile
+from pycert.core import console, files
 from pycert.cli import build_parser, main
 from pycert.core.limits import MAX_ID, MAX_INSTANCE_ID
-from pycert.data.traces import file_sha256
-from pycert.certify.verify import isolation_figures
+from pycert.core.files import file_sha256
+from pycert.families.isolation import isolation_figures
 from solvers.instance import COMMITTED
 from tests.test_verify import LIBRARY, make_cert
 
@@ -119,7 +119,8 @@ def _mini_repo(root: Path, lean_bytes: bytes | None = None, instance: Path | Non
     if instance is not None:
         (root / "inst.json").write_bytes(instance.read_bytes())
         inputs.append(InputFile(role="instance", path="inst.json", sha256=file_sha256(root / "inst.json")))
-        cert = make_cert("pool-demo", "pooling", {"pooled_misses": Fraction(1)}, inputs=inputs)
+        cert = make_cert("pool-demo", "pooling", {"pooled_misses": Fraction(1)}, {"hosts": 1, "pool_capacity": 1},
+                         inputs=inputs)
     else:
         cert = make_cert("iso-demo", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4}, inputs=inputs)
     write_certificates([cert], root / "certificates")
@@ -266,7 +267,7 @@ def test_report_names_the_invalid_certificate(tmp_path: Path, capsys) -> None:
     data = json.loads(path.read_text())
     del data["claim"]
     path.write_text(json.dumps(data))
-    certificate.write_certificates([], path.parent)  # the manifest keeps the old hash: refresh it by hand
+    write_certificates([], path.parent)  # the manifest keeps the old hash: refresh it by hand
     import hashlib
 
     (path.parent / MANIFEST_NAME).write_text(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.name}\n")
@@ -334,7 +335,7 @@ def test_sigterm_during_report_leaves_no_temporary(tmp_path: Path, capsys, monke
         os.kill(os.getpid(), signal.SIGTERM)
         real_fsync(fd)
 
-    monkeypatch.setattr(certificate.os, "fsync", fsync_then_sigterm)
+    monkeypatch.setattr(files.os, "fsync", fsync_then_sigterm)
     rc, stdout, err = cli(capsys, "report", "--no-curves", "--certs", str(path.parent), "--out", str(out))
     assert rc == 143 and one_line(err) == "pycert: terminated"
     assert _temporaries(tmp_path) == [] and "<!doctype html>" in out.read_text()  # whole or nothing
@@ -362,7 +363,7 @@ def test_writes_are_atomic(tmp_path: Path, capsys, monkeypatch, argv: list[str])
     def refuse(src, dst):  # noqa: ANN001, ANN202 (the rename fails: the old file must be untouched)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(certificate.os, "replace", refuse)
+    monkeypatch.setattr(files.os, "replace", refuse)
     rc, out, err = cli(capsys, *argv, str(target))
     assert rc == 2 and "No space left on device" in one_line(err)
     assert target.read_bytes() == b"the old file" and _temporaries(tmp_path) == []

@@ -486,7 +486,7 @@ def instance_text(draw) -> str:  # noqa: ANN001
 
 def instance_refused(text: str) -> bool:
     from pycert.core.errors import InputError
-    from solvers.instance import parse_instance
+    from solvers.instance_io import parse_instance
 
     try:
         parse_instance(text, "probe")
@@ -510,13 +510,13 @@ def test_pooling_check_and_solve(data) -> None:  # noqa: ANN001
         # solve only where it must stop before solving: a refused instance, or a refused flag
         bad_flag = data.draw(st.sampled_from([[], ["--workers", "0"], ["--time-limit", "nan"], ["--family-sizes", ","],
                                                ["--seed", "9" * 5000], ["--lean-file", str(scratch)],
-                                               ["--lean-file", ""], ["--lean-backend", "jvm"]]))
+                                               ["--lean-file", ""], ["--backend", "jvm"]]))
         if bad_flag or target != str(path) or instance_refused(text):
             drive(["pooling", "solve", target, *bad_flag] + json_flag, scratch)
 
 
 def instance_complete(b: bytes) -> bool:
-    from solvers.instance import parse_instance
+    from solvers.instance_io import parse_instance
 
     return parse_instance(b.decode(), "written").name != ""
 
@@ -550,11 +550,11 @@ def test_pooling_generate(data) -> None:  # noqa: ANN001
 
 LEAN_REFUSED = [  # each must be refused before a Lean process starts
     ["check"], ["check", "x.lean", "--jobs", "0"], ["check", "x.lean", "--timeout", "nan"], ["check", "", "--json"],
-    ["check", "x.lean", "--lean", "jvm"], ["build", "--jobs", "-1"], ["build", "--timeout", "0"],
-    ["build", "--jobs", "9" * 5000], ["prove"], ["prove", "everything"], ["prove", "all", "--lean", "jvm"],
+    ["check", "x.lean", "--backend", "jvm"], ["build", "--jobs", "-1"], ["build", "--timeout", "0"],
+    ["build", "--jobs", "9" * 5000], ["prove"], ["prove", "everything"], ["prove", "all", "--backend", "jvm"],
     ["audit", "--module", "Pycert.Basic"], ["audit", "--olean-dir", "/nonexistent-pycert-fuzz"],
     ["audit", "--timeout", "-1"], ["audit", "--sarif", ""], ["mutate", "--only", "nonsense"],
-    ["mutate", "--timeout", "x"], ["toolchain", "--lean", "jvm"], ["toolchain", "selfcheck", "--lean", "jvm"],
+    ["mutate", "--timeout", "x"], ["toolchain", "--backend", "jvm"], ["toolchain", "selfcheck", "--backend", "jvm"],
     ["toolchain", "install", "--from"], ["verify", "--kernel", "--timeout", "nan", "c.json"],
     ["verify", "--kernel", "--backend", "jvm", "c.json"], ["nonsense"], [], ["--json"], ["trace"], ["pooling"],
 ]

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from pycert.audit import olean
-from pycert.lean import wasm as tc
+from pycert.audit import olean_format
+from pycert.lean.wasm import WasmBackend
 
 
 @pytest.fixture(scope="module")
-def lib(wasm: tc.WasmToolchain) -> Path:
+def lib(wasm: WasmBackend) -> Path:
     return wasm.lib
 
 
@@ -27,7 +28,7 @@ def core(lib: Path) -> olean.OleanModule:
     return olean.read_module(lib / "Init" / "Core.olean")
 
 
-def test_header_of_a_wasm_file(prelude: olean.OleanModule, wasm: tc.WasmToolchain) -> None:
+def test_header_of_a_wasm_file(prelude: olean.OleanModule, wasm: WasmBackend) -> None:
     h = prelude.header
     assert (h.version, h.word_size) == (2, 4)
     assert h.lean_version == wasm.stamp.lean_version
@@ -141,7 +142,7 @@ def test_word_size_inference_and_a_64_bit_heap(tmp_path: Path) -> None:
     struct.pack_into("<Q", region, 0x58, arr)
     path = tmp_path / "W.olean"
     path.write_bytes(bytes(region))
-    h = olean.parse_header(path.read_bytes(), str(path))
+    h = olean_format.parse_header(path.read_bytes(), str(path))
     assert (h.word_size, h.base, h.root, h.gmp) == (8, base, arr, True)
     heap = olean.Heap([olean.Part(path)])
     assert [heap.name(x) for x in heap.array(h.root)] == ["Pycert", "Pycert.7"]
@@ -184,14 +185,14 @@ def test_an_empty_part_shares_the_module_data_of_an_earlier_part(tmp_path: Path,
     empty_base = base + 0x10000
     empty = tmp_path / "M.olean.server"
     empty.write_bytes(head + struct.pack(fmt, empty_base, at))
-    h = olean.parse_header(empty.read_bytes(), str(empty))
+    h = olean_format.parse_header(empty.read_bytes(), str(empty))
     assert (h.word_size, h.base, h.root, h.size) == (word, empty_base, at, 0x50 + 2 * word)
     heap = olean.Heap([olean.Part(main), olean.Part(empty)])
     assert heap.string(h.root) == "Pycert"
     dangling = tmp_path / "D.olean.server"
     dangling.write_bytes(head + struct.pack(fmt, empty_base, base - 0x10000))
     with pytest.raises(olean.OleanError, match="dangling"):
-        olean.Heap([olean.Part(main), olean.Part(dangling)]).tag(olean.parse_header(dangling.read_bytes()).root)
+        olean.Heap([olean.Part(main), olean.Part(dangling)]).tag(olean_format.parse_header(dangling.read_bytes()).root)
 
 
 NATIVE = os.environ.get("PYCERT_NATIVE_OLEANS")

@@ -14,13 +14,13 @@ from pycert.analysis.cachesim import belady_hits
 from pycert.core.errors import InputError
 from solvers.graphs import matching_applies, matching_optimum, sharing
 from solvers.highs import solve_highs
-from solvers.instance import (
-    COMMITTED, FamilyParams, GeneratorParams, Host, Instance, Request, capacitated_family, dump_instance, generate,
-    json_line, load_instance, parse_instance,
-)
+from pycert.cli.pooling import _status
+from solvers.capacitated import CapacitatedParams, capacitated_cases
+from solvers.instance import COMMITTED, GeneratorParams, Host, Instance, Request, generate
+from solvers.instance_io import dump_instance, json_line, load_instance, parse_instance
 from solvers.model import SolveResult, SolverParams, solve_cpsat
 from solvers.per_instance import committed_model, free_routing_model, routing_from
-from solvers.pipeline import PagingOutcome, _status, solve_paging
+from solvers.optima import PagingOutcome, solve_paging
 from solvers.pooled import Cache, paging_model, peak_live, schedules
 from solvers.replay import keep_everything, replay_routing, replay_schedule
 
@@ -159,17 +159,17 @@ def test_replay_counts_and_catches_every_rule() -> None:
     good = replay_schedule("c", refs, 2, [frozenset(s) for s in ({1}, {1, 2}, {1, 2}, {1, 3}, {1, 2}, {1, 2})])
     assert good.ok and good.misses == 4 and good.fetches == 4 and good.max_occupancy == 2
     missing = replay_schedule("c", refs, 2, [frozenset(s) for s in ({1}, {1, 2}, {2}, {1, 3}, {2, 3}, {1, 2})])
-    assert any("referenced block 1 is not in the cache" in v for v in missing.violations)
+    assert any("referenced block 1 is not in the cache" in v.render() for v in missing.violations)
     over = replay_schedule("c", refs, 2, [frozenset(s) for s in ({1}, {1, 2}, {1, 2}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3})])
-    assert any("capacity 2" in v for v in over.violations)
+    assert any("capacity 2" in v.render() and v.reason == "over-capacity" for v in over.violations)
     prefetch = replay_schedule("c", refs, 3, [frozenset(s) for s in ({1, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3})])
-    assert any("enter without being referenced" in v for v in prefetch.violations)
+    assert any("enter without being referenced" in v.render() for v in prefetch.violations)
     assert keep_everything(refs)[-1] == {1, 2, 3}
     assert replay_schedule("c", refs, 3, keep_everything(refs)).misses == 3
 
 
 def test_replay_of_solver_schedules_and_routing(committed: Instance) -> None:
-    case = capacitated_family(FamilyParams(seed=3, sizes=[48]))[0]
+    case = capacitated_cases(CapacitatedParams(seed=3, sizes=[48]))[0]
     pm = paging_model([Cache("c", tuple(case.refs), case.capacity)])
     res = solve_cpsat(pm.model, PARAMS)
     sched = schedules(pm, res.values)[0]
@@ -225,6 +225,7 @@ def test_a_feasible_result_never_counts_as_agreement() -> None:
     out = PagingOutcome(name="x", refs=10, distinct=3, capacity=2, cpsat=result("FEASIBLE"), highs=result("OPTIMAL"),
                         replay_misses=5, replay_ok=True, belady_misses=5)
     assert not out.agree and out.optimum is None
+    assert [r.reason for r in out.disagreements()] == ["not-optimal", "bound-below-objective"]
 
 
 def test_infeasible_routing_is_reported() -> None:
@@ -245,7 +246,7 @@ def test_cpsat_equals_belady_on_a_seeded_family() -> None:
     """Belady's MIN is optimal for one cache of unit blocks: CP-SAT, HiGHS and replay must all equal it."""
     checked = 0
     for seed in range(12):
-        for case in capacitated_family(FamilyParams(seed=seed, sizes=[12, 20, 40], refs_per_block=3)):
+        for case in capacitated_cases(CapacitatedParams(seed=seed, sizes=[12, 20, 40], refs_per_block=3)):
             assert case.capacity < case.distinct
             out = solve_paging(case.name, [Cache(case.name, tuple(case.refs), case.capacity)], PARAMS)
             belady = len(case.refs) - belady_hits(case.refs, case.capacity)
@@ -257,7 +258,7 @@ def test_cpsat_equals_belady_on_a_seeded_family() -> None:
 
 
 def test_default_family_exceeds_the_wall() -> None:
-    for case in capacitated_family():
+    for case in capacitated_cases():
         assert case.capacity < case.distinct and peak_live(tuple(case.refs)) > case.capacity
 
 

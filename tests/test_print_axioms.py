@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pycert.lean import build as kernel
+from pycert.lean import build
 from pycert.audit import print_axioms as pa
 from pycert.audit.axioms import AuditReport, cross_check
 
@@ -51,10 +51,11 @@ def test_probe_is_a_plain_file_naming_every_theorem() -> None:
 def test_compare_names_every_difference() -> None:
     ours = {"a": ["propext"], "b": [], "c": ["Quot.sound"]}
     lean = {"a": ["propext"], "b": ["sorryAx"], "d": []}
-    diffs = {d.theorem: d for d in pa.compare(ours, lean)}
+    diffs = {d.subject: d for d in pa.compare(ours, lean)}
     assert set(diffs) == {"b", "c", "d"}
     assert diffs["b"].render() == "b: pycert [], #print axioms [sorryAx]"
-    assert diffs["c"].lean is None and diffs["d"].pycert is None
+    assert (diffs["b"].expected, diffs["b"].found) == ("", "sorryAx")
+    assert diffs["c"].found is None and diffs["d"].expected is None
     assert pa.compare(ours, dict(ours)) == []
 
 
@@ -72,7 +73,7 @@ def test_a_disagreement_fails_the_audit(monkeypatch: pytest.MonkeyPatch, tmp_pat
     r = report({"Pycert.Ceiling.hits_add_distinct_le": ["Classical.choice", "Quot.sound", "propext"],
                 "Pycert.Basic.mem_cons": ["propext"], "Scope.fromBytes'_append": ["propext"]})
     cross_check(r, Path("lake"), tmp_path, ["Pycert.Basic"])
-    assert not r.ok and [f.declaration for f in r.findings] == ["Pycert.Basic.mem_cons"]
+    assert not r.ok and [f.subject for f in r.findings] == ["Pycert.Basic.mem_cons"]
     assert r.findings[0].reason == "cross-check" and r.cross_check == "disagree on 1 of 3 theorems"
     r = report({"Pycert.Ceiling.hits_add_distinct_le": ["Classical.choice", "Quot.sound", "propext"],
                 "Pycert.Basic.mem_cons": [], "Scope.fromBytes'_append": ["propext"]})
@@ -86,7 +87,7 @@ def test_wasm_lean_refuses_print_axioms(wasm, lean_dir: Path) -> None:
     """Why the cross-check is native-only; if a later wasm build accepts it, this fails and says so."""
     probe = lean_dir / "Probe.lean"
     probe.write_text(nonce() + "prelude\nimport Init.Prelude\ntheorem t : True := True.intro\n#print axioms t\n")
-    res = kernel.check_files([probe], backend="wasm", timeout=600).by_module()["Probe"]
+    res = build.check_files([probe], backend="wasm", timeout=600).by_module()["Probe"]
     assert not res.ok
     assert any("cannot use `#print axioms` in a `module`" in d.message for d in res.failures), \
         [d.render() for d in res.diagnostics]

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from pycert.certify.browser import CHROMIUM, GREEN, RED, Browser
-from pycert.certify.schema import MANIFEST_NAME
+from pycert.certify.manifest import MANIFEST_NAME, write_certificates
+from pycert.certify.schema import InputFile
 from pycert.cli import main
-from pycert.certify.schema import InputFile, write_certificates
 from pycert.data.traces import read_trace
-from pycert.certify.verify import ceiling_figures
+from pycert.families.ceiling import ceiling_figures
 from tests.test_verify import build_repo, make_cert
 
 needs_chromium = pytest.mark.skipif(
@@ -32,7 +32,8 @@ def site(tmp_path: Path) -> dict[str, Path]:
     cert_dir = build_repo(root)
     (root / "tiny.ids").write_text("1\n2\n1\n3\n1\n2\n4\n1\n")
     trace = read_trace(root / "tiny.ids")
-    write_certificates([make_cert("ceiling-tiny", "ceiling", ceiling_figures(trace), theorems=["Pycert.Demo.ceiling_le"],
+    write_certificates([make_cert("ceiling-tiny", "ceiling", ceiling_figures(trace), {"lean_encoding": "packed-whole/1"},
+                                  theorems=["Pycert.Demo.ceiling_le"],
                                   inputs=[InputFile(role="trace", path="tiny.ids", sha256=trace.sha256)])], cert_dir)
     out = tmp_path / "site" / "report.html"
     assert main(["report", "--certs", str(cert_dir), "--root", str(root), "--out", str(out)]) == 0
@@ -104,6 +105,6 @@ def test_in_page_verifier_in_chromium(site: dict[str, Path], tmp_path: Path) -> 
 
 
 def _sha(path: Path) -> str:
-    from pycert.data.traces import file_sha256
+    from pycert.core.files import file_sha256
 
     return file_sha256(path)

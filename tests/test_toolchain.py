@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from pycert.lean import wasm as tc
+from pycert.lean import toolchain as tc
+from pycert.lean.wasm import WasmBackend
 from pycert.core.errors import PycertError
 
 # The generated ``__dlsym_js`` around the patched statement, reduced to what the lookup touches.
@@ -55,7 +56,7 @@ def test_patched_lookup_gives_the_same_index_as_the_scan() -> None:
     assert pairs[-2] == [5000, 5000] and pairs[-1] == [-1, -1]
 
 
-def test_the_installed_toolchain_runs_the_patched_loader(wasm: tc.WasmToolchain) -> None:
+def test_the_installed_toolchain_runs_the_patched_loader(wasm: WasmBackend) -> None:
     assert wasm.lean_js.name == tc.LOADER
     text = wasm.lean_js.read_text(encoding="utf-8")
     assert tc._DLSYM_INDEXED in text and tc._DLSYM_SCAN not in text

@@ -14,7 +14,8 @@ import pytest
 from pycert.data import synthetic
 from pycert.analysis.cachesim import trace_stats
 from pycert.core.errors import InputError
-from pycert.data.traces import MOONCAKE_BLOCK_TOKENS, coarsen, file_sha256, read_trace, trace_from_bytes
+from pycert.core.files import file_sha256
+from pycert.data.traces import MOONCAKE_BLOCK_TOKENS, coarsen, read_trace, trace_from_bytes
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "mooncake-fast25"
 CONVERSATION = SHARED / "conversation_trace.jsonl"
@@ -184,7 +185,7 @@ def test_conversation_trace_reference_figures() -> None:
     st = trace_stats(t)
     assert (st.refs, st.distinct, t.n_requests) == (288_500, 182_790, 12_031)
     assert round(st.ceiling.decimal, 6) == 0.366412
-    assert st.ceiling.fraction() == 1 - st.cold_miss_floor.fraction()
+    assert st.ceiling.value == 1 - st.cold_miss_floor.value
     assert t.sha256 == "b8cbb061a85206d729d91cdc2981f43c9e0d99209dce588d3af5f7934408b9df"
 
 

@@ -11,30 +11,19 @@ from pathlib import Path
 import pytest
 
 from pycert.certify import provenance
-from pycert.certify.schema import (
-    MANIFEST_NAME,
-    AuditInfo,
-    BackendInfo,
-    Certificate,
-    Figure,
-    InputFile,
-    render_manifest,
-    write_certificates,
-)
-from pycert import claims
-from pycert.lean.emit import packed_trace as lean_trace
-from pycert.certify import verify
+from pycert.certify.documents import certificate
+from pycert.certify.manifest import MANIFEST_NAME, render_manifest, write_certificates
+from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, InputFile
+from pycert.certify.verify import verify_certificate
 from pycert.cli import main
-from pycert.data.traces import file_sha256 as sha256_file
+from pycert.core.files import file_sha256 as sha256_file
 from pycert.data.traces import read_trace, trace_from_bytes
-from pycert.certify.verify import (
-    RECOMPUTE,
-    ceiling_figures,
-    first_touch_figures,
-    isolation_figures,
-    scan_declarations,
-    verify_certificate,
-)
+from pycert.families import FAMILIES
+from pycert.families.ceiling import ceiling_figures
+from pycert.families.first_touch import first_touch_figures
+from pycert.families.isolation import isolation_figures
+from pycert.lean.emit import packed_trace as lean_trace
+from pycert.lean.sources import scan_declarations
 
 from tests.conftest import SHARED_TRACES as TRACES, nonce
 
@@ -55,12 +44,11 @@ end Pycert.Demo
 
 def make_cert(cert_id: str, family: str, figures: dict[str, Fraction], parameters: dict | None = None,
               inputs: list[InputFile] | None = None, theorems: list[str] | None = None) -> Certificate:
-    return Certificate(
+    return certificate(
         id=cert_id, family=family, claim=f"The {family} figures of {cert_id} follow from the named theorems.",
         theorems=theorems or [f"Pycert.Demo.{family.replace('-', '_')}_{'floor' if family == 'isolation' else 'cut'}"],
         parameters=parameters or {}, inputs=inputs or [],
-        figures=[Figure.from_fraction(k, v, known_by=claims.FAMILIES[family].known_by.get(k, ""))
-                 for k, v in figures.items()],
+        figures=[Figure.of(v, name=k, known_by=FAMILIES[family].known_by.get(k, "")) for k, v in figures.items()],
         backend=BackendInfo(kind="wasm", lean_version="4.28.0-pre",
                             lean_commit="38f3c0c45b8df6da2652faff6dcaa15afb5a6981", node_version="v24.0.0"),
         audit=AuditInfo(verdict="pass", axioms=["propext"]),
@@ -101,7 +89,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def fields(result) -> list[str]:
-    return [f.field for f in result.failures]
+    return [f.subject for f in result.failures]
 
 
 # ---------------------------------------------------------------------------- the math
@@ -168,7 +156,7 @@ def test_every_flipped_byte_is_rejected(repo: Path) -> None:
             good.write_bytes(bytes(flipped))
             r = verify_certificate(good, root=repo)
             assert r.status == "rejected", i
-            assert r.failures[0].field == "manifest[first-touch-demo.json].sha256"
+            assert r.failures[0].subject == "manifest[first-touch-demo.json].sha256"
             assert r.failures[0].expected == manifest_hash
             assert r.failures[0].found == hashlib.sha256(flipped).hexdigest()
     finally:
@@ -184,7 +172,7 @@ def test_edited_figure_is_rejected(repo: Path, tmp_path: Path, forge: bool) -> N
     r = verify_certificate(path, root=repo)
     assert r.status == "rejected"
     assert "figures.cut" in fields(r)
-    fig = next(f for f in r.failures if f.field == "figures.cut")
+    fig = next(f for f in r.failures if f.subject == "figures.cut")
     assert (fig.expected, fig.found) == ("24/25", "1/2")
     assert ("manifest[first-touch-demo.json].sha256" in fields(r)) is not forge
 
@@ -193,7 +181,7 @@ def test_edited_decimal_alone_is_rejected(repo: Path, tmp_path: Path) -> None:
     path = tampered_copy(repo / "certificates", tmp_path / "copy", "first-touch-demo.json",
                          lambda d: d["figures"][0].update(decimal="0.97"), forge_manifest=True)
     r = verify_certificate(path, root=repo)
-    assert [(f.field, f.expected, f.found) for f in r.failures] == [("figures.cut.decimal", "0.96", "0.97")]
+    assert [(f.subject, f.expected, f.found) for f in r.failures] == [("figures.cut.decimal", "0.96", "0.97")]
 
 
 def test_edited_parameter_is_rejected(repo: Path, tmp_path: Path) -> None:
@@ -202,14 +190,14 @@ def test_edited_parameter_is_rejected(repo: Path, tmp_path: Path) -> None:
     r = verify_certificate(path, root=repo)
     assert set(fields(r)) == {"figures.states_floor", "figures.bits_floor", "figures.single_owner_states",
                               "figures.single_owner_bits"}
-    assert next(f for f in r.failures if f.field == "figures.bits_floor").expected == "8"
+    assert next(f for f in r.failures if f.subject == "figures.bits_floor").expected == "8"
 
 
 def test_renamed_theorem_is_rejected(repo: Path, tmp_path: Path) -> None:
     path = tampered_copy(repo / "certificates", tmp_path / "copy", "isolation-demo.json",
                          lambda d: d.update(theorems=["Pycert.Demo.isolation_flor"]), forge_manifest=True)
     r = verify_certificate(path, root=repo)
-    assert [(f.field, f.found) for f in r.failures] == [("theorems[0]", "Pycert.Demo.isolation_flor (no such declaration)")]
+    assert [(f.subject, f.found) for f in r.failures] == [("theorems[0]", "Pycert.Demo.isolation_flor (no such declaration)")]
 
 
 @pytest.mark.parametrize("name, found", [("Pycert.Demo.helper", "def"), ("Pycert.Demo.hidden", "private theorem"),
@@ -232,7 +220,7 @@ def test_swapped_input_hash_is_rejected(repo: Path, tmp_path: Path) -> None:
     path = tampered_copy(repo / "certificates", tmp_path / "copy", "iso-input.json",
                          lambda d: d["inputs"][0].update(sha256=other), forge_manifest=True)
     r = verify_certificate(path, root=repo)
-    assert [(f.field, f.expected, f.found) for f in r.failures] == [
+    assert [(f.subject, f.expected, f.found) for f in r.failures] == [
         ("inputs[0].sha256 (instance.json)", sha256_file(repo / "instance.json"), other)]
     assert "figures" not in r.checked
 
@@ -271,22 +259,26 @@ def test_failed_audit_is_rejected(repo: Path, tmp_path: Path) -> None:
     assert fields(verify_certificate(path, root=repo)) == ["audit.verdict"]
 
 
-def test_relabelled_family_is_rejected(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_relabelled_family_is_rejected(repo: Path, tmp_path: Path) -> None:
+    """The family names the shape of the parameters: another family's label does not fit them, and a
+    family pycert does not know is refused by name."""
     path = tampered_copy(repo / "certificates", tmp_path / "b", "isolation-demo.json",
-                         lambda d: d.update(family="pooling"), True)
-    from solvers import pipeline
+                         lambda d: d.update(family="first-touch"), True)
+    assert fields(verify_certificate(path, root=repo)) == ["parameters.c"]
+    path = tampered_copy(repo / "certificates", tmp_path / "c", "isolation-demo.json",
+                         lambda d: d.update(family="latency"), True)
+    r = verify_certificate(path, root=repo)
+    assert [(f.subject, f.found) for f in r.failures] == [("family", '"latency"')]
 
-    assert verify.recomputer("pooling") is pipeline.recompute  # found lazily through its provider
-    r = verify_certificate(path, root=repo)
-    assert fields(r) == ["inputs[role=instance]"]  # the pooling recomputer needs the instance file
-    monkeypatch.delitem(RECOMPUTE, "pooling")
-    monkeypatch.delitem(verify._PROVIDERS, "pooling")
-    r = verify_certificate(path, root=repo)
-    assert [(f.field, f.found) for f in r.failures] == [("family", "pooling (none registered)")]
+
+def test_pooling_label_needs_the_instance(repo: Path, tmp_path: Path) -> None:
+    path = tampered_copy(repo / "certificates", tmp_path / "b", "isolation-demo.json",
+                         lambda d: d.update(family="pooling", parameters={"hosts": 3, "pool_capacity": 4}), True)
+    assert fields(verify_certificate(path, root=repo)) == ["inputs[role=instance]"]
 
 
 def test_extra_figure_is_rejected(repo: Path, tmp_path: Path) -> None:
-    extra = Figure.from_fraction("bonus", Fraction(1, 3)).model_dump()
+    extra = Figure.of(Fraction(1, 3), name="bonus").model_dump()
     path = tampered_copy(repo / "certificates", tmp_path / "copy", "first-touch-demo.json",
                          lambda d: d["figures"].append(extra), True)
     r = verify_certificate(path, root=repo)
@@ -297,7 +289,7 @@ def test_bad_parameter_is_rejected(repo: Path, tmp_path: Path) -> None:
     path = tampered_copy(repo / "certificates", tmp_path / "copy", "first-touch-demo.json",
                          lambda d: d["parameters"].update(c=0), True)
     r = verify_certificate(path, root=repo)
-    assert [(f.field, f.found) for f in r.failures] == [("parameters.c", "0")]
+    assert [(f.subject, f.found) for f in r.failures] == [("parameters.c", "0")]
 
 
 # ---------------------------------------------------------------------------- the command line
@@ -347,7 +339,8 @@ def test_missing_certificate_or_manifest_exits_2(repo: Path, tmp_path: Path, cap
 def test_ceiling_from_a_tiny_ids_file(repo: Path) -> None:
     ids = repo / "tiny.ids"
     ids.write_text("1\n2\n1\n3\n1\n2\n")
-    cert = make_cert("ceiling-tiny", "ceiling", ceiling_figures(read_trace(ids)), theorems=["Pycert.Demo.ceiling_le"],
+    cert = make_cert("ceiling-tiny", "ceiling", ceiling_figures(read_trace(ids)), {"lean_encoding": lean_trace.ENCODING},
+                     theorems=["Pycert.Demo.ceiling_le"],
                      inputs=[InputFile(role="trace", path="tiny.ids", sha256=sha256_file(ids))])
     assert cert.figure_map()["ceiling"].value == Fraction(1, 2)
     write_certificates([cert], repo / "certificates")
@@ -429,7 +422,7 @@ def test_swapped_mooncake_trace_hash_is_rejected(tmp_path: Path) -> None:
     (tmp_path / "shared").symlink_to(TRACES.parent.parent, target_is_directory=True)
     conv, synth = TRACES / "conversation_trace.jsonl", TRACES / "synthetic_trace.jsonl"
     cert = make_cert("ceiling-conversation", "ceiling", ceiling_figures(read_trace(conv)),
-                     theorems=["Pycert.Demo.ceiling_le"],
+                     {"lean_encoding": lean_trace.ENCODING}, theorems=["Pycert.Demo.ceiling_le"],
                      inputs=[InputFile(role="trace", path=f"{rel}/conversation_trace.jsonl", sha256=sha256_file(conv))])
     write_certificates([cert], root / "certificates")
     good = root / "certificates" / "ceiling-conversation.json"
@@ -437,7 +430,7 @@ def test_swapped_mooncake_trace_hash_is_rejected(tmp_path: Path) -> None:
     path = tampered_copy(root / "certificates", tmp_path / "copy", good.name,
                          lambda d: d["inputs"][0].update(sha256=sha256_file(synth)), forge_manifest=True)
     r = verify_certificate(path, root=root)
-    assert [(f.field, f.expected, f.found) for f in r.failures] == [
+    assert [(f.subject, f.expected, f.found) for f in r.failures] == [
         (f"inputs[0].sha256 ({rel}/conversation_trace.jsonl)", sha256_file(conv), sha256_file(synth))]
 
 

@@ -4,7 +4,7 @@
 simulates one capacity and is the reference it is tested against.)
 
 All counts are exact integers; rates are :class:`fractions.Fraction` and, where they leave the
-process, :class:`Ratio` (numerator, denominator and the nearest float).
+process, :class:`~pycert.core.exact.Ratio` (numerator, denominator and the nearest float).
 
 LRU at every capacity comes from Mattson stack distances: LRU is a stack algorithm, so a reference
 hits in a cache of ``C`` blocks exactly when its stack distance (1 + the number of distinct blocks
@@ -22,27 +22,12 @@ from fractions import Fraction
 import numpy as np
 from pydantic import BaseModel
 
+from pycert.core.exact import Ratio
 from pycert.data.traces import Trace
 
 COLD = 0
 """The stack distance :func:`stack_distances` reports for a first reference (infinite: it misses at
 every capacity)."""
-
-
-class Ratio(BaseModel):
-    """An exact rational figure: ``numerator / denominator`` in lowest terms, and its float value."""
-
-    numerator: int
-    denominator: int
-    decimal: float
-
-    @classmethod
-    def of(cls, value: Fraction | int) -> Ratio:
-        f = Fraction(value)
-        return cls(numerator=f.numerator, denominator=f.denominator, decimal=float(f))
-
-    def fraction(self) -> Fraction:
-        return Fraction(self.numerator, self.denominator)
 
 
 def _as_array(refs: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The KV offload report: how much of the achievable hit rate a GPU-only cache gets at a given
 capacity, and how much a host tier behind it adds.
 
-Every figure is an exact :class:`~pycert.analysis.cachesim.Ratio` over the trace's ``refs`` references (per
+Every figure is an exact :class:`~pycert.core.exact.Ratio` over the trace's ``refs`` references (per
 arm, at that arm's block size). With ``G`` = GPU capacity in blocks and ``H`` = host capacity in
 blocks (unbounded when not given):
 
@@ -35,7 +35,8 @@ from fractions import Fraction
 
 from pydantic import BaseModel
 
-from pycert.analysis.cachesim import Ratio, lru_hit_curve
+from pycert.analysis.cachesim import lru_hit_curve
+from pycert.core.exact import Ratio
 from pycert.core.errors import InputError
 from pycert.data.traces import Trace, coarsen
 

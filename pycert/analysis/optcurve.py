@@ -190,12 +190,9 @@ def _compact(tree: np.ndarray, size: int, block_at: np.ndarray, pos_of_block: np
 
 
 @njit(cache=True)
-def _opt_distances(ids: np.ndarray, n_ids: int) -> np.ndarray:
-    """OPT stack distance of every reference (0 for a first use); ``ids`` lie in ``[0, n_ids)``."""
+def _empty_tree(ids: np.ndarray, n_ids: int) -> tuple[np.ndarray, int, int]:
+    """(the segment tree, its leaf count, the distinct blocks of ``ids``), sized for the whole run."""
     n = len(ids)
-    out = np.zeros(n, dtype=np.int32)
-    if n == 0:
-        return out
     seen = np.zeros(n_ids, dtype=np.bool_)
     distinct = 0
     for i in range(n):
@@ -211,6 +208,17 @@ def _opt_distances(ids: np.ndarray, n_ids: int) -> np.ndarray:
     tree = np.zeros((2 * size, 4), dtype=np.int32)
     tree[:, _MIN] = INF
     tree[:, _LAB] = INF
+    return tree, size, distinct
+
+
+@njit(cache=True)
+def _opt_distances(ids: np.ndarray, n_ids: int) -> np.ndarray:
+    """OPT stack distance of every reference (0 for a first use); ``ids`` lie in ``[0, n_ids)``."""
+    n = len(ids)
+    out = np.zeros(n, dtype=np.int32)
+    if n == 0:
+        return out
+    tree, size, distinct = _empty_tree(ids, n_ids)
     block_at = np.full(size, -1, dtype=np.int32)
     pos_of_block = np.full(n_ids, -1, dtype=np.int32)
     pos_of_label = np.zeros(distinct + 1, dtype=np.int32)

@@ -3,6 +3,7 @@ ceiling (1 - cold-miss floor) as a horizontal line."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -12,7 +13,8 @@ matplotlib.use("Agg")  # files only: no display on CI or servers
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 import numpy as np  # noqa: E402
 
-from pycert.analysis.cachesim import HitCurve  # noqa: E402
+from pycert.analysis.cachesim import HitCurve, lru_hit_curve  # noqa: E402
+from pycert.data.traces import Trace  # noqa: E402
 
 
 def log_capacities(largest: int, points: int) -> list[int]:
@@ -50,3 +52,17 @@ def plot_hit_rates(path: Path, curve: HitCurve, opt: HitCurve | None, title: str
     fig.savefig(path, format="png")
     plt.close(fig)
     return path
+
+
+def trace_curves(trace: Trace) -> tuple[HitCurve, HitCurve]:
+    """``trace``'s exact LRU and Belady/MIN (OPT) hit counts at every capacity."""
+    from pycert.analysis.optcurve import opt_hit_curve  # numba loads only when a curve is wanted
+
+    return lru_hit_curve(trace.refs), opt_hit_curve(trace.refs)
+
+
+def hit_rate_png(curve: HitCurve, opt: HitCurve, title: str) -> bytes:
+    """The figure as PNG bytes (what ``trace plot`` writes and the report page shows), drawn aside for
+    the caller's atomic write."""
+    with tempfile.TemporaryDirectory(prefix="pycert-plot-") as scratch:
+        return plot_hit_rates(Path(scratch) / "plot.png", curve, opt, title).read_bytes()

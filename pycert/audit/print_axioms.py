@@ -12,31 +12,20 @@ module boundary. The wasm audit therefore rests on the .olean reader alone, and 
 
 from __future__ import annotations
 
-import json
+import os
 import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel
+from pycert.core.errors import Rejection
+from pycert.lean.diagnostics import lean_messages
 
 PROBE_NAME = "PycertAxiomProbe.lean"
 
 _DEPENDS = re.compile(r"^'(?P<name>.+)' depends on axioms: \[(?P<axioms>[^\]]*)\]\s*$")
 _POSITION = re.compile(r"^\S+:\d+:\d+: \w+: ")
 _NONE = re.compile(r"^'(?P<name>.+)' does not depend on any axioms\s*$")
-
-
-class Disagreement(BaseModel):
-    theorem: str
-    pycert: list[str] | None
-    """The axioms pycert's .olean audit found, or None when it did not audit the theorem."""
-    lean: list[str] | None
-    """What ``#print axioms`` printed, or None when it printed nothing for the theorem."""
-
-    def render(self) -> str:
-        show = lambda v: "no answer" if v is None else "[" + ", ".join(v) + "]"  # noqa: E731
-        return f"{self.theorem}: pycert {show(self.pycert)}, #print axioms {show(self.lean)}"
 
 
 def _lean_name(name: str) -> str:
@@ -56,16 +45,11 @@ def probe_source(modules: Iterable[str], theorems: Iterable[str]) -> str:
 
 def _messages(output: str) -> Iterable[str]:
     """Message texts from ``lean --json`` output (one JSON object per line) or plain output."""
+    for msg in lean_messages(output):
+        yield from str(msg.get("data", "")).splitlines()
     for line in output.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                data = json.loads(line).get("data", "")
-            except (ValueError, AttributeError):
-                continue
-            yield from str(data).splitlines()
-        else:
-            yield _POSITION.sub("", line, count=1)
+        if not line.strip().startswith("{"):
+            yield _POSITION.sub("", line.strip(), count=1)
 
 
 def parse(output: str) -> dict[str, list[str]]:
@@ -80,23 +64,29 @@ def parse(output: str) -> dict[str, list[str]]:
     return found
 
 
-def compare(pycert: dict[str, list[str]], lean: dict[str, list[str]]) -> list[Disagreement]:
-    """Every theorem either side names whose axiom sets differ (or that one side did not answer)."""
+def _shown(axioms: list[str] | None) -> str:
+    return "no answer" if axioms is None else "[" + ", ".join(sorted(axioms)) + "]"
+
+
+def compare(pycert: dict[str, list[str]], lean: dict[str, list[str]]) -> list[Rejection]:
+    """Every theorem either side names whose axiom sets differ (or that one side did not answer):
+    ``expected`` is what the .olean audit found, ``found`` what ``#print axioms`` printed (each the
+    axioms joined by ", ", or None when that side said nothing about the theorem)."""
     out = []
     for name in sorted(pycert.keys() | lean.keys()):
         ours, theirs = pycert.get(name), lean.get(name)
         if ours is None or theirs is None or sorted(ours) != sorted(theirs):
-            out.append(Disagreement(theorem=name, pycert=None if ours is None else sorted(ours),
-                                    lean=None if theirs is None else sorted(theirs)))
+            out.append(Rejection(subject=name, reason="cross-check",
+                                 detail=f"pycert {_shown(ours)}, #print axioms {_shown(theirs)}",
+                                 expected=None if ours is None else ", ".join(sorted(ours)),
+                                 found=None if theirs is None else ", ".join(sorted(theirs))))
     return out
 
 
 def run_native(lake: Path, project: Path, modules: list[str], theorems: list[str],
                timeout: float) -> dict[str, list[str]]:
     """``lake env lean`` on the probe file, in the Lake project that built ``modules``."""
-    import os
-
-    from pycert.lean.build import run_process
+    from pycert.lean.process import run_process
 
     with tempfile.TemporaryDirectory(prefix="pycert-print-axioms-") as d:
         probe = Path(d) / PROBE_NAME

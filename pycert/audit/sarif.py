@@ -111,7 +111,7 @@ def _uri(path: Path, root: Path | None) -> str:
 
 
 def _location(f: Finding, sources: dict[str, Path], root: Path | None) -> Location:
-    logical = [LogicalLocation(name=f.declaration.rsplit(".", 1)[-1], fullyQualifiedName=f.declaration)]
+    logical = [LogicalLocation(name=f.subject.rsplit(".", 1)[-1], fullyQualifiedName=f.subject)]
     src = sources.get(f.module)
     if src is None:
         return Location(logicalLocations=logical)
@@ -126,13 +126,13 @@ def to_sarif(report: AuditReport, sources: dict[str, Path], root: Path | None = 
     rules = [Rule(id=f"pycert/{r}", name=r, shortDescription=Message(text=f"a theorem {WHY[r]}")) for r in reasons]
     results = []
     for f in report.findings:
-        text = f"{f.declaration} {f.why}: {f.constant}"
+        text = f"{f.subject} {f.detail}: {f.constant}"
         if len(f.chain) > 2:
             text += f" (via {' -> '.join(f.chain)})"
         results.append(Result(
             ruleId=f"pycert/{f.reason}", ruleIndex=reasons.index(f.reason), message=Message(text=text),
             locations=[_location(f, sources, root)],
-            properties={"declaration": f.declaration, "constant": f.constant, "chain": f.chain, "auxiliary": f.auxiliary},
+            properties={"declaration": f.subject, "constant": f.constant, "chain": f.chain, "auxiliary": f.auxiliary},
         ))
     invocation = Invocation(executionSuccessful=True, properties={
         "verdict": report.verdict, "declarationsAudited": report.declarations_audited,

@@ -14,12 +14,14 @@ import base64
 import hashlib
 import html
 import json
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from pycert.certify.schema import MANIFEST_NAME, Certificate, Mismatch, atomic_write, parse_certificate, read_manifest
-from pycert.core.errors import InputError
+from pycert.certify.documents import parse_certificate
+from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
+from pycert.certify.schema import Certificate
+from pycert.core.errors import InputError, Rejected, Rejection
+from pycert.core.files import atomic_write, read_input
 
 _SCRIPT = r"""
 "use strict";
@@ -108,18 +110,13 @@ def _script_hash(script: str) -> str:
 
 def curve_png(trace_path: Path, sha256: str, label: str) -> bytes:
     """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling)."""
-    from pycert.analysis.cachesim import lru_hit_curve
-    from pycert.analysis.optcurve import opt_hit_curve
-    from pycert.analysis.plot import plot_hit_rates
+    from pycert.analysis.plot import hit_rate_png, trace_curves
     from pycert.data.traces import read_trace
 
     trace = read_trace(trace_path)
     if trace.sha256 != sha256:
-        raise Mismatch(f"inputs[{label}].sha256", trace.sha256, sha256)
-    curve, opt = lru_hit_curve(trace.refs), opt_hit_curve(trace.refs)
-    with tempfile.TemporaryDirectory() as tmp:
-        title = f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)"
-        return plot_hit_rates(Path(tmp) / "curve.png", curve, opt, title).read_bytes()
+        raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
+    return hit_rate_png(*trace_curves(trace), f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)")
 
 
 def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
@@ -174,23 +171,18 @@ def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certifica
                          where=str(cert_dir))
     manifest = read_manifest(cert_dir / MANIFEST_NAME)
     for stray in sorted(p.name for p in cert_dir.glob("*.json") if p.name not in manifest):
-        raise Mismatch(f"manifest[{stray}]", f"an entry in {cert_dir / MANIFEST_NAME}", "none")
+        raise Rejected(manifest_rejection(manifest, stray, b"", cert_dir / MANIFEST_NAME))
     certs = []
     for name in sorted(manifest):
         path = cert_dir / name
+        data = read_input(path, "a certificate file (the manifest lists it)",
+                          missing="listed in the manifest but absent")
+        if rejection := manifest_rejection(manifest, name, data, cert_dir / MANIFEST_NAME):
+            raise Rejected(rejection)
         try:
-            data = path.read_bytes()
-        except IsADirectoryError:
-            raise InputError("listed in the manifest but a directory, not a certificate", where=str(path)) from None
-        except OSError as err:
-            raise InputError(f"listed in the manifest but unreadable: {err.strerror}", where=str(path)) from None
-        actual = hashlib.sha256(data).hexdigest()
-        if actual != manifest[name]:
-            raise Mismatch(f"manifest[{name}].sha256", manifest[name], actual)
-        try:
-            certs.append((parse_certificate(data, where=str(path)), actual))
-        except Mismatch as err:
-            raise Mismatch(f"{path}: {err.field}", err.expected, err.found) from None
+            certs.append((parse_certificate(data, where=str(path)), hashlib.sha256(data).hexdigest()))
+        except Rejected as err:
+            raise Rejected(err.rejection.model_copy(update={"subject": f"{path}: {err.rejection.subject}"})) from None
     return manifest, certs
 
 

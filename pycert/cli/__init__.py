@@ -76,6 +76,22 @@ def add_common(p) -> None:  # noqa: ANN001
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout, no progress")
 
 
+def add_root(p) -> None:  # noqa: ANN001
+    """``--root``: where the paths a certificate names are relative to."""
+    from pathlib import Path
+
+    from pycert.core.limits import in_path
+
+    p.add_argument("--root", type=in_path, default=Path("."),
+                   help="repository root that input paths are relative to (default: the current directory)")
+
+
+def add_backend(p, what: str = "Lean backend") -> None:  # noqa: ANN001
+    """``--backend``: the one name of the flag that picks a Lean backend, on every command that runs Lean."""
+    p.add_argument("--backend", choices=("native", "wasm"), default=None,
+                   help=f"{what} (default: $PYCERT_LEAN, else native if lake is on PATH, else wasm)")
+
+
 def report_error(message: str, where: str | None, code: int, as_json: bool, text: str | None = None,
                  details: dict | None = None) -> int:
     """The one error path: ``text`` (default ``pycert: where: message``) as one line on stderr and,

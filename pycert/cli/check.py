@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pycert.lean import build as kernel
-from pycert.cli import add_common
-from pycert.cli.toolchain import add_backend
+from pycert.cli import add_backend, add_common
+from pycert.lean import build
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED
 from pycert.core.limits import in_path, int_range, seconds
@@ -27,23 +26,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _options(p: argparse.ArgumentParser) -> None:
     add_common(p)
     add_backend(p)
-    p.add_argument("--timeout", type=seconds, default=kernel.DEFAULT_TIMEOUT, help="seconds per Lean process")
+    p.add_argument("--timeout", type=seconds, default=build.DEFAULT_TIMEOUT, help="seconds per Lean process")
     p.add_argument("--jobs", type=int_range(1, 256), default=None, help="parallel Lean processes (default: core count)")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    res = kernel.check_files(args.files, backend=args.lean, timeout=args.timeout, jobs=args.jobs,
+    res = build.check_files(args.files, backend=args.backend, timeout=args.timeout, jobs=args.jobs,
                              progress=Progress(enabled=not args.json))
     return _report(args, res)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    res = kernel.build(library=args.library or kernel.default_library(), backend=args.lean, timeout=args.timeout,
+    res = build.build(library=args.library or build.default_library(), backend=args.backend, timeout=args.timeout,
                        jobs=args.jobs, progress=Progress(enabled=not args.json))
     return _report(args, res)
 
 
-def render(res: kernel.BuildResult) -> str:
+def render(res: build.BuildResult) -> str:
     rows = [(r.module, r.status + (" (cached)" if r.cached else ""), f"{r.seconds:.1f}") for r in res.results]
     lines = [table(["module", "result", "seconds"], rows)]
     for r in res.results:
@@ -54,6 +53,6 @@ def render(res: kernel.BuildResult) -> str:
     return "\n".join(lines)
 
 
-def _report(args: argparse.Namespace, res: kernel.BuildResult) -> int:
+def _report(args: argparse.Namespace, res: build.BuildResult) -> int:
     emit(args.json, res, lambda: render(res))
     return EXIT_OK if res.ok else EXIT_REJECTED

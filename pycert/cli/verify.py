@@ -9,7 +9,6 @@ results under ``results``).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from pycert.core.console import emit, to_jsonable
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError
@@ -17,7 +16,7 @@ from pycert.certify.verify import VerifyResult, verify_certificate
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from pycert.cli import add_common
+    from pycert.cli import add_backend, add_common, add_root
     from pycert.core.limits import in_path, seconds
 
     p = subparsers.add_parser(
@@ -29,13 +28,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("certs", nargs="+", type=in_path, metavar="CERT", help="certificate JSON files")
     p.add_argument("--kernel", action="store_true", help="also re-run the Lean check of the named files")
-    p.add_argument("--root", type=Path, default=Path("."),
-                   help="repository root that input paths are relative to (default: the current directory)")
     p.add_argument("--manifest", type=in_path, default=None,
                    help="manifest to check against (default: MANIFEST.sha256 beside each certificate)")
-    p.add_argument("--backend", choices=("native", "wasm"), default=None, help="Lean backend for --kernel")
     p.add_argument("--timeout", type=seconds, default=1800.0, help="seconds per Lean file under --kernel")
+    add_root(p)
     add_common(p)
+    add_backend(p, "Lean backend for --kernel")
     p.set_defaults(func=run)
 
 

@@ -1,10 +1,12 @@
-"""Exit codes and the error types that map onto them.
+"""Exit codes, the error types that map onto them, and :class:`Rejection`, a checker's "no".
 
 Every user-facing failure is one of these; the CLI prints ``str(err)`` as a single line and exits
 with ``err.exit_code``. Anything else escaping is a bug and is allowed to show a traceback.
 """
 
 from __future__ import annotations
+
+from pydantic import BaseModel
 
 EXIT_OK = 0
 """The claim holds / the check passed."""
@@ -48,10 +50,41 @@ class ToolchainMissing(PycertError):
     """No usable Lean backend."""
 
 
+class Rejection(BaseModel):
+    """One thing a checker refused, whichever checker it was (verify, the audit, the solvers' checks,
+    the replay, Lean's ``#print axioms``).
+
+    ``subject`` is what was refused (a certificate field, a declaration, a solver result, a schedule
+    step), ``reason`` a short code a program can test, ``detail`` one line for a person. A check
+    that compares with a reference (the manifest, the file on disk, the recomputed value) also says
+    what it ``expected`` and what it ``found``.
+    """
+
+    subject: str
+    reason: str
+    detail: str
+    expected: str | None = None
+    found: str | None = None
+
+    @classmethod
+    def mismatch(cls, subject: str, expected: str, found: str, reason: str = "mismatch") -> Rejection:
+        return cls(subject=subject, reason=reason, detail=f"expected {expected}, found {found}",
+                   expected=expected, found=found)
+
+    def render(self) -> str:
+        return f"{self.subject}: {self.detail}" if self.subject else self.detail
+
+
 class Rejected(PycertError):
-    """A checker said no. Exit 1."""
+    """A checker said no (exit 1), for the reason its :class:`Rejection` gives."""
 
     exit_code = EXIT_REJECTED
+
+    def __init__(self, rejection: Rejection | str) -> None:
+        if isinstance(rejection, str):
+            rejection = Rejection(subject="", reason="rejected", detail=rejection)
+        self.rejection = rejection
+        super().__init__(rejection.render())
 
 
 class Terminated(BaseException):

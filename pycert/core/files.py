@@ -1,8 +1,182 @@
-"""Where things are: the checkout pycert runs from."""
+"""Files: where the checkout is, hashing, and every write pycert makes (temporary, then rename).
+
+Every file pycert writes is staged beside its target and renamed into place with SIGINT/SIGTERM held
+back, so an interrupted run leaves the old file or the new one and never a temporary; a directory
+(an unpacked toolchain, a build-cache entry, a mirror) is filled under a temporary name and renamed
+into place the same way.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, BinaryIO
+
+from pycert.core.errors import InputError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """The repository root (pycert runs from a checkout or an editable install of one)."""
+_CHUNK = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def open_input(path: Path, what: str, missing: str = "no such file") -> BinaryIO:
+    """An input file opened for reading; a missing, directory or unreadable one is an input error
+    naming it (``what`` says what it should have been: "a trace file")."""
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(missing, where=str(path)) from None
+    except IsADirectoryError:
+        raise InputError(f"is a directory, not {what}", where=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from None
+
+
+def read_input(path: Path, what: str, missing: str = "no such file") -> bytes:
+    """The bytes of an input file, with :func:`open_input`'s one-line errors."""
+    with open_input(path, what, missing) as f:
+        try:
+            return f.read()
+        except OSError as exc:
+            raise InputError(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from None
+
+
+def relative_to_root(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` in POSIX form, ``../`` included (how certificates name inputs)."""
+    path = path.resolve()
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return Path(os.path.relpath(path, root)).as_posix()
+
+
+def link_or_copy(src: str | Path, dst: str | Path) -> None:
+    """A hard link where the file system allows one, else a copy (``shutil.copytree``'s signature)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM until the block ends, so Ctrl-C cannot split a batch of renames."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # Python runs signal handlers in the main thread only: this one is not interrupted
+        return
+    caught: list[tuple[int, Any]] = []
+    old = {s: signal.signal(s, lambda signum, frame: caught.append((signum, frame)))
+           for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        if caught:
+            signum, frame = caught[0]
+            handler = old[signum]
+            if callable(handler):
+                handler(signum, frame)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(signum)
+
+
+def _stage(directory: Path, name: str, data: bytes) -> Path:
+    """Write ``data`` to a hidden temporary in ``directory`` (same file system: the rename is atomic)."""
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write_many(files: dict[Path, bytes]) -> None:
+    """Write every file at once: all temporaries are written and flushed before the first rename, and
+    the renames run with signals held back, so the set is replaced whole or not at all (in order)."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, data in files.items():
+            staged.append((_stage(path.parent, path.name, data), path))
+        with signals_deferred():
+            for tmp, final in staged:
+                os.replace(tmp, final)
+            for directory in {final.parent for _, final in staged}:
+                _fsync_dir(directory)
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write one file by temporary-then-rename: readers see the old file or the new one, never half.
+
+    Missing parent directories are created. A path that cannot be written (a directory, no
+    permission, disk full) is the caller's input error, named by path.
+    """
+    path = Path(path)
+    if not path.name or path.is_dir():
+        raise InputError("is a directory: give a file name", where=str(path))
+    with signals_deferred():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = _stage(path.parent, path.name, data)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+def publish_dir(target: Path, fill: Callable[[Path], None]) -> bool:
+    """Make directory ``target`` by filling a hidden temporary beside it and renaming that into place.
+
+    False when another process published ``target`` first (its copy is kept, ours dropped): the
+    contents are a function of the key the name encodes, so either copy serves.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        fill(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not target.exists():
+                raise
+            return False
+        return True
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -29,6 +29,7 @@ from typing import BinaryIO, Literal
 import numpy as np
 
 from pycert.core.errors import InputError
+from pycert.core.files import open_input
 from pycert.core.limits import MAX_ID_DIGITS, MAX_LINE_BYTES, json_depth_error
 
 Format = Literal["mooncake", "ids"]
@@ -73,15 +74,6 @@ class Trace:
         return None if self.requests is None else int(len(self.requests) - 1)
 
 
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 class _Hashing(io.RawIOBase):
     """A read-through wrapper that feeds every byte it passes on into a sha256."""
 
@@ -101,15 +93,7 @@ class _Hashing(io.RawIOBase):
 def read_trace(path: Path, fmt: FormatChoice = "auto") -> Trace:
     """Read a Mooncake JSONL or one-id-per-line trace (optionally gzip-compressed) from ``path``."""
     path = Path(path)
-    try:
-        raw = open(path, "rb")
-    except FileNotFoundError:
-        raise InputError("no such file", where=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a trace file", where=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot open: {exc.strerror}", where=str(path)) from None
-    with raw:
+    with open_input(path, "a trace file") as raw:
         hashing = _Hashing(raw)
         buffered = io.BufferedReader(hashing, _CHUNK)
         stream: BinaryIO = buffered

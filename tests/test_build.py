@@ -1,4 +1,4 @@
-"""The runner on the real wasm kernel: accept, reject, sorry, imports, cache, timeout."""
+"""The build system on the real wasm kernel: accept, reject, sorry, imports, order, cache, timeout."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pycert.lean import build as kernel
+from pycert.core.errors import InputError
+from pycert.lean import build
+from pycert.lean.diagnostics import CheckResult, parse_diagnostics
+from pycert.lean.sources import Unit, parse_imports
 from tests.conftest import REPO, nonce
 
 PRELUDE = "prelude\nimport Init.Prelude\n"
@@ -18,18 +21,39 @@ PRELUDE = "prelude\nimport Init.Prelude\n"
 
 def test_parse_imports_reads_only_the_header() -> None:
     src = "module\n\nprelude\n-- c\n/- block\ncomment -/\npublic import A.B\nimport C\nmeta import D\n\ntheorem x : True := True.intro\nimport E\n"
-    assert kernel.parse_imports(src) == ["A.B", "C", "D"]
+    assert parse_imports(src) == ["A.B", "C", "D"]
 
 
 def test_topo_order_and_cycle() -> None:
-    assert kernel.topo_order({"b": ["a"], "a": [], "c": ["b", "a"]}) == ["a", "b", "c"]
-    with pytest.raises(kernel.InputError, match="import cycle"):
-        kernel.topo_order({"a": ["b"], "b": ["a"]})
+    assert build.topo_order({"b": ["a"], "a": [], "c": ["b", "a"]}) == ["a", "b", "c"]
+    with pytest.raises(InputError, match="import cycle"):
+        build.topo_order({"a": ["b"], "b": ["a"]})
+
+
+def test_schedule_runs_imports_first_and_skips_what_a_failure_blocks() -> None:
+    def unit(name: str, *imports: str) -> Unit:
+        return Unit(module=name, path=Path(f"{name}.lean"), imports=list(imports))
+
+    ran: list[str] = []
+
+    def compile_unit(u: Unit) -> CheckResult:
+        ran.append(u.module)
+        ok = u.module != "B"
+        return CheckResult(module=u.module, file=str(u.path), ok=ok, status="ok" if ok else "failed", exit_code=0,
+                           seconds=0.0)
+
+    units = [unit("C", "B", "Init.Prelude"), unit("B", "A"), unit("A"), unit("D", "A")]
+    results = build.schedule(units, 2, compile_unit, lambda _m: None)
+    by = {r.module: r for r in results}
+    assert [r.module for r in results].index("A") < [r.module for r in results].index("B")
+    assert ran.index("A") < ran.index("B") and ran.index("A") < ran.index("D") and "C" not in ran
+    assert by["C"].status == "skipped" and by["C"].detail == "not built: B failed"
+    assert by["D"].ok and not by["B"].ok
 
 
 def test_parse_diagnostics_maps_staged_names() -> None:
     out = '[DEBUG:X] noise\n{"severity":"warning","pos":{"line":3,"column":8},"fileName":"S.lean","data":"declaration uses `sorry`"}\n'
-    (d,) = kernel.parse_diagnostics(out, {"S.lean": "/u/S.lean"})
+    (d,) = parse_diagnostics(out, {"S.lean": "/u/S.lean"})
     assert (d.file, d.line, d.column, d.severity) == ("/u/S.lean", 3, 8, "warning")
     assert d.is_failure
 
@@ -42,7 +66,7 @@ def test_true_false_and_sorry(wasm, lean_dir: Path) -> None:
     bad.write_text(nonce() + PRELUDE + "\ntheorem no : Eq (Nat.add 2 2) 5 := rfl\n")
     sorry = lean_dir / "Sorry.lean"
     sorry.write_text(nonce() + PRELUDE + "theorem later : Eq (Nat.add 2 2) 4 := sorry\n")
-    res = kernel.check_files([good, bad, sorry], backend="wasm", timeout=600).by_module()
+    res = build.check_files([good, bad, sorry], backend="wasm", timeout=600).by_module()
     assert res["Good"].ok and res["Good"].status == "ok"
     assert not res["Bad"].ok and res["Bad"].status == "failed"
     errs = res["Bad"].failures
@@ -63,18 +87,18 @@ def test_import_order_and_cache(wasm, lean_dir: Path) -> None:
     (lib / "Lib" / "A.lean").write_text(
         tag + "module\n\nprelude\npublic import Init.Prelude\n\n@[expose] public def Lib.two : Nat := Nat.add 1 1\n"
     )
-    first = kernel.build(library=lib, backend="wasm", timeout=600)
+    first = build.build(library=lib, backend="wasm", timeout=600)
     assert first.ok, [d.render() for r in first.results for d in r.diagnostics]
     assert [r.module for r in first.results] == ["Lib.A", "Lib.B"]
     assert not any(r.cached for r in first.results)
     assert (Path(first.olean_dir) / "Lib" / "B.olean").exists()
     t0 = time.monotonic()
-    again = kernel.build(library=lib, backend="wasm", timeout=600)
+    again = build.build(library=lib, backend="wasm", timeout=600)
     assert again.ok and all(r.cached for r in again.results)
     assert time.monotonic() - t0 < 10
     # Changing A invalidates A and, through its key, B.
     (lib / "Lib" / "A.lean").write_text((lib / "Lib" / "A.lean").read_text() + "-- edited\n")
-    third = kernel.build(library=lib, backend="wasm", timeout=600)
+    third = build.build(library=lib, backend="wasm", timeout=600)
     assert third.ok and not any(r.cached for r in third.results)
 
 
@@ -82,7 +106,7 @@ def test_import_order_and_cache(wasm, lean_dir: Path) -> None:
 def test_timeout_kills_the_process_group(wasm, lean_dir: Path) -> None:
     f = lean_dir / "Slow.lean"
     f.write_text(nonce() + PRELUDE + "theorem t : True := True.intro\n")
-    res = kernel.check_files([f], backend="wasm", timeout=3)
+    res = build.check_files([f], backend="wasm", timeout=3)
     (r,) = res.results
     assert r.status == "timeout" and not r.ok and "timed out" in r.detail
     time.sleep(1)

@@ -1,0 +1,103 @@
+"""Certificate documents: the union of every family's certificate, keyed on ``family``; reading one
+with a one-line verdict, and the JSON Schema of ``pycert-cert/1``.
+
+Run ``python -m pycert.certify.documents`` to re-export the schema into ``certificates/schema/``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Union
+
+from pydantic import Field, TypeAdapter, ValidationError
+
+from pycert.certify.schema import SCHEMA_ID, Certificate
+from pycert.core.errors import InputError, Rejected, Rejection
+from pycert.core.files import REPO_ROOT, atomic_write, read_input
+from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
+from pycert.families import FAMILIES
+
+SCHEMA_PATH = REPO_ROOT / "certificates" / "schema" / "pycert-cert-1.schema.json"
+
+AnyCertificate = Annotated[Union[tuple(f.certificate_model for f in FAMILIES.values())],  # noqa: UP007
+                           Field(discriminator="family")]
+_ADAPTER: TypeAdapter[Certificate] = TypeAdapter(AnyCertificate)
+
+
+def certificate(**fields: Any) -> Certificate:
+    """A certificate of the family ``fields["family"]`` names, validated like one read from a file."""
+    return _ADAPTER.validate_python(fields)
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    if loc and loc[0] in FAMILIES:  # the union's own step: the tag, not a field
+        loc = loc[1:]
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(certificate)"
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
+def _rejection(e: dict[str, Any]) -> Rejection:
+    """The first schema error as a rejection naming the field."""
+    if e["type"] == "union_tag_not_found":
+        return Rejection.mismatch("family", "one of " + ", ".join(FAMILIES), "absent")
+    if e["type"] == "union_tag_invalid":
+        return Rejection.mismatch("family", "one of " + ", ".join(FAMILIES), json.dumps(e["ctx"]["tag"])[:120])
+    found = "absent" if e["type"] == "missing" else json.dumps(e.get("input"))[:120]
+    return Rejection.mismatch(_loc(tuple(e["loc"])), e["msg"], found)
+
+
+def parse_certificate(text: str | bytes, where: str | None = None) -> Certificate:
+    """Validate against the schema; the first error is a :class:`Rejected` naming the field.
+
+    A document that is not a certificate at all (not JSON, not UTF-8, not an object, nested past
+    :data:`~pycert.core.limits.MAX_JSON_DEPTH`, larger than :data:`~pycert.core.limits.MAX_JSON_BYTES`) is an
+    :class:`InputError` at ``where`` (exit 2): there is nothing to reject. A JSON object that breaks
+    the schema is a tampered certificate and is rejected (exit 1).
+    """
+    if len(text) > MAX_JSON_BYTES:
+        raise InputError(f"not a certificate: larger than the limit of {MAX_JSON_BYTES >> 20} MiB", where=where)
+    if why := json_depth_error(text):
+        raise InputError(f"not a certificate: {why}", where=where)
+    try:
+        return _ADAPTER.validate_json(text)
+    except ValidationError as err:
+        e = err.errors()[0]
+        if e["type"] == "json_invalid":
+            raise InputError(f"not a certificate: invalid JSON ({e['msg'].removeprefix('Invalid JSON: ')})",
+                             where=where) from None
+        if e["type"] in ("dict_type", "model_type") and not e["loc"]:
+            raise InputError(f"not a certificate: a JSON {_json_kind(e.get('input'))}, not an object",
+                             where=where) from None
+        raise Rejected(_rejection(e)) from None
+
+
+def load_certificate(path: Path) -> Certificate:
+    """Read and validate one certificate: a missing or malformed file is an ``InputError``, a bad one ``Rejected``."""
+    return parse_certificate(read_input(path, "a certificate file"), where=str(path))
+
+
+def export_schema() -> dict[str, Any]:
+    """The JSON Schema of ``pycert-cert/1``, generated from the models (the committed file must equal it)."""
+    schema = _ADAPTER.json_schema(by_alias=True, mode="validation")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+            "title": "pycert certificate", **schema}
+
+
+def schema_text() -> str:
+    return json.dumps(export_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def write_schema(path: Path = SCHEMA_PATH) -> Path:
+    atomic_write(path, schema_text().encode())
+    return path
+
+
+if __name__ == "__main__":
+    print(write_schema())

@@ -1,0 +1,79 @@
+"""``MANIFEST.sha256``: the sha256 of every certificate beside it, in ``sha256sum`` format.
+
+``write_certificates`` writes the certificates and then the manifest in one batch of renames
+(:func:`pycert.core.files.atomic_write_many`), so Ctrl-C never leaves a half-written certificate or
+a manifest that disagrees with the files. :func:`manifest_rejection` is the one check of a
+certificate's bytes against its entry (``pycert verify`` and the report both use it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from pycert.certify.schema import Certificate
+from pycert.core.errors import Rejected, Rejection
+from pycert.core.files import atomic_write_many, read_input
+
+MANIFEST_NAME = "MANIFEST.sha256"
+_MANIFEST_LINE = re.compile(r"^([0-9a-f]{64}) [ *](\S(?:.*\S)?)$")
+
+
+def parse_manifest(text: str, where: str = MANIFEST_NAME) -> dict[str, str]:
+    """``sha256sum`` format: ``<hex>  <name>`` per line. Returns name -> hash."""
+    entries: dict[str, str] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        m = _MANIFEST_LINE.match(line)
+        if not m or m.group(2) in entries:
+            raise Rejected(Rejection.mismatch(f"{where}:{n}", "a sha256sum line naming a file once", repr(line[:100])))
+        entries[m.group(2)] = m.group(1)
+    return entries
+
+
+def render_manifest(entries: dict[str, str]) -> str:
+    return "".join(f"{entries[name]}  {name}\n" for name in sorted(entries))
+
+
+def read_manifest(path: Path) -> dict[str, str]:
+    data = read_input(path, "a manifest file", missing="no manifest beside the certificate")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Rejected(Rejection.mismatch(str(path), "a UTF-8 sha256sum file", "undecodable bytes")) from None
+    return parse_manifest(text, where=str(path))
+
+
+def manifest_rejection(entries: dict[str, str], name: str, data: bytes, manifest: Path | str) -> Rejection | None:
+    """Why the bytes ``data`` of certificate ``name`` disagree with the manifest, or None."""
+    want = entries.get(name)
+    got = hashlib.sha256(data).hexdigest()
+    if want is None:
+        return Rejection.mismatch(f"manifest[{name}]", f"an entry in {manifest}", "none")
+    if want != got:
+        return Rejection.mismatch(f"manifest[{name}].sha256", want, got)
+    return None
+
+
+def write_certificates(certs: list[Certificate], out_dir: Path) -> None:
+    """Write ``<id>.json`` for each certificate and then ``MANIFEST.sha256``, as one batch.
+
+    The manifest keeps the entries of earlier certificates still present (with the hashes recorded
+    then, so a hand-edited file stays detectable) and adds the new ones. Nothing else is touched.
+    """
+    ids = [c.id for c in certs]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"duplicate certificate ids: {sorted({i for i in ids if ids.count(i) > 1})}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = out_dir / MANIFEST_NAME
+    entries = read_manifest(manifest_path) if manifest_path.exists() else {}
+    entries = {name: h for name, h in entries.items() if (out_dir / name).is_file()}
+    files: dict[Path, bytes] = {}
+    for cert in certs:
+        data = cert.to_json().encode("utf-8")
+        files[out_dir / cert.filename] = data
+        entries[cert.filename] = hashlib.sha256(data).hexdigest()
+    files[manifest_path] = render_manifest(entries).encode()
+    atomic_write_many(files)

@@ -1,0 +1,51 @@
+"""First-touch cut (``lean/Pycert/FirstTouch.lean``): a store pre-warmed in chunks of c tokens serves
+c·(n div c) of an n-token prompt; the cut exceeds 1/2 for every prompt of at least 2c tokens."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+from pydantic import Field
+
+from pycert.certify.schema import Certificate, Params
+from pycert.families.base import Family, Prepared, Setting
+
+
+class FirstTouchParams(Params):
+    c: int = Field(ge=1, description="tokens per pre-warmed chunk")
+    n: int = Field(ge=1, description="tokens in the prompt")
+
+
+def first_touch_figures(c: int, n: int) -> dict[str, Fraction]:
+    """The share of ``n`` tokens that fall in whole chunks of ``c``: cut = c*(n//c)/n."""
+    return {"cut": Fraction(c * (n // c), n)}
+
+
+class FirstTouch(Family):
+    name = "first-touch"
+    params = FirstTouchParams
+    lean_module = "Pycert.FirstTouch"
+    theorems = ("Pycert.FirstTouch.cut_eq", "Pycert.FirstTouch.cut_gt_half", "Pycert.FirstTouch.lmcache_floor_vacuous")
+    does_not_prove = (
+        "The cut assumes a store pre-warmed with every whole chunk of the prompt; cold stores serve less.",
+        "It is arithmetic about token counts, not a latency or throughput measurement.",
+        "A floor of 0.30 on the cut cannot fail for prompts of at least 2c tokens: such a gate tests nothing.",
+    )
+    default = FirstTouchParams(c=256, n=4000)
+
+    def prepare(self, setting: Setting) -> list[Prepared]:
+        c, n = self.default.c, self.default.n
+        figures = first_touch_figures(c, n)
+        cut = figures["cut"]
+        claim = (f"A store pre-warmed in chunks of {c} tokens serves {c * (n // c)} of a {n}-token prompt "
+                 f"(cut {float(cut):.4f}), and for every prompt of at least {2 * c} tokens the cut exceeds 1/2, "
+                 f"so a 0.30 floor cannot fail.")
+        return [Prepared(family=self, id=f"first-touch-c{c}-n{n}", claim=claim, parameters=self.default,
+                         figures=figures, headline=f"cut {float(cut):.4f}")]
+
+    def recompute(self, cert: Certificate, root: Path) -> dict[str, Fraction]:
+        return first_touch_figures(cert.parameters.c, cert.parameters.n)
+
+
+FAMILY = FirstTouch()

@@ -1,0 +1,64 @@
+"""Isolation floor (``lean/Pycert/Isolation.lean``): zero-leak sharing across T tenants and n blocks
+needs T·n bits of isolation state, n·log2 T when each block has one owner."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+from pydantic import Field
+
+from pycert.certify.schema import Certificate, Params
+from pycert.families.base import Family, Prepared, Setting
+
+
+class IsolationParams(Params):
+    T: int = Field(ge=1, description="tenants")
+    n: int = Field(ge=1, description="blocks")
+
+
+def isolation_figures(tenants: int, n: int) -> dict[str, Fraction]:
+    """Arbitrary shared-read rights over ``n`` blocks for ``T`` tenants: 2^(T*n) states, T*n bits;
+    a single owner per block: T^n states, ceil(n*log2 T) bits (exactly n*log2 T when T is a power of 2).
+    """
+    single_owner_states = tenants**n
+    return {
+        "states_floor": Fraction(2 ** (tenants * n)),
+        "bits_floor": Fraction(tenants * n),
+        "single_owner_states": Fraction(single_owner_states),
+        "single_owner_bits": Fraction((single_owner_states - 1).bit_length()),
+    }
+
+
+class Isolation(Family):
+    name = "isolation"
+    params = IsolationParams
+    lean_module = "Pycert.Isolation"
+    theorems = (
+        "Pycert.Isolation.floor",
+        "Pycert.Isolation.floor_log2",
+        "Pycert.Isolation.leak_or_refusal",
+        "Pycert.Isolation.owner_floor",
+        "Pycert.Isolation.owner_floor_log2",
+    )
+    does_not_prove = (
+        "The T*n floor assumes arbitrary shared-read rights: any tenant may be entitled to any block.",
+        "It counts distinguishable states of the isolation metadata, not bytes of any real implementation.",
+        "A manager that may leak or refuse reuse is not bound by it (that is the dichotomy below the floor).",
+        "The single-owner figure n*log2 T uses the floor of log2 T; it is exact only for T a power of two.",
+    )
+    default = IsolationParams(T=8, n=1024)
+
+    def prepare(self, setting: Setting) -> list[Prepared]:
+        T, n = self.default.T, self.default.n
+        claim = (f"Any cache manager that shares cached prompts across {T} tenants and {n} blocks with zero leakage "
+                 f"and full reuse needs at least {T * n} bits of isolation state ({n * (T.bit_length() - 1)} bits "
+                 f"when each block has one owner).")
+        return [Prepared(family=self, id=f"isolation-t{T}-n{n}", claim=claim, parameters=self.default,
+                         figures=isolation_figures(T, n), headline=f"{T * n} bits")]
+
+    def recompute(self, cert: Certificate, root: Path) -> dict[str, Fraction]:
+        return isolation_figures(cert.parameters.T, cert.parameters.n)
+
+
+FAMILY = Isolation()

@@ -1,0 +1,291 @@
+"""Pooling optimum (``lean/Pycert/Pooling.lean``): on the committed serving instance the pooled cache
+reaches the proven minimum number of misses (the wall) and per-instance caching cannot.
+
+:func:`run_pooling` is every step of the result, each cross-checked: the pooled optimum, the
+per-instance optimum under the committed routing, the sharing graph, the best routing any router
+could pick, the capacitated cases, and the Lean wall file (kernel-checked through ``lean_check``
+when one is given, reported as "not run" otherwise, never as agreed). The solving itself is in
+:mod:`solvers`; ``pycert prove`` kernel-checks the wall file in its batch with every family's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from pycert.certify.schema import Certificate, Figure, Params, SolverInfo
+from pycert.core.errors import Rejection
+from pycert.core.files import atomic_write
+from pycert.families.base import Family, Prepared, Progress, Setting, input_file, input_path
+from pycert.lean.emit import pooling_wall
+from solvers.capacitated import CapacitatedParams, capacitated_cases
+from solvers.graphs import Sharing, sharing
+from solvers.instance import COMMITTED, Instance
+from solvers.instance_io import load_instance
+from solvers.model import SolverParams
+from solvers.optima import PagingOutcome, RoutingOutcome, capacitated_outcomes, solve_free_routing, solve_paging
+from solvers.per_instance import committed_model
+from solvers.pooled import Cache
+
+LEAN_WALL = Path("certificates/lean/PoolingWall.lean")
+
+
+class PoolingParams(Params):
+    hosts: int = Field(ge=1)
+    pool_capacity: int = Field(ge=1)
+
+
+class LeanCheck(BaseModel):
+    """What a Lean checker reports for one file."""
+
+    ok: bool
+    detail: str = ""
+    backend: str = ""
+    seconds: float = 0.0
+
+
+LeanChecker = Callable[[Path], LeanCheck]
+
+
+class LeanOutcome(BaseModel):
+    status: Literal["agreed", "failed", "not run"]
+    file: str
+    sha256: str
+    theorems: list[str]
+    backend: str = ""
+    seconds: float = 0.0
+    detail: str = ""
+
+
+class Agreement(BaseModel):
+    cpsat_highs: bool
+    replay: bool
+    belady: bool
+    matching: bool | None
+    lean: Literal["agreed", "failed", "not run"]
+    published: bool
+    """The published figures (pooled and per-instance misses) are reproduced exactly."""
+
+
+class PoolingResult(BaseModel):
+    instance: str
+    instance_sha256: str
+    hosts: int
+    requests: int
+    refs: int
+    distinct: int
+    pool_capacity: int
+    pooled: PagingOutcome
+    per_instance: PagingOutcome
+    sharing: Sharing
+    free_routing: RoutingOutcome
+    family: list[PagingOutcome]
+    """The capacitated cases (pool below the distinct count)."""
+    lean: LeanOutcome
+    figures: list[Figure]
+    agreement: Agreement
+    holds: bool
+    """Every solver, replay, Belady and matching check agrees, the published figures are reproduced,
+    the best routing's proven bound is above the pooled optimum, and Lean did not fail."""
+    parameters: SolverParams
+    solvers: dict[str, str]
+    wall_s: float
+
+
+# ---------------------------------------------------------------------------- the steps
+
+
+def lean_stage(inst: Instance, lean_file: Path, lean_check: LeanChecker | None) -> LeanOutcome:
+    text = pooling_wall.emit(inst)
+    atomic_write(lean_file, text.encode("utf-8"))  # an InputError naming the path when it cannot be written
+    base = dict(file=str(lean_file), sha256=hashlib.sha256(text.encode()).hexdigest(),
+                theorems=pooling_wall.theorem_names())
+    if lean_check is None:
+        return LeanOutcome(status="not run", detail="no Lean checker was given", **base)
+    res = lean_check(lean_file)
+    return LeanOutcome(status="agreed" if res.ok else "failed", backend=res.backend, seconds=res.seconds,
+                       detail=res.detail, **base)
+
+
+def kernel_checker(backend: str | None = None, timeout: float = 1800.0) -> LeanChecker:
+    """A :data:`LeanChecker` on the project's build system, building the library as needed."""
+    def check(path: Path) -> LeanCheck:
+        from pycert.lean import build
+
+        res = build.check_files([path], backend=backend, timeout=timeout)
+        failures = [d.render() for r in res.results for d in r.failures] + [r.detail for r in res.results if r.detail]
+        return LeanCheck(ok=res.ok, detail="; ".join(failures)[:2000], backend=res.backend, seconds=res.seconds)
+    return check
+
+
+def instance_figures(refs: int, distinct: int, pooled: int, per_instance_wall: int, per_instance: int,
+                     free_routing: int) -> dict[str, Fraction]:
+    """The certificate's figures, from the counts (the same function serves :meth:`Pooling.recompute`)."""
+    return {
+        "refs": Fraction(refs),
+        "distinct_blocks": Fraction(distinct),
+        "pooled_misses": Fraction(pooled),
+        "pooled_hit_rate": Fraction(refs - pooled, refs),
+        "per_instance_wall": Fraction(per_instance_wall),
+        "per_instance_misses": Fraction(per_instance),
+        "per_instance_hit_rate": Fraction(refs - per_instance, refs),
+        "free_routing_misses": Fraction(free_routing),
+    }
+
+
+def agreement(inst: Instance, pooled: PagingOutcome, per_instance: PagingOutcome, free: RoutingOutcome,
+              cases: list[PagingOutcome], lean: LeanOutcome) -> Agreement:
+    """Which independent checks agree, and whether the published figures are reproduced."""
+    published = inst.published
+    paging = [pooled, per_instance, *cases]
+    return Agreement(
+        cpsat_highs=all(p.cpsat.optimal and p.highs.optimal and p.cpsat.objective == p.highs.objective for p in paging)
+        and free.cpsat.optimal and free.highs.optimal and free.cpsat.objective == free.highs.objective,
+        replay=all(p.replay_ok and p.replay_misses == p.cpsat.objective for p in paging)
+        and free.replay is not None and free.replay.ok and free.replay.misses == free.cpsat.objective,
+        belady=all(p.belady_misses == p.cpsat.objective for p in paging),
+        matching=None if free.matching_objective is None else free.matching_objective == free.cpsat.objective,
+        lean=lean.status,
+        published=(published.pooled_misses in (None, pooled.optimum)
+                   and published.per_instance_misses in (None, per_instance.optimum)
+                   and (published.pooled_misses, published.per_instance_misses) != (None, None)),
+    )
+
+
+def holds(a: Agreement, pooled: PagingOutcome, per_instance: PagingOutcome, shared: Sharing, free: RoutingOutcome,
+          cases: list[PagingOutcome]) -> bool:
+    """The pooling claim: every check agrees, both walls are reached, and no routing reaches the pool."""
+    return (all(p.agree for p in (pooled, per_instance, *cases)) and free.agree and a.published
+            and a.lean != "failed" and pooled.optimum == pooled.distinct
+            and per_instance.optimum == shared.per_instance_wall
+            and all(c.optimum is not None and c.optimum > c.distinct for c in cases)
+            and free.proven_bound is not None and pooled.optimum is not None
+            and free.proven_bound > pooled.optimum)
+
+
+def run_pooling(
+    instance_path: Path | str = COMMITTED,
+    *,
+    params: SolverParams | None = None,
+    cases: CapacitatedParams | None = None,
+    lean_check: LeanChecker | None = None,
+    lean_file: Path | None = None,
+    progress: Progress | None = None,
+) -> PoolingResult:
+    """Every step on the instance at ``instance_path`` (default: the committed one).
+
+    ``lean_file`` is where the emitted wall file goes (default: a fresh temporary directory); the
+    ``lean_check`` callable kernel-checks it (e.g. :func:`kernel_checker`).
+    """
+    from solvers.highs import highs_version
+    from solvers.model import ortools_version
+
+    say = progress or (lambda _m: None)
+    params = params or SolverParams()
+    t0 = time.perf_counter()
+    path = Path(instance_path)
+    inst = load_instance(path)
+    trace = inst.trace
+    say(f"pooled: {len(trace)} references, pool capacity {inst.pool_capacity} (CP-SAT, HiGHS, replay, Belady)")
+    pooled = solve_paging("pooled", [Cache("pool", tuple(trace), inst.pool_capacity)], params)
+    say("per-instance, committed routing: one cache per host")
+    pm = committed_model(inst)
+    per_instance = solve_paging("per-instance", pm.caches, params, pm=pm)
+    shared = sharing(inst, inst.routing)
+    say("per-instance, free routing: best Σ_h distinct over all routings (CP-SAT, HiGHS, matching)")
+    free = solve_free_routing(inst, params)
+    case_list = capacitated_cases(cases)
+    say(f"capacitated family: {len(case_list)} cases, pool below the distinct count")
+    capacitated = capacitated_outcomes(case_list, params)
+    out = lean_file or Path(tempfile.mkdtemp(prefix="pycert-pooling-")) / "PoolingWall.lean"
+    say(f"Lean wall: {out}" + ("" if lean_check else " (no checker: not run)"))
+    lean = lean_stage(inst, out, lean_check)
+    agreed = agreement(inst, pooled, per_instance, free, capacitated, lean)
+    figures = []
+    if pooled.optimum is not None and per_instance.optimum is not None and free.agree:
+        figures = [Figure.of(v, name=k) for k, v in instance_figures(
+            len(trace), len(set(trace)), pooled.optimum, shared.per_instance_wall, per_instance.optimum,
+            free.cpsat.objective).items()]
+    return PoolingResult(
+        instance=str(path), instance_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), hosts=len(inst.hosts),
+        requests=len(inst.requests), refs=len(trace), distinct=len(set(trace)), pool_capacity=inst.pool_capacity,
+        pooled=pooled, per_instance=per_instance, sharing=shared, free_routing=free, family=capacitated, lean=lean,
+        figures=figures, agreement=agreed, holds=holds(agreed, pooled, per_instance, shared, free, capacitated),
+        parameters=params, solvers={"OR-Tools CP-SAT": ortools_version(), "HiGHS": highs_version()},
+        wall_s=time.perf_counter() - t0,
+    )
+
+
+# ---------------------------------------------------------------------------- the family
+
+
+class Pooling(Family):
+    name = "pooling"
+    params = PoolingParams
+    lean_module = "Pycert.Pooling"
+    theorems = (
+        "Pycert.Pooling.distinct_le_pooledMisses",
+        "Pycert.Pooling.sumDistinct_le_perInstanceMisses",
+        "Pycert.Pooling.distinct_le_sumDistinct",
+        "Pycert.Pooling.sumDistinct_eq_iff",
+    )
+    does_not_prove = (
+        "OPT = 32 is for the committed instance only: other instances have other optima.",
+        "The per-instance figure is for the committed routing; the free-routing optimum is a solver result with its bound.",
+        "Misses count block fetches; transfer latency, bandwidth and serving throughput are not modelled.",
+        "It is an oracle bound, not a connector measurement.",
+    )
+
+    def prepare(self, setting: Setting) -> list[Prepared]:
+        """The solvers and their independent checks now; the emitted wall file joins the batched kernel check."""
+        lean_path = setting.root / LEAN_WALL
+        res = run_pooling(COMMITTED, lean_file=lean_path, progress=lambda m: setting.progress("  " + m))
+        pooled, per = res.pooled, res.per_instance
+        solver = SolverInfo(
+            name="OR-Tools CP-SAT", version=res.solvers["OR-Tools CP-SAT"], status=pooled.cpsat.status,
+            objective=pooled.cpsat.objective, bound=pooled.cpsat.bound,
+            parameters={**res.parameters.model_dump(mode="json"), "cross_check": f"HiGHS {res.solvers['HiGHS']}"},
+        )
+        claim = (f"On the committed {res.hosts}-host instance ({res.refs} block references over {res.distinct} "
+                 f"blocks), the pooled cache reaches the proven minimum of {pooled.optimum} misses while "
+                 f"per-instance caching needs {per.optimum} under the committed routing and at least "
+                 f"{res.free_routing.proven_bound} under any routing.")
+        rejection = None if res.holds else Rejection(subject="pooling-committed", reason="solvers-disagree",
+                                                     detail="solver checks disagree")
+        return [Prepared(
+            family=self, id="pooling-committed", claim=claim,
+            parameters=PoolingParams(hosts=res.hosts, pool_capacity=res.pool_capacity),
+            figures={f.name: f.value for f in res.figures}, headline=f"OPT {pooled.optimum} vs {per.optimum}",
+            inputs=[input_file("instance", Path(res.instance), setting.root), input_file("lean", lean_path, setting.root)],
+            lean_files=[lean_path], solver=solver, rejection=rejection,
+        )]
+
+    def recompute(self, cert: Certificate, root: Path) -> dict[str, Fraction]:
+        """The figures from the instance file alone, by Belady per cache and (for the best routing) the
+        networkx matching or a fresh CP-SAT solve."""
+        from pycert.analysis.cachesim import belady_hits
+        from solvers.graphs import matching_optimum
+
+        inst = load_instance(input_path(cert, "instance", root))
+        trace = inst.trace
+        per_host = [inst.host_trace(h.id) for h in inst.hosts]
+        pooled = len(trace) - belady_hits(trace, inst.pool_capacity)
+        per_instance = sum(len(t) - belady_hits(t, h.capacity) for t, h in zip(per_host, inst.hosts))
+        match = matching_optimum(inst)
+        if match is not None:
+            free = match.objective
+        else:
+            free_res = solve_free_routing(inst, SolverParams())
+            free = free_res.cpsat.objective if free_res.agree else -1
+        return instance_figures(len(trace), len(set(trace)), pooled, sum(len(set(t)) for t in per_host),
+                                per_instance, free)
+
+
+FAMILY = Pooling()

@@ -1,0 +1,103 @@
+"""The Lean backend interface, which the native Lake install and the embedded wasm Lean both implement.
+
+A backend reports what it is (:meth:`Backend.info`, recorded in every certificate), compiles a set
+of modules (:meth:`Backend.build`: each one's verdict and the tree of compiled ``.olean`` files),
+says where its own ``Init``/``Std``/``Lean`` files are (:meth:`Backend.toolchain_library`, the
+audit's search path), and cross-checks an audit with Lean's own ``#print axioms`` where it can
+(:meth:`Backend.cross_check`). Nothing outside :mod:`pycert.lean.native` and :mod:`pycert.lean.wasm`
+asks which backend it holds.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from pydantic import BaseModel
+
+from pycert.core.errors import InputError, ToolchainMissing
+
+if TYPE_CHECKING:
+    from pycert.audit.axioms import AuditReport
+    from pycert.lean.diagnostics import CheckResult
+    from pycert.lean.sources import Unit
+
+Kind = Literal["native", "wasm"]
+KINDS: tuple[Kind, ...] = ("native", "wasm")
+INSTALL_HINT = "no usable Lean backend: run `pycert toolchain install` (or put elan's lake and lean on PATH)"
+_VERSION = re.compile(r"Lean \(version ([^,)]+)(?:[^)]*?\bcommit ([0-9a-fA-F]+))?")
+
+
+class ToolchainInfo(BaseModel):
+    """What ``pycert toolchain`` reports; recorded in every certificate."""
+
+    backend: Kind
+    lean_version: str
+    lean_commit: str | None = None
+    node_version: str | None = None
+    node: str | None = None
+    lean_js: str | None = None
+    lean_lib: str | None = None
+    lean: str | None = None
+    lake: str | None = None
+    cache_dir: str | None = None
+
+
+def parse_lean_version(text: str) -> tuple[str, str | None] | None:
+    """(version, commit) from ``lean --version`` output, e.g. ``Lean (version 4.28.0, x86_64-unknown-linux-gnu,
+    commit 38f3c0c4..., Release)``; None when no such line is there."""
+    m = _VERSION.search(text)
+    return (m.group(1).strip(), m.group(2)) if m else None
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    jobs: int
+    timeout: float
+    progress: Callable[[str], None]
+
+
+class Backend(ABC):
+    kind: ClassVar[Kind]
+
+    @abstractmethod
+    def info(self) -> ToolchainInfo: ...
+
+    @abstractmethod
+    def toolchain_library(self) -> Path:
+        """The directory holding the toolchain's own ``.olean`` files (``Init/Prelude.olean`` ...)."""
+
+    @abstractmethod
+    def build(self, library: Path | None, units: list[Unit], options: BuildOptions) -> tuple[list[CheckResult], Path]:
+        """Compile ``units`` (the modules of ``library``, if given, and standalone files): one verdict per
+        unit, in an order where each comes after what it imports, and the tree of compiled files."""
+
+    @abstractmethod
+    def cross_check(self, report: AuditReport, modules: list[str], project: Path | None) -> None:
+        """Compare ``report`` with Lean's own ``#print axioms`` for ``modules`` where this backend can,
+        adding a finding per disagreement; say in ``report.cross_check`` what was done."""
+
+
+def resolve(requested: str | Backend | None = None) -> Backend:
+    """The backend to use: ``requested``, else ``$PYCERT_LEAN``, else native if on PATH, else wasm."""
+    if isinstance(requested, Backend):
+        return requested
+    from pycert.lean.native import find_native
+    from pycert.lean.wasm import find_wasm
+
+    choice = requested or os.environ.get("PYCERT_LEAN") or "auto"
+    if choice not in ("auto", *KINDS):
+        raise InputError(f"unknown Lean backend {choice!r}: expected native or wasm")
+    if choice in ("auto", "native"):
+        if native := find_native():
+            return native
+        if choice == "native":
+            raise ToolchainMissing("the native backend needs `lake` and `lean` on PATH (an elan install)")
+    if wasm := find_wasm():
+        return wasm
+    raise ToolchainMissing(INSTALL_HINT)

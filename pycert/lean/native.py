@@ -1,0 +1,109 @@
+"""The native backend: the user's elan install, ``lake`` and ``lean`` from PATH.
+
+Lake builds the library modules (``lake build +Module ...``, its own cache and order); each
+standalone file runs under ``lake env lean --json -o`` in import order through the build system.
+Every library module gets its own verdict, read off Lake's output by the module's path. The audit is
+cross-checked with Lean's own ``#print axioms`` (:mod:`pycert.audit.print_axioms`).
+
+This backend cannot be exercised where no elan install exists (the project's CI machines have none).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from pycert.core.errors import InputError
+from pycert.lean.backend import Backend, BuildOptions, ToolchainInfo, parse_lean_version
+from pycert.lean.build import schedule
+from pycert.lean.diagnostics import SORRY_MARKERS, CheckResult, check_result
+from pycert.lean.process import ProcessRun, run_process
+from pycert.lean.sources import Unit, module_path
+
+if TYPE_CHECKING:
+    from pycert.audit.axioms import AuditReport
+
+
+def lake_verdicts(run: ProcessRun, units: list[Unit], project: Path) -> list[CheckResult]:
+    """One verdict per library module from one ``lake build``: a module fails when a line of Lake's
+    output names its file with an error or a ``sorry``; when Lake failed, the others are skipped."""
+    lines = (run.stdout + "\n" + run.stderr).splitlines()
+    out = []
+    for u in units:
+        names = {str(u.path), os.path.relpath(u.path, project)}
+        mine = [ln for ln in lines if any(n in ln for n in names)]
+        bad = [ln for ln in mine if "error" in ln or any(m in ln for m in SORRY_MARKERS)]
+        common = dict(module=u.module, file=str(u.path), exit_code=run.exit_code, seconds=run.seconds)
+        if run.timed_out:
+            out.append(CheckResult(ok=False, status="timeout", detail="lake build timed out", **common))
+        elif bad:
+            out.append(CheckResult(ok=False, status="failed", detail=bad[0].strip(), **common))
+        elif run.exit_code != 0:
+            out.append(CheckResult(ok=False, status="skipped", detail=f"lake build failed: {run.crash_detail()}",
+                                   **common))
+        else:
+            out.append(CheckResult(ok=True, status="ok", detail="compiled by one `lake build` of the library",
+                                   **common))
+    return out
+
+
+class NativeBackend(Backend):
+    kind: ClassVar = "native"
+
+    def __init__(self, lean: Path, lake: Path) -> None:
+        self.lean, self.lake = lean, lake
+
+    def info(self) -> ToolchainInfo:
+        out = subprocess.run([str(self.lean), "--version"], capture_output=True, text=True).stdout
+        version, commit = parse_lean_version(out) or (out.strip(), None)
+        return ToolchainInfo(backend="native", lean_version=version, lean_commit=commit, lean=str(self.lean),
+                             lake=str(self.lake))
+
+    def toolchain_library(self) -> Path:
+        try:
+            out = subprocess.run([str(self.lean), "--print-libdir"], capture_output=True, text=True, timeout=120,
+                                 check=True)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise InputError(f"`lean --print-libdir` failed: {exc}") from None
+        return Path(out.stdout.strip())
+
+    def build(self, library: Path | None, units: list[Unit], options: BuildOptions) -> tuple[list[CheckResult], Path]:
+        project = library.parent if library else Path.cwd()
+        tree = project / ".lake" / "build" / "lib" / "lean"
+        in_library = [u for u in units if library and u.path.is_relative_to(library)]
+        results: list[CheckResult] = []
+        if in_library:
+            options.progress("lake build ...")
+            run = run_process([str(self.lake), "build", *(f"+{u.module}" for u in in_library)], cwd=project,
+                              env=dict(os.environ), timeout=options.timeout)
+            results = lake_verdicts(run, in_library, project)
+        built = {r.module: r for r in results}
+
+        def compile_unit(u: Unit) -> CheckResult:
+            if u.module in built:
+                return built[u.module]
+            out = tree / module_path(u.module).with_suffix(".olean")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            run = run_process([str(self.lake), "env", "lean", "--json", "-o", str(out), str(u.path)], cwd=project,
+                              env=dict(os.environ), timeout=options.timeout)
+            res = check_result(u.module, str(u.path), run, str(u.path))
+            options.progress(f"{u.module}: {res.status} ({run.seconds:.1f} s)")
+            return res
+
+        return schedule(units, options.jobs, compile_unit, options.progress), tree
+
+    def cross_check(self, report: AuditReport, modules: list[str], project: Path | None) -> None:
+        from pycert.audit.axioms import cross_check
+
+        if project is None:
+            report.cross_check = "not run: no Lake project to run #print axioms in (pass the library directory)"
+        else:
+            cross_check(report, self.lake, project, modules)
+
+
+def find_native() -> NativeBackend | None:
+    lean, lake = shutil.which("lean"), shutil.which("lake")
+    return NativeBackend(Path(lean), Path(lake)) if lean and lake else None

@@ -1,0 +1,94 @@
+"""Running one Lean process: a machine-wide slot, its own process group, a timeout that kills the group.
+
+A wasm Lean takes a core and 3-4 GB; several pycert processes at once (tests, a prove run) would
+otherwise oversubscribe a 2-core machine into swapping or the OOM killer, so every Lean process
+first takes one of ``$PYCERT_LEAN_SLOTS`` (default: the core count) flock'd slot files.
+
+Output is captured, not streamed: ``lean --json`` output is parsed after the run (one JSON object a
+line), and the progress lines pycert prints are its own. (``subprocess-tee``, which streams a
+child's output to the terminal and a log at once, does not fit: nothing here is shown raw, and its
+``run`` cannot kill a process group on timeout.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+
+class ProcessRun(BaseModel):
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool
+
+    def crash_detail(self) -> str:
+        """The line that best says why the process died (Lean's PANIC, Node's out-of-memory ...)."""
+        lines = [ln for ln in (self.stderr + "\n" + self.stdout).splitlines()
+                 if ln.strip() and not ln.startswith("[DEBUG")]
+        for ln in lines:
+            if "PANIC" in ln or "out of memory" in ln or "RangeError" in ln or "Error:" in ln:
+                return ln.strip()
+        return lines[-1].strip() if lines else f"exit {self.exit_code}"
+
+
+@contextlib.contextmanager
+def machine_slot(slot_dir: Path, poll_s: float = 0.5) -> Iterator[None]:
+    """Hold one of ``$PYCERT_LEAN_SLOTS`` machine-wide slots (flock'd files in ``slot_dir``)."""
+    slots = max(1, int(os.environ.get("PYCERT_LEAN_SLOTS", os.cpu_count() or 1)))
+    while True:
+        for i in range(slots):
+            fh = open(slot_dir / f"slot-{i}.lock", "a")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.close()
+                continue
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+                fh.close()
+            return
+        time.sleep(poll_s)
+
+
+def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> ProcessRun:
+    """Run ``argv`` in its own process group, in a machine slot; on timeout the whole group is killed.
+
+    The timeout counts from the start of the process, not from the wait for a slot.
+    """
+    from pycert.lean.toolchain import scratch_root
+
+    with machine_slot(scratch_root()):
+        return _run_process(argv, cwd, env, timeout)
+
+
+def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> ProcessRun:
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, errors="replace",
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        timed_out = True
+    except BaseException:  # Ctrl-C: do not leave a 3 GB Lean behind
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    return ProcessRun(exit_code=None if timed_out else proc.returncode, stdout=out, stderr=err,
+                      seconds=time.monotonic() - t0, timed_out=timed_out)

@@ -1,0 +1,171 @@
+"""Lean sources as text: module names and files, imports, and the declarations a file makes.
+
+No Lean runs here. :func:`parse_imports` reads a header; :func:`scan_declarations` finds top-level
+declarations with their namespace-qualified names (comments and strings blanked first), for
+``pycert verify`` (does a certificate's theorem exist?), the audit (did the compiled files keep
+every theorem the source declares?) and the mutation batches (which lines a declaration spans).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from pycert.core.errors import InputError
+
+_IMPORT_RE = re.compile(r"^\s*(?:public\s+)?(?:meta\s+)?import\s+(?:all\s+)?([\w.«»]+)")
+
+
+def module_name(root: Path, path: Path) -> str:
+    """``root/A/B.lean`` -> ``A.B``: a module's name is its path below the library root."""
+    return ".".join(path.relative_to(root).with_suffix("").parts)
+
+
+def module_path(module: str) -> Path:
+    """``A.B`` -> ``A/B`` (add the suffix wanted)."""
+    return Path(*module.split("."))
+
+
+def library_modules(root: Path) -> dict[str, Path]:
+    """Every module of the library under ``root`` (``lean/``), by name."""
+    if not root.is_dir():
+        raise InputError("no Lean library directory", where=str(root))
+    return {module_name(root, p): p for p in sorted(root.rglob("*.lean"))}
+
+
+class Unit(BaseModel):
+    """Something to compile: a library module, or a standalone file (its module name is its stem)."""
+
+    module: str
+    path: Path
+    imports: list[str]
+
+
+def library_units(root: Path) -> list[Unit]:
+    return [Unit(module=m, path=p, imports=parse_imports(p.read_text(encoding="utf-8")))
+            for m, p in library_modules(root).items()]
+
+
+def file_units(paths: Sequence[Path]) -> list[Unit]:
+    """Standalone files, each its own module named by its stem (two with one stem are an input error)."""
+    units = []
+    seen: dict[str, Path] = {}
+    for p in paths:
+        if not p.is_file():
+            raise InputError("no such Lean file", where=str(p))
+        if p.stem in seen:
+            raise InputError(f"two files would both be module {p.stem!r} ({seen[p.stem]})", where=str(p))
+        seen[p.stem] = p
+        units.append(Unit(module=p.stem, path=p, imports=parse_imports(p.read_text(encoding="utf-8"))))
+    return units
+
+
+def parse_imports(source: str) -> list[str]:
+    """Module names a Lean file imports (its header: imports come before anything else)."""
+    names: list[str] = []
+    in_block_comment = False
+    for raw in source.splitlines():
+        line = raw.strip()
+        if in_block_comment:
+            in_block_comment = "-/" not in line
+            continue
+        if not line or line.startswith("--") or line in ("module", "prelude"):
+            continue
+        if line.startswith("/-"):
+            in_block_comment = "-/" not in line
+            continue
+        if m := _IMPORT_RE.match(line):
+            names.append(m.group(1))
+            continue
+        break
+    return names
+
+
+# ---------------------------------------------------------------------------- declarations
+
+
+class Declaration(BaseModel):
+    name: str
+    kind: str
+    private: bool
+    file: str
+    line: int
+
+
+_DECL = re.compile(
+    r"^\s*(?:@\[[^\]]*\]\s*)*(?P<mods>(?:(?:private|protected|public|noncomputable|partial|unsafe|nonrec)\s+)*)"
+    r"(?P<kind>theorem|lemma|def|abbrev|instance|structure|class|inductive|axiom|opaque)\b\s*(?P<name>[^\s:({\[]+)?"
+)
+_OPEN_IN = re.compile(r"^\s*open\b.*?\bin\b\s*")
+_NAMESPACE = re.compile(r"^\s*namespace\s+(\S+)")
+_SECTION = re.compile(r"^\s*(?:(?:public|private|noncomputable|@\[[^\]]*\])\s+)*section\b")
+_END = re.compile(r"^\s*end(?:\s+(\S+))?\s*$")
+
+
+def strip_comments(source: str) -> str:
+    """Blank out (nested) block comments, line comments and string literals, keeping line numbers."""
+    out: list[str] = []
+    i, depth, n = 0, 0, len(source)
+    while i < n:
+        two = source[i:i + 2]
+        if depth:
+            if two == "/-":
+                depth, i = depth + 1, i + 2
+            elif two == "-/":
+                depth, i = depth - 1, i + 2
+            else:
+                out.append("\n" if source[i] == "\n" else " ")
+                i += 1
+        elif two == "/-":
+            depth, i = 1, i + 2
+            out.append("  ")
+        elif two == "--":
+            j = source.find("\n", i)
+            i = n if j < 0 else j
+        elif source[i:i + 3] == "'\"'":  # the character literal '"' opens no string
+            out.append(source[i:i + 3])
+            i += 3
+        elif source[i] == '"':
+            j = i + 1
+            while j < n and source[j] != '"':
+                j += 2 if source[j] == "\\" else 1
+            out.append('""' + "\n" * source.count("\n", i, j))
+            i = j + 1
+        else:
+            out.append(source[i])
+            i += 1
+    return "".join(out)
+
+
+def scan_declarations(source: str, file: str = "") -> list[Declaration]:
+    """Top-level declarations with their namespace-qualified names (``namespace``/``section``/``end``)."""
+    scopes: list[tuple[str, str]] = []  # ("ns", component) or ("section", "")
+    found: list[Declaration] = []
+    for lineno, raw in enumerate(strip_comments(source).splitlines(), 1):
+        line = _OPEN_IN.sub("", raw, count=1)
+        if m := _NAMESPACE.match(line):
+            scopes += [("ns", part) for part in m.group(1).split(".")]
+        elif _SECTION.match(line):
+            scopes.append(("section", ""))
+        elif m := _END.match(line):
+            if scopes and scopes[-1][0] == "section":
+                scopes.pop()
+            else:
+                del scopes[len(scopes) - len(m.group(1).split(".")) if m.group(1) else len(scopes) - 1:]
+        elif (m := _DECL.match(line)) and m.group("name"):
+            name = m.group("name").replace("«", "").replace("»", "").removesuffix(".")  # `foo.{u}`: universes
+            if name.startswith("_root_."):
+                full = name.removeprefix("_root_.")
+            else:
+                full = ".".join([c for kind, c in scopes if kind == "ns"] + [name])
+            found.append(Declaration(name=full, kind=m.group("kind"), private="private" in m.group("mods").split(),
+                                     file=file, line=lineno))
+    return found
+
+
+def declared_theorems(source: str) -> list[str]:
+    """Full names of the theorems a Lean source declares."""
+    return [d.name for d in scan_declarations(source) if d.kind in ("theorem", "lemma")]
