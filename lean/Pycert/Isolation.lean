@@ -3,7 +3,8 @@ module
 prelude
 public import Init.Data.Nat.Log2
 import Init.Data.Nat.Lemmas
-import Pycert.Basic
+import Pycert.Digits
+import Pycert.Pigeonhole
 
 /-!
 # Isolation floor: the price of zero-leak sharing

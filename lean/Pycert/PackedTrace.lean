@@ -1,7 +1,7 @@
 module
 
 prelude
-public import Pycert.Basic
+public import Pycert.Lists
 public import Pycert.Packed
 import Init.Omega
 

@@ -5,22 +5,13 @@ public import Init.Data.List.Basic
 import Init.Omega
 
 /-!
-# Shared definitions and lemmas
+# Lists: membership facts and first-touch counting
 
-First-touch counting (`distinctFrom`, `distinct`), list membership facts proved here so that no file
-needs the list lemma library, base-`a` digits, and a pigeonhole principle for maps on `Nat`.
+Membership lemmas proved here so that no file needs the list lemma library, and the first-touch
+count of a trace (`distinctFrom`, `distinct`): how many references touch a block for the first time.
 -/
 
 namespace Pycert
-
-/-- `distinctFrom seen r`: how many references of `r` touch a block for the first time, given that
-the blocks in `seen` were touched already. -/
-@[expose] public noncomputable def distinctFrom : List Nat → List Nat → Nat
-  | _, [] => 0
-  | seen, x :: xs => if x ∈ seen then distinctFrom seen xs else distinctFrom (x :: seen) xs + 1
-
-/-- The number of distinct blocks a trace references. -/
-@[expose] public noncomputable def distinct (r : List Nat) : Nat := distinctFrom [] r
 
 /-! ## List membership -/
 
@@ -73,6 +64,15 @@ public theorem mem_of_mem_take {α : Type} {y : α} : ∀ {k : Nat} {l : List α
     · exact mem_cons_of_mem a (mem_of_mem_take h)
 
 /-! ## First-touch counting -/
+
+/-- `distinctFrom seen r`: how many references of `r` touch a block for the first time, given that
+the blocks in `seen` were touched already. -/
+@[expose] public noncomputable def distinctFrom : List Nat → List Nat → Nat
+  | _, [] => 0
+  | seen, x :: xs => if x ∈ seen then distinctFrom seen xs else distinctFrom (x :: seen) xs + 1
+
+/-- The number of distinct blocks a trace references. -/
+@[expose] public noncomputable def distinct (r : List Nat) : Nat := distinctFrom [] r
 
 public theorem distinctFrom_nil (S : List Nat) : distinctFrom S [] = 0 := rfl
 
@@ -133,72 +133,5 @@ public theorem distinctFrom_le_length (r : List Nat) : ∀ (S : List Nat), disti
     by_cases h : x ∈ S
     · rw [distinctFrom_of_mem h]; have := ih S; omega
     · rw [distinctFrom_of_not_mem h]; have := ih (x :: S); omega
-
-/-! ## Digits and pigeonhole -/
-
-/-- Digit `i` of `k` in base `a`, least significant first. -/
-@[expose] public def digit (a : Nat) : Nat → Nat → Nat
-  | k, 0 => k % a
-  | k, i + 1 => digit a (k / a) i
-
-public theorem digit_lt {a : Nat} (ha : 0 < a) (k i : Nat) : digit a k i < a := by
-  induction i generalizing k with
-  | zero => exact Nat.mod_lt k ha
-  | succ i ih => exact ih (k / a)
-
-/-- A number below `a ^ m` is determined by its first `m` digits in base `a`. -/
-public theorem digit_inj {a : Nat} (m : Nat) : ∀ {k k' : Nat}, k < a ^ m → k' < a ^ m →
-    (∀ i, i < m → digit a k i = digit a k' i) → k = k' := by
-  induction m with
-  | zero =>
-    intro k k' hk hk' _
-    rw [Nat.pow_zero] at hk hk'
-    omega
-  | succ m ih =>
-    intro k k' hk hk' h
-    rw [Nat.pow_succ] at hk hk'
-    have ha : 0 < a := by
-      cases a with
-      | zero => rw [Nat.mul_zero] at hk; exact absurd hk (Nat.not_lt_zero k)
-      | succ a => exact Nat.succ_pos a
-    have e0 : k % a = k' % a := h 0 (Nat.succ_pos m)
-    have e1 : k / a = k' / a :=
-      ih ((Nat.div_lt_iff_lt_mul ha).2 hk) ((Nat.div_lt_iff_lt_mul ha).2 hk')
-        (fun i hi => h (i + 1) (Nat.succ_lt_succ hi))
-    calc k = a * (k / a) + k % a := (Nat.div_add_mod k a).symm
-      _ = a * (k' / a) + k' % a := by rw [e1, e0]
-      _ = k' := Nat.div_add_mod k' a
-
-/-- Pigeonhole: a map on `Nat` that is injective on `[0, a)` and sends it into `[0, b)` needs
-`a ≤ b`. -/
-public theorem le_of_inj (a : Nat) : ∀ {b : Nat} (f : Nat → Nat), (∀ i, i < a → f i < b) →
-    (∀ i j, i < a → j < a → f i = f j → i = j) → a ≤ b := by
-  induction a with
-  | zero => intro b _ _ _; exact Nat.zero_le b
-  | succ a ih =>
-    intro b f hlt hinj
-    have hm : f a < b := hlt a (Nat.lt_succ_self a)
-    have hne : ∀ i, i < a → f i ≠ f a := fun i hi e => by
-      have := hinj i a (by omega) (by omega) e
-      omega
-    have key := ih (b := b - 1) (fun i => if f i < f a then f i else f i - 1)
-      (fun i hi => by
-        show (if f i < f a then f i else f i - 1) < b - 1
-        have h1 := hlt i (by omega)
-        have h2 := hne i hi
-        by_cases c : f i < f a
-        · rw [if_pos c]; omega
-        · rw [if_neg c]; omega)
-      (fun i j hi hj e => by
-        have e : (if f i < f a then f i else f i - 1) = (if f j < f a then f j else f j - 1) := e
-        have h1 := hne i hi
-        have h2 := hne j hj
-        apply hinj i j (by omega) (by omega)
-        by_cases ci : f i < f a <;> by_cases cj : f j < f a
-        · rw [if_pos ci, if_pos cj] at e; exact e
-        · rw [if_pos ci, if_neg cj] at e; omega
-        · rw [if_neg ci, if_pos cj] at e; omega
-        · rw [if_neg ci, if_neg cj] at e; omega)
-    omega
 
 end Pycert

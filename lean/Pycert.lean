@@ -1,0 +1,22 @@
+module
+
+prelude
+public import Pycert.Lists
+public import Pycert.Digits
+public import Pycert.Pigeonhole
+public import Pycert.Cache
+public import Pycert.Ceiling
+public import Pycert.Pooling
+public import Pycert.Isolation
+public import Pycert.FirstTouch
+public import Pycert.Packed
+public import Pycert.PackedTrace
+
+/-!
+# pycert: the theorem library
+
+The root of `lean_lib Pycert`: importing it imports every file. The list facts and the cache model
+come first, then one file per family of claims, then the packed vectors a whole-trace instance
+rests on. It is a `prelude` file, so it adds no import of all of `Init` beyond what the files
+themselves import (without it, `pycert audit` loaded all 517 modules of the toolchain, not 100).
+-/
