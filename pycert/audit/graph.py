@@ -24,8 +24,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import networkx as nx
-
 from pycert.audit import olean
 from pycert.core.errors import InputError, Rejected
 
@@ -214,6 +212,8 @@ def reachable(env: Environment, roots: list[str]) -> tuple[list[str], set[str]]:
 def strongly_connected(nodes: Iterable[str], succ: dict[str, tuple[str, ...]]) -> list[list[str]]:
     """The strongly connected components of the graph ``succ`` restricted to ``nodes``, dependencies
     first (networkx's condensation, in reverse topological order)."""
+    import networkx as nx  # here, not at the top: every pycert command imports this module, few audit
+
     graph = nx.DiGraph()
     nodes = list(nodes)
     graph.add_nodes_from(nodes)
