@@ -1,7 +1,7 @@
 """``pycert verify CERT... [--kernel]``: re-check certificates offline.
 
-Exit 0 when every certificate holds, 1 when any is rejected (one line per failure: field, expected,
-found), 2 when a certificate or an input it names is missing or malformed: then, after the report,
+Exit 0 when every certificate holds, 1 when any is rejected (one line per rejection: the field,
+what was expected, what was found; under ``--json`` each a ``Rejection``), 2 when a certificate or an input it names is missing or malformed: then, after the report,
 one line names the first such problem (under ``--json``: the error object, with the per-certificate
 results under ``results``).
 """
