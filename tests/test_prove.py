@@ -13,7 +13,7 @@ from pycert.data.traces import read_trace
 from pycert.families import FAMILIES
 from pycert.families.base import Family
 from pycert.lean.emit import packed_trace, pooling_wall
-from pycert.lean.sources import declared_theorems, library_modules
+from pycert.lean.sources import declared_theorems, library_modules, parse_imports
 from pycert.prove import prove, stages
 from solvers.instance import COMMITTED
 from solvers.instance_io import load_instance
@@ -30,6 +30,13 @@ def test_every_family_is_one_module_with_its_lean_file_and_its_theorems() -> Non
         declared = {n for path in modules.values() for n in declared_theorems(path.read_text(encoding="utf-8"))}
         assert set(family.theorems) <= declared, family.name
         assert family.certificate_model.model_fields["family"].annotation.__args__ == (family.name,)
+
+
+def test_the_root_imports_every_library_file() -> None:
+    """`lean/Pycert.lean` is what `import Pycert` and Lake's default target mean: it must not go stale."""
+    root = REPO / "lean" / "Pycert.lean"
+    modules = set(library_modules(REPO / "lean")) - {"Pycert"}
+    assert set(parse_imports(root.read_text(encoding="utf-8"))) == modules
 
 
 def test_emitted_instance_files_are_the_committed_ones() -> None:
