@@ -1,21 +1,30 @@
-"""Kernel-checked traces: kernel seconds and peak memory against trace length, the whole-trace
-packed encoding (``pycert.lean_trace``) side by side with the previous per-reference encoding
-(``benchmarks/legacy``: chunked ``decodeFrom``/``denseGo``, walked reference by reference), in one run.
+"""Kernel-checked traces: kernel seconds and peak memory against trace length, three encodings side
+by side in one run:
+
+- ``packed/2``, today's (``pycert.lean_trace``): packed vectors, a sorted table and a Beneš network,
+  literals in raw 4,096-bit pieces grouped 64 to a definition;
+- ``packed/1``, the previous one (stop 18, read from git at ``--v1-rev``): the same vectors, but a
+  permutation walked entry by entry when ids are not in increasing first-use order, and each
+  vector one definition of ``OfNat`` pieces;
+- ``legacy``, the per-reference encoding before that (``benchmarks/legacy``: chunked
+  ``decodeFrom``/``denseGo``, walked reference by reference).
 
     python benchmarks/bench_lean_trace.py [--trace FILE] [--sizes 16384,65536,all] [--synthetic 1000000]
-                                          [--hashed 16384] [--legacy-max 65536] [--timeout 1800] [--json]
+        [--hashed 16384,all] [--legacy-max 16384] [--v1-rev 22dc5c0] [--timeout 1800] [--json]
 
 Each size is a prefix of the trace (``all``: the whole trace); ``--synthetic N`` adds a seeded
 synthetic trace of at least N references (``pycert trace generate``); ``--hashed`` reruns prefixes with
-the ids renamed to random 64-bit values, first occurrences no longer increasing (the permuted table). Every case runs alone in its
-own process (one Lean process at a time), so ``peak_rss_mib`` is that Lean process's peak resident
-memory and ``instance_s`` is its wall time minus that of a file that only imports the library module.
-The legacy encoding runs up to ``--legacy-max`` references: past that it takes tens of minutes.
+the ids renamed to random 64-bit values, first occurrences no longer increasing. Every case runs alone
+in its own process (one Lean process at a time), so ``peak_rss_mib`` is that Lean process's peak
+resident memory and ``instance_s`` is its wall time minus that of a file that only imports the same
+library modules. The legacy encoding runs up to ``--legacy-max`` references (it ran out of memory at
+65,536 in an earlier run).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -24,7 +33,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from pycert import console, lean_trace as lt, synthetic, toolchain as tc
 from pycert.traces import read_trace, trace_from_bytes
@@ -37,7 +48,9 @@ import windowed  # noqa: E402  (the previous emitter, kept only for this compari
 
 CHILD = """
 import json, resource, sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 from pycert import kernel
 path, library = Path(sys.argv[1]), Path(sys.argv[2])
 res = kernel.check_files([path], backend="wasm", timeout=float(sys.argv[3]), library=library, jobs=1).by_module()
@@ -56,13 +69,33 @@ def run_one(path: Path, library: Path, timeout: float) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+class V1(NamedTuple):
+    lean: str
+    emit: Callable[[list[int], str, str], str]
+
+
+def load_v1(rev: str) -> V1:
+    """The packed/1 encoding as it stood at ``rev``: its emitter and its ``PackedTrace.lean``, renamed
+    ``PackedTraceV1`` so that both live in one scratch library."""
+    def show(path: str) -> str:
+        return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout
+    rename = lambda text: text.replace("Pycert.PackedTrace", "Pycert.PackedTraceV1")  # noqa: E731
+    spec = importlib.util.spec_from_loader("packed_v1", loader=None)
+    module = importlib.util.module_from_spec(spec)
+    exec(compile(show("pycert/lean_trace.py"), f"{rev}:pycert/lean_trace.py", "exec"), module.__dict__)
+    return V1(lean=rename(show("lean/Pycert/PackedTrace.lean")),
+              emit=lambda refs, sha, name: rename(module.emit_instance(refs, sha, name)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
     ap.add_argument("--sizes", default="16384,65536,all")
     ap.add_argument("--synthetic", type=int, default=1_000_000)
-    ap.add_argument("--hashed", default="16384", help="prefix sizes also run with ids renamed to random 64-bit hashes")
-    ap.add_argument("--legacy-max", type=int, default=65_536)
+    ap.add_argument("--hashed", default="16384,all", help="prefix sizes also run with ids renamed to random 64-bit hashes")
+    ap.add_argument("--legacy-max", type=int, default=16_384)
+    ap.add_argument("--v1-rev", default="22dc5c0", help="git revision holding the packed/1 encoding")
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -71,11 +104,12 @@ def main() -> None:
     cases = [(str(n), trace.refs[: len(trace.refs) if n == "all" else int(n)].tolist(), trace.sha256)
              for n in filter(None, args.sizes.split(","))]
     for n in filter(None, args.hashed.split(",")):
-        prefix = trace.refs[: int(n)].tolist()
+        prefix = trace.refs[: len(trace.refs) if n == "all" else int(n)].tolist()
         rng, name = random.Random(0), {}
         for b in dict.fromkeys(prefix):
             name[b] = rng.getrandbits(64)  # collisions among a few thousand 64-bit draws: none seen, and harmless
         cases.append((f"{n} hashed ids", [name[b] for b in prefix], trace.sha256))
+    v1 = load_v1(args.v1_rev)
     if args.synthetic:
         requests = args.synthetic // 15
         while True:
@@ -90,19 +124,21 @@ def main() -> None:
         library = d / "lean"
         shutil.copytree(ROOT / "lean", library)
         shutil.copy(HERE / "legacy" / "TraceCheck.lean", library / "Pycert" / "TraceCheck.lean")
+        (library / "Pycert" / "PackedTraceV1.lean").write_text(v1.lean)
+        emit = {"packed/2": lt.emit_instance, "packed/1": v1.emit, "legacy": windowed.emit_instance}
         base = {}
-        for enc, module in (("packed", "Pycert.PackedTrace"), ("legacy", "Pycert.TraceCheck")):
-            f = d / f"ImportOnly_{enc}.lean"
+        for enc, module in (("packed/2", "Pycert.PackedTrace"), ("packed/1", "Pycert.PackedTraceV1"),
+                            ("legacy", "Pycert.TraceCheck")):
+            f = d / f"ImportOnly_{enc.replace('/', '')}.lean"
             f.write_text(f"import {module}\nimport Pycert.Ceiling\n\ntheorem importOnly : True := True.intro\n")
             base[enc] = run_one(f, library, args.timeout)
         rows = []
         for label, refs, sha in cases:
-            for enc in ("packed", "legacy"):
+            for enc in emit:
                 if enc == "legacy" and (len(refs) > args.legacy_max or "hashed" in label):
                     continue  # the legacy encoding takes only ids numbered densely in first-occurrence order
-                name = f"{enc.capitalize()}{len(refs)}"
-                src = (lt.emit_instance(refs, sha, name) if enc == "packed"
-                       else windowed.emit_instance(refs, sha, name))
+                name = f"{enc.replace('/', '').capitalize()}{len(refs)}{'H' if 'hashed' in label else ''}"
+                src = emit[enc](refs, sha, name)
                 f = d / f"{name}.lean"
                 f.write_text(src)
                 r = run_one(f, library, args.timeout)
