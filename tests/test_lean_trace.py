@@ -165,7 +165,17 @@ def test_real_traces_are_kernel_checked_whole(wasm, lean_dir: Path) -> None:
     for stem, name in (("conversation_trace", "ConvWhole"), ("synthetic_trace", "SynthWhole")):
         t = read_trace(SHARED_TRACES / f"{stem}.jsonl")
         files[name] = lt.emit_instance(t.refs, t.sha256, name)
+    # The whole conversation trace as a production trace would carry it: 64-bit block hashes in no order.
+    conv = read_trace(SHARED_TRACES / "conversation_trace.jsonl").refs.tolist()
+    rng, hashed = random.Random(11), {}
+    for b in dict.fromkeys(conv):
+        hashed[b] = rng.getrandbits(64)
+    assert len(set(hashed.values())) == len(hashed)
+    files["ConvHashed"] = lt.emit_instance([hashed[b] for b in conv], SHA, "ConvHashed")
     res = _check(lean_dir, files)
     for name in files:
         assert res[name].ok, [d.render() for d in res[name].diagnostics]
-    assert "trace.length = 288500" in files["ConvWhole"] and "distinct trace = 182790" in files["ConvWhole"]
+    for name in ("ConvWhole", "ConvHashed"):
+        assert "trace.length = 288500" in files[name] and "distinct trace = 182790" in files[name]
+    assert "noncomputable def net : List (Nat × Nat) := []" in files["ConvWhole"]  # Mooncake: ids in first-use order
+    assert "(17, C0)" in files["ConvHashed"]  # 182,790 ids: a Beneš network on 2^18 places
