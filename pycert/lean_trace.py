@@ -1,23 +1,25 @@
 """Emit a Lean file that kernel-checks a whole trace's reference and distinct counts.
 
-The file holds the trace itself, not its counts, as three packed vectors (``lean/Pycert/
-PackedTrace.lean`` has the layout and the soundness theorem): the table of distinct ids in
-first-occurrence order, each reference as its table index, and the running count of distinct
-blocks. One ``decide +kernel`` proves ``traceOK … = true``, a handful of GMP operations on the whole
-vectors, and ``traceOK_sound`` turns it into ``trace.length = N`` and ``distinct trace = D``. The
-theorems are about ``decode``, the references looked up in the table: the trace's own ids, not a
-renumbering of them.
+The file holds the trace itself, not its counts (``lean/Pycert/PackedTrace.lean`` has the layout
+and the soundness theorem): each reference's block number in first-occurrence order, the running
+count of distinct blocks, and the distinct ids sorted, as three packed vectors; and a Beneš network
+(``pycert.benes``) that sends each block number to its id's place in the sorted table. One
+``decide +kernel`` proves ``traceOK … = true``, a handful of GMP operations on the whole vectors,
+and ``traceOK_sound`` turns it into ``trace.length = N`` and ``distinct trace = D``. The theorems
+are about ``decode``, the references looked up through the network in the table: the trace's own
+ids, not a renumbering of them.
 
-Ids are any integers in [0, 2^64), repeated or not, in any order. The table is the distinct ids
-sorted, tested by the kernel to strictly increase (hence no id twice), on the whole vector. Each
-block number (first-occurrence order) reaches its id's place in the sorted table through a Beneš
-network (``pycert.benes``): layers of pair swaps that are a bijection whatever their control words,
-so the kernel has nothing to check there, and ``traceOK_sound`` holds for any network. The network
-is empty when first occurrences already come in increasing id order (Mooncake's dense numbering).
+Ids are any integers in [0, 2^64), repeated or not, in any order. The kernel tests the sorted table
+to strictly increase (hence no id twice), on the whole vector. The network needs no test: its
+layers swap pairs of places, so it is a bijection whatever its control words, and
+``traceOK_sound`` holds for any network. It is empty when first occurrences already come in
+increasing id order (Mooncake's dense numbering). A wrong network would make the file stand for
+another trace, so ``emit_instance`` decodes what it packed and refuses any difference.
 
-Big literals are split into pieces of ``PIECE_BITS`` and joined in the kernel with ``Nat.lor`` and
-``Nat.shiftLeft`` in a balanced tree, one piece a line: Lean parses a literal in time superlinear in
-its length, while many short ones cost next to nothing (DEVELOPERS.md has the figures).
+Big literals are raw hex pieces of ``PIECE_BITS`` (``nat_lit``: no ``OfNat`` instance to elaborate),
+joined in the kernel with ``Nat.lor``/``Nat.shiftLeft`` in balanced trees, one piece a line and at
+most ``GROUP_PIECES`` to a definition: Lean's cost for one command grows faster than its length,
+while many short commands cost next to nothing (DEVELOPERS.md has the figures).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class Packed(BaseModel):
     wt: int
     """payload bits of a table field"""
     x: int
-    """reference ``j`` is table entry ``x``'s field ``j``"""
+    """field ``j`` is reference ``j``'s block number (first-occurrence order)"""
     k: int
     """field ``j`` is the number of distinct blocks among the first ``j`` references, ``j = 0..N``"""
     t: int
