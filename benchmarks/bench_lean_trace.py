@@ -9,11 +9,11 @@ by side in one run:
 - ``legacy``, the per-reference encoding before that (``benchmarks/legacy``: chunked
   ``decodeFrom``/``denseGo``, walked reference by reference).
 
-    python benchmarks/bench_lean_trace.py [--trace FILE] [--sizes 16384,65536,all] [--synthetic 1000000]
+    python benchmarks/bench_lean_trace.py [--trace FILE] [--sizes 16384,65536,all] [--synthetic 1000000,…]
         [--hashed 16384,all] [--legacy-max 16384] [--v1-rev 22dc5c0] [--timeout 1800] [--json]
 
-Each size is a prefix of the trace (``all``: the whole trace); ``--synthetic N`` adds a seeded
-synthetic trace of at least N references (``pycert trace generate``); ``--hashed`` reruns prefixes with
+Each size is a prefix of the trace (``all``: the whole trace); ``--synthetic N,…`` adds seeded
+synthetic traces of at least N references (``pycert trace generate``); ``--hashed`` reruns prefixes with
 the ids renamed to random 64-bit values, first occurrences no longer increasing. Every case runs alone
 in its own process (one Lean process at a time), so ``peak_rss_mib`` is that Lean process's peak
 resident memory; ``instance_s`` is its wall time minus that of a file that only imports the same
@@ -105,7 +105,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
     ap.add_argument("--sizes", default="16384,65536,all")
-    ap.add_argument("--synthetic", type=int, default=1_000_000)
+    ap.add_argument("--synthetic", default="1000000", help="seeded synthetic traces of at least these many references")
     ap.add_argument("--hashed", default="16384,all", help="prefix sizes also run with ids renamed to random 64-bit hashes")
     ap.add_argument("--legacy-max", type=int, default=16_384)
     ap.add_argument("--v1-rev", default="22dc5c0", help="git revision holding the packed/1 encoding")
@@ -123,13 +123,13 @@ def main() -> None:
             name[b] = rng.getrandbits(64)  # collisions among a few thousand 64-bit draws: none seen, and harmless
         cases.append((f"{n} hashed ids", [name[b] for b in prefix], trace.sha256))
     v1 = load_v1(args.v1_rev)
-    if args.synthetic:
-        requests = args.synthetic // 15
+    for target in (int(x) for x in filter(None, args.synthetic.split(","))):
+        requests = max(1, target // 24)  # about 23 references a request
         while True:
             synth = trace_from_bytes(synthetic.to_jsonl(synthetic.generate(0, requests=requests)), "synthetic.jsonl")
-            if synth.n_refs >= args.synthetic:
+            if synth.n_refs >= target:
                 break
-            requests = requests * args.synthetic // synth.n_refs + 1
+            requests = requests * target // synth.n_refs + 1
         cases.append((f"synthetic {synth.n_refs}", synth.refs.tolist(), synth.sha256))
 
     with tempfile.TemporaryDirectory(prefix="bench-lean-trace-", dir=tc.scratch_root()) as tmp:
