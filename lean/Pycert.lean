@@ -10,6 +10,7 @@ public import Pycert.Pooling
 public import Pycert.Isolation
 public import Pycert.FirstTouch
 public import Pycert.Packed
+public import Pycert.Route
 public import Pycert.PackedTrace
 
 /-!

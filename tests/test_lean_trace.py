@@ -15,7 +15,7 @@ from pycert.core.errors import InputError
 from pycert.data import synthetic
 from pycert.data.traces import read_trace, trace_from_bytes
 from pycert.lean import build
-from pycert.lean.emit import packed_trace as lt
+from pycert.lean.emit import benes, packed_trace as lt
 from tests.conftest import SHARED_TRACES, nonce
 
 SHA = hashlib.sha256(b"test").hexdigest()
@@ -53,10 +53,12 @@ def test_pack_unpack(values: list[int], extra: int) -> None:
     assert lt.unpack(lt.pack(values, width), width, len(values)) == values
 
 
-def test_table_shape_follows_first_occurrence_order() -> None:
-    assert not lt.plan([5, 9, 5, 12], SHA, "t").perm  # increasing first uses: the table itself
+def test_the_table_is_sorted_and_the_network_routes_first_uses_to_it() -> None:
+    assert not lt.plan([5, 9, 5, 12], SHA, "t").net  # first uses already increase: no layers
     inst = lt.plan([9, 5, 9, 12], SHA, "t")
-    assert inst.perm == [1, 0, 2] and lt.unpack(inst.t, inst.wt + 1, 3) == [5, 9, 12]
+    assert lt.unpack(inst.t, inst.wt + 1, 3) == [5, 9, 12]
+    assert benes.route_all(inst.net, 3).tolist() == [1, 0, 2]  # block 0 (id 9) is sorted id 1
+    assert [k for k, _ in inst.net] == [1, 0, 1]  # 3 blocks: a Beneš network on 4 places
 
 
 def test_numpy_refs_are_accepted() -> None:
@@ -93,7 +95,8 @@ def test_rendered_file_states_the_numbers_and_the_hash() -> None:
     assert f"theorem refs_eq : trace.length = {len(refs)}" in src
     assert f"theorem distinct_eq : Pycert.distinct trace = {len(set(refs))}" in src
     assert "native_decide" not in src and "sorry" not in src and "axiom" not in src
-    assert "import Pycert.PackedTrace" in src and "tracePermOK_sound" in src
+    assert "import Pycert.PackedTrace" in src and "(traceOK_sound net checked).2" in src
+    assert src.count("noncomputable def C") == 2 * (len(set(refs)) - 1).bit_length() - 1  # the layers
 
 
 def test_a_64_bit_trace_file_is_read_whole() -> None:
@@ -125,30 +128,34 @@ def _failing_decls(path: Path, res: build.CheckResult) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_hash_ids_and_a_merge_are_proved_and_defects_are_rejected(wasm, lean_dir: Path) -> None:
-    # Small on purpose: the permutation walk costs kernel time and memory per distinct block (BENCHMARKS.md).
-    hashed = hash_trace(600, 200, seed=4)
-    a = synthetic.generate(1, requests=8)
-    b = synthetic.generate(2, requests=8)
+    hashed = hash_trace(30_000, 12_000, seed=4)
+    a = synthetic.generate(1, requests=400)
+    b = synthetic.generate(2, requests=400)
     merge = trace_from_bytes(merged(a, b, offset=1 << 63), "merge.jsonl")
     mrefs = merge.refs.tolist()
-    assert lt.plan(hashed, SHA, "h").perm and lt.plan(mrefs, merge.sha256, "m").perm
+    assert lt.plan(hashed, SHA, "h").net and lt.plan(mrefs, merge.sha256, "m").net  # both need the network
 
     wrong_distinct = lt.render(lt.plan(hashed, SHA, "WrongD")).replace(
         f" {len(set(hashed))} S = true", f" {len(set(hashed)) + 1} S = true")
-    p = lt.plan(hashed, SHA, "DupPerm")
-    dup_perm = lt.render(p.model_copy(update={"perm": [p.perm[0], p.perm[0], *p.perm[2:]]}))
+    p = lt.plan(hashed, SHA, "DupTable")
+    dup_table = lt.render(p.model_copy(update={"t": lt.set_field(p.t, p.wt + 1, 1, p.t & ((1 << (p.wt + 1)) - 1))}))
     q = lt.plan(mrefs, merge.sha256, "OneRef")
     j = next(i for i in range(1, q.refs) if mrefs[i] in mrefs[:i])  # a repeat, recoded as fresh
     one_ref = lt.render(q.model_copy(update={"x": lt.set_field(q.x, q.w + 1, j, len(set(mrefs[:j])))}))
+    # A flipped control bit is still a bijection: the kernel accepts the counts, but the instance now
+    # stands for another trace, which is what verify's regeneration (sha256 of the file) is for.
+    f = lt.plan(hashed, SHA, "FlipNet")
+    flipped = f.model_copy(update={"net": [(f.net[0][0], f.net[0][1] ^ 1), *f.net[1:]]})
+    assert lt.decode(flipped) != hashed and len(set(lt.decode(flipped))) == len(set(hashed))
     res = _check(lean_dir, {
         "Hashed": lt.emit_instance(hashed, SHA, "Hashed"),
         "Merged": lt.emit_instance(mrefs, merge.sha256, "Merged"),
-        "WrongD": wrong_distinct, "DupPerm": dup_perm, "OneRef": one_ref,
+        "WrongD": wrong_distinct, "DupTable": dup_table, "OneRef": one_ref, "FlipNet": lt.render(flipped),
     })
-    assert res["Hashed"].ok, [d.render() for d in res["Hashed"].diagnostics]
-    assert res["Merged"].ok, [d.render() for d in res["Merged"].diagnostics]
+    for ok in ("Hashed", "Merged", "FlipNet"):
+        assert res[ok].ok, [d.render() for d in res[ok].diagnostics]
     assert _failing_decls(lean_dir / "WrongD.lean", res["WrongD"]) >= {"checked"}
-    assert "walk0" in _failing_decls(lean_dir / "DupPerm.lean", res["DupPerm"])
+    assert "checked" in _failing_decls(lean_dir / "DupTable.lean", res["DupTable"])
     assert "checked" in _failing_decls(lean_dir / "OneRef.lean", res["OneRef"])
 
 
@@ -160,7 +167,17 @@ def test_real_traces_are_kernel_checked_whole(wasm, lean_dir: Path) -> None:
     for stem, name in (("conversation_trace", "ConvWhole"), ("synthetic_trace", "SynthWhole")):
         t = read_trace(SHARED_TRACES / f"{stem}.jsonl")
         files[name] = lt.emit_instance(t.refs, t.sha256, name)
+    # The whole conversation trace as a production trace would carry it: 64-bit block hashes in no order.
+    conv = read_trace(SHARED_TRACES / "conversation_trace.jsonl").refs.tolist()
+    rng, hashed = random.Random(11), {}
+    for b in dict.fromkeys(conv):
+        hashed[b] = rng.getrandbits(64)
+    assert len(set(hashed.values())) == len(hashed)
+    files["ConvHashed"] = lt.emit_instance([hashed[b] for b in conv], SHA, "ConvHashed")
     res = _check(lean_dir, files)
     for name in files:
         assert res[name].ok, [d.render() for d in res[name].diagnostics]
-    assert "trace.length = 288500" in files["ConvWhole"] and "distinct trace = 182790" in files["ConvWhole"]
+    for name in ("ConvWhole", "ConvHashed"):
+        assert "trace.length = 288500" in files[name] and "distinct trace = 182790" in files[name]
+    assert "noncomputable def net : List (Nat × Nat) := []" in files["ConvWhole"]  # Mooncake: ids in first-use order
+    assert "(17, C0)" in files["ConvHashed"]  # 182,790 ids: a Beneš network on 2^18 places

@@ -3,31 +3,34 @@ module
 prelude
 public import Pycert.Lists
 public import Pycert.Packed
+public import Pycert.Route
 import Init.Omega
 
 /-!
 # A whole trace, checked by the kernel in a few GMP calls
 
 A trace of `n` references over `D` distinct block ids, the ids any natural numbers in any order,
-is written as three packed vectors (`Pycert.Packed`):
+is written as three packed vectors (`Pycert.Packed`) and an exchange network (`Pycert.Route`):
 
-* `T`, the **table**: the distinct ids in order of first occurrence, one per field of `wt + 1`
-  bits;
-* `X`, the **references**: reference `j` is table entry `fld X j`, so `X` numbers the blocks densely
-  in first-occurrence order (the first reference is `0`, each later one is an earlier number or the
+* `X`, the **references**: reference `j` is block number `fld X j`, the blocks numbered densely in
+  first-occurrence order (the first reference is `0`, each later one is an earlier number or the
   next unused one);
 * `K`, the **counter**: `fld K j` is how many distinct blocks the first `j` references touched, for
-  `j = 0 … n`.
+  `j = 0 … n`;
+* `S`, the **table**: the distinct ids in increasing order, one per field of `wt + 1` bits;
+* `net`, the **network**: layers of pair swaps that send each block number to the place of its id
+  in `S` (empty when first occurrences already come in increasing id order).
 
-The trace the theorems are about is `decode w n X wt T`: field `j` of `X`, looked up in `T`, for
-`j < n`. `traceOK` tests, on the whole vectors at once, that `X` and `K` fit together reference by
-reference (`Step`) and that the table is strictly increasing, hence has no repeated id. The soundness
-theorem `traceOK_sound` turns one `traceOK … = true`, proved by `decide +kernel`, into the length and
-the distinct count of the decoded trace.
+The trace the theorems are about is `decode w n X wt D S net`: field `j` of `X`, sent through the
+network and looked up in `S`, for `j < n`. `traceOK` tests, on the whole vectors at once, that `X`
+and `K` fit together reference by reference (`Step`) and that `S` strictly increases, hence has no
+repeated id. The network needs no test: every layer is an involution, so any network is a bijection.
+The soundness theorem `traceOK_sound` turns one `traceOK … = true`, proved by `decide +kernel`, into
+the length and the distinct count of the decoded trace.
 
 What this file does not say: that `decode` is the list of ids in some file (that link is the sha256
-the certificate records and the decoder a reader can rerun), or anything about a table that is not
-increasing: such a trace is refused by `traceOK`, not counted.
+the certificate records and the decoder a reader can rerun), or anything about a table that does
+not increase: such a trace is refused by `traceOK`, not counted.
 -/
 
 namespace Pycert.PackedTrace
@@ -36,10 +39,6 @@ open Pycert.Packed
 /-- One reference of a densely numbered trace, with `k` blocks seen before it and `k'` after: it is
 the next fresh number (`x = k`, one more block seen) or an earlier one (`x < k`, none). -/
 @[expose] public def Step (x k k' : Nat) : Prop := (x = k ∧ k' = k + 1) ∨ (x < k ∧ k' = k)
-
-/-- The trace a packed instance stands for: reference `j` is `T`'s field number `fld X j`. -/
-@[expose] public noncomputable def decode (w n X wt T : Nat) : List Nat :=
-  (fields (2 ^ (w + 1)) n X).map (fld (2 ^ (wt + 1)) T)
 
 /-! ## Densely numbered traces -/
 
@@ -193,10 +192,10 @@ later), every field of `T`, `T + 1` and `V` is small and `T + 1 + V = T'`. -/
   Nat.ble 1 wt && small wt m Tc && small wt m (Tc + O) && small wt m V && Nat.beq (Tc + O + V) Tn
 
 /-- Everything the kernel checks for one trace: the counter starts at `0` and ends at `D`, the
-numbering is dense, and the `D` table entries strictly increase. -/
-@[expose] public def traceOK (w n X K wt D T : Nat) : Bool :=
+numbering is dense, and the `D` entries of the sorted table strictly increase. -/
+@[expose] public def traceOK (w n X K wt D S : Nat) : Bool :=
   denseOK w n X K && Nat.beq (fld (2 ^ (w + 1)) K 0) 0 && Nat.beq (fld (2 ^ (w + 1)) K n) D &&
-    increasingOK wt (D - 1) T
+    increasingOK wt (D - 1) S
 
 theorem and_eq_true' {a b : Bool} (h : (a && b) = true) : a = true ∧ b = true := by
   cases a <;> cases b <;> simp_all
@@ -318,9 +317,9 @@ theorem decoded_counts {w n X K D : Nat} (f : Nat → Nat) (hdense : denseOK w n
   rw [← hd]
   exact distinctFrom_map f D inj (fields _ n X) [] (fun a h => absurd h (not_mem_nil a)) hb
 
-theorem traceOK_parts {w n X K wt D T : Nat} (h : traceOK w n X K wt D T = true) :
+theorem traceOK_parts {w n X K wt D S : Nat} (h : traceOK w n X K wt D S = true) :
     denseOK w n X K = true ∧ fld (2 ^ (w + 1)) K 0 = 0 ∧ fld (2 ^ (w + 1)) K n = D ∧
-    ∀ j, j + 1 < D → fld (2 ^ (wt + 1)) T j < fld (2 ^ (wt + 1)) T (j + 1) := by
+    ∀ j, j + 1 < D → fld (2 ^ (wt + 1)) S j < fld (2 ^ (wt + 1)) S (j + 1) := by
   simp only [traceOK] at h
   obtain ⟨h, hinc⟩ := and_eq_true' h
   obtain ⟨h, hD⟩ := and_eq_true' h
@@ -328,131 +327,41 @@ theorem traceOK_parts {w n X K wt D T : Nat} (h : traceOK w n X K wt D T = true)
   exact ⟨hdense, Nat.eq_of_beq_eq_true h0, Nat.eq_of_beq_eq_true hD,
     fun j hj => increasing_of_OK hinc j (by omega)⟩
 
-/-- **Kernel-checked trace figures.** If `traceOK w n X K wt D T` holds (the instance file proves it
+/-- Table entry `i`: field `i` of `S` below `D`; from `D` on, `2 ^ (wt + 1) + i`, a value no field
+of `S` can take. Entries past the table are never looked up when the network is the one pycert
+computed; they are defined so that `look` is injective on all of `Nat` (`look_inj`) and the soundness
+theorem needs no bound on where the network sends a reference. -/
+@[expose] public def look (wt D S i : Nat) : Nat :=
+  if i < D then fld (2 ^ (wt + 1)) S i else 2 ^ (wt + 1) + i
+
+/-- The trace a packed instance stands for: reference `j` is block number `fld X j` (first-occurrence
+order), sent through the exchange network `net` (`Pycert.Route.route`) to its place in the sorted
+table `S`, whose entry there is its id. -/
+@[expose] public noncomputable def decode (w n X wt D S : Nat) (net : List (Nat × Nat)) : List Nat :=
+  (fields (2 ^ (w + 1)) n X).map (fun x => look wt D S (Route.route net x))
+
+/-- A table that strictly increases below `D` makes `look` injective everywhere. -/
+public theorem look_inj {wt D S : Nat}
+    (inc : ∀ j, j + 1 < D → fld (2 ^ (wt + 1)) S j < fld (2 ^ (wt + 1)) S (j + 1))
+    {a b : Nat} (h : look wt D S a = look wt D S b) : a = b := by
+  have lt : ∀ i, fld (2 ^ (wt + 1)) S i < 2 ^ (wt + 1) := fun i => fld_lt (Nat.two_pow_pos _) S i
+  unfold look at h
+  by_cases ha : a < D <;> by_cases hb : b < D
+  · rw [if_pos ha, if_pos hb] at h; exact inj_of_increasing _ D inc a b ha hb h
+  · rw [if_pos ha, if_neg hb] at h; have := lt a; omega
+  · rw [if_neg ha, if_pos hb] at h; have := lt b; omega
+  · rw [if_neg ha, if_neg hb] at h; omega
+
+/-- **Kernel-checked trace figures.** If `traceOK w n X K wt D S` holds (the instance file proves it
 with `decide +kernel`), the decoded trace has exactly `n` references and exactly `D` distinct
-blocks. It does not say that the decoded trace is any particular file's; `decode` is the whole
-link, and it is plain field arithmetic. -/
-public theorem traceOK_sound {w n X K wt D T : Nat} (h : traceOK w n X K wt D T = true) :
-    (decode w n X wt T).length = n ∧ distinct (decode w n X wt T) = D := by
+blocks, whatever the network `net`: the network is a bijection by construction
+(`Pycert.Route.route_inj`) and the sorted table has no repeated id, so looking blocks up through
+them keeps every distinct block distinct. It does not say that the decoded trace is any particular
+file's; `decode` is the whole link, and it is plain field arithmetic and bit tests. -/
+public theorem traceOK_sound {w n X K wt D S : Nat} (net : List (Nat × Nat))
+    (h : traceOK w n X K wt D S = true) :
+    (decode w n X wt D S net).length = n ∧ distinct (decode w n X wt D S net) = D := by
   obtain ⟨hdense, h0, hD, inc⟩ := traceOK_parts h
-  exact decoded_counts _ hdense h0 hD (inj_of_increasing _ D inc)
-
-/-! ## Tables in any order: a sorted table and a permutation
-
-When first occurrences do not come in increasing id order, the table is given as the sorted ids `S`
-and a permutation `P` of `0 … D-1`: table entry `i` is `S`'s field number `fld P i`. `S` is tested
-as above; `P` is walked entry by entry with a bitmask of the positions seen (`permGo`), in chunks so
-that each chunk's walk is its own `decide +kernel` and the mask between chunks is a literal. This
-walk is per table entry, not per reference: it costs kernel time per distinct block. -/
-
-/-- Walk `n` fields of `P` (base `B`): each must be below `D` and absent from the mask `m`, which then
-gains it. The mask after the walk, or `none` at the first repeat or out-of-range entry. -/
-@[expose] public def permGo (B D : Nat) : Nat → Nat → Nat → Option Nat
-  | 0, _, m => some m
-  | n + 1, P, m =>
-    cond (Nat.ble (P % B + 1) D && Nat.beq (m / 2 ^ (P % B) % 2) 0) (permGo B D n (P / B) (m ||| 1 <<< (P % B))) none
-
-/-- The trace an instance with a permuted table stands for: reference `j` is `S`'s field number
-`fld P (fld X j)`. -/
-@[expose] public noncomputable def decodePerm (w n X wp P ws S : Nat) : List Nat :=
-  (fields (2 ^ (w + 1)) n X).map (fun i => fld (2 ^ (ws + 1)) S (fld (2 ^ (wp + 1)) P i))
-
-theorem testBit_or_shift (m p q : Nat) : (m ||| 1 <<< p).testBit q = (m.testBit q || decide (p = q)) := by
-  rw [Nat.testBit_or, Nat.shiftLeft_eq, Nat.one_mul, Nat.testBit_two_pow]
-
-theorem testBit_false_of {m p : Nat} (h : Nat.beq (m / 2 ^ p % 2) 0 = true) : m.testBit p = false := by
-  have h0 : m / 2 ^ p % 2 = 0 := Nat.eq_of_beq_eq_true h
-  have key : (1 &&& m >>> p) = m / 2 ^ p % 2 := by
-    rw [Nat.and_comm, Nat.and_one_is_mod, Nat.shiftRight_eq_div_pow]
-  show (1 &&& m >>> p != 0) = false
-  rw [key, h0]
-  rfl
-
-theorem permGo_spec (B D : Nat) : ∀ n P m M, permGo B D n P m = some M →
-    (∀ j, j < n → fld B P j < D) ∧ (∀ j, j < n → m.testBit (fld B P j) = false) ∧
-    (∀ i j, i < j → j < n → fld B P i ≠ fld B P j) := by
-  intro n
-  induction n with
-  | zero => intro P m M _; exact ⟨fun j h => absurd h (Nat.not_lt_zero j), fun j h => absurd h (Nat.not_lt_zero j),
-      fun i j _ h => absurd h (Nat.not_lt_zero j)⟩
-  | succ n ih =>
-    intro P m M h
-    simp only [permGo] at h
-    cases hc : (Nat.ble (P % B + 1) D && Nat.beq (m / 2 ^ (P % B) % 2) 0) with
-    | false => rw [hc] at h; cases h
-    | true =>
-      rw [hc] at h
-      obtain ⟨hlt, hfresh⟩ := and_eq_true' hc
-      have hlt : P % B + 1 ≤ D := Nat.le_of_ble_eq_true hlt
-      have hfresh : m.testBit (P % B) = false := testBit_false_of hfresh
-      obtain ⟨A, Bm, C⟩ := ih (P / B) _ M h
-      have Bm' : ∀ j, j < n → m.testBit (fld B (P / B) j) = false ∧ P % B ≠ fld B (P / B) j := by
-        intro j hj
-        have := Bm j hj
-        rw [testBit_or_shift] at this
-        cases hq : m.testBit (fld B (P / B) j) <;> cases he : decide (P % B = fld B (P / B) j) <;>
-          simp_all
-      refine ⟨fun j hj => ?_, fun j hj => ?_, fun i j hij hj => ?_⟩
-      · cases j with
-        | zero => rw [fld_zero]; omega
-        | succ j => rw [fld_succ]; exact A j (by omega)
-      · cases j with
-        | zero => rw [fld_zero]; exact hfresh
-        | succ j => rw [fld_succ]; exact (Bm' j (by omega)).1
-      · cases j with
-        | zero => omega
-        | succ j =>
-          rw [fld_succ B P j]
-          cases i with
-          | zero => rw [fld_zero]; exact (Bm' j (by omega)).2
-          | succ i => rw [fld_succ]; exact C i j (by omega) (by omega)
-
-/-- Walking a chunk `c` of `L` fields and then the rest `R` is walking `c + B ^ L * R`. -/
-public theorem permGo_chain {B D : Nat} (hB : 0 < B) (n : Nat) :
-    ∀ (L c R m m1 M : Nat), c < B ^ L → permGo B D L c m = some m1 → permGo B D n R m1 = some M →
-    permGo B D (L + n) (c + B ^ L * R) m = some M := by
-  intro L
-  induction L with
-  | zero =>
-    intro c R m m1 M hc h1 h2
-    have hc0 : c = 0 := by simp at hc; omega
-    simp only [permGo] at h1
-    cases h1
-    rw [hc0, Nat.pow_zero, Nat.one_mul, Nat.zero_add, Nat.zero_add]
-    exact h2
-  | succ L ih =>
-    intro c R m m1 M hc h1 h2
-    rw [show L + 1 + n = (L + n) + 1 by omega]
-    have e1 : (c + B ^ (L + 1) * R) % B = c % B := by
-      rw [Nat.pow_succ', Nat.mul_assoc, Nat.add_mul_mod_self_left]
-    have e2 : (c + B ^ (L + 1) * R) / B = c / B + B ^ L * R := by
-      rw [Nat.pow_succ', Nat.mul_assoc, Nat.add_mul_div_left _ _ hB]
-    simp only [permGo, e1, e2]
-    simp only [permGo] at h1
-    cases hc' : (Nat.ble (c % B + 1) D && Nat.beq (m / 2 ^ (c % B) % 2) 0) with
-    | false => rw [hc'] at h1; cases h1
-    | true =>
-      rw [hc'] at h1
-      simp only [cond]
-      have hcb : c / B < B ^ L := by
-        rw [Nat.pow_succ'] at hc
-        exact (Nat.div_lt_iff_lt_mul hB).2 (by rw [Nat.mul_comm]; exact hc)
-      exact ih (c / B) R _ m1 M hcb h1 h2
-
-/-- **Kernel-checked trace figures, any id order.** With `traceOK`'s tests on the sorted table `S` and a walk of the
-permutation `P` (`permGo`, proved chunk by chunk), the decoded trace has exactly `n` references and
-`D` distinct blocks. Like `traceOK_sound`, it says nothing about which file the trace came from. -/
-public theorem tracePermOK_sound {w n X K wp P ws D S M : Nat} (h : traceOK w n X K ws D S = true)
-    (hp : permGo (2 ^ (wp + 1)) D D P 0 = some M) :
-    (decodePerm w n X wp P ws S).length = n ∧ distinct (decodePerm w n X wp P ws S) = D := by
-  obtain ⟨hdense, h0, hD, inc⟩ := traceOK_parts h
-  obtain ⟨pl, _, pd⟩ := permGo_spec (2 ^ (wp + 1)) D D P 0 M hp
-  have injS := inj_of_increasing (fld (2 ^ (ws + 1)) S) D inc
-  refine decoded_counts _ hdense h0 hD fun a b ha hb e => ?_
-  have e' := injS _ _ (pl a ha) (pl b hb) e
-  rcases Nat.lt_trichotomy a b with l | q | g
-  · exact absurd e' (pd a b l hb)
-  · exact q
-  · exact absurd e'.symm (pd b a g ha)
+  exact decoded_counts _ hdense h0 hD fun _ _ _ _ e => Route.route_inj net (look_inj inc e)
 
 end Pycert.PackedTrace

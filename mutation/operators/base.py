@@ -61,9 +61,10 @@ class Operator:
 # ---------------------------------------------------------------------------- helpers
 
 KERNEL_REJECTS = (r"(?i)proved that the proposition|type mismatch|could not unify|could not prove|tactic\b.*\bfailed|"
-                  r"Error pretty printing")
+                  r"Error pretty printing|unsolved goals")
 """What Lean says when a decided or rewritten claim does not hold (``decide`` found it false; a
-proof no longer fits the statement; a too-large false proposition that it could not print)."""
+proof no longer fits the statement, or leaves a goal it cannot close; a too-large false proposition
+that it could not print)."""
 SORRY = r"declaration uses .sorry."
 
 

@@ -63,11 +63,13 @@ class InstanceData(Operator):
             self.add(mid, "lean-kernel", desc, "kernel error in checked", target,
                      instance=Snippet(mid, ceiling_instance(refs, sha, name, packed=edit), "checked", KERNEL_REJECTS))
         hashed = hash_ids(refs)
-        self.add("data-perm-dup", "lean-kernel", "64-bit ids in any order: the permutation repeats a sorted entry",
-                 "kernel error in walk0", target, instance=Snippet("data-perm-dup", ceiling_instance(
-                     hashed, sha, "Mut_data_perm_dup",
-                     packed=lambda p: p.model_copy(update={"perm": [p.perm[0], *p.perm[:1], *p.perm[2:]]})),
-                     "walk0", KERNEL_REJECTS))
+        self.add("data-hashed-table-dup", "lean-kernel",
+                 "64-bit ids in any order: the sorted table repeats an entry (entry 1 := entry 0)",
+                 "kernel error in checked", target, instance=Snippet("data-hashed-table-dup", ceiling_instance(
+                     hashed, sha, "Mut_data_hashed_table_dup",
+                     packed=lambda p: p.model_copy(update={"t": lean_trace.set_field(
+                         p.t, p.wt + 1, 1, p.t & ((1 << (p.wt + 1)) - 1))})),
+                     "checked", KERNEL_REJECTS))
         self.add("data-reorder-input", "verify", "swap two lines of the certificate's trace file",
                  "verify failure on inputs (sha256)", TRACE_INPUT, run=_reorder_input)
         inst = ctx.instance()

@@ -29,10 +29,14 @@ LIBRARY_EDITS = [
      "packing: a field's own guard bit left unchecked before adding (hypothesis i <= j weakened to i < j)",
      "    (∀ i, i ≤ j → fld (2 ^ (w + 1)) Y i < 2 ^ w) →\n    fld (2 ^ (w + 1)) (X + Y) j",
      "    (∀ i, i < j → fld (2 ^ (w + 1)) Y i < 2 ^ w) →\n    fld (2 ^ (w + 1)) (X + Y) j"),
-    ("stmt-perm-weak-range", "Pycert/PackedTrace.lean", "permGo_chain",
-     "permutation walk: a chunk allowed one field more than it holds (c < B^L weakened to B^(L+1))",
-     "∀ (L c R m m1 M : Nat), c < B ^ L → permGo B D L c m = some m1",
-     "∀ (L c R m m1 M : Nat), c < B ^ (L + 1) → permGo B D L c m = some m1"),
+    ("stmt-look-weak-range", "Pycert/PackedTrace.lean", "look_inj",
+     "sorted table: the last pair of entries left unchecked (j + 1 < D weakened to j + 2 < D)",
+     "(inc : ∀ j, j + 1 < D → fld (2 ^ (wt + 1)) S j < fld (2 ^ (wt + 1)) S (j + 1))",
+     "(inc : ∀ j, j + 2 < D → fld (2 ^ (wt + 1)) S j < fld (2 ^ (wt + 1)) S (j + 1))"),
+    ("stmt-route-wrong-partner", "Pycert/Route.lean", "pairIndex_xor",
+     "network: a pair's two places claimed to share a control bit across bit k + 1 instead of bit k",
+     "public theorem pairIndex_xor (k j : Nat) : pairIndex k (j ^^^ 2 ^ k) = pairIndex k j := by",
+     "public theorem pairIndex_xor (k j : Nat) : pairIndex k (j ^^^ 2 ^ (k + 1)) = pairIndex k j := by"),
     ("stmt-sharing-weak-hyp", "Pycert/Pooling.lean", "distinct_lt_sumDistinct",
      "pooling: strict gap without assuming any shared block (hypothesis weakened to True)",
      "(hS : ¬ NoSharing t) : distinct (blocks t) < sumDistinct H t := by",
@@ -74,10 +78,10 @@ class LeanStatement(Operator):
                      refs, sha, "Mut_hitsm1", edits=((f"hits P trace ≤ {n - d} :=", f"hits P trace ≤ {n - d - 1} :="),)),
                      "hits_le", KERNEL_REJECTS))
         for mid, desc, old in (
-            ("stmt-ceiling-checked-d+1", f"the kernel test told distinct = {d + 1}", f" {d} T = true"),
+            ("stmt-ceiling-checked-d+1", f"the kernel test told distinct = {d + 1}", f" {d} S = true"),
             ("stmt-ceiling-checked-n+1", f"the kernel test told |r| = {n + 1}", f" {n} X K "),
         ):
-            new = f" {d + 1} T = true" if mid.endswith("d+1") else f" {n + 1} X K "
+            new = f" {d + 1} S = true" if mid.endswith("d+1") else f" {n + 1} X K "
             self.add(mid, "lean-kernel", desc, "kernel error in checked", target,
                      instance=Snippet(mid, ceiling_instance(refs, sha, "Mut_" + mid.replace("-", "_").replace("+", "p"),
                                                             edits=((old, new),)), "checked", KERNEL_REJECTS))

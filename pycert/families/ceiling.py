@@ -60,14 +60,16 @@ class Ceiling(Family):
     lean_module = "Pycert.Ceiling"
     theorems = ("Pycert.Ceiling.hits_add_distinct_le", "Pycert.Ceiling.hits_unbounded",
                 "Pycert.Ceiling.hitRatio_le_ceiling", "Pycert.PackedTrace.traceOK_sound",
-                "Pycert.PackedTrace.distinctFrom_map")
+                "Pycert.PackedTrace.distinctFrom_map", "Pycert.Route.route_inj")
     does_not_prove = (
         "A ceiling is per trace: it says nothing about other traffic.",
         "It bounds demand-fetch caches only: a prefetching cache is outside the model.",
         "It is an oracle bound, not a connector measurement: no real cache was run.",
         "Block identity is the trace's hash ids at the trace's block size; another granularity gives other figures.",
-        "Python is trusted for one step: reading the trace file's bytes (sha256 above) into the list of block ids. "
-        "The kernel checks every reference of that list; a reader bug would make the theorem about another list.",
+        "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
+        "that list into the instance's vectors, then decodes what it wrote (pycert.lean.emit.packed_trace.decode, the "
+        "Lean decode re-run in Python) and refuses any difference. The kernel checks every reference of the list the "
+        "instance decodes to; a reader bug would make the theorem about another list.",
     )
     known_by = {
         "refs": "Lean kernel: refs_eq (trace.length) of the emitted instance, every reference decoded",

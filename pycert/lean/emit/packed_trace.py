@@ -1,23 +1,25 @@
 """Emit a Lean file that kernel-checks a whole trace's reference and distinct counts.
 
-The file holds the trace itself, not its counts, as three packed vectors (``lean/Pycert/
-PackedTrace.lean`` has the layout and the soundness theorem): the table of distinct ids in
-first-occurrence order, each reference as its table index, and the running count of distinct
-blocks. One ``decide +kernel`` proves ``traceOK … = true``, a handful of GMP operations on the whole
-vectors, and ``traceOK_sound`` turns it into ``trace.length = N`` and ``distinct trace = D``. The
-theorems are about ``decode``, the references looked up in the table: the trace's own ids, not a
-renumbering of them.
+The file holds the trace itself, not its counts (``lean/Pycert/PackedTrace.lean`` has the layout
+and the soundness theorem): each reference's block number in first-occurrence order, the running
+count of distinct blocks, and the distinct ids sorted, as three packed vectors; and a Beneš network
+(``pycert.lean.emit.benes``) that sends each block number to its id's place in the sorted table. One
+``decide +kernel`` proves ``traceOK … = true``, a handful of GMP operations on the whole vectors,
+and ``traceOK_sound`` turns it into ``trace.length = N`` and ``distinct trace = D``. The theorems
+are about ``decode``, the references looked up through the network in the table: the trace's own
+ids, not a renumbering of them.
 
-Ids are any integers in [0, 2^64), repeated or not, in any order; the kernel also checks that the
-table never repeats an id. When first occurrences come in increasing id order (Mooncake's dense
-numbering, or any monotone ids) the table itself is tested to strictly increase, on the whole vector.
-Otherwise the table is the sorted ids plus a permutation, and the permutation is walked entry by
-entry (``permGo``) in chunks of ``PERM_CHUNK`` entries: that walk costs kernel time per distinct
-block, where everything else costs a few GMP calls per trace.
+Ids are any integers in [0, 2^64), repeated or not, in any order. The kernel tests the sorted table
+to strictly increase (hence no id twice), on the whole vector. The network needs no test: its
+layers swap pairs of places, so it is a bijection whatever its control words, and
+``traceOK_sound`` holds for any network. It is empty when first occurrences already come in
+increasing id order (Mooncake's dense numbering). A wrong network would make the file stand for
+another trace, so ``emit_instance`` decodes what it packed and refuses any difference.
 
-Big literals are split into pieces of ``PIECE_BITS`` and joined in the kernel with ``Nat.lor`` and
-``Nat.shiftLeft`` in a balanced tree, one piece a line: Lean parses a literal in time superlinear in
-its length, while many short ones cost next to nothing (DEVELOPERS.md has the figures).
+Big literals are raw hex pieces of ``PIECE_BITS`` (``nat_lit``: no ``OfNat`` instance to elaborate),
+joined in the kernel with ``Nat.lor``/``Nat.shiftLeft`` in balanced trees, one piece a line and at
+most ``GROUP_PIECES`` to a definition: Lean's cost for one command grows faster than its length,
+while many short commands cost next to nothing (DEVELOPERS.md has the figures).
 """
 
 from __future__ import annotations
@@ -28,16 +30,16 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from pycert.core.errors import InputError
+from pycert.core.errors import InputError, PycertError
 from pycert.core.limits import MAX_ID
+from pycert.lean.emit import benes
 
-ENCODING = "packed-whole/1"
+ENCODING = "packed-whole/2"
 """Names this file layout in certificates; verify regenerates only the layout it knows."""
-PERM_CHUNK = 256
-"""Table entries per ``permGo`` chunk lemma (each chunk is its own declaration: its kernel cache dies
-with it, and the bitmask between chunks is a literal)."""
 PIECE_BITS = 4096
-"""Bits per literal piece (a multiple of 4); see benchmarks/bench_lean_trace.py for the measured choice."""
+"""Bits per literal piece (a multiple of 4); DEVELOPERS.md has the measured choice."""
+GROUP_PIECES = 64
+"""Pieces per definition: the cost of one command grows faster than its length (DEVELOPERS.md)."""
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHA_RE = re.compile(r"[0-9a-f]{64}")
@@ -55,15 +57,13 @@ class Packed(BaseModel):
     wt: int
     """payload bits of a table field"""
     x: int
-    """reference ``j`` is table entry ``x``'s field ``j``"""
+    """field ``j`` is reference ``j``'s block number (first-occurrence order)"""
     k: int
     """field ``j`` is the number of distinct blocks among the first ``j`` references, ``j = 0..N``"""
     t: int
-    """the distinct ids in first-occurrence order, or sorted when ``perm`` is set"""
-    wp: int = 0
-    """payload bits of a permutation field"""
-    perm: list[int] = []
-    """table entry ``i`` is sorted id number ``perm[i]`` (empty: the table is ``t`` itself)"""
+    """the distinct ids in increasing order"""
+    net: list[tuple[int, int]] = []
+    """Beneš layers ``(bit, control word)``: block number ``j`` is sorted id number ``route(net, j)``"""
 
 
 def as_ids(refs: Sequence[int]) -> list[int]:
@@ -116,11 +116,23 @@ def set_field(packed: int, width: int, j: int, value: int) -> int:
 
 
 def decode(inst: Packed) -> list[int]:
-    """Python mirror of ``decode``/``decodePerm``: the trace the theorems are about."""
-    table = unpack(inst.t, inst.wt + 1, inst.distinct)
-    if inst.perm:
-        table = [table[p] for p in inst.perm]
-    return [table[i] for i in unpack(inst.x, inst.w + 1, inst.refs)]
+    """Python mirror of ``Pycert.PackedTrace.decode``: the trace the theorems are about."""
+    d = inst.distinct
+    table = unpack(inst.t, inst.wt + 1, d)
+    place = benes.route_all(inst.net, d).tolist()
+    past = 1 << (inst.wt + 1)  # ``look`` past the table; never reached by a network from ``network``
+    look = [table[i] if i < d else past + i for i in place]
+    return [look[x] for x in unpack(inst.x, inst.w + 1, inst.refs)]
+
+
+def network(table: Sequence[int], ordered: Sequence[int]) -> list[tuple[int, int]]:
+    """The Beneš layers sending each block number (an index into ``table``) to its id's index in
+    ``ordered``; none when the two orders agree. Padded to a power of two with fixed points."""
+    if list(table) == list(ordered):
+        return []
+    rank = {v: i for i, v in enumerate(ordered)}
+    m = max(1, (len(table) - 1).bit_length())
+    return benes.controls([rank[v] for v in table] + list(range(len(table), 1 << m)))
 
 
 def plan(refs: Sequence[int], sha256: str, name: str) -> Packed:
@@ -131,57 +143,75 @@ def plan(refs: Sequence[int], sha256: str, name: str) -> Packed:
         raise InputError(f"sha256 {sha256!r} is not 64 lowercase hex digits")
     ids = as_ids(refs)
     table, index, counter = renumber(ids)
+    ordered = sorted(table)
     d = len(table)
     w = max(2, d.bit_length())
-    wt = max(1, (max(table, default=0) + 1).bit_length())
-    common = dict(name=name, sha256=sha256, refs=len(ids), distinct=d, w=w, wt=wt,
-                  x=pack(index, w + 1), k=pack(counter, w + 1))
-    if all(a < b for a, b in zip(table, table[1:])):
-        return Packed(**common, t=pack(table, wt + 1))
-    ordered = sorted(table)
-    rank = {v: i for i, v in enumerate(ordered)}
-    return Packed(**common, t=pack(ordered, wt + 1), wp=max(1, d.bit_length()), perm=[rank[v] for v in table])
+    wt = max(1, (ordered[-1] + 1 if ordered else 1).bit_length())
+    return Packed(name=name, sha256=sha256, refs=len(ids), distinct=d, w=w, wt=wt,
+                  x=pack(index, w + 1), k=pack(counter, w + 1), t=pack(ordered, wt + 1),
+                  net=network(table, ordered))
 
 
-def nat_literal(value: int, piece_bits: int = PIECE_BITS) -> str:
-    """A Lean term for ``value``: hex pieces of ``piece_bits`` joined by ``Nat.lor``/``Nat.shiftLeft``."""
+def _pieces(value: int, piece_bits: int) -> list[str]:
+    """``value`` as raw hex literals of ``piece_bits`` bits, the lowest first (``nat_lit``: a plain
+    number, with no ``OfNat`` instance to elaborate)."""
     digits = piece_bits // 4
     text = format(value, "x")
-    pieces = [text[max(0, end - digits):end] for end in range(len(text), 0, -digits)]
+    return [f"(nat_lit 0x{text[max(0, end - digits):end]})" for end in range(len(text), 0, -digits)]
 
-    def join(lo: int, hi: int) -> str:
+
+def _join(terms: Sequence[str], bits: int) -> str:
+    """``terms[0] ||| terms[1] <<< bits ||| …`` as a balanced tree of ``Nat.lor``/``Nat.shiftLeft``,
+    one leaf a line (Lean works out positions within a line)."""
+    if len(terms) == 1:
+        return terms[0]
+
+    def go(lo: int, hi: int) -> str:
         if hi - lo == 1:
-            return f"\n    0x{pieces[lo]}"
+            return f"\n    {terms[lo]}"
         mid = (lo + hi) // 2
-        return f"(Nat.lor {join(lo, mid)} (Nat.shiftLeft {join(mid, hi)} {piece_bits * (mid - lo)}))"
+        return f"(Nat.lor {go(lo, mid)} (Nat.shiftLeft {go(mid, hi)} {bits * (mid - lo)}))"
+    return go(0, len(terms))
 
-    return join(0, len(pieces))
+
+def nat_defs(name: str, doc: str, value: int, piece_bits: int = PIECE_BITS,
+             group_pieces: int = GROUP_PIECES) -> list[str]:
+    """Lean definitions of ``name := value``: pieces joined in the kernel, at most ``group_pieces``
+    of them to a helper definition ``name_i``, and ``name`` the join of the helpers. One command
+    holding thousands of pieces costs time superlinear in its length (DEVELOPERS.md)."""
+    pieces = _pieces(value, piece_bits)
+    groups = [pieces[i:i + group_pieces] for i in range(0, len(pieces), group_pieces)]
+    if len(groups) == 1:
+        return [f"/-- {doc} -/", f"noncomputable def {name} : Nat := {_join(groups[0], piece_bits)}", ""]
+    out = []
+    for i, g in enumerate(groups):
+        out += [f"noncomputable def {name}_{i} : Nat := {_join(g, piece_bits)}", ""]
+    helpers = [f"{name}_{i}" for i in range(len(groups))]
+    return out + [f"/-- {doc} -/", f"noncomputable def {name} : Nat := {_join(helpers, piece_bits * group_pieces)}", ""]
 
 
 def render(inst: Packed, piece_bits: int = PIECE_BITS) -> str:
     """The Lean source of a packed instance."""
     n, d = inst.refs, inst.distinct
-    lit = lambda v: nat_literal(v, piece_bits)  # noqa: E731
-    if inst.perm:
-        table_doc = f"The {d} distinct block ids, sorted, {inst.wt + 1}-bit fields."
-        trace_def = f"decodePerm {inst.w} {n} X {inst.wp} P0 {inst.wt} S"
-        check = f"traceOK {inst.w} {n} X K {inst.wt} {d} S"
-        sound = "tracePermOK_sound checked perm"
-        table_name = "S"
+    layers = []
+    for i, (k, c) in enumerate(inst.net):
+        layers += nat_defs(f"C{i}", f"Control word of layer {i} (on bit {k}): bit `p` swaps pair `p`.", c, piece_bits)
+    if inst.net:
+        places = 1 << (len(inst.net) + 1) // 2
+        net_doc = (f"Block number `j` is sorted id number `Pycert.Route.route net j`: a Beneš network of "
+                   f"{len(inst.net)} layers on {places} places, `(bit, control word)`.")
+        net_val = "[" + ", ".join(f"({k}, C{i})" for i, (k, _) in enumerate(inst.net)) + "]"
     else:
-        table_doc = f"The {d} distinct block ids in order of first occurrence, {inst.wt + 1}-bit fields."
-        trace_def = f"decode {inst.w} {n} X {inst.wt} T"
-        check = f"traceOK {inst.w} {n} X K {inst.wt} {d} T"
-        sound = "traceOK_sound checked"
-        table_name = "T"
-    out = [
-        f"-- Generated by pycert.lean_trace: {n} references, {d} distinct blocks, every reference.",
+        net_doc = "No layers: first occurrences come in increasing id order, block number `j` is sorted id `j`."
+        net_val = "[]"
+    return "\n".join([
+        f"-- Generated by pycert.lean.emit.packed_trace: {n} references, {d} distinct blocks, every reference.",
         "-- Checked by the kernel from the encoded references; nothing here is an assumption.",
         "import Pycert.PackedTrace",
         "import Pycert.Ceiling",
         "",
-        "-- One declaration at a time: elaborated in parallel, each chunk lemma held its own memory",
-        "-- (a 3,911-entry permutation peaked at 19.4 GB; in sequence, 3.6 GB and a quarter of the time).",
+        "-- One declaration at a time: elaborated in parallel on wasm, each declaration in flight holds",
+        "-- its own memory (DEVELOPERS.md: 19.4 GB against 3.6 GB for one file).",
         "set_option Elab.async false",
         "",
         f"namespace Pycert.Trace.{inst.name}",
@@ -190,29 +220,23 @@ def render(inst: Packed, piece_bits: int = PIECE_BITS) -> str:
         "/-- sha256 of the trace file these references were read from. -/",
         f'def sha256 : String := "{inst.sha256}"',
         "",
-        f"/-- Reference `j` is table entry `fld (2 ^ {inst.w + 1}) X j`. -/",
-        f"noncomputable def X : Nat := {lit(inst.x)}",
+        *nat_defs("X", f"Reference `j` is block number `fld (2 ^ {inst.w + 1}) X j`, numbered in order of first "
+                  "occurrence.", inst.x, piece_bits),
+        *nat_defs("K", f"Distinct blocks among the first `j` references, for `j = 0 … {n}`.", inst.k, piece_bits),
+        *nat_defs("S", f"The {d} distinct block ids in increasing order, {inst.wt + 1}-bit fields.", inst.t,
+                  piece_bits),
+        *layers,
+        f"/-- {net_doc} -/",
+        f"noncomputable def net : List (Nat × Nat) := {net_val}",
         "",
-        f"/-- Distinct blocks among the first `j` references, for `j = 0 … {n}`. -/",
-        f"noncomputable def K : Nat := {lit(inst.k)}",
-        "",
-        f"/-- {table_doc} -/",
-        f"noncomputable def {table_name} : Nat := {lit(inst.t)}",
-        "",
-    ]
-    proofs = []
-    if inst.perm:
-        out += _render_perm(inst, lit, proofs)
-    out += [
         "/-- The trace: its references' block ids, in order. -/",
-        f"noncomputable def trace : List Nat := {trace_def}",
+        f"noncomputable def trace : List Nat := decode {inst.w} {n} X {inst.wt} {d} S net",
         "",
-        f"theorem checked : {check} = true := by decide +kernel",
+        f"theorem checked : traceOK {inst.w} {n} X K {inst.wt} {d} S = true := by decide +kernel",
         "",
-        *proofs,
-        f"theorem refs_eq : trace.length = {n} := ({sound}).1",
+        f"theorem refs_eq : trace.length = {n} := (traceOK_sound net checked).1",
         "",
-        f"theorem distinct_eq : Pycert.distinct trace = {d} := ({sound}).2",
+        f"theorem distinct_eq : Pycert.distinct trace = {d} := (traceOK_sound net checked).2",
         "",
         "/-- On this trace every demand-fetch policy, of any capacity and eviction rule, hits at most",
         f"refs - distinct = {n - d} times (the general ceiling, instantiated). -/",
@@ -223,51 +247,14 @@ def render(inst: Packed, piece_bits: int = PIECE_BITS) -> str:
         "",
         f"end Pycert.Trace.{inst.name}",
         "",
-    ]
-    return "\n".join(out)
-
-
-def _render_perm(inst: Packed, lit, proofs: list[str]) -> list[str]:
-    """The permutation as a chain of chunks ``P_i = c_i + B ^ L_i * P_(i+1)``, each walked by its own
-    ``decide +kernel`` from the literal mask the previous chunk left; ``perm`` chains the walks."""
-    d, width = inst.distinct, inst.wp + 1
-    base = f"(2 ^ {width})"
-    parts = [inst.perm[i:i + PERM_CHUNK] for i in range(0, d, PERM_CHUNK)]
-    masks, m = [0], 0
-    for part in parts:
-        for p in part:
-            m |= 1 << p
-        masks.append(m)
-    chunks = [lit(pack(part, width)) for part in parts]
-    ms = [lit(m) for m in masks]
-    out = [f"/-- Table entry `i` is sorted id number `fld {base} P0 i`, in chunks of {PERM_CHUNK}. -/"]
-    last = len(parts) - 1
-    for i in reversed(range(len(chunks))):
-        out.append(f"noncomputable def P{i} : Nat := {chunks[i]}" if i == last
-                   else f"noncomputable def P{i} : Nat := {chunks[i]} + {base} ^ {len(parts[i])} * P{i + 1}")
-    out.append("")
-    for i, part in enumerate(parts):
-        proofs.append(f"theorem walk{i} : permGo {base} {d} {len(part)} {chunks[i]} {ms[i]} = some {ms[i + 1]} := "
-                      "by decide +kernel")
-    rest = d
-    chain = []
-    for i, part in enumerate(parts):
-        rest -= len(part)
-        if i == last:
-            chain.append(f"theorem perm{i} : permGo {base} {d} {len(part)} P{i} {ms[i]} = some {ms[-1]} := walk{i}")
-        else:
-            # `unfold` first: the goal then matches the lemma syntactically, and the elaborator never
-            # has to see through the chain of definitions (which it would evaluate, chunk after chunk).
-            chain.append(
-                f"theorem perm{i} : permGo {base} {d} ({len(part)} + {rest}) P{i} {ms[i]} = some {ms[-1]} := by\n"
-                f"  unfold P{i}\n"
-                f"  exact permGo_chain (Nat.two_pow_pos _) {rest} {len(part)} {chunks[i]} P{i + 1} {ms[i]} {ms[i + 1]}"
-                f" {ms[-1]} (by decide +kernel) walk{i} perm{i + 1}")
-    proofs += ["", *reversed(chain), "",
-               f"theorem perm : permGo {base} {d} {d} P0 0 = some {ms[-1]} := perm0", ""]
-    return out
+    ])
 
 
 def emit_instance(refs: Sequence[int], sha256: str, name: str, piece_bits: int = PIECE_BITS) -> str:
-    """Lean source proving, for exactly these references, their length and distinct count."""
-    return render(plan(refs, sha256, name), piece_bits)
+    """Lean source proving, for exactly these references, their length and distinct count. The
+    packing is decoded back before anything is written: the kernel proves its figures for the
+    decoded list, so that list must be the references, not merely have their counts."""
+    inst = plan(refs, sha256, name)
+    if decode(inst) != as_ids(refs):
+        raise PycertError(f"{name}: the packed instance does not decode to the trace (an emitter bug)")
+    return render(inst, piece_bits)
