@@ -100,6 +100,8 @@ class Context:
             return "error", str(exc)
         if res.ok:
             return "survived", "verify passed the tampered certificate"
+        if res.status != "rejected":  # exit 2: the tamper went unreported behind an input problem
+            return "survived", f"not rejected (exit 2, {res.status}): {(res.errors + res.missing)[:1]}"
         hit = next((f for f in res.failures if re.search(field, f.subject)), None)
         if hit:
             return "killed", hit.render()

@@ -33,7 +33,6 @@ def site(tmp_path: Path) -> dict[str, Path]:
     (root / "tiny.ids").write_text("1\n2\n1\n3\n1\n2\n4\n1\n")
     trace = read_trace(root / "tiny.ids")
     write_certificates([make_cert("ceiling-tiny", "ceiling", ceiling_figures(trace), {"lean_encoding": "packed-whole/1"},
-                                  theorems=["Pycert.Demo.ceiling_le"],
                                   inputs=[InputFile(role="trace", path="tiny.ids", sha256=trace.sha256)])], cert_dir)
     out = tmp_path / "site" / "report.html"
     assert main(["report", "--certs", str(cert_dir), "--root", str(root), "--out", str(out)]) == 0

@@ -133,7 +133,7 @@ def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, byte
     )
     inputs = _rows([(_e(i.role), f"<code>{_e(i.path)}</code>", f'<span class="hash">{_e(i.sha256)}</span>')
                     for i in cert.inputs], ("role", "path", "sha256")) if cert.inputs else "<p>none</p>"
-    b, p = cert.backend, cert.provenance
+    b = cert.backend
     solver = (f"{_e(cert.solver.name)} {_e(cert.solver.version)}: {_e(cert.solver.status)}, objective "
               f"{_e(cert.solver.objective)}, bound {_e(cert.solver.bound)}") if cert.solver else "none"
     limits = "".join(f"<li>{_e(x)}</li>" for x in cert.does_not_prove)
@@ -156,9 +156,7 @@ def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, byte
 <p><strong>Backend:</strong> {_e(b.kind)}, Lean {_e(b.lean_version)} ({_e(b.lean_commit or "commit unknown")}){
     f", Node {_e(b.node_version)}" if b.node_version else ""}.
 <strong>Solver:</strong> {solver}. <strong>Audit:</strong> {_e(cert.audit.verdict)}.</p>
-<p><strong>Provenance:</strong> {_e(p.generated_utc.isoformat())}, revision {_e(p.git_revision or "none")}{
-    " (dirty)" if p.git_dirty else ""}, host {_e(p.host_kind)}, run {_e(p.run_id)}.
-<strong>File sha256:</strong> <span class="hash">{_e(file_hash)}</span></p>
+<p><strong>File sha256:</strong> <span class="hash">{_e(file_hash)}</span></p>
 <p><strong>Does not prove:</strong></p><ul>{limits}</ul>
 </section>"""
 
@@ -214,16 +212,24 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 """
 
 
-def write_report(cert_dir: Path, out: Path, root: Path = Path("."), curves: bool = True,
-                 progress: Callable[[str], None] = lambda _m: None) -> tuple[Path, int]:
-    """Render the page for ``cert_dir``; with ``curves``, plot every trace a certificate names (paths
-    relative to ``root``), once per distinct trace."""
+def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bool = True,
+                 progress: Callable[[str], None] = lambda _m: None,
+                 inputs: dict[str, Path] | None = None) -> tuple[Path, int]:
+    """Render the page for ``cert_dir``; with ``curves``, plot every trace a certificate names (found
+    like verify finds it: inside ``root``, by default the certificates' own root, or an external trace
+    where ``inputs`` hands it in; an external trace not handed in gets no curve), once per trace."""
+    from pycert.certify.verify import find_root
+    from pycert.families.base import Locator
+
     manifest, certs = load_directory(cert_dir)
+    where = Locator(root=root or find_root(cert_dir / MANIFEST_NAME), external=dict(inputs or {}))
     pngs: dict[str, bytes] = {}
     for cert, _ in certs:
         for i in cert.inputs:
             if curves and i.role == "trace" and i.sha256 not in pngs:
-                path = root / i.path
+                if i.external and i.path not in where.external:
+                    continue
+                path = where.locate(i)
                 if not path.is_file():
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")

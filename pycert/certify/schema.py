@@ -9,12 +9,11 @@ family narrows :class:`Certificate` to its own ``family`` tag and typed ``parame
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from pycert.core.exact import Exact
 
@@ -24,12 +23,6 @@ MAX_FIGURE_BITS = 13_000
 """pydantic's JSON parser refuses integers past ~4,300 digits; stay below so every written figure reads back."""
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-
-
-def _utc(value: datetime) -> datetime:
-    if value.tzinfo is None or value.utcoffset() != timezone.utc.utcoffset(None):
-        raise ValueError("must be a UTC time (ending in Z or +00:00)")
-    return value
 
 
 class _Strict(BaseModel):
@@ -77,23 +70,30 @@ class Figure(_Strict, Exact):
 
 
 class InputFile(_Strict):
-    """A file the figures derive from, by path relative to the repository root (``../shared`` included)."""
+    """A file the figures derive from: by path relative to the certificate's root, or, for a file that
+    lives outside it (``external``), by its file name alone; verify is then given it (``--input NAME=PATH``)
+    and checks its sha256 like any other."""
 
     role: Literal["trace", "instance", "lean"]
     path: str = Field(min_length=1)
     sha256: Sha256
+    external: bool = False
     derived_from: Literal["trace"] | None = Field(
         default=None,
         description="the role of the input this file is generated from; verify regenerates it and compares "
                     "the sha256, so the file itself need not be kept (e.g. a Lean file encoding a shared trace)",
     )
 
-    @field_validator("path")
-    @classmethod
-    def _relative_posix(cls, v: str) -> str:
-        if v.startswith("/") or "\\" in v:
-            raise ValueError("must be a POSIX path relative to the repository root")
-        return v
+    @model_validator(mode="after")
+    def _confined(self) -> InputFile:
+        # lexical confinement before any file is touched: a genuine prove never writes an escape
+        parts = self.path.split("/")
+        if self.path.startswith("/") or "\\" in self.path or ".." in parts or "" in parts or "." in parts:
+            raise ValueError(f"input path {self.path!r} must be a POSIX path inside the certificate's root "
+                             "(no '..', no absolute path)")
+        if self.external and len(parts) != 1:
+            raise ValueError(f"external input {self.path!r} must be named by its file name alone")
+        return self
 
 
 class BackendInfo(_Strict):
@@ -119,19 +119,19 @@ class SolverInfo(_Strict):
 
 
 class AuditInfo(_Strict):
-    """The axiom audit of the named theorems; ``skipped`` when compiled oleans were not available."""
+    """The axiom audit of the certificate's own theorems: each theorem's axioms (``axioms_by_theorem``)
+    and their union (``axioms``); ``skipped`` when compiled oleans were not available."""
 
     verdict: Literal["pass", "fail", "skipped"]
     axioms: list[str] = []
+    axioms_by_theorem: dict[str, list[str]] = {}
     detail: str = ""
 
 
 class Provenance(_Strict):
-    generated_utc: Annotated[datetime, AfterValidator(_utc)]
-    git_revision: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
-    git_dirty: bool
-    host_kind: str
-    run_id: str = Field(min_length=1)
+    """Facts about the code that made the certificate that are the same on every run of that code.
+    When and where a run happened is not here (it would make the same inputs give other bytes): it
+    goes to the run record, ``certificates/runs/last.json``."""
 
 
 class Params(_Strict):
@@ -154,7 +154,7 @@ class Certificate(_Strict):
     backend: BackendInfo
     solver: SolverInfo | None = None
     audit: AuditInfo
-    provenance: Provenance
+    provenance: Provenance = Provenance()
     does_not_prove: list[str] = Field(min_length=1, description="honest limits of the claim")
 
     @model_validator(mode="after")

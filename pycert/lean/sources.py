@@ -140,16 +140,31 @@ def strip_comments(source: str) -> str:
     return "".join(out)
 
 
+def _is_module(text: str) -> bool:
+    """A file under Lean's module system, where a declaration is private unless made public."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "") == "module"
+
+
+def _private(mods: list[str], in_module: bool, scopes: list[tuple[str, str]]) -> bool:
+    if "private" in mods:
+        return True
+    return in_module and "public" not in mods and ("section", "public") not in scopes
+
+
 def scan_declarations(source: str, file: str = "") -> list[Declaration]:
-    """Top-level declarations with their namespace-qualified names (``namespace``/``section``/``end``)."""
-    scopes: list[tuple[str, str]] = []  # ("ns", component) or ("section", "")
+    """Top-level declarations with their namespace-qualified names (``namespace``/``section``/``end``)
+    and whether they are private (explicitly, or by default in a ``module`` file outside a
+    ``public section``)."""
+    scopes: list[tuple[str, str]] = []  # ("ns", component) or ("section", "" | "public")
     found: list[Declaration] = []
-    for lineno, raw in enumerate(strip_comments(source).splitlines(), 1):
+    text = strip_comments(source)
+    in_module = _is_module(text)
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = _OPEN_IN.sub("", raw, count=1)
         if m := _NAMESPACE.match(line):
             scopes += [("ns", part) for part in m.group(1).split(".")]
         elif _SECTION.match(line):
-            scopes.append(("section", ""))
+            scopes.append(("section", "public" if re.match(r"^\s*(?:@\[[^\]]*\]\s*)*public\b", line) else ""))
         elif m := _END.match(line):
             if scopes and scopes[-1][0] == "section":
                 scopes.pop()
@@ -161,7 +176,7 @@ def scan_declarations(source: str, file: str = "") -> list[Declaration]:
                 full = name.removeprefix("_root_.")
             else:
                 full = ".".join([c for kind, c in scopes if kind == "ns"] + [name])
-            found.append(Declaration(name=full, kind=m.group("kind"), private="private" in m.group("mods").split(),
+            found.append(Declaration(name=full, kind=m.group("kind"), private=_private(m.group("mods").split(), in_module, scopes),
                                      file=file, line=lineno))
     return found
 
