@@ -31,6 +31,7 @@ class Context:
         for rel in COPIED:
             shutil.copytree(root / rel, self.base / rel)
         self.repo = self.base
+        self.backend_name: str | None = None
         self._memo: dict[str, Any] = {}
 
     def fresh(self, mid: str) -> None:

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from pycert.certify.documents import certificate
 from pycert.certify.manifest import write_certificates
 from pycert.certify.provenance import collect, write_run_record
-from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure
+from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, TheoremStatement
 from pycert.core.errors import InputError, Rejection
 from pycert.core.files import REPO_ROOT, relative_to_root
 from pycert.families import FAMILIES
@@ -67,6 +67,7 @@ class Run:
     library: build.BuildResult | None = None
     instances: build.BuildResult | None = None
     audit: AuditReport | None = None
+    statements: dict[str, TheoremStatement] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
 
     @property
@@ -138,9 +139,25 @@ def audit(run: Run) -> tuple[StageStatus, str]:
     return ("ok" if report.ok else "rejected"), report.summary()
 
 
+def pin_statements(run: Run) -> tuple[StageStatus, str]:
+    """Every named theorem's source signature, printed statement and type digest (one Lean run)."""
+    from pycert.lean.statements import pin
+
+    if run.library is None or not run.library.ok:
+        return "skipped", "the library did not build"
+    names = sorted({t for p in run.prepared for t in p.derived().theorems})
+    run.statements = pin(run.root / "lean", Path(run.library.olean_dir), [r.module for r in run.library.results],
+                         names, run.backend)
+    missing = [n for n in names if n not in run.statements]
+    for p in run.prepared:
+        if lost := [t for t in p.derived().theorems if t in missing]:
+            run.reject(p, p.id, "statements", f"no pinned statement for {', '.join(lost)}")
+    return ("rejected", f"not pinned: {', '.join(missing)}") if missing else ("ok", f"{len(names)} theorems")
+
+
 def write(run: Run) -> tuple[StageStatus, str]:
     backend = BackendInfo.from_toolchain(run.backend.info())
-    certs = [to_certificate(p, backend, run.audit) for p in run.prepared if p.rejection is None]
+    certs = [to_certificate(p, backend, run.audit, run.statements) for p in run.prepared if p.rejection is None]
     bad = [c.id for c in certs if c.audit.verdict != "pass"]
     if bad:
         return "rejected", f"the audit of their own theorems did not pass: {', '.join(bad)}"
@@ -149,7 +166,8 @@ def write(run: Run) -> tuple[StageStatus, str]:
     return "ok", f"{len(certs)} written to {relative_to_root(run.out_dir, run.root)}"
 
 
-def to_certificate(p: Prepared, backend: BackendInfo, report: AuditReport | None) -> Certificate:
+def to_certificate(p: Prepared, backend: BackendInfo, report: AuditReport | None,
+                   statements: dict[str, TheoremStatement]) -> Certificate:
     """Everything the certificate says about itself is derived (:meth:`Family.derive`), so verify can
     derive it again and compare."""
     from pycert.audit.per_theorem import certificate_audit
@@ -158,7 +176,8 @@ def to_certificate(p: Prepared, backend: BackendInfo, report: AuditReport | None
     audit = (certificate_audit(report, d.theorems) if report is not None
              else AuditInfo(verdict="skipped", detail="the kernel did not accept every file"))
     return certificate(
-        id=p.id, family=p.family.name, claim=d.claim, theorems=list(d.theorems), parameters=p.parameters,
+        id=p.id, family=p.family.name, claim=d.claim, theorems=list(d.theorems),
+        statements={t: statements[t] for t in d.theorems}, parameters=p.parameters,
         inputs=p.inputs, figures=[Figure.of(v, name=k, known_by=d.known_by[k]) for k, v in p.figures.items()],
         backend=backend, solver=p.solver, audit=audit, does_not_prove=list(d.does_not_prove),
     )
@@ -167,7 +186,8 @@ def to_certificate(p: Prepared, backend: BackendInfo, report: AuditReport | None
 def stages(families: list[Family]) -> list[tuple[str, StageFn]]:
     """The stages of a run over ``families``, in order."""
     return [("lean library", build_library), *((f"instances: {f.name}", prepare(f)) for f in families),
-            ("kernel check", check_instances), ("axiom audit", audit), ("certificates", write)]
+            ("kernel check", check_instances), ("axiom audit", audit), ("statements", pin_statements),
+            ("certificates", write)]
 
 
 # ---------------------------------------------------------------------------- the run

@@ -51,7 +51,7 @@ def test_emitted_instance_files_are_the_committed_ones() -> None:
 def test_the_stages_in_order() -> None:
     names = [name for name, _ in stages(list(FAMILIES.values()))]
     assert names == ["lean library", "instances: ceiling", "instances: first-touch", "instances: isolation",
-                     "instances: pooling", "kernel check", "axiom audit", "certificates"]
+                     "instances: pooling", "kernel check", "axiom audit", "statements", "certificates"]
 
 
 def _comparable(text: str) -> dict:
@@ -69,7 +69,7 @@ def test_prove_writes_what_the_committed_certificates_say(wasm, tmp_path: Path) 
     assert res.ok, res.stages
     assert [(s.name, s.status) for s in res.stages] == [
         ("lean library", "ok"), ("instances: first-touch", "ok"), ("instances: isolation", "ok"),
-        ("kernel check", "skipped"), ("axiom audit", "ok"), ("certificates", "ok")]
+        ("kernel check", "skipped"), ("axiom audit", "ok"), ("statements", "ok"), ("certificates", "ok")]
     written = sorted(Path(p).name for p in res.written)
     assert written == ["first-touch-c256-n4000.json", "isolation-t8-n1024.json"]
     for name in written:

@@ -12,8 +12,8 @@ import pytest
 
 from pycert.certify.documents import certificate
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest, write_certificates
-from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, InputFile
-from pycert.certify.verify import verify_certificate
+from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, InputFile, TheoremStatement
+from pycert.certify.verify import own_library, verify_certificate
 from pycert.cli import main
 from pycert.core.files import file_sha256 as sha256_file
 from pycert.data.traces import read_trace, trace_from_bytes
@@ -23,8 +23,19 @@ from pycert.families.first_touch import first_touch_figures
 from pycert.families.isolation import isolation_figures
 from pycert.lean.emit import packed_trace as lean_trace
 from pycert.lean.sources import scan_declarations
+from pycert.lean.statements import library_signatures
 
 from tests.conftest import SHARED_TRACES as TRACES, nonce
+
+SIGNATURES = library_signatures(own_library())
+
+
+def fixture_statements(theorems: tuple[str, ...] | list[str]) -> dict[str, TheoremStatement]:
+    """The library's real signatures (what plain verify checks); a printed statement and type digest
+    that only ``--kernel`` can find wrong."""
+    return {t: TheoremStatement(signature=SIGNATURES[t], statement=f"{t} : (fixture)", type_sha256="0" * 64)
+            for t in theorems}
+
 
 def make_cert(cert_id: str, family: str, figures: dict[str, Fraction], parameters: dict | None = None,
               inputs: list[InputFile] | None = None) -> Certificate:
@@ -33,7 +44,8 @@ def make_cert(cert_id: str, family: str, figures: dict[str, Fraction], parameter
     inputs = inputs or []
     d = fam.derive(fam.params.model_validate(parameters or {}), figures, inputs)
     return certificate(
-        id=cert_id, family=family, claim=d.claim, theorems=list(d.theorems), parameters=parameters or {},
+        id=cert_id, family=family, claim=d.claim, theorems=list(d.theorems), statements=fixture_statements(d.theorems),
+        parameters=parameters or {},
         inputs=inputs, figures=[Figure.of(v, name=k, known_by=d.known_by[k]) for k, v in figures.items()],
         backend=BackendInfo(kind="wasm", lean_version="4.28.0-pre",
                             lean_commit="38f3c0c45b8df6da2652faff6dcaa15afb5a6981", node_version="v24.0.0"),
@@ -187,7 +199,7 @@ def test_renamed_theorem_is_rejected(repo: Path, tmp_path: Path) -> None:
 
     path = tampered_copy(repo / "certificates", tmp_path / "copy", "isolation-demo.json", rename, forge_manifest=True)
     r = verify_certificate(path, root=repo)
-    assert fields(r) == ["theorems", "theorems[0]"]
+    assert fields(r) == ["theorems", "theorems[0]", "statements"]
     assert r.failures[1].found == "Pycert.Isolation.flor (no such declaration)"
 
 
@@ -201,7 +213,7 @@ def test_theorem_must_be_a_public_theorem_by_full_name(repo: Path, tmp_path: Pat
 
     path = tampered_copy(repo / "certificates", tmp_path / "copy", "isolation-demo.json", edit, forge_manifest=True)
     r = verify_certificate(path, root=repo)
-    assert fields(r) == ["theorems", "theorems[0]"] and found in r.failures[1].found
+    assert fields(r) == ["theorems", "theorems[0]", "statements"] and found in r.failures[1].found
 
 
 def test_theorem_from_a_shipped_file_is_rejected(repo: Path, tmp_path: Path) -> None:
@@ -214,7 +226,7 @@ def test_theorem_from_a_shipped_file_is_rejected(repo: Path, tmp_path: Path) -> 
 
     path = tampered_copy(repo / "certificates", tmp_path / "copy", "isolation-demo.json", edit, forge_manifest=True)
     r = verify_certificate(path, root=repo)
-    assert fields(r) == ["theorems", "theorems[5]"] and "no such declaration" in r.failures[1].found
+    assert fields(r) == ["theorems", "theorems[5]", "statements"] and "no such declaration" in r.failures[1].found
 
 
 def test_swapped_input_hash_is_rejected(repo: Path, tmp_path: Path) -> None:
@@ -459,9 +471,13 @@ def test_kernel_reruns_lean(repo: Path, wasm) -> None:
     bad = verify_certificate(repo / "certificates" / "iso-kernel.json", kernel=True, backend="wasm")
     assert fields(bad) == ["kernel[Emitted]"], bad.failures
     good = verify_certificate(repo / "certificates" / "isolation-demo.json", kernel=True, backend="wasm")
-    # the fixture records propext for every theorem; the re-run audit knows better
-    assert {"kernel", "audit"} <= set(good.checked)
-    assert all(f.subject.startswith("audit.axioms_by_theorem[Pycert.Isolation.") for f in good.failures), good.failures
+    # the fixture records propext and a zero digest for every theorem; the rebuild knows better
+    assert {"kernel", "audit", "statements"} <= set(good.checked)
+    subjects = {f.subject.split("[")[0] + "." + f.subject.rsplit(".", 1)[-1] for f in good.failures}
+    assert subjects == {"audit.axioms_by_theorem.floor]", "statements.type_sha256", "statements.statement"} or all(
+        f.subject.startswith(("audit.axioms_by_theorem[Pycert.Isolation.", "statements[Pycert.Isolation."))
+        for f in good.failures), good.failures
+    assert any(f.subject.endswith(".type_sha256") for f in good.failures)
 
 
 @pytest.mark.slow

@@ -96,6 +96,18 @@ class InputFile(_Strict):
         return self
 
 
+class TheoremStatement(_Strict):
+    """One named theorem, pinned three ways: as written in the library's source (checked offline against
+    the verifier's own sources), as Lean prints it (``#check @Name``), and by a digest of its kernel type
+    read from the compiled ``.olean`` (:mod:`pycert.audit.statement`); ``verify --kernel`` rebuilds and
+    recomputes the last two."""
+
+    signature: str = Field(min_length=1, description="the source declaration up to ':=', comments stripped, "
+                                                     "whitespace normalised")
+    statement: str = Field(min_length=1, description="what #check @Name prints")
+    type_sha256: Sha256
+
+
 class BackendInfo(_Strict):
     kind: Literal["native", "wasm"]
     lean_version: str
@@ -148,6 +160,7 @@ class Certificate(_Strict):
     family: str
     claim: str = Field(min_length=1, pattern=r"^[^\n]+$", description="the claim in one sentence")
     theorems: list[str] = Field(min_length=1, description="fully qualified Lean declarations it rests on")
+    statements: dict[str, TheoremStatement] = Field(description="each theorem's statement, pinned")
     parameters: Params
     inputs: list[InputFile] = []
     figures: list[Figure] = Field(min_length=1)

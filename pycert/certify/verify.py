@@ -17,7 +17,6 @@ and ``missing-input``/``input-error`` (exit 2) only when nothing was rejected.
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from collections.abc import Iterable
 from fractions import Fraction
 from pathlib import Path
@@ -240,11 +239,27 @@ def check_derived_text(cert: Certificate, figures: dict[str, Fraction]) -> list[
     return out
 
 
-def _check_statements(cert: Certificate, library: Path, result: VerifyResult) -> None:
-    """Every named theorem must be a public declaration of the verifier's own library."""
+def _check_theorems(cert: Certificate, library: Path, result: VerifyResult) -> None:
+    """Every named theorem must be a public declaration of the verifier's own library, with the
+    statement its source declares there."""
+    from pycert.lean.statements import library_signatures
+
     result.checked.append("theorems")
     files = sorted((library / "Pycert").rglob("*.lean")) if (library / "Pycert").is_dir() else []
     result.failures += check_theorems(cert.theorems, library_declarations(files, result.failures))
+    result.failures += check_signatures(cert, library_signatures(library))
+
+
+def check_signatures(cert: Certificate, signatures: dict[str, str]) -> list[Rejection]:
+    out = []
+    if list(cert.statements) != cert.theorems:
+        out.append(Rejection.mismatch("statements", f"one per theorem ({', '.join(cert.theorems)})",
+                                      ", ".join(cert.statements) or "none"))
+    for name, pinned in cert.statements.items():
+        if name in signatures and pinned.signature != signatures[name]:
+            out.append(Rejection.mismatch(f"statements[{name}].signature", repr(signatures[name]),
+                                          repr(pinned.signature)))
+    return out
 
 
 def _check_audit_record(cert: Certificate, result: VerifyResult) -> None:
@@ -252,47 +267,6 @@ def _check_audit_record(cert: Certificate, result: VerifyResult) -> None:
 
     result.checked.append("audit record")
     result.failures += recorded_audit_rejections(cert.audit, cert.theorems)
-
-
-def _kernel_files(cert: Certificate, where: Locator, regenerated: dict[str, bytes], scratch: Path) -> list[Path]:
-    """The certificate's Lean files: on disk (inside the root), or as regenerated when nobody kept one."""
-    files = []
-    for inp in cert.inputs:
-        if inp.role != "lean":
-            continue
-        if inp.path in regenerated:
-            path = scratch / Path(inp.path).name
-            path.write_bytes(regenerated[inp.path])
-        else:
-            path = where.locate(inp)
-        files.append(path)
-    return files
-
-
-def _check_kernel(cert: Certificate, where: Locator, library: Path, regenerated: dict[str, bytes],
-                  backend: str | None, timeout: float, result: VerifyResult) -> None:
-    """Rebuild the verifier's library and the certificate's instance files, then audit the named
-    theorems in what was built and compare each one's axioms with the certificate's."""
-    from pycert.audit.axioms import audit_build
-    from pycert.audit.per_theorem import audit_rejections, certificate_audit
-    from pycert.lean import build
-    from pycert.lean.backend import resolve
-
-    chosen = resolve(backend)
-    with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:
-        files = _kernel_files(cert, where, regenerated, Path(scratch))
-        res = build.build(library=library, files=files, backend=chosen, timeout=timeout)
-        result.checked.append("kernel")
-        for r in res.results:
-            if not r.ok:
-                first = r.failures[0].render() if r.failures else (r.detail or r.status)
-                result.failures.append(Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file",
-                                                          f"{r.status}: {first}"))
-        if not res.ok:
-            return
-        report = audit_build(res, chosen, library)
-    result.checked.append("audit")
-    result.failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
 
 
 def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certificate | None:
@@ -352,14 +326,17 @@ def verify_certificate(path: Path, root: Path | None = None, manifest: Path | No
         regenerated = _check_derived_inputs(cert, where, result)
     result.checked.append("claim, theorem list, limits")
     result.failures += check_derived_text(cert, recomputed or {f.name: f.value for f in cert.figures})
-    _check_statements(cert, library, result)
+    _check_theorems(cert, library, result)
     _check_audit_record(cert, result)
     if not kernel:
         result.notes.append(NOT_RERUN)
     elif result.missing or result.errors:
         result.notes.append("kernel and axiom audit: not re-run (an input is missing or malformed)")
     else:
-        _check_kernel(cert, where, library, regenerated, backend, timeout, result)
+        from pycert.certify.rebuild import rebuild
+
+        result.checked += ["kernel", "audit", "statements"]
+        result.failures += rebuild(cert, where, library, regenerated, backend, timeout)
     return _finish(result)
 
 

@@ -105,8 +105,9 @@ _SECTION = re.compile(r"^\s*(?:(?:public|private|noncomputable|@\[[^\]]*\])\s+)*
 _END = re.compile(r"^\s*end(?:\s+(\S+))?\s*$")
 
 
-def strip_comments(source: str) -> str:
-    """Blank out (nested) block comments, line comments and string literals, keeping line numbers."""
+def strip_comments(source: str, keep_strings: bool = False) -> str:
+    """Blank out (nested) block comments, line comments and (unless ``keep_strings``) string literals,
+    keeping line numbers."""
     out: list[str] = []
     i, depth, n = 0, 0, len(source)
     while i < n:
@@ -132,7 +133,7 @@ def strip_comments(source: str) -> str:
             j = i + 1
             while j < n and source[j] != '"':
                 j += 2 if source[j] == "\\" else 1
-            out.append('""' + "\n" * source.count("\n", i, j))
+            out.append(source[i:j + 1] if keep_strings else '""' + "\n" * source.count("\n", i, j))
             i = j + 1
         else:
             out.append(source[i])
@@ -184,3 +185,49 @@ def scan_declarations(source: str, file: str = "") -> list[Declaration]:
 def declared_theorems(source: str) -> list[str]:
     """Full names of the theorems a Lean source declares."""
     return [d.name for d in scan_declarations(source) if d.kind in ("theorem", "lemma")]
+
+
+_THEOREM_KEYWORD = re.compile(r"\b(?:theorem|lemma)\s")
+_OPEN, _CLOSE = "([{⟨", ")]}⟩"
+
+
+def _signature_from(text: str, start: int) -> str:
+    """From ``start`` (a ``theorem`` keyword) to the ``:=``, ``|`` or ``where`` that ends the statement
+    outside brackets and strings, whitespace-normalised."""
+    depth, i, n = 0, start, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(0, depth - 1)
+        elif depth == 0 and (text.startswith(":=", i) or (ch == "|" and text[text.rfind("\n", 0, i) + 1:i].strip() == "")
+                             or re.match(r"\bwhere\b", text[i:i + 6]) and not text[i - 1].isalnum()):
+            break
+        i += 1
+    return " ".join(text[start:i].split())
+
+
+def theorem_signatures(source: str) -> dict[str, str]:
+    """Each theorem's statement as written (``theorem name binders : type``), comments stripped and
+    whitespace normalised: what a certificate pins beside the type's digest, so a same-name theorem
+    with another statement is told apart from the sources alone."""
+    text = strip_comments(source, keep_strings=True)
+    offsets = [0]
+    for line in text.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    out: dict[str, str] = {}
+    for d in scan_declarations(source):
+        if d.kind not in ("theorem", "lemma"):
+            continue
+        line_start = offsets[d.line - 1]
+        m = _THEOREM_KEYWORD.search(text, line_start, offsets[d.line] if d.line < len(offsets) else len(text))
+        if m:
+            out.setdefault(d.name, _signature_from(text, m.start()))
+    return out
