@@ -178,7 +178,8 @@ def to_certificate(p: Prepared, backend: BackendInfo, report: AuditReport | None
     return certificate(
         id=p.id, family=p.family.name, claim=d.claim, theorems=list(d.theorems),
         statements={t: statements[t] for t in d.theorems}, parameters=p.parameters,
-        inputs=p.inputs, figures=[Figure.of(v, name=k, known_by=d.known_by[k]) for k, v in p.figures.items()],
+        inputs=p.inputs, figures=[Figure.of(v, name=k, known_by=d.known_by[k], evidence=d.evidence[k])
+                                      for k, v in p.figures.items()],
         backend=backend, solver=p.solver, audit=audit, does_not_prove=list(d.does_not_prove),
     )
 

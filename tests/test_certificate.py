@@ -87,7 +87,7 @@ def test_figure_of_a_fraction() -> None:
     assert Figure.of(Fraction(2, 4), name="x").render() == "1/2 (0.5)"
     assert Figure.of(2**4096, name="big").decimal == "1.0443888814131525067E+1233"
     assert list(json.loads(Figure.of(1, name="n").model_dump_json())) == [
-        "name", "numerator", "denominator", "decimal", "unit", "known_by"]  # the published field order
+        "name", "numerator", "denominator", "decimal", "unit", "known_by", "evidence"]  # the published field order
 
 
 def test_figure_rejects_unreduced_and_oversized() -> None:

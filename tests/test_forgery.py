@@ -75,6 +75,18 @@ def _known_by(d: dict) -> None:
     d["figures"][-1]["known_by"] = "Lean kernel: everything"
 
 
+def _upgrade(d: dict) -> None:
+    d["figures"][-1]["evidence"] = "kernel-checked"
+
+
+def _pooling_upgrade(d: dict) -> None:
+    next(f for f in d["figures"] if f["name"] == "per_instance_misses")["evidence"] = "solver-certified"
+
+
+def _solver_downgraded(d: dict) -> None:
+    d["solver"]["status"] = "FEASIBLE"
+
+
 @pytest.mark.parametrize("name, edit, field", [
     (CEILING, lambda d: d.update(claim=d["claim"].replace("0.746020", "0.990000")), "claim"),
     (CEILING, _set_theorems(["Pycert.Ceiling.hits_add_distinct_le"]), "theorems"),
@@ -83,11 +95,15 @@ def _known_by(d: dict) -> None:
     (CEILING, _sorry, "audit.axioms_by_theorem[Pycert.Ceiling.hits_add_distinct_le]"),
     (CEILING, lambda d: d["audit"].update(axioms=["sorryAx"]), "audit.axioms"),
     (CEILING, _known_by, "figures.ceiling.known_by"),
+    (CEILING, _upgrade, "figures.ceiling.evidence"),
+    ("pooling-committed.json", _pooling_upgrade, "figures.per_instance_misses.evidence"),
+    ("pooling-committed.json", _solver_downgraded, "figures.pooled_misses.evidence"),
     ("isolation-t8-n1024.json", lambda d: d.update(claim=d["claim"].replace("8192 bits", "9000 bits")), "claim"),
     ("isolation-t8-n1024.json", lambda d: d["statements"]["Pycert.Isolation.floor"].update(
         signature=d["statements"]["Pycert.Isolation.floor"]["signature"].replace("2 ^ (T * n) ≤ s", "0 ≤ s")),
      "statements[Pycert.Isolation.floor].signature"),
-], ids=["claim", "theorem-list", "private-theorem", "limit-removed", "sorry", "axioms", "known-by", "isolation-claim",
+], ids=["claim", "theorem-list", "private-theorem", "limit-removed", "sorry", "axioms", "known-by", "upgraded",
+        "pooling-upgraded", "solver-not-optimal", "isolation-claim",
         "weakened-signature"])
 def test_each_forgery_is_rejected_by_field(tmp_path: Path, name: str, edit: Callable[[dict], None], field: str) -> None:
     root = copy_repo(tmp_path)

@@ -46,7 +46,8 @@ def make_cert(cert_id: str, family: str, figures: dict[str, Fraction], parameter
     return certificate(
         id=cert_id, family=family, claim=d.claim, theorems=list(d.theorems), statements=fixture_statements(d.theorems),
         parameters=parameters or {},
-        inputs=inputs, figures=[Figure.of(v, name=k, known_by=d.known_by[k]) for k, v in figures.items()],
+        inputs=inputs, figures=[Figure.of(v, name=k, known_by=d.known_by[k], evidence=d.evidence[k])
+                                      for k, v in figures.items()],
         backend=BackendInfo(kind="wasm", lean_version="4.28.0-pre",
                             lean_commit="38f3c0c45b8df6da2652faff6dcaa15afb5a6981", node_version="v24.0.0"),
         audit=AuditInfo(verdict="pass", axioms=["propext"], axioms_by_theorem={t: ["propext"] for t in d.theorems}),

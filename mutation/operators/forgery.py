@@ -1,5 +1,5 @@
 """Forgeries of what a certificate says about itself, each with its manifest line re-forged (issue 14):
-verify derives the claim, the theorem list, the limits and each figure's ``known_by`` again, trusts
+verify derives the claim, the theorem list, the limits and each figure's evidence again, trusts
 only public theorems of its own library, checks the audit record, confines inputs to the root and
 bounds every parameter, so each must be rejected (exit 1) on the field forged."""
 
@@ -35,7 +35,7 @@ def _sorry(d: dict) -> None:
 
 def _upgrade(d: dict) -> None:
     fig = next(f for f in d["figures"] if f["name"] == "ceiling")
-    fig["known_by"] = "Lean kernel: ceiling_eq of the emitted instance"
+    fig["evidence"] = "kernel-checked"
 
 
 FORGERIES: tuple[tuple[str, str, str, Callable[[dict], None], str], ...] = (
@@ -53,7 +53,7 @@ FORGERIES: tuple[tuple[str, str, str, Callable[[dict], None], str], ...] = (
     ("forge-limit-removed", CEILING_CERT, "remove a does_not_prove line", lambda d: d["does_not_prove"].pop(),
      r"^does_not_prove$"),
     ("forge-evidence-upgraded", CEILING_CERT, "say a computed figure was kernel-checked", _upgrade,
-     r"^figures\.ceiling\.known_by$"),
+     r"^figures\.ceiling\.evidence$"),
     ("forge-dotdot-input", CEILING_CERT, "point the trace at ../../../../etc/passwd",
      lambda d: d["inputs"][0].update(path="../../../../etc/passwd"), r"^inputs\[0\]$"),
     ("forge-huge-parameter", ISOLATION_CERT, "isolation with T = n = 2^20 (2^(T*n) must never be built)",

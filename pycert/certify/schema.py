@@ -23,6 +23,10 @@ MAX_FIGURE_BITS = 13_000
 """pydantic's JSON parser refuses integers past ~4,300 digits; stay below so every written figure reads back."""
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+EvidenceState = Literal["kernel-checked", "solver-certified", "computed-cross-checked", "computed"]
+"""How a figure is known, strongest first: the Lean kernel checked it (``known_by`` names the theorem);
+a solver proved it OPTIMAL with its bound, a second solver and a replay agreeing; it was computed and
+checked against another library (``known_by`` names it); it was computed only."""
 
 
 class _Strict(BaseModel):
@@ -45,6 +49,7 @@ class Figure(_Strict, Exact):
     decimal: str
     unit: str = ""
     known_by: str = Field(default="", description="how the figure is known: which check produced or checked it")
+    evidence: EvidenceState = Field(default="computed", description="how strongly it is known (verify re-derives it)")
 
     @classmethod
     def render_decimal(cls, value: Fraction) -> str:

@@ -4,7 +4,8 @@
 and the schema (which bounds every parameter before any arithmetic), locates every input inside the
 certificate's root (symlinks resolved; an external one only where the user handed it in), hashes it,
 recomputes every figure (:meth:`Family.recompute`) and every derived input (:meth:`Family.regenerate`),
-derives the claim, the theorem list, the ``does_not_prove`` lines and each figure's ``known_by`` again
+derives the claim, the theorem list, the ``does_not_prove`` lines and each figure's evidence state and
+``known_by`` again
 (:meth:`Family.derive`) and compares them, requires every theorem to be a public declaration of the
 verifier's own Lean library, and checks the audit record against itself. With ``kernel=True`` it
 rebuilds the library and the certificate's instance files and re-runs the axiom audit on the named
@@ -217,10 +218,10 @@ def _check_figures(cert: Certificate, where: Locator, result: VerifyResult) -> d
 
 
 def check_derived_text(cert: Certificate, figures: dict[str, Fraction]) -> list[Rejection]:
-    """The claim, the theorem list, the limits and each figure's ``known_by`` against what the family
+    """The claim, the theorem list, the limits and each figure's evidence against what the family
     derives from the parameters and ``figures`` (the recomputed ones when the inputs allowed)."""
     try:
-        d = FAMILIES[cert.family].derive(cert.parameters, figures, cert.inputs)
+        d = FAMILIES[cert.family].derive(cert.parameters, figures, cert.inputs, cert.solver)
     except KeyError as exc:
         return [Rejection.mismatch("claim", "derivable from the figures", f"no figure {exc}")]
     out = []
@@ -233,6 +234,9 @@ def check_derived_text(cert: Certificate, figures: dict[str, Fraction]) -> list[
         out.append(Rejection.mismatch("does_not_prove", f"the family's {len(d.does_not_prove)} lines",
                                       f"{len(cert.does_not_prove)} lines" + (f", without {lost[0]!r}" if lost else "")))
     for fig in cert.figures:
+        if fig.evidence != d.evidence.get(fig.name, "computed"):
+            out.append(Rejection.mismatch(f"figures.{fig.name}.evidence", d.evidence.get(fig.name, "computed"),
+                                          fig.evidence))
         if fig.known_by != d.known_by.get(fig.name, ""):
             out.append(Rejection.mismatch(f"figures.{fig.name}.known_by", repr(d.known_by.get(fig.name, "")),
                                           repr(fig.known_by)))

@@ -21,7 +21,7 @@ from typing import ClassVar, Literal
 
 from pydantic import create_model
 
-from pycert.certify.schema import Certificate, InputFile, Params, SolverInfo
+from pycert.certify.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import file_sha256, relative_to_root
 
@@ -46,6 +46,7 @@ class Derived:
     theorems: tuple[str, ...]
     does_not_prove: tuple[str, ...]
     known_by: Mapping[str, str]
+    evidence: Mapping[str, EvidenceState]
 
 
 @dataclass
@@ -65,7 +66,7 @@ class Prepared:
     """Why the claim does not hold, once some check said so."""
 
     def derived(self) -> Derived:
-        return self.family.derive(self.parameters, self.figures, self.inputs)
+        return self.family.derive(self.parameters, self.figures, self.inputs, self.solver)
 
 
 class Family(ABC):
@@ -78,8 +79,9 @@ class Family(ABC):
     theorems: ClassVar[tuple[str, ...]]
     """Fully qualified Lean theorems every certificate of the family rests on."""
     does_not_prove: ClassVar[tuple[str, ...]]
-    known_by: ClassVar[Mapping[str, str]] = {}
-    """Figure name -> how that figure is known, written beside it in the certificate."""
+    evidence: ClassVar[Mapping[str, tuple[EvidenceState, str]]] = {}
+    """Figure name -> how that figure is known (its state, and the text naming the theorem, solver or
+    library), written beside it in the certificate; a figure not listed is ``computed``."""
     certificate_model: ClassVar[type[Certificate]]
 
     def __init_subclass__(cls, **kwargs: object) -> None:
@@ -102,10 +104,16 @@ class Family(ABC):
         """The ``does_not_prove`` lines of a certificate with these parameters and figures."""
         return self.does_not_prove
 
-    def derive(self, params: Params, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> Derived:
+    def figure_evidence(self, name: str, solver: SolverInfo | None) -> tuple[EvidenceState, str]:
+        """How figure ``name`` is known, given the solver record the certificate carries."""
+        return self.evidence.get(name, ("computed", ""))
+
+    def derive(self, params: Params, figures: Mapping[str, Fraction], inputs: Sequence[InputFile],
+               solver: SolverInfo | None = None) -> Derived:
+        known = {name: self.figure_evidence(name, solver) for name in figures}
         return Derived(claim=self.claim(params, figures, inputs), theorems=self.required_theorems(params),
-                       does_not_prove=self.limits(params, figures),
-                       known_by={name: self.known_by.get(name, "") for name in figures})
+                       does_not_prove=self.limits(params, figures), known_by={n: k[1] for n, k in known.items()},
+                       evidence={n: k[0] for n, k in known.items()})
 
     @abstractmethod
     def prepare(self, setting: Setting) -> list[Prepared]:

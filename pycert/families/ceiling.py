@@ -72,10 +72,10 @@ class Ceiling(Family):
         "Lean decode re-run in Python) and refuses any difference. The kernel checks every reference of the list the "
         "instance decodes to; a reader bug would make the theorem about another list.",
     )
-    known_by = {
-        "refs": "Lean kernel: refs_eq (trace.length) of the emitted instance, every reference decoded",
-        "distinct": "Lean kernel: distinct_eq of the emitted instance, every reference decoded",
-        "ceiling": "exact arithmetic (refs - distinct) / refs of the two kernel-checked figures",
+    evidence = {
+        "refs": ("kernel-checked", "Lean kernel: refs_eq (trace.length) of the emitted instance, every reference decoded"),
+        "distinct": ("kernel-checked", "Lean kernel: distinct_eq of the emitted instance, every reference decoded"),
+        "ceiling": ("computed", "exact arithmetic (refs - distinct) / refs of the two kernel-checked figures"),
     }
 
     def claim(self, params: CeilingParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:

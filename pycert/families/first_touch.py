@@ -33,6 +33,7 @@ class FirstTouch(Family):
         "It is arithmetic about token counts, not a latency or throughput measurement.",
         "A floor of 0.30 on the cut cannot fail for prompts of at least 2c tokens: such a gate tests nothing.",
     )
+    evidence = {"cut": ("computed", "exact arithmetic c*(n div c)/n: the cut Pycert.FirstTouch.cut_eq defines")}
     default = FirstTouchParams(c=256, n=4000)
 
     def claim(self, params: FirstTouchParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:

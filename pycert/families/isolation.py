@@ -55,6 +55,12 @@ class Isolation(Family):
         "A manager that may leak or refuse reuse is not bound by it (that is the dichotomy below the floor).",
         "The single-owner figure n*log2 T uses the floor of log2 T; it is exact only for T a power of two.",
     )
+    evidence = {
+        "states_floor": ("computed", "exact arithmetic 2^(T*n): the bound Pycert.Isolation.floor proves for every T, n"),
+        "bits_floor": ("computed", "exact arithmetic T*n: the bound Pycert.Isolation.floor_log2 proves for every T, n"),
+        "single_owner_states": ("computed", "exact arithmetic T^n: the bound Pycert.Isolation.owner_floor proves"),
+        "single_owner_bits": ("computed", "exact arithmetic: the bit length of T^n - 1"),
+    }
     default = IsolationParams(T=8, n=1024)
 
     def claim(self, params: IsolationParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
