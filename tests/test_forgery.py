@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mutation.operators.forgery import set_theorems, sorry_in_audit
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest
 from pycert.certify.verify import verify_certificate
 from pycert.core.files import REPO_ROOT
@@ -53,22 +54,8 @@ def test_the_issue_forgery_is_rejected(tmp_path: Path, monkeypatch: pytest.Monke
     assert {"claim", "theorems", "audit"} <= fields, res.failures
 
 
-def _set_theorems(names: list[str]) -> Callable[[dict], None]:
-    def edit(d: dict) -> None:
-        d["theorems"] = names
-        d["audit"]["axioms_by_theorem"] = {t: ["propext"] for t in names}
-        d["audit"]["axioms"] = ["propext"]
-    return edit
-
-
 def _drop_limit(d: dict) -> None:
     d["does_not_prove"].pop()
-
-
-def _sorry(d: dict) -> None:
-    first = d["theorems"][0]
-    d["audit"]["axioms_by_theorem"][first] = ["sorryAx"]
-    d["audit"]["axioms"] = sorted({a for v in d["audit"]["axioms_by_theorem"].values() for a in v})
 
 
 def _known_by(d: dict) -> None:
@@ -89,10 +76,10 @@ def _solver_downgraded(d: dict) -> None:
 
 @pytest.mark.parametrize("name, edit, field", [
     (CEILING, lambda d: d.update(claim=d["claim"].replace("0.746020", "0.990000")), "claim"),
-    (CEILING, _set_theorems(["Pycert.Ceiling.hits_add_distinct_le"]), "theorems"),
-    (CEILING, _set_theorems(["Pycert.Ceiling.mem_bound"]), "theorems[0]"),
+    (CEILING, set_theorems(["Pycert.Ceiling.hits_add_distinct_le"]), "theorems"),
+    (CEILING, set_theorems(["Pycert.Ceiling.mem_bound"]), "theorems[0]"),
     (CEILING, _drop_limit, "does_not_prove"),
-    (CEILING, _sorry, "audit.axioms_by_theorem[Pycert.Ceiling.hits_add_distinct_le]"),
+    (CEILING, sorry_in_audit, "audit.axioms_by_theorem[Pycert.Ceiling.hits_add_distinct_le]"),
     (CEILING, lambda d: d["audit"].update(axioms=["sorryAx"]), "audit.axioms"),
     (CEILING, _known_by, "figures.ceiling.known_by"),
     (CEILING, _upgrade, "figures.ceiling.evidence"),

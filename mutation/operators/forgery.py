@@ -13,7 +13,7 @@ from mutation.operators.base import CEILING_CERT, CERT_DIR, Operator, Planned
 ISOLATION_CERT = "isolation-t8-n1024.json"
 
 
-def _theorems(names: list[str]) -> Callable[[dict], None]:
+def set_theorems(names: list[str]) -> Callable[[dict], None]:
     """Replace the theorem list and keep the audit record consistent with it (a careful forger)."""
     def edit(d: dict) -> None:
         d["theorems"] = names
@@ -24,10 +24,10 @@ def _theorems(names: list[str]) -> Callable[[dict], None]:
 
 def _shipped(d: dict) -> None:
     d["inputs"].append({"role": "lean", "path": "certificates/lean/Shipped.lean", "sha256": "0" * 64})
-    _theorems([*d["theorems"], "Pycert.Ceiling.ceiling_strong"])(d)
+    set_theorems([*d["theorems"], "Pycert.Ceiling.ceiling_strong"])(d)
 
 
-def _sorry(d: dict) -> None:
+def sorry_in_audit(d: dict) -> None:
     first = d["theorems"][0]
     d["audit"]["axioms_by_theorem"][first] = ["sorryAx"]
     d["audit"]["axioms"] = sorted({a for v in d["audit"]["axioms_by_theorem"].values() for a in v})
@@ -42,14 +42,14 @@ FORGERIES: tuple[tuple[str, str, str, Callable[[dict], None], str], ...] = (
     ("forge-claim", CEILING_CERT, "raise the claimed ceiling to 0.990000",
      lambda d: d.update(claim=d["claim"].replace("0.746020", "0.990000")), r"^claim$"),
     ("forge-theorem-list", CEILING_CERT, "cut the theorem list to one theorem",
-     _theorems(["Pycert.Ceiling.hits_add_distinct_le"]), r"^theorems$"),
+     set_theorems(["Pycert.Ceiling.hits_add_distinct_le"]), r"^theorems$"),
     ("forge-private-theorem", CEILING_CERT, "name a private lemma (Pycert.Ceiling.mem_bound)",
-     _theorems(["Pycert.Ceiling.mem_bound"]), r"^theorems\[0\]$"),
+     set_theorems(["Pycert.Ceiling.mem_bound"]), r"^theorems\[0\]$"),
     ("forge-shipped-theorem", CEILING_CERT, "name a theorem declared only in a Lean file shipped beside it",
      _shipped, r"^theorems\[6\]$"),
     ("forge-audit-axioms", CEILING_CERT, "set the audit's axioms to sorryAx", lambda d: d["audit"].update(
         axioms=["sorryAx"]), r"^audit\.axioms$"),
-    ("forge-audit-sorry", CEILING_CERT, "record sorryAx for a named theorem", _sorry, r"^audit\.axioms_by_theorem\["),
+    ("forge-audit-sorry", CEILING_CERT, "record sorryAx for a named theorem", sorry_in_audit, r"^audit\.axioms_by_theorem\["),
     ("forge-limit-removed", CEILING_CERT, "remove a does_not_prove line", lambda d: d["does_not_prove"].pop(),
      r"^does_not_prove$"),
     ("forge-evidence-upgraded", CEILING_CERT, "say a computed figure was kernel-checked", _upgrade,

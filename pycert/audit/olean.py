@@ -208,7 +208,9 @@ class Heap:
                 node = Expr(kind, levels=(self.level(objs[0]),))
             elif kind == "const":
                 node = Expr(kind, name=self.name(objs[0]), levels=tuple(self.level(x) for x in self.list(objs[1])))
-            elif kind in ("lam", "forallE", "letE"):
+            elif kind in ("lam", "forallE"):  # value: the binder info, after the UInt64 data word
+                node = Expr(kind, args, name=self.name(objs[0]), value=self.u8(cur, 8))
+            elif kind == "letE":
                 node = Expr(kind, args, name=self.name(objs[0]))
             elif kind == "lit":
                 ltag, _, (val,) = self.fields(objs[0])
