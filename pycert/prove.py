@@ -213,6 +213,10 @@ def prove(families: list[str], traces: list[Path], *, backend: str | None = None
     for t in traces:
         if not t.is_file():
             raise InputError("no such trace file", where=str(t))
+    names = [t.name for t in traces]
+    if len(set(names)) != len(names):  # a certificate names an outside trace by its file name alone
+        raise InputError(f"two traces share the file name {next(n for n in names if names.count(n) > 1)!r}: "
+                         "rename one (a certificate names a trace by its file name)")
     chosen = [FAMILIES[name] for name in FAMILIES if name in families]
     run = Run(setting=Setting(root=root, traces=tuple(traces), progress=progress),
               backend=resolve(backend), out_dir=out_dir or root / "certificates")

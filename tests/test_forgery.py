@@ -147,3 +147,14 @@ def test_huge_isolation_parameters_are_rejected_before_any_arithmetic(tmp_path: 
     root = copy_repo(tmp_path)
     res = verify_certificate(forge(root, "isolation-t8-n1024.json", lambda d: d["parameters"].update(T=T, n=n)))
     assert res.status == "rejected" and res.failures[0].subject.startswith("parameters"), res.failures
+
+
+def test_prove_refuses_two_traces_with_one_file_name(tmp_path: Path) -> None:
+    from pycert.core.errors import InputError
+    from pycert.prove import prove
+
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "t.jsonl").write_text("1\n")
+    with pytest.raises(InputError, match="share the file name 't.jsonl'"):
+        prove(["ceiling"], [tmp_path / "a" / "t.jsonl", tmp_path / "b" / "t.jsonl"])

@@ -18,9 +18,10 @@ namespace A
 public theorem t {n : Nat} -- a comment
     (h : 0 < n) :   n ≠ 0 := by
   omega
-theorem s (x : Nat) : x = x
+public theorem s (x : Nat) : x = x
   | _ => rfl
-theorem w : "a := b" = "a := b" := rfl
+public theorem w : "a := b" = "a := b" := rfl
+theorem hidden : True := trivial
 end A
 """
     assert theorem_signatures(src) == {

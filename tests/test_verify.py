@@ -133,7 +133,7 @@ def test_good_certificates_verify(repo: Path, capsys) -> None:
     for c in certs:
         r = verify_certificate(c, root=repo)
         assert r.status == "ok", r.failures
-        assert r.checked == ["manifest", "schema", "inputs", "figures", "claim, theorem list, limits", "theorems",
+        assert r.checked == ["manifest", "schema", "inputs", "figures", "derived text", "theorems",
                              "audit record"]
         assert any("not re-run" in n for n in r.notes)
     assert main(["verify", *map(str, certs)]) == 0
@@ -479,6 +479,13 @@ def test_kernel_reruns_lean(repo: Path, wasm) -> None:
         f.subject.startswith(("audit.axioms_by_theorem[Pycert.Isolation.", "statements[Pycert.Isolation."))
         for f in good.failures), good.failures
     assert any(f.subject.endswith(".type_sha256") for f in good.failures)
+    # a private and a ghost theorem: rejected offline, and Lean is never asked about them (no exit 2)
+    def ghost(d: dict) -> None:
+        d["theorems"] += ["Pycert.Ceiling.mem_bound", "Pycert.Isolation.ghost"]
+
+    forged = tampered_copy(repo / "certificates", repo / "forged", "isolation-demo.json", ghost, forge_manifest=True)
+    bad = verify_certificate(forged, root=repo, kernel=True, backend="wasm")
+    assert bad.status == "rejected" and "theorems[5]" in fields(bad) and "theorems[6]" in fields(bad), bad.failures
 
 
 @pytest.mark.slow
@@ -535,7 +542,7 @@ def test_committed_certificate_reverifies_offline(path: Path) -> None:
         pytest.skip("../shared/traces is not present")
     result = verify_certificate(path, inputs=SHARED_INPUTS)
     assert result.ok, result.failures
-    assert {"manifest", "inputs", "figures", "theorems", "claim, theorem list, limits"} <= set(result.checked)
+    assert {"manifest", "inputs", "figures", "theorems", "derived text"} <= set(result.checked)
 
 
 @pytest.mark.slow

@@ -53,7 +53,7 @@ def rebuild(cert: Certificate, where: Locator, library: Path, regenerated: dict[
     from pycert.lean import build
     from pycert.lean.backend import resolve
     from pycert.lean.sources import library_modules
-    from pycert.lean.statements import printed_statements
+    from pycert.lean.statements import library_signatures, printed_statements
 
     chosen = resolve(backend)
     with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:
@@ -64,5 +64,8 @@ def rebuild(cert: Certificate, where: Locator, library: Path, regenerated: dict[
     if not res.ok:
         return failures
     failures += audit_rejections(cert.audit, certificate_audit(audit_build(res, chosen, library), cert.theorems))
-    digests = type_digests(Path(res.olean_dir), list(library_modules(library)), cert.theorems)
-    return failures + statement_rejections(cert, digests, printed_statements(library, cert.theorems, chosen, timeout))
+    # a name the library does not declare is already rejected offline; Lean is asked only about the rest
+    known = [t for t in cert.theorems if t in library_signatures(library)]
+    digests = type_digests(Path(res.olean_dir), list(library_modules(library)), known)
+    printed = printed_statements(library, known, chosen, timeout) if known else {}
+    return failures + statement_rejections(cert, digests, printed)

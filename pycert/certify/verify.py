@@ -328,7 +328,7 @@ def verify_certificate(path: Path, root: Path | None = None, manifest: Path | No
     if _check_inputs(cert, where, result):
         recomputed = _check_figures(cert, where, result)
         regenerated = _check_derived_inputs(cert, where, result)
-    result.checked.append("claim, theorem list, limits")
+    result.checked.append("derived text")
     result.failures += check_derived_text(cert, recomputed or {f.name: f.value for f in cert.figures})
     _check_theorems(cert, library, result)
     _check_audit_record(cert, result)

@@ -22,13 +22,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "verify", help="re-check certificates offline from the inputs they name",
-        description="Recompute every figure from the named inputs (whose sha256 must match), check the "
-                    "manifest, the schema and that every named theorem exists in the Lean library. "
-                    "'expected' is the reference (manifest, file on disk, recomputed value); 'found' is "
-                    "what the certificate holds.",
+        description="Recompute every figure from the named inputs (whose sha256 must match; inputs are read only "
+                    "inside the certificate's root, found from its location, or where --input puts an external "
+                    "one), derive the claim, the theorem list, the limits and each figure's evidence again, "
+                    "and require every theorem to be a public theorem of pycert's own library with the "
+                    "statement its source declares. --kernel also rebuilds, re-audits the named theorems "
+                    "and re-pins their statements. 'expected' is the reference (manifest, file on disk, "
+                    "recomputed value, the library); 'found' is what the certificate holds.",
     )
     p.add_argument("certs", nargs="+", type=in_path, metavar="CERT", help="certificate JSON files")
-    p.add_argument("--kernel", action="store_true", help="also re-run the Lean check of the named files")
+    p.add_argument("--kernel", action="store_true",
+                   help="also rebuild the library and the certificate's Lean files, re-run the axiom audit on the "
+                        "named theorems and recompute their statements and type digests")
     p.add_argument("--manifest", type=in_path, default=None,
                    help="manifest to check against (default: MANIFEST.sha256 beside each certificate)")
     p.add_argument("--timeout", type=seconds, default=1800.0, help="seconds per Lean file under --kernel")

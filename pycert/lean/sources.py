@@ -215,8 +215,8 @@ def _signature_from(text: str, start: int) -> str:
 
 
 def theorem_signatures(source: str) -> dict[str, str]:
-    """Each theorem's statement as written (``theorem name binders : type``), comments stripped and
-    whitespace normalised: what a certificate pins beside the type's digest, so a same-name theorem
+    """Each public theorem's statement as written (``theorem name binders : type``), comments stripped
+    and whitespace normalised: what a certificate pins beside the type's digest, so a same-name theorem
     with another statement is told apart from the sources alone."""
     text = strip_comments(source, keep_strings=True)
     offsets = [0]
@@ -224,7 +224,7 @@ def theorem_signatures(source: str) -> dict[str, str]:
         offsets.append(offsets[-1] + len(line))
     out: dict[str, str] = {}
     for d in scan_declarations(source):
-        if d.kind not in ("theorem", "lemma"):
+        if d.kind not in ("theorem", "lemma") or d.private:
             continue
         line_start = offsets[d.line - 1]
         m = _THEOREM_KEYWORD.search(text, line_start, offsets[d.line] if d.line < len(offsets) else len(text))
