@@ -25,6 +25,8 @@ def _kernel_files(cert: Certificate, where: Locator, regenerated: dict[str, byte
             path.write_bytes(regenerated[inp.path])
         else:
             path = where.locate(inp)
+            if not path.is_file() and inp.derived_from:
+                continue  # it did not regenerate to its hash: already a failure, nothing to check
         files.append(path)
     return files
 
@@ -56,14 +58,15 @@ def rebuild(cert: Certificate, where: Locator, library: Path, regenerated: dict[
     from pycert.lean.statements import library_signatures, printed_statements
 
     chosen = resolve(backend)
-    with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:  # the audit reads the sources too
         files = _kernel_files(cert, where, regenerated, Path(scratch))
         res = build.build(library=library, files=files, backend=chosen, timeout=timeout)
-    failures = [Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file", f"{r.status}: " + (
-                r.failures[0].render() if r.failures else (r.detail or r.status))) for r in res.results if not r.ok]
-    if not res.ok:
-        return failures
-    failures += audit_rejections(cert.audit, certificate_audit(audit_build(res, chosen, library), cert.theorems))
+        failures = [Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file", f"{r.status}: " + (
+                    r.failures[0].render() if r.failures else (r.detail or r.status))) for r in res.results if not r.ok]
+        if not res.ok:
+            return failures
+        report = audit_build(res, chosen, library)
+    failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
     # a name the library does not declare is already rejected offline; Lean is asked only about the rest
     known = [t for t in cert.theorems if t in library_signatures(library)]
     digests = type_digests(Path(res.olean_dir), list(library_modules(library)), known)
