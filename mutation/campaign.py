@@ -55,6 +55,9 @@ def _run_python(ctx: Context, chosen: list[ops.Planned], progress: Progress) -> 
     return outcomes
 
 
+LATE_CHECKERS = frozenset({"verify-kernel"})
+
+
 def run_campaign(root: Path, *, backend: str | None = None, only: set[str] | None = None, timeout: float = 900.0,
                  progress: Progress = lambda _m: None) -> CampaignReport:
     t0 = time.monotonic()
@@ -62,6 +65,7 @@ def run_campaign(root: Path, *, backend: str | None = None, only: set[str] | Non
     scratch = Path(tempfile.mkdtemp(prefix="pycert-mutate-", dir="/tmp"))
     try:
         ctx = Context(root, scratch)
+        ctx.backend_name = lean.kind
         plans = plan_all(ctx, only)
         # A batch is built whole (so an unchanged batch is a cache hit) whenever one of its mutants is selected.
         chosen = [p for p in plans if only is None or p.mutant.operator in only]
@@ -74,7 +78,9 @@ def run_campaign(root: Path, *, backend: str | None = None, only: set[str] | Non
                      f"({sum(1 for p in batch_plans if p in chosen)} Lean mutants)")
             thread = threading.Thread(target=batches.run, args=(lambda m: progress("  " + m),), daemon=True)
             thread.start()
-        outcomes = _run_python(ctx, chosen, progress)
+        # checks that run Lean themselves wait for the batches, so no more than one build runs at a time
+        late = [p for p in chosen if p.mutant.checker in LATE_CHECKERS]
+        outcomes = _run_python(ctx, [p for p in chosen if p not in late], progress)
         if thread:
             thread.join()
             verdicts = batches.verdicts([p for p in batch_plans if p in chosen])
@@ -82,6 +88,7 @@ def run_campaign(root: Path, *, backend: str | None = None, only: set[str] | Non
                 if p.mutant.id in verdicts:
                     outcomes.append(_outcome(p, *verdicts[p.mutant.id], 0.0))
                     progress(f"{outcomes[-1].status:10} {p.mutant.id}")
+        outcomes += _run_python(ctx, late, progress)
         order = {p.mutant.id: i for i, p in enumerate(plans)}
         outcomes.sort(key=lambda o: order[o.mutant.id])
         return CampaignReport(outcomes=outcomes, wall_s=time.monotonic() - t0, backend=lean.kind,

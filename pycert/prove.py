@@ -14,20 +14,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
 from pycert.certify.documents import certificate
 from pycert.certify.manifest import write_certificates
-from pycert.certify.provenance import collect
-from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, Provenance
+from pycert.certify.provenance import collect, write_run_record
+from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, TheoremStatement
 from pycert.core.errors import InputError, Rejection
 from pycert.core.files import REPO_ROOT, relative_to_root
 from pycert.families import FAMILIES
 from pycert.families.base import Family, Prepared, Progress, Setting
 from pycert.lean import build
 from pycert.lean.backend import Backend, resolve
+
+if TYPE_CHECKING:
+    from pycert.audit.axioms import AuditReport
 
 StageStatus = Literal["ok", "rejected", "skipped"]
 
@@ -63,7 +66,8 @@ class Run:
     prepared: list[Prepared] = field(default_factory=list)
     library: build.BuildResult | None = None
     instances: build.BuildResult | None = None
-    audit: AuditInfo | None = None
+    audit: AuditReport | None = None
+    statements: dict[str, TheoremStatement] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
 
     @property
@@ -126,39 +130,65 @@ def audit(run: Run) -> tuple[StageStatus, str]:
 
     res = run.instances or run.library
     if res is None or not res.ok:
-        run.audit = AuditInfo(verdict="skipped", detail="the kernel did not accept every file")
         return "skipped", "kernel check failed"
     report = audit_build(res, run.backend, run.root / "lean")
-    run.audit = AuditInfo(verdict="pass" if report.ok else "fail", axioms=sorted(report.axioms_seen),
-                          detail=report.summary())
+    run.audit = report
     if not report.ok:
         for p in run.prepared:
             run.reject(p, p.id, "audit", "audit failed")
     return ("ok" if report.ok else "rejected"), report.summary()
 
 
+def pin_statements(run: Run) -> tuple[StageStatus, str]:
+    """Every named theorem's source signature, printed statement and type digest (one Lean run)."""
+    from pycert.lean.statements import pin
+
+    if run.library is None or not run.library.ok:
+        return "skipped", "the library did not build"
+    names = sorted({t for p in run.prepared for t in p.derived().theorems})
+    run.statements = pin(run.root / "lean", Path(run.library.olean_dir), [r.module for r in run.library.results],
+                         names, run.backend)
+    missing = [n for n in names if n not in run.statements]
+    for p in run.prepared:
+        if lost := [t for t in p.derived().theorems if t in missing]:
+            run.reject(p, p.id, "statements", f"no pinned statement for {', '.join(lost)}")
+    return ("rejected", f"not pinned: {', '.join(missing)}") if missing else ("ok", f"{len(names)} theorems")
+
+
 def write(run: Run) -> tuple[StageStatus, str]:
-    provenance = collect(root=run.root)
     backend = BackendInfo.from_toolchain(run.backend.info())
-    certs = [to_certificate(p, backend, run.audit, provenance) for p in run.prepared if p.rejection is None]
+    certs = [to_certificate(p, backend, run.audit, run.statements) for p in run.prepared if p.rejection is None]
+    bad = [c.id for c in certs if c.audit.verdict != "pass"]
+    if bad:
+        return "rejected", f"the audit of their own theorems did not pass: {', '.join(bad)}"
     write_certificates(certs, run.out_dir)
     run.written += [str(run.out_dir / c.filename) for c in certs]
     return "ok", f"{len(certs)} written to {relative_to_root(run.out_dir, run.root)}"
 
 
-def to_certificate(p: Prepared, backend: BackendInfo, audit: AuditInfo, provenance: Provenance) -> Certificate:
-    fam = p.family
+def to_certificate(p: Prepared, backend: BackendInfo, report: AuditReport | None,
+                   statements: dict[str, TheoremStatement]) -> Certificate:
+    """Everything the certificate says about itself is derived (:meth:`Family.derive`), so verify can
+    derive it again and compare."""
+    from pycert.audit.per_theorem import certificate_audit
+
+    d = p.derived()
+    audit = (certificate_audit(report, d.theorems) if report is not None
+             else AuditInfo(verdict="skipped", detail="the kernel did not accept every file"))
     return certificate(
-        id=p.id, family=fam.name, claim=p.claim, theorems=list(fam.theorems), parameters=p.parameters,
-        inputs=p.inputs, figures=[Figure.of(v, name=k, known_by=fam.known_by.get(k, "")) for k, v in p.figures.items()],
-        backend=backend, solver=p.solver, audit=audit, provenance=provenance, does_not_prove=list(fam.does_not_prove),
+        id=p.id, family=p.family.name, claim=d.claim, theorems=list(d.theorems),
+        statements={t: statements[t] for t in d.theorems}, parameters=p.parameters,
+        inputs=p.inputs, figures=[Figure.of(v, name=k, known_by=d.known_by[k], evidence=d.evidence[k])
+                                      for k, v in p.figures.items()],
+        backend=backend, solver=p.solver, audit=audit, does_not_prove=list(d.does_not_prove),
     )
 
 
 def stages(families: list[Family]) -> list[tuple[str, StageFn]]:
     """The stages of a run over ``families``, in order."""
     return [("lean library", build_library), *((f"instances: {f.name}", prepare(f)) for f in families),
-            ("kernel check", check_instances), ("axiom audit", audit), ("certificates", write)]
+            ("kernel check", check_instances), ("axiom audit", audit), ("statements", pin_statements),
+            ("certificates", write)]
 
 
 # ---------------------------------------------------------------------------- the run
@@ -183,11 +213,18 @@ def prove(families: list[str], traces: list[Path], *, backend: str | None = None
     for t in traces:
         if not t.is_file():
             raise InputError("no such trace file", where=str(t))
+    names = [t.name for t in traces]
+    if len(set(names)) != len(names):  # a certificate names an outside trace by its file name alone
+        raise InputError(f"two traces share the file name {next(n for n in names if names.count(n) > 1)!r}: "
+                         "rename one (a certificate names a trace by its file name)")
     chosen = [FAMILIES[name] for name in FAMILIES if name in families]
     run = Run(setting=Setting(root=root, traces=tuple(traces), progress=progress),
               backend=resolve(backend), out_dir=out_dir or root / "certificates")
+    record = collect(root=root)
     done = run_stages(run, stages(chosen))
-    rows = [Row(certificate=p.id, claim=p.claim, figure=p.headline, status="rejected" if p.rejection else "holds")
+    record.written, record.stages = run.written, [s.model_dump() for s in done]
+    write_run_record(record, run.out_dir)
+    rows = [Row(certificate=p.id, claim=p.derived().claim, figure=p.headline, status="rejected" if p.rejection else "holds")
             for p in run.prepared]
     ok = all(s.status != "rejected" for s in done) and not any(p.rejection for p in run.prepared)
     return ProveResult(ok=ok, stages=done, rows=rows, written=run.written)

@@ -7,7 +7,7 @@ import os
 import re
 import signal
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from fractions import Fraction
 from pathlib import Path
 
@@ -44,7 +44,7 @@ def test_schema_names_its_id_and_one_shape_per_family() -> None:
     for name, ref in schema["discriminator"]["mapping"].items():
         shape = schema["$defs"][ref.rsplit("/", 1)[-1]]
         assert set(shape["required"]) >= {"id", "family", "claim", "theorems", "parameters", "figures", "backend",
-                                          "audit", "provenance", "does_not_prove"}
+                                          "audit", "does_not_prove"}
         assert shape["additionalProperties"] is False
         assert shape["properties"]["family"]["const"] == name
         params = schema["$defs"][shape["properties"]["parameters"]["$ref"].rsplit("/", 1)[-1]]
@@ -87,7 +87,7 @@ def test_figure_of_a_fraction() -> None:
     assert Figure.of(Fraction(2, 4), name="x").render() == "1/2 (0.5)"
     assert Figure.of(2**4096, name="big").decimal == "1.0443888814131525067E+1233"
     assert list(json.loads(Figure.of(1, name="n").model_dump_json())) == [
-        "name", "numerator", "denominator", "decimal", "unit", "known_by"]  # the published field order
+        "name", "numerator", "denominator", "decimal", "unit", "known_by", "evidence"]  # the published field order
 
 
 def test_figure_rejects_unreduced_and_oversized() -> None:
@@ -99,12 +99,20 @@ def test_figure_rejects_unreduced_and_oversized() -> None:
         Figure(name="x", numerator=1, denominator=0, decimal="inf")
 
 
-def test_provenance_wants_utc() -> None:
+def test_run_record_is_utc_and_outside_the_certificates(tmp_path: Path) -> None:
     p = provenance.collect(run_id="r1")
     assert p.generated_utc.utcoffset() == timedelta(0) and p.run_id == "r1"
     assert re.fullmatch(r"(ci|local)/[a-z0-9_]+-[a-z0-9_]+", p.host_kind)
-    with pytest.raises(ValueError, match="UTC"):
-        p.model_validate({**p.model_dump(), "generated_utc": datetime.now(timezone(timedelta(hours=2)))})
+    path = provenance.write_run_record(p, tmp_path)
+    assert path == tmp_path / "runs" / "last.json" and json.loads(path.read_text())["run_id"] == "r1"
+
+
+def test_certificates_hold_nothing_that_changes_from_run_to_run() -> None:
+    """No time, run id, host or revision: the same inputs and code give the same bytes."""
+    [c] = certs(1)
+    text = c.to_json()
+    for word in ("utc", "run_id", "host", "git_revision", "git_dirty"):
+        assert word not in text, word
 
 
 def test_provenance_outside_git(tmp_path: Path) -> None:
@@ -135,12 +143,12 @@ def test_provenance_reads_git(tmp_path: Path) -> None:
 def test_load_reports_the_field(tmp_path: Path) -> None:
     [c] = certs(1)
     data = json.loads(c.to_json())
-    data["provenance"]["git_revision"] = "not-a-sha"
+    data["backend"]["kind"] = "not-a-kind"
     path = tmp_path / "c.json"
     path.write_text(json.dumps(data))
     with pytest.raises(Rejected) as err:
         load_certificate(path)
-    assert err.value.rejection.subject == "provenance.git_revision" and err.value.rejection.found == '"not-a-sha"'
+    assert err.value.rejection.subject == "backend.kind" and err.value.rejection.found == '"not-a-kind"'
     assert err.value.exit_code == 1
     with pytest.raises(InputError):
         load_certificate(tmp_path / "absent.json")

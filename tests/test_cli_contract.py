@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -26,8 +25,9 @@ from pycert.cli import build_parser, main
 from pycert.core.limits import MAX_ID, MAX_INSTANCE_ID
 from pycert.core.files import file_sha256
 from pycert.families.isolation import isolation_figures
+from pycert.families.pooling import instance_figures
 from solvers.instance import COMMITTED
-from tests.test_verify import LIBRARY, make_cert
+from tests.test_verify import make_cert
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = {"timestamp": 0, "input_length": 1024, "output_length": 3, "hash_ids": [1, 2, 1]}
@@ -110,8 +110,7 @@ def test_verify_manifest_is_a_directory(tmp_path: Path, capsys) -> None:
 
 
 def _mini_repo(root: Path, lean_bytes: bytes | None = None, instance: Path | None = None) -> Path:
-    (root / "lean" / "Pycert").mkdir(parents=True)
-    (root / "lean" / "Pycert" / "Demo.lean").write_text(LIBRARY)
+    root.mkdir(parents=True, exist_ok=True)
     inputs = []
     if lean_bytes is not None:
         (root / "Inst.lean").write_bytes(lean_bytes)
@@ -119,8 +118,8 @@ def _mini_repo(root: Path, lean_bytes: bytes | None = None, instance: Path | Non
     if instance is not None:
         (root / "inst.json").write_bytes(instance.read_bytes())
         inputs.append(InputFile(role="instance", path="inst.json", sha256=file_sha256(root / "inst.json")))
-        cert = make_cert("pool-demo", "pooling", {"pooled_misses": Fraction(1)}, {"hosts": 1, "pool_capacity": 1},
-                         inputs=inputs)
+        figures = instance_figures(2, 1, 1, 1, 1, 1)
+        cert = make_cert("pool-demo", "pooling", figures, {"hosts": 1, "pool_capacity": 1}, inputs=inputs)
     else:
         cert = make_cert("iso-demo", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4}, inputs=inputs)
     write_certificates([cert], root / "certificates")

@@ -19,7 +19,7 @@ from pycert.cli import main
 from pycert.lean.diagnostics import CheckResult, Diagnostic
 
 REPO = Path(__file__).resolve().parent.parent
-NO_KERNEL = ["certificate", "solver", "trace-engine", "report-verifier"]
+NO_KERNEL = ["certificate", "forgery", "solver", "trace-engine", "report-verifier"]
 
 
 def tree_digest() -> str:
@@ -140,7 +140,8 @@ def test_full_campaign_kills_every_mutant(wasm, capsys: pytest.CaptureFixture[st
     assert rc == 0, bad
     s = out["summary"]
     assert s["mutants"] >= 40 and s["operators"] >= 8 and s["score"] == 100.0
-    assert set(s["checkers"]) == {"lean-kernel", "audit", "solver-checks", "verify", "trace-engine", "report-verifier"}
+    assert set(s["checkers"]) == {"lean-kernel", "audit", "solver-checks", "verify", "verify-kernel", "trace-engine",
+                                  "report-verifier"}
     # Each theorem family's file really is checked: a copy with a hypothesis weakened (or the
     # statement strengthened) is rejected by the kernel inside the mutated declaration.
     files = {o["mutant"]["target"] for o in out["outcomes"]

@@ -33,7 +33,6 @@ def site(tmp_path: Path) -> dict[str, Path]:
     (root / "tiny.ids").write_text("1\n2\n1\n3\n1\n2\n4\n1\n")
     trace = read_trace(root / "tiny.ids")
     write_certificates([make_cert("ceiling-tiny", "ceiling", ceiling_figures(trace), {"lean_encoding": "packed-whole/1"},
-                                  theorems=["Pycert.Demo.ceiling_le"],
                                   inputs=[InputFile(role="trace", path="tiny.ids", sha256=trace.sha256)])], cert_dir)
     out = tmp_path / "site" / "report.html"
     assert main(["report", "--certs", str(cert_dir), "--root", str(root), "--out", str(out)]) == 0
@@ -42,7 +41,11 @@ def site(tmp_path: Path) -> dict[str, Path]:
     tampered.parent.mkdir()
     tampered.write_text(good.read_text().replace('"numerator": 12', '"numerator": 13', 1))
     assert tampered.read_text() != good.read_text()
-    return {"page": out, "good": good, "tampered": tampered, "certs": cert_dir, "root": root}
+    forged = tmp_path / "forged" / "isolation-demo.json"  # a theorem the library does not have
+    forged.parent.mkdir()
+    forged.write_text(good.read_text().replace('"Pycert.Isolation.floor"', '"Pycert.Isolation.floor_strong"', 1))
+    assert forged.read_text() != good.read_text()
+    return {"page": out, "good": good, "tampered": tampered, "forged": forged, "certs": cert_dir, "root": root}
 
 
 def test_page_lists_every_certificate_and_stays_offline(site: dict[str, Path]) -> None:
@@ -58,6 +61,27 @@ def test_page_lists_every_certificate_and_stays_offline(site: dict[str, Path]) -
     assert not re.search(r"""(?:src|href|action)\s*=\s*["'](?!data:|#)""", text), "a reference that would load"
     manifest = (site["certs"] / MANIFEST_NAME).read_text()
     assert all(line.split()[0] in text for line in manifest.splitlines())
+
+
+def test_page_shows_each_figures_evidence_state(site: dict[str, Path]) -> None:
+    text = site["page"].read_text()
+    assert "<th>evidence</th>" in text
+    assert '<span class="evidence">kernel-checked</span>' in text and '<span class="evidence">computed</span>' in text
+
+
+def test_embedded_json_cannot_end_the_script(site: dict[str, Path]) -> None:
+    """A manifest entry and a certificate text holding both ``</script>`` and ``<!--`` leave the page whole."""
+    from pycert.certify.report import load_directory, render_page
+
+    manifest, certs = load_directory(site["certs"])
+    evil = "x</script><!--<script>alert(1)</script>.json"
+    manifest = {**manifest, evil: "0" * 64}
+    cert, digest = certs[0]
+    certs = [(cert.model_copy(update={"claim": "a </script> b <!-- c"}), digest), *certs[1:]]
+    page = render_page(manifest, certs, {})
+    assert page.count("</script>") == 3 and "<!--" not in page
+    blob = re.search(r'<script type="application/json" id="manifest">(.*?)</script>', page, re.S).group(1)
+    assert json.loads(blob)[evil] == "0" * 64
 
 
 def test_report_refuses_a_directory_that_disagrees_with_its_manifest(site: dict[str, Path], tmp_path: Path) -> None:
@@ -88,11 +112,16 @@ def test_in_page_verifier_in_chromium(site: dict[str, Path], tmp_path: Path) -> 
 
         state, colour, lines = browser.verdict_after(lambda: browser.choose_file(site["good"]))
         assert (state, colour) == ("match", GREEN), lines
-        assert lines == [f"isolation-demo.json: sha256 {_sha(site['good'])} matches the manifest entry isolation-demo.json"]
+        assert lines == [f"isolation-demo.json: sha256 {_sha(site['good'])} matches the manifest entry isolation-demo.json; "
+                         "its theorems and statements are the library's"]
 
         state, colour, lines = browser.verdict_after(lambda: browser.choose_file(site["tampered"]))
         assert (state, colour) == ("mismatch", RED), lines
         assert "differs from the manifest's" in lines[0] and _sha(site["tampered"]) in lines[0]
+
+        state, colour, lines = browser.verdict_after(lambda: browser.choose_file(site["forged"]))
+        assert (state, colour) == ("mismatch", RED), lines
+        assert "theorem Pycert.Isolation.floor_strong is not a public theorem of the library" in lines[0], lines
 
         # the same two files dropped on the drop zone, as a person would
         assert browser.verdict_after(lambda: browser.drop_file(site["good"]))[:2] == ("match", GREEN)

@@ -18,4 +18,7 @@ class ReportVerifier(Operator):
                  "page verdict mismatch", "pycert/certify/report.py", run=lambda c: c.page_expect("isolation-t8-n1024.json", "flip"))
         self.add("report-forged-figure", "report-verifier", "drop a certificate with a figure edited",
                  "page verdict mismatch", "pycert/certify/report.py", run=lambda c: c.page_expect("pooling-committed.json", "figure"))
+        self.add("report-forged-statement", "report-verifier", "drop a certificate whose first theorem's pinned "
+                 "statement was weakened", "page verdict mismatch naming the statement", "pycert/certify/report.py",
+                 run=lambda c: c.page_expect("isolation-t8-n1024.json", "statement"))
         return self.plans

@@ -208,8 +208,8 @@ class Heap:
                 node = Expr(kind, levels=(self.level(objs[0]),))
             elif kind == "const":
                 node = Expr(kind, name=self.name(objs[0]), levels=tuple(self.level(x) for x in self.list(objs[1])))
-            elif kind in ("lam", "forallE", "letE"):
-                node = Expr(kind, args, name=self.name(objs[0]))
+            elif kind in ("lam", "forallE", "letE"):  # a binder's info: the byte after the UInt64 data word
+                node = Expr(kind, args, name=self.name(objs[0]), value=self.u8(cur, 8) if kind != "letE" else None)
             elif kind == "lit":
                 ltag, _, (val,) = self.fields(objs[0])
                 node = Expr(kind, value=self.nat(val) if ltag == 0 else self.string(val))
@@ -384,12 +384,8 @@ def find_module(name: str, search_path: list[Path]) -> tuple[Path, dict[str, Pat
     for root in search_path:
         base = root / rel.parent / (rel.name + ".olean")
         if base.is_file():
-            files = {}
-            for suffix in PART_SUFFIXES:
-                p = root / rel.parent / (rel.name + suffix)
-                if p.is_file():
-                    files[suffix] = p
-            return root, files
+            parts = {suffix: root / rel.parent / (rel.name + suffix) for suffix in PART_SUFFIXES}
+            return root, {suffix: p for suffix, p in parts.items() if p.is_file()}
     return None
 
 

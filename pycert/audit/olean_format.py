@@ -125,7 +125,9 @@ class Level:
 
 @dataclass(frozen=True, slots=True)
 class Expr:
-    """A decoded expression node; ``args`` holds sub-expressions, ``data`` the rest by kind."""
+    """A decoded expression node; ``args`` holds sub-expressions, ``name``, ``levels`` and ``value`` the
+    rest by kind (``value``: a bvar's index, a literal, a proj's field, a binder's info: 0 default,
+    1 implicit, 2 strict implicit, 3 instance implicit)."""
 
     kind: str
     args: tuple[Expr, ...] = ()

@@ -1,4 +1,6 @@
-"""Where and when a certificate was made: git revision and dirty flag, UTC time, host kind, run id.
+"""Where and when a run of ``pycert prove`` happened: git revision and dirty flag, UTC time, host kind,
+run id, in the run record ``certificates/runs/last.json`` (ignored by git). None of it goes into a
+certificate or the manifest, so the same inputs and code give the same bytes.
 
 The dirty flag ignores ``certificates/`` itself: writing certificates must not mark the code that
 produced them as modified.
@@ -13,8 +15,12 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pycert.certify.schema import Provenance
-from pycert.core.files import REPO_ROOT
+from pydantic import BaseModel
+
+from pycert.core.files import REPO_ROOT, atomic_write
+
+RUN_RECORD = Path("runs") / "last.json"
+"""Relative to the certificate folder."""
 
 
 
@@ -53,9 +59,23 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0)
 
 
-def collect(run_id: str | None = None, root: Path = REPO_ROOT) -> Provenance:
-    """Provenance for certificates made now; pass one ``run_id`` for every certificate of a run."""
-    return Provenance(
-        generated_utc=utc_now(), git_revision=git_revision(root), git_dirty=git_dirty(root),
-        host_kind=host_kind(), run_id=run_id or new_run_id(),
-    )
+class RunRecord(BaseModel):
+    generated_utc: datetime
+    git_revision: str | None
+    git_dirty: bool
+    host_kind: str
+    run_id: str
+    written: list[str] = []
+    stages: list[dict[str, object]] = []
+
+
+def collect(run_id: str | None = None, root: Path = REPO_ROOT) -> RunRecord:
+    """The record of a run made now."""
+    return RunRecord(generated_utc=utc_now(), git_revision=git_revision(root), git_dirty=git_dirty(root),
+                     host_kind=host_kind(), run_id=run_id or new_run_id())
+
+
+def write_run_record(record: RunRecord, cert_dir: Path) -> Path:
+    path = cert_dir / RUN_RECORD
+    atomic_write(path, (record.model_dump_json(indent=2) + "\n").encode())
+    return path

@@ -5,7 +5,9 @@ a certificate names as a ``data:`` PNG (``pycert.analysis.plot``, drawn at repor
 Content-Security-Policy of ``default-src 'none'`` (the script admitted by its own hash) so the browser
 makes no network request at all. The verifier hashes a dropped or chosen file with WebCrypto
 (``crypto.subtle.digest``) and shows green only when that sha256 is an entry of the manifest embedded
-at generation time.
+at generation time and every theorem the certificate names is a public theorem of the library the
+page was made with, pinned with the signature its source declares (embedded beside the manifest).
+Embedded JSON escapes every ``<``, so no ``</script>`` or ``<!--`` in it can end or bend the script.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pycert.core.files import atomic_write, read_input
 _SCRIPT = r"""
 "use strict";
 const manifest = JSON.parse(document.getElementById("manifest").textContent);
+const library = JSON.parse(document.getElementById("library").textContent);
 const nameOf = new Map(Object.entries(manifest).map(([name, hash]) => [hash, name]));
 const verdict = document.getElementById("verdict");
 const details = document.getElementById("verdict-details");
@@ -34,11 +37,31 @@ function hex(buffer) {
   return Array.from(new Uint8Array(buffer), b => b.toString(16).padStart(2, "0")).join("");
 }
 
+function theoremProblems(bytes) {
+  let cert;
+  try { cert = JSON.parse(new TextDecoder("utf-8", {fatal: true}).decode(bytes)); }
+  catch (err) { return ["not a certificate (JSON)"]; }
+  const names = Array.isArray(cert.theorems) ? cert.theorems : [];
+  const pinned = (cert.statements && typeof cert.statements === "object") ? cert.statements : {};
+  const out = names.length ? [] : ["names no theorem"];
+  for (const name of names) {
+    const sig = Object.prototype.hasOwnProperty.call(library, name) ? library[name] : undefined;
+    if (sig === undefined) out.push(`theorem ${name} is not a public theorem of the library`);
+    else if (!pinned[name] || pinned[name].signature !== sig) out.push(`theorem ${name}: statement differs from the library's`);
+  }
+  return out;
+}
+
 async function checkOne(file) {
-  const digest = hex(await crypto.subtle.digest("SHA-256", await file.arrayBuffer()));
+  const bytes = await file.arrayBuffer();
+  const digest = hex(await crypto.subtle.digest("SHA-256", bytes));
   const entry = nameOf.get(digest);
+  const problems = theoremProblems(bytes);
+  if (problems.length) {
+    return {ok: false, text: `${file.name}: ${problems.join("; ")}`};
+  }
   if (entry !== undefined) {
-    return {ok: true, text: `${file.name}: sha256 ${digest} matches the manifest entry ${entry}`};
+    return {ok: true, text: `${file.name}: sha256 ${digest} matches the manifest entry ${entry}; its theorems and statements are the library's`};
   }
   const expected = manifest[file.name];
   return {ok: false, text: expected === undefined
@@ -128,12 +151,13 @@ def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
 def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, bytes]) -> str:
     figures = _rows(
         [(f"<code>{_e(f.name)}</code>", _e(f"{f.numerator}/{f.denominator}" if f.denominator != 1 else f.numerator),
-          _e(f.decimal), _e(f.unit), _e(f.known_by)) for f in cert.figures],
-        ("figure", "exact", "decimal", "unit", "known by"),
+          _e(f.decimal), _e(f.unit), f'<span class="evidence">{_e(f.evidence)}</span>', _e(f.known_by))
+         for f in cert.figures],
+        ("figure", "exact", "decimal", "unit", "evidence", "known by"),
     )
     inputs = _rows([(_e(i.role), f"<code>{_e(i.path)}</code>", f'<span class="hash">{_e(i.sha256)}</span>')
                     for i in cert.inputs], ("role", "path", "sha256")) if cert.inputs else "<p>none</p>"
-    b, p = cert.backend, cert.provenance
+    b = cert.backend
     solver = (f"{_e(cert.solver.name)} {_e(cert.solver.version)}: {_e(cert.solver.status)}, objective "
               f"{_e(cert.solver.objective)}, bound {_e(cert.solver.bound)}") if cert.solver else "none"
     limits = "".join(f"<li>{_e(x)}</li>" for x in cert.does_not_prove)
@@ -156,9 +180,7 @@ def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, byte
 <p><strong>Backend:</strong> {_e(b.kind)}, Lean {_e(b.lean_version)} ({_e(b.lean_commit or "commit unknown")}){
     f", Node {_e(b.node_version)}" if b.node_version else ""}.
 <strong>Solver:</strong> {solver}. <strong>Audit:</strong> {_e(cert.audit.verdict)}.</p>
-<p><strong>Provenance:</strong> {_e(p.generated_utc.isoformat())}, revision {_e(p.git_revision or "none")}{
-    " (dirty)" if p.git_dirty else ""}, host {_e(p.host_kind)}, run {_e(p.run_id)}.
-<strong>File sha256:</strong> <span class="hash">{_e(file_hash)}</span></p>
+<p><strong>File sha256:</strong> <span class="hash">{_e(file_hash)}</span></p>
 <p><strong>Does not prove:</strong></p><ul>{limits}</ul>
 </section>"""
 
@@ -186,10 +208,23 @@ def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certifica
     return manifest, certs
 
 
-def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], curves: dict[str, bytes]) -> str:
+def embedded_json(value: object) -> str:
+    """JSON for a ``<script type="application/json">``: every ``<`` escaped (JSON reads ``\\u003c`` as
+    ``<``), so neither ``</script>`` nor ``<!--`` can appear in it."""
+    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False).replace("<", "\\u003c")
+
+
+def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], curves: dict[str, bytes],
+                library: dict[str, str] | None = None) -> str:
+    """``library``: theorem -> source signature of the library the page's verifier checks against
+    (default: pycert's own)."""
+    if library is None:
+        from pycert.certify.verify import own_library
+        from pycert.lean.statements import library_signatures
+
+        library = library_signatures(own_library())
     index = _rows([(f'<a href="#cert-{_e(c.id)}">{_e(c.id)}</a>', _e(c.family), _e(c.claim)) for c, _ in certs],
                   ("certificate", "family", "claim"))
-    manifest_json = json.dumps(manifest, indent=1, sort_keys=True).replace("</", "<\\/")
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src '{_script_hash(_SCRIPT)}'; "
            "connect-src 'none'; form-action 'none'; base-uri 'none'")
     return f"""<!doctype html>
@@ -208,22 +243,31 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 <h2>Index</h2>
 {index}
 {"".join(render_certificate(c, h, curves) for c, h in certs)}
-<script type="application/json" id="manifest">{manifest_json}</script>
+<script type="application/json" id="manifest">{embedded_json(manifest)}</script>
+<script type="application/json" id="library">{embedded_json(library)}</script>
 <script>{_SCRIPT}</script>
 </body></html>
 """
 
 
-def write_report(cert_dir: Path, out: Path, root: Path = Path("."), curves: bool = True,
-                 progress: Callable[[str], None] = lambda _m: None) -> tuple[Path, int]:
-    """Render the page for ``cert_dir``; with ``curves``, plot every trace a certificate names (paths
-    relative to ``root``), once per distinct trace."""
+def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bool = True,
+                 progress: Callable[[str], None] = lambda _m: None,
+                 inputs: dict[str, Path] | None = None) -> tuple[Path, int]:
+    """Render the page for ``cert_dir``; with ``curves``, plot every trace a certificate names (found
+    like verify finds it: inside ``root``, by default the certificates' own root, or an external trace
+    where ``inputs`` hands it in; an external trace not handed in gets no curve), once per trace."""
+    from pycert.certify.verify import find_root
+    from pycert.families.base import Locator
+
     manifest, certs = load_directory(cert_dir)
+    where = Locator(root=root or find_root(cert_dir / MANIFEST_NAME), external=dict(inputs or {}))
     pngs: dict[str, bytes] = {}
     for cert, _ in certs:
         for i in cert.inputs:
             if curves and i.role == "trace" and i.sha256 not in pngs:
-                path = root / i.path
+                if i.external and i.path not in where.external:
+                    continue
+                path = where.locate(i)
                 if not path.is_file():
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")

@@ -9,12 +9,11 @@ family narrows :class:`Certificate` to its own ``family`` tag and typed ``parame
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from pycert.core.exact import Exact
 
@@ -24,12 +23,10 @@ MAX_FIGURE_BITS = 13_000
 """pydantic's JSON parser refuses integers past ~4,300 digits; stay below so every written figure reads back."""
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-
-
-def _utc(value: datetime) -> datetime:
-    if value.tzinfo is None or value.utcoffset() != timezone.utc.utcoffset(None):
-        raise ValueError("must be a UTC time (ending in Z or +00:00)")
-    return value
+EvidenceState = Literal["kernel-checked", "solver-certified", "computed-cross-checked", "computed"]
+"""How a figure is known, strongest first: the Lean kernel checked it (``known_by`` names the theorem);
+a solver proved it OPTIMAL with its bound, a second solver and a replay agreeing; it was computed and
+checked against another library (``known_by`` names it); it was computed only."""
 
 
 class _Strict(BaseModel):
@@ -52,6 +49,7 @@ class Figure(_Strict, Exact):
     decimal: str
     unit: str = ""
     known_by: str = Field(default="", description="how the figure is known: which check produced or checked it")
+    evidence: EvidenceState = Field(default="computed", description="how strongly it is known (verify re-derives it)")
 
     @classmethod
     def render_decimal(cls, value: Fraction) -> str:
@@ -77,23 +75,42 @@ class Figure(_Strict, Exact):
 
 
 class InputFile(_Strict):
-    """A file the figures derive from, by path relative to the repository root (``../shared`` included)."""
+    """A file the figures derive from: by path relative to the certificate's root, or, for a file that
+    lives outside it (``external``), by its file name alone; verify is then given it (``--input NAME=PATH``)
+    and checks its sha256 like any other."""
 
     role: Literal["trace", "instance", "lean"]
     path: str = Field(min_length=1)
     sha256: Sha256
+    external: bool = False
     derived_from: Literal["trace"] | None = Field(
         default=None,
         description="the role of the input this file is generated from; verify regenerates it and compares "
                     "the sha256, so the file itself need not be kept (e.g. a Lean file encoding a shared trace)",
     )
 
-    @field_validator("path")
-    @classmethod
-    def _relative_posix(cls, v: str) -> str:
-        if v.startswith("/") or "\\" in v:
-            raise ValueError("must be a POSIX path relative to the repository root")
-        return v
+    @model_validator(mode="after")
+    def _confined(self) -> InputFile:
+        # lexical confinement before any file is touched: a genuine prove never writes an escape
+        parts = self.path.split("/")
+        if self.path.startswith("/") or "\\" in self.path or ".." in parts or "" in parts or "." in parts:
+            raise ValueError(f"input path {self.path!r} must be a POSIX path inside the certificate's root "
+                             "(no '..', no absolute path)")
+        if self.external and len(parts) != 1:
+            raise ValueError(f"external input {self.path!r} must be named by its file name alone")
+        return self
+
+
+class TheoremStatement(_Strict):
+    """One named theorem, pinned three ways: as written in the library's source (checked offline against
+    the verifier's own sources), as Lean prints it (``#check @Name``), and by a digest of its kernel type
+    read from the compiled ``.olean`` (:mod:`pycert.audit.statement`); ``verify --kernel`` rebuilds and
+    recomputes the last two."""
+
+    signature: str = Field(min_length=1, description="the source declaration up to ':=', comments stripped, "
+                                                     "whitespace normalised")
+    statement: str = Field(min_length=1, description="what #check @Name prints")
+    type_sha256: Sha256
 
 
 class BackendInfo(_Strict):
@@ -119,19 +136,19 @@ class SolverInfo(_Strict):
 
 
 class AuditInfo(_Strict):
-    """The axiom audit of the named theorems; ``skipped`` when compiled oleans were not available."""
+    """The axiom audit of the certificate's own theorems: each theorem's axioms (``axioms_by_theorem``)
+    and their union (``axioms``); ``skipped`` when compiled oleans were not available."""
 
     verdict: Literal["pass", "fail", "skipped"]
     axioms: list[str] = []
+    axioms_by_theorem: dict[str, list[str]] = {}
     detail: str = ""
 
 
 class Provenance(_Strict):
-    generated_utc: Annotated[datetime, AfterValidator(_utc)]
-    git_revision: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
-    git_dirty: bool
-    host_kind: str
-    run_id: str = Field(min_length=1)
+    """Facts about the code that made the certificate that are the same on every run of that code.
+    When and where a run happened is not here (it would make the same inputs give other bytes): it
+    goes to the run record, ``certificates/runs/last.json``."""
 
 
 class Params(_Strict):
@@ -148,13 +165,14 @@ class Certificate(_Strict):
     family: str
     claim: str = Field(min_length=1, pattern=r"^[^\n]+$", description="the claim in one sentence")
     theorems: list[str] = Field(min_length=1, description="fully qualified Lean declarations it rests on")
+    statements: dict[str, TheoremStatement] = Field(description="each theorem's statement, pinned")
     parameters: Params
     inputs: list[InputFile] = []
     figures: list[Figure] = Field(min_length=1)
     backend: BackendInfo
     solver: SolverInfo | None = None
     audit: AuditInfo
-    provenance: Provenance
+    provenance: Provenance = Provenance()
     does_not_prove: list[str] = Field(min_length=1, description="honest limits of the claim")
 
     @model_validator(mode="after")

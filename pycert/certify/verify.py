@@ -1,21 +1,23 @@
 """Offline re-derivation of a certificate from the certificate alone plus the inputs it names.
 
-``verify_certificate`` checks, in order: the manifest entry beside the certificate, the schema, every
-input's sha256, every figure (recomputed by the certificate's family, :meth:`Family.recompute`), the
-decimals, every input derived from the others (regenerated, :meth:`Family.regenerate`), that every
-named theorem is declared in the Lean sources, the audit verdict, and with ``kernel=True`` re-runs the
-Lean check. Each disagreement is a :class:`~pycert.core.errors.Rejection` whose ``expected`` is the
-reference (the manifest, the file on disk, the recomputed value, the library) and ``found`` what the
-certificate holds. A missing input makes the result ``missing-input`` (exit 2) rather than
-``rejected`` (exit 1), and so does a malformed one (``input-error``: a certificate that is not a JSON
-object, a directory where a file should be); an input whose hash matches but which cannot be what it
-claims to be (a Lean file that is not UTF-8) is a rejection.
+``verify_certificate`` trusts nothing the certificate says about itself. It checks the manifest entry
+and the schema (which bounds every parameter before any arithmetic), locates every input inside the
+certificate's root (symlinks resolved; an external one only where the user handed it in), hashes it,
+recomputes every figure (:meth:`Family.recompute`) and every derived input (:meth:`Family.regenerate`),
+derives the claim, the theorem list, the ``does_not_prove`` lines and each figure's evidence state and
+``known_by`` again
+(:meth:`Family.derive`) and compares them, requires every theorem to be a public declaration of the
+verifier's own Lean library, and checks the audit record against itself. With ``kernel=True`` it
+rebuilds the library and the certificate's instance files and re-runs the axiom audit on the named
+theorems; without it the result says that neither was re-run. Every disagreement is a
+:class:`~pycert.core.errors.Rejection` (``expected`` the reference, ``found`` the certificate's);
+the result is ``rejected`` (exit 1) whenever anything was rejected, even when an input is missing,
+and ``missing-input``/``input-error`` (exit 2) only when nothing was rejected.
 """
 
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from collections.abc import Iterable
 from fractions import Fraction
 from pathlib import Path
@@ -27,9 +29,17 @@ from pycert.certify.documents import parse_certificate
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
 from pycert.certify.schema import Certificate, InputFile, decimal_of
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import file_sha256
+from pycert.core.files import REPO_ROOT, file_sha256
 from pycert.families import FAMILIES
+from pycert.families.base import Locator
 from pycert.lean.sources import Declaration, scan_declarations
+
+NOT_RERUN = "kernel and axiom audit: not re-run (run verify --kernel to rebuild and re-audit the named theorems)"
+
+
+def own_library() -> Path:
+    """The Lean library this verifier trusts: its own sources, never a certificate's neighbours."""
+    return REPO_ROOT / "lean"
 
 
 class VerifyResult(BaseModel):
@@ -76,7 +86,7 @@ def check_theorems(names: list[str], decls: dict[str, Declaration]) -> list[Reje
     for i, name in enumerate(names):
         d = decls.get(name)
         if d is None:
-            failures.append(Rejection.mismatch(f"theorems[{i}]", "a theorem declared under lean/",
+            failures.append(Rejection.mismatch(f"theorems[{i}]", "a theorem of the library (lean/Pycert)",
                                                f"{name} (no such declaration)"))
         elif d.kind not in ("theorem", "lemma") or d.private:
             failures.append(Rejection.mismatch(f"theorems[{i}]", "a public theorem",
@@ -98,11 +108,7 @@ def compare_figures(cert: Certificate, recomputed: dict[str, Fraction]) -> list[
             failures.append(Rejection.mismatch(f"figures.{name}", str(value), str(fig.value)))
     for name in have.keys() - recomputed.keys():
         failures.append(Rejection.mismatch(f"figures.{name}", "absent (nothing recomputes it)", have[name].render()))
-    known_by = FAMILIES[cert.family].known_by
     for fig in cert.figures:
-        if fig.known_by != known_by.get(fig.name, ""):
-            failures.append(Rejection.mismatch(f"figures.{fig.name}.known_by", repr(known_by.get(fig.name, "")),
-                                               repr(fig.known_by)))
         if fig.decimal != decimal_of(fig.value):
             failures.append(Rejection.mismatch(f"figures.{fig.name}.decimal", decimal_of(fig.value), fig.decimal))
     return failures
@@ -115,13 +121,22 @@ def _check_manifest(path: Path, data: bytes, manifest: Path, result: VerifyResul
         result.failures.append(rejection)
 
 
-def _check_inputs(cert: Certificate, root: Path, result: VerifyResult) -> bool:
-    """Hash every input; True when all are present and match. A derived input need not be on disk:
-    ``_check_derived_inputs`` regenerates it from the inputs it derives from and compares hashes."""
+def _check_inputs(cert: Certificate, where: Locator, result: VerifyResult) -> bool:
+    """Locate and hash every input; True when all are present and match. Nothing outside the root is
+    opened. A derived input need not be on disk: ``_check_derived_inputs`` regenerates it."""
     result.checked.append("inputs")
     clean = True
     for i, inp in enumerate(cert.inputs):
-        p = root / inp.path
+        if inp.external and inp.path not in where.external:
+            result.missing.append(f"inputs[{i}]: external {inp.role} {inp.path} (give it with --input {inp.path}=PATH)")
+            clean = False
+            continue
+        try:
+            p = where.locate(inp)
+        except InputError as err:
+            result.errors.append(f"inputs[{i}]: {err.message}")
+            clean = False
+            continue
         if p.is_dir():
             result.errors.append(f"inputs[{i}] ({inp.path}): is a directory, not a file")
             clean = False
@@ -132,20 +147,32 @@ def _check_inputs(cert: Certificate, root: Path, result: VerifyResult) -> bool:
         elif (actual := file_sha256(p)) != inp.sha256:
             result.failures.append(Rejection.mismatch(f"inputs[{i}].sha256 ({inp.path})", actual, inp.sha256))
             clean = False
+        elif inp.role == "lean" and (bad := _not_utf8(p)) is not None:
+            result.failures.append(Rejection.mismatch(f"lean source {inp.path}", "UTF-8 Lean source",
+                                                      f"undecodable bytes at offset {bad}"))
     return clean
 
 
-def regenerate(cert: Certificate, inp: InputFile, root: Path) -> bytes:
+def _not_utf8(path: Path) -> int | None:
+    """Where a file that hashes as recorded stops being text, so cannot be the Lean it claims to be."""
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
+
+
+def regenerate(cert: Certificate, inp: InputFile, where: Locator) -> bytes:
     """The bytes a derived input must have; raises :class:`Rejected` when they cannot be made."""
     if not any(o.role == inp.derived_from for o in cert.inputs):
         raise Rejected(Rejection.mismatch(f"inputs[{inp.path}].derived_from", f"a {cert.family} {inp.role} file "
                                           "pycert can regenerate", f"{inp.role} derived from {inp.derived_from}"))
-    return FAMILIES[cert.family].regenerate(cert, inp, root)
+    return FAMILIES[cert.family].regenerate(cert, inp, where)
 
 
-def _check_derived(cert: Certificate, i: int, inp: InputFile, root: Path) -> tuple[bytes, Rejection | None]:
+def _check_derived(cert: Certificate, i: int, inp: InputFile, where: Locator) -> tuple[bytes, Rejection | None]:
     try:
-        data = regenerate(cert, inp, root)
+        data = regenerate(cert, inp, where)
     except Rejected as err:
         return b"", err.rejection
     except InputError as err:
@@ -157,7 +184,7 @@ def _check_derived(cert: Certificate, i: int, inp: InputFile, root: Path) -> tup
     return data, None
 
 
-def _check_derived_inputs(cert: Certificate, root: Path, result: VerifyResult) -> dict[str, bytes]:
+def _check_derived_inputs(cert: Certificate, where: Locator, result: VerifyResult) -> dict[str, bytes]:
     """Regenerate every derived input; returns path -> bytes for those whose hash matches."""
     good: dict[str, bytes] = {}
     if not any(inp.derived_from for inp in cert.inputs):
@@ -165,7 +192,7 @@ def _check_derived_inputs(cert: Certificate, root: Path, result: VerifyResult) -
     result.checked.append("derived inputs")
     for i, inp in enumerate(cert.inputs):
         if inp.derived_from:
-            data, err = _check_derived(cert, i, inp, root)
+            data, err = _check_derived(cert, i, inp, where)
             if err:
                 result.failures.append(err)
             else:
@@ -173,60 +200,77 @@ def _check_derived_inputs(cert: Certificate, root: Path, result: VerifyResult) -
     return good
 
 
-def _check_figures(cert: Certificate, root: Path, result: VerifyResult) -> None:
+def _check_figures(cert: Certificate, where: Locator, result: VerifyResult) -> dict[str, Fraction] | None:
     result.checked.append("figures")
     try:
-        recomputed = FAMILIES[cert.family].recompute(cert, root)
+        recomputed = FAMILIES[cert.family].recompute(cert, where)
     except Rejected as err:
         result.failures.append(err.rejection)
-        return
+        return None
     except FileNotFoundError as err:
         result.missing.append(str(err))
-        return
+        return None
     except InputError as err:
         result.errors.append(str(err))
-        return
+        return None
     result.failures += compare_figures(cert, recomputed)
+    return recomputed
 
 
-def _lean_sources(cert: Certificate, root: Path) -> list[Path]:
-    library = sorted((root / "lean").rglob("*.lean")) if (root / "lean").is_dir() else []
-    return library + [root / i.path for i in cert.inputs if i.role == "lean"]
+def check_derived_text(cert: Certificate, figures: dict[str, Fraction]) -> list[Rejection]:
+    """The claim, the theorem list, the limits and each figure's evidence against what the family
+    derives from the parameters and ``figures`` (the recomputed ones when the inputs allowed)."""
+    try:
+        d = FAMILIES[cert.family].derive(cert.parameters, figures, cert.inputs, cert.solver)
+    except KeyError as exc:
+        return [Rejection.mismatch("claim", "derivable from the figures", f"no figure {exc}")]
+    out = []
+    if cert.claim != d.claim:
+        out.append(Rejection.mismatch("claim", repr(d.claim), repr(cert.claim)))
+    if tuple(cert.theorems) != d.theorems:
+        out.append(Rejection.mismatch("theorems", ", ".join(d.theorems), ", ".join(cert.theorems)))
+    if tuple(cert.does_not_prove) != d.does_not_prove:
+        lost = [line for line in d.does_not_prove if line not in cert.does_not_prove]
+        out.append(Rejection.mismatch("does_not_prove", f"the family's {len(d.does_not_prove)} lines",
+                                      f"{len(cert.does_not_prove)} lines" + (f", without {lost[0]!r}" if lost else "")))
+    for fig in cert.figures:
+        if fig.evidence != d.evidence.get(fig.name, "computed"):
+            out.append(Rejection.mismatch(f"figures.{fig.name}.evidence", d.evidence.get(fig.name, "computed"),
+                                          fig.evidence))
+        if fig.known_by != d.known_by.get(fig.name, ""):
+            out.append(Rejection.mismatch(f"figures.{fig.name}.known_by", repr(d.known_by.get(fig.name, "")),
+                                          repr(fig.known_by)))
+    return out
 
 
-def _kernel_files(cert: Certificate, root: Path, regenerated: dict[str, bytes], scratch: Path) -> list[Path]:
-    """The certificate's Lean files: on disk, or as regenerated when nobody kept a derived one."""
-    files = []
-    for inp in cert.inputs:
-        if inp.role != "lean":
-            continue
-        path = root / inp.path
-        if not path.is_file():
-            if inp.path not in regenerated:
-                continue  # it did not regenerate to its hash: already a failure, nothing to check
-            path = scratch / Path(inp.path).name
-            path.write_bytes(regenerated[inp.path])
-        files.append(path)
-    return files
+def _check_theorems(cert: Certificate, library: Path, result: VerifyResult) -> None:
+    """Every named theorem must be a public declaration of the verifier's own library, with the
+    statement its source declares there."""
+    from pycert.lean.statements import library_signatures
+
+    result.checked.append("theorems")
+    files = sorted((library / "Pycert").rglob("*.lean")) if (library / "Pycert").is_dir() else []
+    result.failures += check_theorems(cert.theorems, library_declarations(files, result.failures))
+    result.failures += check_signatures(cert, library_signatures(library))
 
 
-def _check_kernel(cert: Certificate, root: Path, decls: dict[str, Declaration], regenerated: dict[str, bytes],
-                  backend: str | None, timeout: float, result: VerifyResult) -> None:
-    from pycert.lean import build
+def check_signatures(cert: Certificate, signatures: dict[str, str]) -> list[Rejection]:
+    out = []
+    if list(cert.statements) != cert.theorems:
+        out.append(Rejection.mismatch("statements", f"one per theorem ({', '.join(cert.theorems)})",
+                                      ", ".join(cert.statements) or "none"))
+    for name, pinned in cert.statements.items():
+        if name in signatures and pinned.signature != signatures[name]:
+            out.append(Rejection.mismatch(f"statements[{name}].signature", repr(signatures[name]),
+                                          repr(pinned.signature)))
+    return out
 
-    library = root / "lean"
-    in_library = any(Path(decls[t].file).is_relative_to(library) for t in cert.theorems if t in decls)
-    with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:
-        files = _kernel_files(cert, root, regenerated, Path(scratch))
-        res = build.build(library=library if in_library else None, files=files, backend=backend, timeout=timeout)
-    result.checked.append("kernel")
-    cached = sum(r.cached for r in res.results)
-    if cached:
-        result.notes.append(f"kernel: {cached} of {len(res.results)} module results came from the build cache")
-    for r in res.results:
-        if not r.ok:
-            first = r.failures[0].render() if r.failures else (r.detail or r.status)
-            result.failures.append(Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file", f"{r.status}: {first}"))
+
+def _check_audit_record(cert: Certificate, result: VerifyResult) -> None:
+    from pycert.audit.per_theorem import recorded_audit_rejections
+
+    result.checked.append("audit record")
+    result.failures += recorded_audit_rejections(cert.audit, cert.theorems)
 
 
 def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certificate | None:
@@ -261,32 +305,50 @@ def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certifica
     return cert
 
 
-def verify_certificate(path: Path, root: Path, manifest: Path | None = None, kernel: bool = False,
-                       backend: str | None = None, timeout: float = 1800.0) -> VerifyResult:
+def find_root(path: Path) -> Path:
+    """The certificate's root: the nearest folder above it holding a ``certificates/`` folder or the
+    project's markers, so a certificate verifies the same from any working directory."""
+    for d in path.resolve().parents:
+        if (d / "certificates").is_dir() or ((d / "lakefile.lean").is_file() and (d / "lean" / "Pycert").is_dir()):
+            return d
+    return path.resolve().parent
+
+
+def verify_certificate(path: Path, root: Path | None = None, manifest: Path | None = None, kernel: bool = False,
+                       backend: str | None = None, timeout: float = 1800.0, inputs: dict[str, Path] | None = None,
+                       library: Path | None = None) -> VerifyResult:
     result = VerifyResult(certificate=str(path), status="ok")
     cert = _read_checked(path, manifest or path.parent / MANIFEST_NAME, result)
     if cert is None:
         return _finish(result)
+    where = Locator(root=root or find_root(path), external=dict(inputs or {}))
+    library = library or own_library()
     regenerated: dict[str, bytes] = {}
-    if _check_inputs(cert, root, result):
-        _check_figures(cert, root, result)
-        regenerated = _check_derived_inputs(cert, root, result)
-    decls = library_declarations((p for p in _lean_sources(cert, root) if p.is_file()), result.failures)
-    result.checked.append("theorems")
-    result.failures += check_theorems(cert.theorems, decls)
-    result.checked.append("audit")
-    if cert.audit.verdict == "fail":
-        result.failures.append(Rejection.mismatch("audit.verdict", "pass", "fail"))
-    elif cert.audit.verdict == "skipped":
-        result.notes.append("audit: skipped when the certificate was made")
-    if kernel and not result.missing and not result.errors:
-        _check_kernel(cert, root, decls, regenerated, backend, timeout, result)
+    recomputed = None
+    if _check_inputs(cert, where, result):
+        recomputed = _check_figures(cert, where, result)
+        regenerated = _check_derived_inputs(cert, where, result)
+    result.checked.append("derived text")
+    result.failures += check_derived_text(cert, recomputed or {f.name: f.value for f in cert.figures})
+    _check_theorems(cert, library, result)
+    _check_audit_record(cert, result)
+    if not kernel:
+        result.notes.append(NOT_RERUN)
+    elif result.missing or result.errors:
+        result.notes.append("kernel and axiom audit: not re-run (an input is missing or malformed)")
+    else:
+        from pycert.certify.rebuild import rebuild
+
+        result.checked += ["kernel", "audit", "statements"]
+        result.failures += rebuild(cert, where, library, regenerated, backend, timeout)
     return _finish(result)
 
 
 def _finish(result: VerifyResult) -> VerifyResult:
-    if result.errors:
+    if result.failures:
+        result.status = "rejected"
+    elif result.errors:
         result.status = "input-error"
     else:
-        result.status = "missing-input" if result.missing else ("rejected" if result.failures else "ok")
+        result.status = "missing-input" if result.missing else "ok"
     return result

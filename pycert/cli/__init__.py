@@ -77,13 +77,13 @@ def add_common(p) -> None:  # noqa: ANN001
 
 
 def add_root(p) -> None:  # noqa: ANN001
-    """``--root``: where the paths a certificate names are relative to."""
-    from pathlib import Path
+    """``--root`` and ``--input``: where the files a certificate names are."""
+    from pycert.core.limits import in_path, named_path
 
-    from pycert.core.limits import in_path
-
-    p.add_argument("--root", type=in_path, default=Path("."),
-                   help="repository root that input paths are relative to (default: the current directory)")
+    p.add_argument("--root", type=in_path, default=None,
+                   help="the root input paths are relative to (default: found from the certificates' location)")
+    p.add_argument("--input", type=named_path, action="append", default=[], metavar="NAME=PATH",
+                   help="where an external input that a certificate names by file name is (e.g. a shared trace)")
 
 
 def add_backend(p, what: str = "Lean backend") -> None:  # noqa: ANN001

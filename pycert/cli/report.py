@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out, count = write_report(args.certs, args.out, root=args.root, curves=not args.no_curves,
+    out, count = write_report(args.certs, args.out, root=args.root, curves=not args.no_curves, inputs=dict(args.input),
                               progress=Progress(enabled=not args.json))
     emit(args.json, {"report": str(out), "certificates": count},
          human=lambda: f"wrote {out} ({count} certificate(s))")

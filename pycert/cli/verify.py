@@ -1,9 +1,10 @@
-"""``pycert verify CERT... [--kernel]``: re-check certificates offline.
+"""``pycert verify CERT... [--kernel] [--input NAME=PATH]``: re-check certificates offline.
 
 Exit 0 when every certificate holds, 1 when any is rejected (one line per rejection: the field,
-what was expected, what was found; under ``--json`` each a ``Rejection``), 2 when a certificate or an input it names is missing or malformed: then, after the report,
-one line names the first such problem (under ``--json``: the error object, with the per-certificate
-results under ``results``).
+what was expected, what was found; under ``--json`` each a ``Rejection``), even when an input of it
+or another is missing; 2 when nothing was rejected but a certificate or an input it names is missing,
+malformed or outside the certificate's root: then, after the report, one line names the first such
+problem (under ``--json``: the error object, with the per-certificate results under ``results``).
 """
 
 from __future__ import annotations
@@ -21,13 +22,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "verify", help="re-check certificates offline from the inputs they name",
-        description="Recompute every figure from the named inputs (whose sha256 must match), check the "
-                    "manifest, the schema and that every named theorem exists in the Lean library. "
-                    "'expected' is the reference (manifest, file on disk, recomputed value); 'found' is "
-                    "what the certificate holds.",
+        description="Recompute every figure from the named inputs (whose sha256 must match; inputs are read only "
+                    "inside the certificate's root, found from its location, or where --input puts an external "
+                    "one), derive the claim, the theorem list, the limits and each figure's evidence again, "
+                    "and require every theorem to be a public theorem of pycert's own library with the "
+                    "statement its source declares. --kernel also rebuilds, re-audits the named theorems "
+                    "and re-pins their statements. 'expected' is the reference (manifest, file on disk, "
+                    "recomputed value, the library); 'found' is what the certificate holds.",
     )
     p.add_argument("certs", nargs="+", type=in_path, metavar="CERT", help="certificate JSON files")
-    p.add_argument("--kernel", action="store_true", help="also re-run the Lean check of the named files")
+    p.add_argument("--kernel", action="store_true",
+                   help="also rebuild the library and the certificate's Lean files, re-run the axiom audit on the "
+                        "named theorems and recompute their statements and type digests")
     p.add_argument("--manifest", type=in_path, default=None,
                    help="manifest to check against (default: MANIFEST.sha256 beside each certificate)")
     p.add_argument("--timeout", type=seconds, default=1800.0, help="seconds per Lean file under --kernel")
@@ -38,16 +44,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def exit_code(results: list[VerifyResult]) -> int:
-    if any(r.status in ("missing-input", "input-error") for r in results):
-        return EXIT_USAGE
-    return EXIT_REJECTED if any(r.status == "rejected" for r in results) else EXIT_OK
+    if any(r.status == "rejected" for r in results):
+        return EXIT_REJECTED
+    return EXIT_USAGE if any(r.status in ("missing-input", "input-error") for r in results) else EXIT_OK
 
 
 def render(results: list[VerifyResult]) -> str:
     lines = []
     for r in results:
         label = {"ok": "ok", "rejected": "REJECTED", "missing-input": "MISSING", "input-error": "BAD INPUT"}[r.status]
-        lines.append(f"{label:<9} {r.certificate}" + (f"  ({', '.join(r.checked)})" if r.ok else ""))
+        lines.append(f"{label:<9} {r.certificate}" + (f"  (checked: {', '.join(r.checked)})" if r.ok else ""))
         lines += [f"  {r.certificate}: {f.render()}" for f in r.failures]
         lines += [f"  {r.certificate}: missing input: {m}" for m in r.missing]
         lines += [f"  {r.certificate}: {e}" for e in r.errors]
@@ -58,7 +64,7 @@ def render(results: list[VerifyResult]) -> str:
 def run(args: argparse.Namespace) -> int:
     results = [
         verify_certificate(c, root=args.root, manifest=args.manifest, kernel=args.kernel,
-                           backend=args.backend, timeout=args.timeout)
+                           backend=args.backend, timeout=args.timeout, inputs=dict(args.input))
         for c in args.certs
     ]
     code = exit_code(results)

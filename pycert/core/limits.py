@@ -135,3 +135,11 @@ def in_path(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("empty path: give a file name")
     return Path(text)
+
+
+def named_path(text: str) -> tuple[str, Path]:
+    """``NAME=PATH``: a file a certificate names by its file name, and where it is on this machine."""
+    name, sep, path = text.partition("=")
+    if not sep or not name or "/" in name or not path.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH with NAME a file name, got {text!r}")
+    return name, Path(path)

@@ -13,7 +13,7 @@ keyed on ``family`` (:mod:`pycert.certify.documents`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -21,8 +21,8 @@ from typing import ClassVar, Literal
 
 from pydantic import create_model
 
-from pycert.certify.schema import Certificate, InputFile, Params, SolverInfo
-from pycert.core.errors import Rejected, Rejection
+from pycert.certify.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
+from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import file_sha256, relative_to_root
 
 Progress = Callable[[str], None]
@@ -37,13 +37,24 @@ class Setting:
     progress: Progress = lambda _m: None
 
 
+@dataclass(frozen=True)
+class Derived:
+    """What a certificate says about itself, derived from its family, parameters, figures and inputs:
+    ``pycert prove`` writes exactly this and ``pycert verify`` recomputes it, so no text is trusted."""
+
+    claim: str
+    theorems: tuple[str, ...]
+    does_not_prove: tuple[str, ...]
+    known_by: Mapping[str, str]
+    evidence: Mapping[str, EvidenceState]
+
+
 @dataclass
 class Prepared:
     """A certificate before the kernel and the audit have answered."""
 
     family: Family
     id: str
-    claim: str
     parameters: Params
     figures: dict[str, Fraction]
     headline: str
@@ -53,6 +64,9 @@ class Prepared:
     solver: SolverInfo | None = None
     rejection: Rejection | None = None
     """Why the claim does not hold, once some check said so."""
+
+    def derived(self) -> Derived:
+        return self.family.derive(self.parameters, self.figures, self.inputs, self.solver)
 
 
 class Family(ABC):
@@ -65,8 +79,9 @@ class Family(ABC):
     theorems: ClassVar[tuple[str, ...]]
     """Fully qualified Lean theorems every certificate of the family rests on."""
     does_not_prove: ClassVar[tuple[str, ...]]
-    known_by: ClassVar[Mapping[str, str]] = {}
-    """Figure name -> how that figure is known, written beside it in the certificate."""
+    evidence: ClassVar[Mapping[str, tuple[EvidenceState, str]]] = {}
+    """Figure name -> how that figure is known (its state, and the text naming the theorem, solver or
+    library), written beside it in the certificate; a figure not listed is ``computed``."""
     certificate_model: ClassVar[type[Certificate]]
 
     def __init_subclass__(cls, **kwargs: object) -> None:
@@ -78,15 +93,38 @@ class Family(ABC):
         )
 
     @abstractmethod
+    def claim(self, params: Params, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
+        """The one-sentence claim, a pure function of the parameters, the figures and the inputs."""
+
+    def required_theorems(self, params: Params) -> tuple[str, ...]:
+        """The theorems a certificate with these parameters rests on (public library declarations)."""
+        return self.theorems
+
+    def limits(self, params: Params, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
+        """The ``does_not_prove`` lines of a certificate with these parameters and figures."""
+        return self.does_not_prove
+
+    def figure_evidence(self, name: str, solver: SolverInfo | None) -> tuple[EvidenceState, str]:
+        """How figure ``name`` is known, given the solver record the certificate carries."""
+        return self.evidence.get(name, ("computed", ""))
+
+    def derive(self, params: Params, figures: Mapping[str, Fraction], inputs: Sequence[InputFile],
+               solver: SolverInfo | None = None) -> Derived:
+        known = {name: self.figure_evidence(name, solver) for name in figures}
+        return Derived(claim=self.claim(params, figures, inputs), theorems=self.required_theorems(params),
+                       does_not_prove=self.limits(params, figures), known_by={n: k[1] for n, k in known.items()},
+                       evidence={n: k[0] for n, k in known.items()})
+
+    @abstractmethod
     def prepare(self, setting: Setting) -> list[Prepared]:
         """The instance data and Lean instance files of the certificates ``pycert prove`` makes."""
 
     @abstractmethod
-    def recompute(self, cert: Certificate, root: Path) -> dict[str, Fraction]:
-        """Every figure of ``cert``, from its parameters and inputs alone (paths relative to ``root``).
+    def recompute(self, cert: Certificate, where: Locator) -> dict[str, Fraction]:
+        """Every figure of ``cert``, from its parameters and inputs alone (found through ``where``).
         Raises :class:`~pycert.core.errors.Rejected` when the inputs cannot be what it claims."""
 
-    def regenerate(self, cert: Certificate, inp: InputFile, root: Path) -> bytes:
+    def regenerate(self, cert: Certificate, inp: InputFile, where: Locator) -> bytes:
         """The bytes a ``derived_from`` input must have; the default: this family derives none."""
         raise Rejected(Rejection.mismatch(f"inputs[{inp.path}].derived_from",
                                           f"a {self.name} {inp.role} file pycert can regenerate",
@@ -94,14 +132,40 @@ class Family(ABC):
 
 
 def input_file(role: str, path: Path, root: Path, derived_from: str | None = None) -> InputFile:
-    """An input as a certificate names it: by path relative to ``root``, with its sha256."""
-    return InputFile(role=role, path=relative_to_root(path, root), sha256=file_sha256(path),
-                     derived_from=derived_from)
+    """An input as a certificate names it: by path relative to ``root`` with its sha256, or, for a file
+    outside ``root`` (a shared trace), by its file name alone (``external``): a certificate never
+    records where a file sat on the machine that made it, and verify never reads outside its root
+    unless it is handed the file."""
+    inside = path.resolve().is_relative_to(root.resolve())
+    return InputFile(role=role, path=relative_to_root(path, root) if inside else path.name, sha256=file_sha256(path),
+                     external=not inside, derived_from=derived_from)
 
 
-def input_path(cert: Certificate, role: str, root: Path) -> Path:
-    """The one input of ``role``, resolved against the repository root."""
-    paths = [i.path for i in cert.inputs if i.role == role]
-    if len(paths) != 1:
-        raise Rejected(Rejection.mismatch(f"inputs[role={role}]", f"exactly one {role} input", f"{len(paths)}"))
-    return root / paths[0]
+@dataclass(frozen=True)
+class Locator:
+    """Where verify finds a certificate's inputs: under ``root`` (symlinks resolved, nothing outside
+    it), and the external ones only where the user handed them in (``--input NAME=PATH``)."""
+
+    root: Path
+    external: Mapping[str, Path] = field(default_factory=dict)
+
+    def locate(self, inp: InputFile) -> Path:
+        """The file to read, or :class:`InputError` (exit 2) before anything is opened."""
+        if inp.external:
+            given = self.external.get(inp.path)
+            if given is None:
+                raise InputError(f"external input {inp.path}: give it with --input {inp.path}=PATH")
+            return given
+        root = self.root.resolve()
+        real = (root / inp.path).resolve()
+        if not real.is_relative_to(root):
+            raise InputError(f"input {inp.path} resolves outside the certificate's root ({root}): refused, not read")
+        return real
+
+
+def input_path(cert: Certificate, role: str, where: Locator) -> Path:
+    """The one input of ``role``, located (:meth:`Locator.locate`)."""
+    found = [i for i in cert.inputs if i.role == role]
+    if len(found) != 1:
+        raise Rejected(Rejection.mismatch(f"inputs[role={role}]", f"exactly one {role} input", f"{len(found)}"))
+    return where.locate(found[0])

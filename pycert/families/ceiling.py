@@ -4,8 +4,9 @@ trace (``lean/Pycert/PackedTrace.lean`` and its emitter :mod:`pycert.lean.emit.p
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pycert.analysis.cachesim import trace_stats
 from pycert.certify.schema import Certificate, InputFile, Params
@@ -13,7 +14,7 @@ from pycert.core.errors import Rejected, Rejection
 from pycert.core.files import atomic_write
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace
-from pycert.families.base import Family, Prepared, Setting, input_file, input_path
+from pycert.families.base import Family, Locator, Prepared, Setting, input_file, input_path
 from pycert.lean.emit import packed_trace
 
 DEFAULT_TRACE = Path("certificates/inputs/synthetic-seed0.jsonl")
@@ -71,11 +72,18 @@ class Ceiling(Family):
         "Lean decode re-run in Python) and refuses any difference. The kernel checks every reference of the list the "
         "instance decodes to; a reader bug would make the theorem about another list.",
     )
-    known_by = {
-        "refs": "Lean kernel: refs_eq (trace.length) of the emitted instance, every reference decoded",
-        "distinct": "Lean kernel: distinct_eq of the emitted instance, every reference decoded",
-        "ceiling": "exact arithmetic (refs - distinct) / refs of the two kernel-checked figures",
+    evidence = {
+        "refs": ("kernel-checked", "Lean kernel: refs_eq (trace.length) of the emitted instance, every reference decoded"),
+        "distinct": ("kernel-checked", "Lean kernel: distinct_eq of the emitted instance, every reference decoded"),
+        "ceiling": ("computed", "exact arithmetic (refs - distinct) / refs of the two kernel-checked figures"),
     }
+
+    def claim(self, params: CeilingParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
+        trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
+        refs, distinct, ceiling = int(figures["refs"]), int(figures["distinct"]), figures["ceiling"]
+        return (f"On trace {trace} ({refs} block references, {distinct} distinct), no demand-fetch cache of any "
+                f"capacity or eviction policy hits more than {refs - distinct} times: a hit-rate ceiling of "
+                f"{float(ceiling):.6f}.")
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         return [self._prepare_trace(t, setting.root) for t in [default_trace(setting.root), *setting.traces]]
@@ -90,11 +98,8 @@ class Ceiling(Family):
         lean_dir = LEAN_OUT if trace_path.resolve().is_relative_to(root.resolve()) else LEAN_DERIVED
         lean_path = root / lean_dir / f"Ceiling{lean_ident(name)}.lean"
         atomic_write(lean_path, packed_trace.emit_instance(trace.refs, trace.sha256, lean_path.stem).encode())
-        claim = (f"On trace {trace_path.name} ({stats.refs} block references, {stats.distinct} distinct), no "
-                 f"demand-fetch cache of any capacity or eviction policy hits more than {stats.refs - stats.distinct} "
-                 f"times: a hit-rate ceiling of {float(ceiling):.6f}.")
         return Prepared(
-            family=self, id=f"ceiling-{name}", claim=claim,
+            family=self, id=f"ceiling-{name}",
             parameters=CeilingParams(lean_encoding=packed_trace.ENCODING),
             figures={"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct), "ceiling": ceiling},
             headline=f"ceiling {float(ceiling):.6f}",
@@ -102,13 +107,13 @@ class Ceiling(Family):
             lean_files=[lean_path],
         )
 
-    def recompute(self, cert: Certificate, root: Path) -> dict[str, Fraction]:
-        return ceiling_figures(read_trace(input_path(cert, "trace", root)))
+    def recompute(self, cert: Certificate, where: Locator) -> dict[str, Fraction]:
+        return ceiling_figures(read_trace(input_path(cert, "trace", where)))
 
-    def regenerate(self, cert: Certificate, inp: InputFile, root: Path) -> bytes:
+    def regenerate(self, cert: Certificate, inp: InputFile, where: Locator) -> bytes:
         if inp.role != "lean":
-            return super().regenerate(cert, inp, root)
-        trace = read_trace(input_path(cert, "trace", root))
+            return super().regenerate(cert, inp, where)
+        trace = read_trace(input_path(cert, "trace", where))
         encoding = cert.parameters.lean_encoding
         if encoding != packed_trace.ENCODING:
             raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(packed_trace.ENCODING), repr(encoding)))

@@ -3,18 +3,19 @@ c·(n div c) of an n-token prompt; the cut exceeds 1/2 for every prompt of at le
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from pathlib import Path
 
 from pydantic import Field
 
-from pycert.certify.schema import Certificate, Params
-from pycert.families.base import Family, Prepared, Setting
+from pycert.certify.schema import Certificate, InputFile, Params
+from pycert.core.limits import MAX_PARAM
+from pycert.families.base import Family, Locator, Prepared, Setting
 
 
 class FirstTouchParams(Params):
-    c: int = Field(ge=1, description="tokens per pre-warmed chunk")
-    n: int = Field(ge=1, description="tokens in the prompt")
+    c: int = Field(ge=1, le=MAX_PARAM, description="tokens per pre-warmed chunk")
+    n: int = Field(ge=1, le=MAX_PARAM, description="tokens in the prompt")
 
 
 def first_touch_figures(c: int, n: int) -> dict[str, Fraction]:
@@ -32,19 +33,22 @@ class FirstTouch(Family):
         "It is arithmetic about token counts, not a latency or throughput measurement.",
         "A floor of 0.30 on the cut cannot fail for prompts of at least 2c tokens: such a gate tests nothing.",
     )
+    evidence = {"cut": ("computed", "exact arithmetic c*(n div c)/n: the cut Pycert.FirstTouch.cut_eq defines")}
     default = FirstTouchParams(c=256, n=4000)
+
+    def claim(self, params: FirstTouchParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
+        c, n = params.c, params.n
+        return (f"A store pre-warmed in chunks of {c} tokens serves {c * (n // c)} of a {n}-token prompt "
+                f"(cut {float(figures['cut']):.4f}), and for every prompt of at least {2 * c} tokens the cut "
+                f"exceeds 1/2, so a 0.30 floor cannot fail.")
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         c, n = self.default.c, self.default.n
         figures = first_touch_figures(c, n)
-        cut = figures["cut"]
-        claim = (f"A store pre-warmed in chunks of {c} tokens serves {c * (n // c)} of a {n}-token prompt "
-                 f"(cut {float(cut):.4f}), and for every prompt of at least {2 * c} tokens the cut exceeds 1/2, "
-                 f"so a 0.30 floor cannot fail.")
-        return [Prepared(family=self, id=f"first-touch-c{c}-n{n}", claim=claim, parameters=self.default,
-                         figures=figures, headline=f"cut {float(cut):.4f}")]
+        return [Prepared(family=self, id=f"first-touch-c{c}-n{n}", parameters=self.default,
+                         figures=figures, headline=f"cut {float(figures['cut']):.4f}")]
 
-    def recompute(self, cert: Certificate, root: Path) -> dict[str, Fraction]:
+    def recompute(self, cert: Certificate, where: Locator) -> dict[str, Fraction]:
         return first_touch_figures(cert.parameters.c, cert.parameters.n)
 
 

@@ -3,18 +3,26 @@ needs T·n bits of isolation state, n·log2 T when each block has one owner."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from pycert.certify.schema import Certificate, Params
-from pycert.families.base import Family, Prepared, Setting
+from pycert.certify.schema import MAX_FIGURE_BITS, Certificate, InputFile, Params
+from pycert.families.base import Family, Locator, Prepared, Setting
 
 
 class IsolationParams(Params):
-    T: int = Field(ge=1, description="tenants")
-    n: int = Field(ge=1, description="blocks")
+    T: int = Field(ge=1, le=MAX_FIGURE_BITS, description="tenants")
+    n: int = Field(ge=1, le=MAX_FIGURE_BITS, description="blocks")
+
+    @model_validator(mode="after")
+    def _storable(self) -> IsolationParams:
+        # 2^(T*n) has T*n+1 bits: compare the exponent, never build the number
+        if self.T * self.n >= MAX_FIGURE_BITS:
+            raise ValueError(f"T*n = {self.T * self.n} would give a {self.T * self.n + 1}-bit figure; at most "
+                             f"{MAX_FIGURE_BITS} bits can be stored exactly")
+        return self
 
 
 def isolation_figures(tenants: int, n: int) -> dict[str, Fraction]:
@@ -47,17 +55,26 @@ class Isolation(Family):
         "A manager that may leak or refuse reuse is not bound by it (that is the dichotomy below the floor).",
         "The single-owner figure n*log2 T uses the floor of log2 T; it is exact only for T a power of two.",
     )
+    evidence = {
+        "states_floor": ("computed", "exact arithmetic 2^(T*n): the bound Pycert.Isolation.floor proves for every T, n"),
+        "bits_floor": ("computed", "exact arithmetic T*n: the bound Pycert.Isolation.floor_log2 proves for every T, n"),
+        "single_owner_states": ("computed", "exact arithmetic T^n: the bound Pycert.Isolation.owner_floor proves"),
+        "single_owner_bits": ("computed", "exact arithmetic: the bit length of T^n - 1"),
+    }
     default = IsolationParams(T=8, n=1024)
+
+    def claim(self, params: IsolationParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
+        T, n = params.T, params.n
+        return (f"Any cache manager that shares cached prompts across {T} tenants and {n} blocks with zero leakage "
+                f"and full reuse needs at least {T * n} bits of isolation state ({n * (T.bit_length() - 1)} bits "
+                f"when each block has one owner).")
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         T, n = self.default.T, self.default.n
-        claim = (f"Any cache manager that shares cached prompts across {T} tenants and {n} blocks with zero leakage "
-                 f"and full reuse needs at least {T * n} bits of isolation state ({n * (T.bit_length() - 1)} bits "
-                 f"when each block has one owner).")
-        return [Prepared(family=self, id=f"isolation-t{T}-n{n}", claim=claim, parameters=self.default,
+        return [Prepared(family=self, id=f"isolation-t{T}-n{n}", parameters=self.default,
                          figures=isolation_figures(T, n), headline=f"{T * n} bits")]
 
-    def recompute(self, cert: Certificate, root: Path) -> dict[str, Fraction]:
+    def recompute(self, cert: Certificate, where: Locator) -> dict[str, Fraction]:
         return isolation_figures(cert.parameters.T, cert.parameters.n)
 
 

@@ -13,17 +13,17 @@ from __future__ import annotations
 import hashlib
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from pycert.certify.schema import Certificate, Figure, Params, SolverInfo
+from pycert.certify.schema import Certificate, EvidenceState, Figure, InputFile, Params, SolverInfo
 from pycert.core.errors import Rejection
 from pycert.core.files import atomic_write
-from pycert.families.base import Family, Prepared, Progress, Setting, input_file, input_path
+from pycert.families.base import Family, Locator, Prepared, Progress, Setting, input_file, input_path
 from pycert.lean.emit import pooling_wall
 from solvers.capacitated import CapacitatedParams, capacitated_cases
 from solvers.graphs import Sharing, sharing
@@ -243,6 +243,31 @@ class Pooling(Family):
         "It is an oracle bound, not a connector measurement.",
     )
 
+    evidence = {
+        "pooled_misses": ("solver-certified", "OR-Tools CP-SAT OPTIMAL with its bound (the solver record), agreed "
+                                              "by HiGHS and a replay; verify recomputes it by Belady"),
+        "per_instance_misses": ("computed-cross-checked", "Belady per host cache, cross-checked against OR-Tools "
+                                                          "CP-SAT and HiGHS when the certificate was made"),
+        "free_routing_misses": ("computed-cross-checked", "networkx matching over the routings, cross-checked "
+                                                          "against OR-Tools CP-SAT and HiGHS when the certificate was made"),
+    }
+
+    def figure_evidence(self, name: str, solver: SolverInfo | None) -> tuple[EvidenceState, str]:
+        state, text = super().figure_evidence(name, solver)
+        certified = (solver is not None and solver.status == "OPTIMAL" and solver.bound is not None
+                     and solver.objective == solver.bound and "cross_check" in solver.parameters)
+        if state == "solver-certified" and not certified:
+            return "computed", "Belady (the solver record does not show OPTIMAL with its bound, cross-checked)"
+        return state, text
+
+    def claim(self, params: PoolingParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
+        # the best routing's figure is its CP-SAT optimum, which holds() requires to equal its proven bound
+        refs, distinct = int(figures["refs"]), int(figures["distinct_blocks"])
+        return (f"On the committed {params.hosts}-host instance ({refs} block references over {distinct} "
+                f"blocks), the pooled cache reaches the proven minimum of {int(figures['pooled_misses'])} misses "
+                f"while per-instance caching needs {int(figures['per_instance_misses'])} under the committed "
+                f"routing and at least {int(figures['free_routing_misses'])} under any routing.")
+
     def prepare(self, setting: Setting) -> list[Prepared]:
         """The solvers and their independent checks now; the emitted wall file joins the batched kernel check."""
         lean_path = setting.root / LEAN_WALL
@@ -253,27 +278,23 @@ class Pooling(Family):
             objective=pooled.cpsat.objective, bound=pooled.cpsat.bound,
             parameters={**res.parameters.model_dump(mode="json"), "cross_check": f"HiGHS {res.solvers['HiGHS']}"},
         )
-        claim = (f"On the committed {res.hosts}-host instance ({res.refs} block references over {res.distinct} "
-                 f"blocks), the pooled cache reaches the proven minimum of {pooled.optimum} misses while "
-                 f"per-instance caching needs {per.optimum} under the committed routing and at least "
-                 f"{res.free_routing.proven_bound} under any routing.")
         rejection = None if res.holds else Rejection(subject="pooling-committed", reason="solvers-disagree",
                                                      detail="solver checks disagree")
         return [Prepared(
-            family=self, id="pooling-committed", claim=claim,
+            family=self, id="pooling-committed",
             parameters=PoolingParams(hosts=res.hosts, pool_capacity=res.pool_capacity),
             figures={f.name: f.value for f in res.figures}, headline=f"OPT {pooled.optimum} vs {per.optimum}",
             inputs=[input_file("instance", Path(res.instance), setting.root), input_file("lean", lean_path, setting.root)],
             lean_files=[lean_path], solver=solver, rejection=rejection,
         )]
 
-    def recompute(self, cert: Certificate, root: Path) -> dict[str, Fraction]:
+    def recompute(self, cert: Certificate, where: Locator) -> dict[str, Fraction]:
         """The figures from the instance file alone, by Belady per cache and (for the best routing) the
         networkx matching or a fresh CP-SAT solve."""
         from pycert.analysis.cachesim import belady_hits
         from solvers.graphs import matching_optimum
 
-        inst = load_instance(input_path(cert, "instance", root))
+        inst = load_instance(input_path(cert, "instance", where))
         trace = inst.trace
         per_host = [inst.host_trace(h.id) for h in inst.hosts]
         pooled = len(trace) - belady_hits(trace, inst.pool_capacity)

@@ -105,8 +105,9 @@ _SECTION = re.compile(r"^\s*(?:(?:public|private|noncomputable|@\[[^\]]*\])\s+)*
 _END = re.compile(r"^\s*end(?:\s+(\S+))?\s*$")
 
 
-def strip_comments(source: str) -> str:
-    """Blank out (nested) block comments, line comments and string literals, keeping line numbers."""
+def strip_comments(source: str, keep_strings: bool = False) -> str:
+    """Blank out (nested) block comments, line comments and (unless ``keep_strings``) string literals,
+    keeping line numbers."""
     out: list[str] = []
     i, depth, n = 0, 0, len(source)
     while i < n:
@@ -132,7 +133,7 @@ def strip_comments(source: str) -> str:
             j = i + 1
             while j < n and source[j] != '"':
                 j += 2 if source[j] == "\\" else 1
-            out.append('""' + "\n" * source.count("\n", i, j))
+            out.append(source[i:j + 1] if keep_strings else '""' + "\n" * source.count("\n", i, j))
             i = j + 1
         else:
             out.append(source[i])
@@ -140,16 +141,31 @@ def strip_comments(source: str) -> str:
     return "".join(out)
 
 
+def _is_module(text: str) -> bool:
+    """A file under Lean's module system, where a declaration is private unless made public."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "") == "module"
+
+
+def _private(mods: list[str], in_module: bool, scopes: list[tuple[str, str]]) -> bool:
+    if "private" in mods:
+        return True
+    return in_module and "public" not in mods and ("section", "public") not in scopes
+
+
 def scan_declarations(source: str, file: str = "") -> list[Declaration]:
-    """Top-level declarations with their namespace-qualified names (``namespace``/``section``/``end``)."""
-    scopes: list[tuple[str, str]] = []  # ("ns", component) or ("section", "")
+    """Top-level declarations with their namespace-qualified names (``namespace``/``section``/``end``)
+    and whether they are private (explicitly, or by default in a ``module`` file outside a
+    ``public section``)."""
+    scopes: list[tuple[str, str]] = []  # ("ns", component) or ("section", "" | "public")
     found: list[Declaration] = []
-    for lineno, raw in enumerate(strip_comments(source).splitlines(), 1):
+    text = strip_comments(source)
+    in_module = _is_module(text)
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = _OPEN_IN.sub("", raw, count=1)
         if m := _NAMESPACE.match(line):
             scopes += [("ns", part) for part in m.group(1).split(".")]
         elif _SECTION.match(line):
-            scopes.append(("section", ""))
+            scopes.append(("section", "public" if re.match(r"^\s*(?:@\[[^\]]*\]\s*)*public\b", line) else ""))
         elif m := _END.match(line):
             if scopes and scopes[-1][0] == "section":
                 scopes.pop()
@@ -161,7 +177,7 @@ def scan_declarations(source: str, file: str = "") -> list[Declaration]:
                 full = name.removeprefix("_root_.")
             else:
                 full = ".".join([c for kind, c in scopes if kind == "ns"] + [name])
-            found.append(Declaration(name=full, kind=m.group("kind"), private="private" in m.group("mods").split(),
+            found.append(Declaration(name=full, kind=m.group("kind"), private=_private(m.group("mods").split(), in_module, scopes),
                                      file=file, line=lineno))
     return found
 
@@ -169,3 +185,49 @@ def scan_declarations(source: str, file: str = "") -> list[Declaration]:
 def declared_theorems(source: str) -> list[str]:
     """Full names of the theorems a Lean source declares."""
     return [d.name for d in scan_declarations(source) if d.kind in ("theorem", "lemma")]
+
+
+_THEOREM_KEYWORD = re.compile(r"\b(?:theorem|lemma)\s")
+_OPEN, _CLOSE = "([{⟨", ")]}⟩"
+
+
+def _signature_from(text: str, start: int) -> str:
+    """From ``start`` (a ``theorem`` keyword) to the ``:=``, ``|`` or ``where`` that ends the statement
+    outside brackets and strings, whitespace-normalised."""
+    depth, i, n = 0, start, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(0, depth - 1)
+        elif depth == 0 and (text.startswith(":=", i) or (ch == "|" and text[text.rfind("\n", 0, i) + 1:i].strip() == "")
+                             or re.match(r"\bwhere\b", text[i:i + 6]) and not text[i - 1].isalnum()):
+            break
+        i += 1
+    return " ".join(text[start:i].split())
+
+
+def theorem_signatures(source: str) -> dict[str, str]:
+    """Each public theorem's statement as written (``theorem name binders : type``), comments stripped
+    and whitespace normalised: what a certificate pins beside the type's digest, so a same-name theorem
+    with another statement is told apart from the sources alone."""
+    text = strip_comments(source, keep_strings=True)
+    offsets = [0]
+    for line in text.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    out: dict[str, str] = {}
+    for d in scan_declarations(source):
+        if d.kind not in ("theorem", "lemma") or d.private:
+            continue
+        line_start = offsets[d.line - 1]
+        m = _THEOREM_KEYWORD.search(text, line_start, offsets[d.line] if d.line < len(offsets) else len(text))
+        if m:
+            out.setdefault(d.name, _signature_from(text, m.start()))
+    return out

@@ -1,0 +1,160 @@
+"""The forgeries of issue 14, each on a copy of the committed certificates with the manifest line
+re-forged: verify must reject every one (exit 1) naming the field, from any working directory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mutation.operators.forgery import set_theorems, sorry_in_audit
+from pycert.certify.manifest import MANIFEST_NAME, render_manifest
+from pycert.certify.verify import verify_certificate
+from pycert.core.files import REPO_ROOT
+
+CEILING = "ceiling-synthetic-seed0.json"
+
+
+def copy_repo(dest: Path) -> Path:
+    """The committed certificates and the one committed trace, as a stranger would receive them."""
+    shutil.copytree(REPO_ROOT / "certificates", dest / "certificates",
+                    ignore=shutil.ignore_patterns("derived", "runs"))
+    return dest
+
+
+def forge(root: Path, name: str, edit: Callable[[dict], None]) -> Path:
+    path = root / "certificates" / name
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    manifest = root / "certificates" / MANIFEST_NAME
+    entries = dict(reversed(line.split("  ", 1)) for line in manifest.read_text().splitlines())
+    entries[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    manifest.write_text(render_manifest(entries))
+    return path
+
+
+def issue_forgery(d: dict) -> None:
+    d["claim"] = d["claim"].replace("0.746020", "0.990000")
+    d["theorems"] = ["Pycert.Ceiling.mem_bound"]
+    d["audit"]["axioms"] = ["sorryAx"]
+
+
+def test_the_issue_forgery_is_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = copy_repo(tmp_path / "copy")
+    path = forge(root, CEILING, issue_forgery)
+    monkeypatch.chdir(tmp_path)
+    res = verify_certificate(path, root=root)
+    assert res.status == "rejected", res
+    fields = {f.subject.split("[")[0].split(".")[0] for f in res.failures}
+    assert {"claim", "theorems", "audit"} <= fields, res.failures
+
+
+def _drop_limit(d: dict) -> None:
+    d["does_not_prove"].pop()
+
+
+def _known_by(d: dict) -> None:
+    d["figures"][-1]["known_by"] = "Lean kernel: everything"
+
+
+def _upgrade(d: dict) -> None:
+    d["figures"][-1]["evidence"] = "kernel-checked"
+
+
+def _pooling_upgrade(d: dict) -> None:
+    next(f for f in d["figures"] if f["name"] == "per_instance_misses")["evidence"] = "solver-certified"
+
+
+def _solver_downgraded(d: dict) -> None:
+    d["solver"]["status"] = "FEASIBLE"
+
+
+@pytest.mark.parametrize("name, edit, field", [
+    (CEILING, lambda d: d.update(claim=d["claim"].replace("0.746020", "0.990000")), "claim"),
+    (CEILING, set_theorems(["Pycert.Ceiling.hits_add_distinct_le"]), "theorems"),
+    (CEILING, set_theorems(["Pycert.Ceiling.mem_bound"]), "theorems[0]"),
+    (CEILING, _drop_limit, "does_not_prove"),
+    (CEILING, sorry_in_audit, "audit.axioms_by_theorem[Pycert.Ceiling.hits_add_distinct_le]"),
+    (CEILING, lambda d: d["audit"].update(axioms=["sorryAx"]), "audit.axioms"),
+    (CEILING, _known_by, "figures.ceiling.known_by"),
+    (CEILING, _upgrade, "figures.ceiling.evidence"),
+    ("pooling-committed.json", _pooling_upgrade, "figures.per_instance_misses.evidence"),
+    ("pooling-committed.json", _solver_downgraded, "figures.pooled_misses.evidence"),
+    ("isolation-t8-n1024.json", lambda d: d.update(claim=d["claim"].replace("8192 bits", "9000 bits")), "claim"),
+    ("isolation-t8-n1024.json", lambda d: d["statements"]["Pycert.Isolation.floor"].update(
+        signature=d["statements"]["Pycert.Isolation.floor"]["signature"].replace("2 ^ (T * n) ≤ s", "0 ≤ s")),
+     "statements[Pycert.Isolation.floor].signature"),
+], ids=["claim", "theorem-list", "private-theorem", "limit-removed", "sorry", "axioms", "known-by", "upgraded",
+        "pooling-upgraded", "solver-not-optimal", "isolation-claim",
+        "weakened-signature"])
+def test_each_forgery_is_rejected_by_field(tmp_path: Path, name: str, edit: Callable[[dict], None], field: str) -> None:
+    root = copy_repo(tmp_path)
+    res = verify_certificate(forge(root, name, edit))
+    assert res.status == "rejected" and field in [f.subject for f in res.failures], res.failures
+
+
+def test_genuine_certificate_verifies_from_another_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from pycert.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["verify", str(REPO_ROOT / "certificates" / CEILING)]) == 0
+    assert "ok " in capsys.readouterr().out
+
+
+def test_dotdot_input_is_refused_unread(tmp_path: Path) -> None:
+    root = copy_repo(tmp_path)
+    res = verify_certificate(forge(root, CEILING, lambda d: d["inputs"][0].update(path="../../../../etc/passwd")))
+    assert res.status == "rejected" and res.failures[0].subject == "inputs[0]", res.failures
+    assert "root:" not in str(res.model_dump())  # passwd's first line is never printed
+
+
+def test_symlink_out_of_the_root_is_refused_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pycert.cli import main
+
+    root = copy_repo(tmp_path / "copy")
+    outside = tmp_path / "outside.jsonl"
+    trace = root / "certificates" / "inputs" / "synthetic-seed0.jsonl"
+    outside.write_bytes(trace.read_bytes())
+    trace.unlink()
+    trace.symlink_to(outside)
+    res = verify_certificate(root / "certificates" / CEILING)
+    assert res.status == "input-error" and "outside the certificate's root" in res.errors[0], res
+    assert main(["verify", str(root / "certificates" / CEILING)]) == 2
+
+
+def test_missing_input_does_not_hide_a_tamper(tmp_path: Path) -> None:
+    """A tampered figure is reported, and the result is rejected (exit 1), even with the trace gone."""
+    from pycert.cli import main
+
+    root = copy_repo(tmp_path)
+    path = forge(root, CEILING, lambda d: d["figures"][0].update(numerator=5340, decimal="5340"))
+    (root / "certificates" / "inputs" / "synthetic-seed0.jsonl").unlink()
+    res = verify_certificate(path)
+    assert res.status == "rejected" and res.missing, res
+    assert "claim" in [f.subject for f in res.failures]
+    assert main(["verify", str(path)]) == 1
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("T, n", [(1 << 20, 1 << 20), (8, 65_536), (10**4000, 1)])
+def test_huge_isolation_parameters_are_rejected_before_any_arithmetic(tmp_path: Path, T: int, n: int) -> None:
+    root = copy_repo(tmp_path)
+    res = verify_certificate(forge(root, "isolation-t8-n1024.json", lambda d: d["parameters"].update(T=T, n=n)))
+    assert res.status == "rejected" and res.failures[0].subject.startswith("parameters"), res.failures
+
+
+def test_prove_refuses_two_traces_with_one_file_name(tmp_path: Path) -> None:
+    from pycert.core.errors import InputError
+    from pycert.prove import prove
+
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "t.jsonl").write_text("1\n")
+    with pytest.raises(InputError, match="share the file name 't.jsonl'"):
+        prove(["ceiling"], [tmp_path / "a" / "t.jsonl", tmp_path / "b" / "t.jsonl"])
