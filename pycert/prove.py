@@ -23,7 +23,8 @@ from pycert.certify.manifest import write_certificates
 from pycert.certify.provenance import collect
 from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, Provenance
 from pycert.core.errors import InputError, Rejection
-from pycert.core.files import REPO_ROOT, relative_to_root
+from pycert.core.files import certificate_root, relative_to_root
+from pycert.core.resources import default_certificate_dir, library_dir
 from pycert.families import FAMILIES
 from pycert.families.base import Family, Prepared, Progress, Setting
 from pycert.lean import build
@@ -59,7 +60,6 @@ class Run:
 
     setting: Setting
     backend: Backend
-    out_dir: Path
     prepared: list[Prepared] = field(default_factory=list)
     library: build.BuildResult | None = None
     instances: build.BuildResult | None = None
@@ -69,6 +69,10 @@ class Run:
     @property
     def root(self) -> Path:
         return self.setting.root
+
+    @property
+    def out_dir(self) -> Path:
+        return self.setting.out_dir
 
     def say(self, message: str) -> None:
         self.setting.progress(message)
@@ -85,7 +89,7 @@ StageFn = Callable[[Run], tuple[StageStatus, str]]
 
 
 def build_library(run: Run) -> tuple[StageStatus, str]:
-    res = build.build(library=run.root / "lean", backend=run.backend, progress=lambda m: run.say("  " + m))
+    res = build.build(library=library_dir(), backend=run.backend, progress=lambda m: run.say("  " + m))
     run.library = res
     if res.ok:
         return "ok", f"{len(res.results)} modules, {sum(r.cached for r in res.results)} cached"
@@ -107,7 +111,7 @@ def check_instances(run: Run) -> tuple[StageStatus, str]:
     files = [f for p in run.prepared for f in p.lean_files]
     if not files:
         return "skipped", "no instance files"
-    res = build.build(library=run.root / "lean", files=files, backend=run.backend, progress=lambda m: run.say("  " + m))
+    res = build.build(library=library_dir(), files=files, backend=run.backend, progress=lambda m: run.say("  " + m))
     run.instances = res
     by_file = {Path(r.file).resolve(): r for r in res.results}
     for p in run.prepared:
@@ -128,7 +132,7 @@ def audit(run: Run) -> tuple[StageStatus, str]:
     if res is None or not res.ok:
         run.audit = AuditInfo(verdict="skipped", detail="the kernel did not accept every file")
         return "skipped", "kernel check failed"
-    report = audit_build(res, run.backend, run.root / "lean")
+    report = audit_build(res, run.backend, library_dir())
     run.audit = AuditInfo(verdict="pass" if report.ok else "fail", axioms=sorted(report.axioms_seen),
                           detail=report.summary())
     if not report.ok:
@@ -138,7 +142,7 @@ def audit(run: Run) -> tuple[StageStatus, str]:
 
 
 def write(run: Run) -> tuple[StageStatus, str]:
-    provenance = collect(root=run.root)
+    provenance = collect()
     backend = BackendInfo.from_toolchain(run.backend.info())
     certs = [to_certificate(p, backend, run.audit, provenance) for p in run.prepared if p.rejection is None]
     write_certificates(certs, run.out_dir)
@@ -176,7 +180,10 @@ def run_stages(run: Run, steps: list[tuple[str, StageFn]]) -> list[Stage]:
 
 
 def prove(families: list[str], traces: list[Path], *, backend: str | None = None, out_dir: Path | None = None,
-          root: Path = REPO_ROOT, progress: Progress = lambda _m: None) -> ProveResult:
+          progress: Progress = lambda _m: None) -> ProveResult:
+    """Prove ``families`` into ``out_dir`` (default :func:`default_certificate_dir`). Inputs are named
+    relative to the certificates' root, :func:`certificate_root` of ``out_dir``; emitted instance files
+    and the embedded default trace go into ``out_dir`` (``lean/``, ``inputs/``)."""
     for name in families:
         if name not in FAMILIES:
             raise InputError(f"unknown family {name!r}: expected one of {', '.join(FAMILIES)} or all")
@@ -184,8 +191,9 @@ def prove(families: list[str], traces: list[Path], *, backend: str | None = None
         if not t.is_file():
             raise InputError("no such trace file", where=str(t))
     chosen = [FAMILIES[name] for name in FAMILIES if name in families]
-    run = Run(setting=Setting(root=root, traces=tuple(traces), progress=progress),
-              backend=resolve(backend), out_dir=out_dir or root / "certificates")
+    out = (out_dir or default_certificate_dir()).resolve()
+    run = Run(setting=Setting(root=certificate_root(out), out_dir=out, traces=tuple(traces), progress=progress),
+              backend=resolve(backend))
     done = run_stages(run, stages(chosen))
     rows = [Row(certificate=p.id, claim=p.claim, figure=p.headline, status="rejected" if p.rejection else "holds")
             for p in run.prepared]

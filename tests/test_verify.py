@@ -17,6 +17,7 @@ from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, I
 from pycert.certify.verify import verify_certificate
 from pycert.cli import main
 from pycert.core.files import file_sha256 as sha256_file
+from pycert.core.resources import library_sha256
 from pycert.data.traces import read_trace, trace_from_bytes
 from pycert.families import FAMILIES
 from pycert.families.ceiling import ceiling_figures
@@ -42,8 +43,14 @@ end Pycert.Demo
 """
 
 
+DEMO_LIBRARY_SHA256 = hashlib.sha256(
+    f"{hashlib.sha256(LIBRARY.encode()).hexdigest()}  Pycert/Demo.lean\n".encode()).hexdigest()
+"""The content hash of the miniature library :func:`build_repo` writes (``library_sha256``, by hand)."""
+
+
 def make_cert(cert_id: str, family: str, figures: dict[str, Fraction], parameters: dict | None = None,
-              inputs: list[InputFile] | None = None, theorems: list[str] | None = None) -> Certificate:
+              inputs: list[InputFile] | None = None, theorems: list[str] | None = None,
+              library_sha256: str = DEMO_LIBRARY_SHA256) -> Certificate:
     return certificate(
         id=cert_id, family=family, claim=f"The {family} figures of {cert_id} follow from the named theorems.",
         theorems=theorems or [f"Pycert.Demo.{family.replace('-', '_')}_{'floor' if family == 'isolation' else 'cut'}"],
@@ -52,7 +59,7 @@ def make_cert(cert_id: str, family: str, figures: dict[str, Fraction], parameter
         backend=BackendInfo(kind="wasm", lean_version="4.28.0-pre",
                             lean_commit="38f3c0c45b8df6da2652faff6dcaa15afb5a6981", node_version="v24.0.0"),
         audit=AuditInfo(verdict="pass", axioms=["propext"]),
-        provenance=provenance.collect(run_id="test-run"),
+        provenance=provenance.collect(run_id="test-run").model_copy(update={"library_sha256": library_sha256}),
         does_not_prove=["a test fixture proves nothing about production caches"],
     )
 
@@ -137,7 +144,7 @@ def test_good_certificates_verify(repo: Path, capsys) -> None:
     for c in certs:
         r = verify_certificate(c, root=repo)
         assert r.status == "ok", r.failures
-        assert r.checked == ["manifest", "schema", "inputs", "figures", "theorems", "audit"]
+        assert r.checked == ["manifest", "schema", "inputs", "figures", "library", "theorems", "audit"]
     assert main(["verify", "--root", str(repo), *map(str, certs)]) == 0
     assert capsys.readouterr().out.count("ok ") == 2
 
@@ -198,6 +205,26 @@ def test_renamed_theorem_is_rejected(repo: Path, tmp_path: Path) -> None:
                          lambda d: d.update(theorems=["Pycert.Demo.isolation_flor"]), forge_manifest=True)
     r = verify_certificate(path, root=repo)
     assert [(f.subject, f.found) for f in r.failures] == [("theorems[0]", "Pycert.Demo.isolation_flor (no such declaration)")]
+
+
+def test_library_hash_is_the_documented_one(repo: Path) -> None:
+    """sha256 over the sorted lines `<sha256 of the file>  <path>`, as `sha256sum` prints them."""
+    assert library_sha256(repo / "lean") == DEMO_LIBRARY_SHA256
+    (repo / "lean" / "Pycert" / "Extra.lean").write_text("prelude\n")
+    assert library_sha256(repo / "lean") != DEMO_LIBRARY_SHA256
+    assert len({library_sha256(), DEMO_LIBRARY_SHA256}) == 2
+
+
+def test_a_certificate_made_with_another_library_is_rejected(repo: Path) -> None:
+    """verify runs with one library and the certificate names another: a rejection naming both hashes."""
+    demo = repo / "lean" / "Pycert" / "Demo.lean"
+    demo.write_text(demo.read_text() + "-- an edit that changes no theorem still changes the library\n")
+    r = verify_certificate(repo / "certificates" / "isolation-demo.json", root=repo)
+    assert r.status == "rejected" and len(r.failures) == 1, r.failures
+    f = r.failures[0]
+    assert f.subject.startswith("provenance.library_sha256") and f.reason == "library-mismatch"
+    assert (f.expected, f.found) == (library_sha256(repo / "lean"), DEMO_LIBRARY_SHA256)
+    assert main(["verify", "--root", str(repo), str(repo / "certificates" / "isolation-demo.json")]) == 1
 
 
 @pytest.mark.parametrize("name, found", [("Pycert.Demo.helper", "def"), ("Pycert.Demo.hidden", "private theorem"),
@@ -443,10 +470,14 @@ def test_kernel_reruns_lean(repo: Path, wasm) -> None:
     """--kernel re-runs Lean on the library and the emitted files (nonces keep the build cache out)."""
     library = repo / "lean" / "Pycert" / "Demo.lean"
     library.write_text(nonce() + library.read_text())
+    changed = library_sha256(repo / "lean")
+    write_certificates([make_cert("isolation-demo", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4},
+                                  library_sha256=changed)], repo / "certificates")
     emitted = repo / "Emitted.lean"
     emitted.write_text(nonce() + "prelude\nimport Init.Prelude\n\ntheorem emitted_false : (2 : Nat) + 2 = 5 := rfl\n")
     cert = make_cert("iso-kernel", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4},
-                     inputs=[InputFile(role="lean", path="Emitted.lean", sha256=sha256_file(emitted))])
+                     inputs=[InputFile(role="lean", path="Emitted.lean", sha256=sha256_file(emitted))],
+                     library_sha256=changed)
     write_certificates([cert], repo / "certificates")
     bad = verify_certificate(repo / "certificates" / "iso-kernel.json", root=repo, kernel=True, backend="wasm")
     assert fields(bad) == ["kernel[Emitted]"], bad.failures

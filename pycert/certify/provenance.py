@@ -1,4 +1,5 @@
-"""Where and when a certificate was made: git revision and dirty flag, UTC time, host kind, run id.
+"""Where and when a certificate was made: git revision and dirty flag, UTC time, host kind, run id;
+and what made it: the pycert version and the content hash of the Lean library it was proved with.
 
 The dirty flag ignores ``certificates/`` itself: writing certificates must not mark the code that
 produced them as modified.
@@ -13,9 +14,9 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pycert import __version__
 from pycert.certify.schema import Provenance
-from pycert.core.files import REPO_ROOT
-
+from pycert.core.resources import checkout_root, library_sha256
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -26,13 +27,13 @@ def _git(root: Path, *args: str) -> str | None:
     return run.stdout if run.returncode == 0 else None
 
 
-def git_revision(root: Path = REPO_ROOT) -> str | None:
+def git_revision(root: Path) -> str | None:
     """``HEAD``'s commit, or None outside a repository or before the first commit."""
     out = _git(root, "rev-parse", "--verify", "--quiet", "HEAD")
     return out.strip() if out and out.strip() else None
 
 
-def git_dirty(root: Path = REPO_ROOT) -> bool:
+def git_dirty(root: Path) -> bool:
     """True when tracked or untracked files outside ``certificates/`` differ from ``HEAD`` (or git fails)."""
     out = _git(root, "status", "--porcelain", "--untracked-files=normal", "--", ".", ":(exclude)certificates")
     return out is None or bool(out.strip())
@@ -53,9 +54,12 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0)
 
 
-def collect(run_id: str | None = None, root: Path = REPO_ROOT) -> Provenance:
-    """Provenance for certificates made now; pass one ``run_id`` for every certificate of a run."""
+def collect(run_id: str | None = None) -> Provenance:
+    """Provenance for certificates made now; pass one ``run_id`` for every certificate of a run. An
+    installed pycert has no checkout: no git revision, and nothing for it to be dirty against."""
+    root = checkout_root()
     return Provenance(
-        generated_utc=utc_now(), git_revision=git_revision(root), git_dirty=git_dirty(root),
-        host_kind=host_kind(), run_id=run_id or new_run_id(),
+        generated_utc=utc_now(), git_revision=git_revision(root) if root else None,
+        git_dirty=git_dirty(root) if root else False, host_kind=host_kind(), run_id=run_id or new_run_id(),
+        pycert_version=__version__, library_sha256=library_sha256(),
     )

@@ -132,6 +132,9 @@ class Provenance(_Strict):
     git_dirty: bool
     host_kind: str
     run_id: str = Field(min_length=1)
+    pycert_version: str = Field(min_length=1, description="the pycert release that made the certificate")
+    library_sha256: Sha256 = Field(description="content hash of the Lean library it was proved with "
+                                               "(pycert.core.resources.library_sha256); verify checks its own")
 
 
 class Params(_Strict):

@@ -2,9 +2,11 @@
 
 ``verify_certificate`` checks, in order: the manifest entry beside the certificate, the schema, every
 input's sha256, every figure (recomputed by the certificate's family, :meth:`Family.recompute`), the
-decimals, every input derived from the others (regenerated, :meth:`Family.regenerate`), that every
-named theorem is declared in the Lean sources, the audit verdict, and with ``kernel=True`` re-runs the
-Lean check. Each disagreement is a :class:`~pycert.core.errors.Rejection` whose ``expected`` is the
+decimals, every input derived from the others (regenerated, :meth:`Family.regenerate`), that the Lean
+library verify runs with is the one the certificate was proved with (its content hash), that every
+named theorem is declared in that library, the audit verdict, and with ``kernel=True`` re-runs the
+Lean check. The library is the one under ``root`` when the root has one (a checkout), else the
+installed pycert's (:func:`pycert.core.resources.library_dir`). Each disagreement is a :class:`~pycert.core.errors.Rejection` whose ``expected`` is the
 reference (the manifest, the file on disk, the recomputed value, the library) and ``found`` what the
 certificate holds. A missing input makes the result ``missing-input`` (exit 2) rather than
 ``rejected`` (exit 1), and so does a malformed one (``input-error``: a certificate that is not a JSON
@@ -28,6 +30,7 @@ from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_mani
 from pycert.certify.schema import Certificate, InputFile, decimal_of
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import file_sha256
+from pycert.core.resources import library_dir, library_sha256
 from pycert.families import FAMILIES
 from pycert.lean.sources import Declaration, scan_declarations
 
@@ -189,9 +192,23 @@ def _check_figures(cert: Certificate, root: Path, result: VerifyResult) -> None:
     result.failures += compare_figures(cert, recomputed)
 
 
+def library_for(root: Path) -> Path:
+    """The Lean library a certificate under ``root`` is checked against: the root's own ``lean/`` (a
+    checkout), else the installed pycert's."""
+    return root / "lean" if (root / "lean").is_dir() else library_dir()
+
+
+def _check_library(cert: Certificate, library: Path, result: VerifyResult) -> None:
+    result.checked.append("library")
+    actual = library_sha256(library)
+    if actual != cert.provenance.library_sha256:
+        result.failures.append(Rejection.mismatch(
+            f"provenance.library_sha256 (verify runs with the library at {library})", actual,
+            cert.provenance.library_sha256, reason="library-mismatch"))
+
+
 def _lean_sources(cert: Certificate, root: Path) -> list[Path]:
-    library = sorted((root / "lean").rglob("*.lean")) if (root / "lean").is_dir() else []
-    return library + [root / i.path for i in cert.inputs if i.role == "lean"]
+    return sorted(library_for(root).rglob("*.lean")) + [root / i.path for i in cert.inputs if i.role == "lean"]
 
 
 def _kernel_files(cert: Certificate, root: Path, regenerated: dict[str, bytes], scratch: Path) -> list[Path]:
@@ -214,7 +231,7 @@ def _check_kernel(cert: Certificate, root: Path, decls: dict[str, Declaration], 
                   backend: str | None, timeout: float, result: VerifyResult) -> None:
     from pycert.lean import build
 
-    library = root / "lean"
+    library = library_for(root)
     in_library = any(Path(decls[t].file).is_relative_to(library) for t in cert.theorems if t in decls)
     with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:
         files = _kernel_files(cert, root, regenerated, Path(scratch))
@@ -271,6 +288,7 @@ def verify_certificate(path: Path, root: Path, manifest: Path | None = None, ker
     if _check_inputs(cert, root, result):
         _check_figures(cert, root, result)
         regenerated = _check_derived_inputs(cert, root, result)
+    _check_library(cert, library_for(root), result)
     decls = library_declarations((p for p in _lean_sources(cert, root) if p.is_file()), result.failures)
     result.checked.append("theorems")
     result.failures += check_theorems(cert.theorems, decls)

@@ -78,12 +78,11 @@ def add_common(p) -> None:  # noqa: ANN001
 
 def add_root(p) -> None:  # noqa: ANN001
     """``--root``: where the paths a certificate names are relative to."""
-    from pathlib import Path
-
     from pycert.core.limits import in_path
 
-    p.add_argument("--root", type=in_path, default=Path("."),
-                   help="repository root that input paths are relative to (default: the current directory)")
+    p.add_argument("--root", type=in_path, default=None,
+                   help="the directory input paths are relative to (default: the parent of the certificate's "
+                        "directory, where pycert prove names them from)")
 
 
 def add_backend(p, what: str = "Lean backend") -> None:  # noqa: ANN001

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from pycert.core.console import Progress, emit
+from pycert.core.files import certificate_root
 from pycert.certify.report import write_report
 
 
@@ -30,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out, count = write_report(args.certs, args.out, root=args.root, curves=not args.no_curves,
+    out, count = write_report(args.certs, args.out, root=args.root or certificate_root(args.certs), curves=not args.no_curves,
                               progress=Progress(enabled=not args.json))
     emit(args.json, {"report": str(out), "certificates": count},
          human=lambda: f"wrote {out} ({count} certificate(s))")

@@ -12,6 +12,7 @@ import argparse
 
 from pycert.core.console import emit, to_jsonable
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError
+from pycert.core.files import certificate_root
 from pycert.certify.verify import VerifyResult, verify_certificate
 
 
@@ -57,7 +58,7 @@ def render(results: list[VerifyResult]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     results = [
-        verify_certificate(c, root=args.root, manifest=args.manifest, kernel=args.kernel,
+        verify_certificate(c, root=args.root or certificate_root(c.parent), manifest=args.manifest, kernel=args.kernel,
                            backend=args.backend, timeout=args.timeout)
         for c in args.certs
     ]
