@@ -6,12 +6,13 @@ decimals, every input derived from the others (regenerated, :meth:`Family.regene
 library verify runs with is the one the certificate was proved with (its content hash), that every
 named theorem is declared in that library, the audit verdict, and with ``kernel=True`` re-runs the
 Lean check. The library is the one under ``root`` when the root has one (a checkout), else the
-installed pycert's (:func:`pycert.core.resources.library_dir`). Each disagreement is a :class:`~pycert.core.errors.Rejection` whose ``expected`` is the
-reference (the manifest, the file on disk, the recomputed value, the library) and ``found`` what the
-certificate holds. A missing input makes the result ``missing-input`` (exit 2) rather than
-``rejected`` (exit 1), and so does a malformed one (``input-error``: a certificate that is not a JSON
-object, a directory where a file should be); an input whose hash matches but which cannot be what it
-claims to be (a Lean file that is not UTF-8) is a rejection.
+installed pycert's (:func:`pycert.core.resources.library_dir`). Each disagreement is a
+:class:`~pycert.core.errors.Rejection` whose ``expected`` is the reference (the manifest, the file on
+disk, the recomputed value, the library) and ``found`` what the certificate holds. A missing input
+makes the result ``missing-input`` (exit 2) rather than ``rejected`` (exit 1), and so does a malformed
+one (``input-error``: a certificate that is not a JSON object, a directory where a file should be); an
+input whose hash matches but which cannot be what it claims to be (a Lean file that is not UTF-8) is a
+rejection.
 """
 
 from __future__ import annotations

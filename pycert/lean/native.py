@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from pycert.core.errors import InputError
-from pycert.core.files import link_or_copy, publish_dir
+from pycert.core.files import publish_dir
 from pycert.core.resources import cache_dir, checkout_root, data_root, library_sha256
 from pycert.lean.backend import Backend, BuildOptions, ToolchainInfo, parse_lean_version
 from pycert.lean.build import schedule
@@ -68,10 +68,10 @@ def lake_project(library: Path) -> Path:
                                    (project / "lean-toolchain").read_bytes()])).hexdigest()[:16]
     mirror = cache_dir() / "lake" / key
     if not (mirror / "lakefile.lean").exists():
-        def fill(tree: Path) -> None:
-            shutil.copytree(library, tree / "lean", copy_function=link_or_copy)
+        def fill(tree: Path) -> None:  # copies, not links: an edit in place must not reach a keyed copy
+            shutil.copytree(library, tree / "lean")
             for name in ("lean-toolchain", "lakefile.lean"):  # the lakefile last: it marks the copy complete
-                link_or_copy(project / name, tree / name)
+                shutil.copyfile(project / name, tree / name)
         publish_dir(mirror, fill)
     return mirror
 
