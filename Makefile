@@ -2,7 +2,7 @@
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup prove test browser
+.PHONY: setup prove test browser install-check
 
 $(BIN)/pycert: pyproject.toml
 	python3 -m venv $(VENV)
@@ -21,6 +21,10 @@ browser:
 
 prove: setup
 	$(BIN)/pycert prove all
+
+# `make test` runs this too (tests/test_install.py is part of the suite); here it runs alone.
+install-check: setup
+	$(BIN)/python -m pytest tests/test_install.py
 
 test: setup browser
 	$(BIN)/python -m pytest

@@ -72,9 +72,13 @@ def _run_one(scenario: str, library: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--library", type=Path, default=Path(__file__).resolve().parent.parent / "lean")
+    ap.add_argument("--library", type=Path, default=None, help="default: the library pycert proves with")
     ap.add_argument("--scenario", choices=SCENARIOS, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.library is None:
+        from pycert.core.resources import library_dir
+
+        args.library = library_dir()
     if args.scenario:
         _run_one(args.scenario, args.library)
         return

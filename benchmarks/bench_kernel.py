@@ -16,6 +16,7 @@ import platform
 import tempfile
 import time
 
+from pycert.core.resources import library_dir
 from pycert.lean import build
 
 
@@ -24,10 +25,10 @@ def cold_build(loader: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-build-cache-") as cache:
         os.environ["PYCERT_BUILD_CACHE"] = cache
         t0 = time.monotonic()
-        cold = build.build(library=build.default_library(), backend="wasm")
+        cold = build.build(library=library_dir(), backend="wasm")
         cold_s = time.monotonic() - t0
         t0 = time.monotonic()
-        warm = build.build(library=build.default_library(), backend="wasm")
+        warm = build.build(library=library_dir(), backend="wasm")
         warm_s = time.monotonic() - t0
     return {
         "cold_total_s": round(cold_s, 1),

@@ -20,10 +20,11 @@ from pydantic import BaseModel
 
 from pycert.certify.documents import certificate
 from pycert.certify.manifest import write_certificates
-from pycert.certify.provenance import collect, write_run_record
-from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, TheoremStatement
+from pycert.certify.provenance import certificate_provenance, collect, write_run_record
+from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, Provenance, TheoremStatement
 from pycert.core.errors import InputError, Rejection
-from pycert.core.files import REPO_ROOT, relative_to_root
+from pycert.core.files import certificate_root, relative_to_root
+from pycert.core.resources import default_certificate_dir, library_dir
 from pycert.families import FAMILIES
 from pycert.families.base import Family, Prepared, Progress, Setting
 from pycert.lean import build
@@ -62,7 +63,6 @@ class Run:
 
     setting: Setting
     backend: Backend
-    out_dir: Path
     prepared: list[Prepared] = field(default_factory=list)
     library: build.BuildResult | None = None
     instances: build.BuildResult | None = None
@@ -73,6 +73,10 @@ class Run:
     @property
     def root(self) -> Path:
         return self.setting.root
+
+    @property
+    def out_dir(self) -> Path:
+        return self.setting.out_dir
 
     def say(self, message: str) -> None:
         self.setting.progress(message)
@@ -89,7 +93,7 @@ StageFn = Callable[[Run], tuple[StageStatus, str]]
 
 
 def build_library(run: Run) -> tuple[StageStatus, str]:
-    res = build.build(library=run.root / "lean", backend=run.backend, progress=lambda m: run.say("  " + m))
+    res = build.build(library=library_dir(), backend=run.backend, progress=lambda m: run.say("  " + m))
     run.library = res
     if res.ok:
         return "ok", f"{len(res.results)} modules, {sum(r.cached for r in res.results)} cached"
@@ -111,7 +115,7 @@ def check_instances(run: Run) -> tuple[StageStatus, str]:
     files = [f for p in run.prepared for f in p.lean_files]
     if not files:
         return "skipped", "no instance files"
-    res = build.build(library=run.root / "lean", files=files, backend=run.backend, progress=lambda m: run.say("  " + m))
+    res = build.build(library=library_dir(), files=files, backend=run.backend, progress=lambda m: run.say("  " + m))
     run.instances = res
     by_file = {Path(r.file).resolve(): r for r in res.results}
     for p in run.prepared:
@@ -131,7 +135,7 @@ def audit(run: Run) -> tuple[StageStatus, str]:
     res = run.instances or run.library
     if res is None or not res.ok:
         return "skipped", "kernel check failed"
-    report = audit_build(res, run.backend, run.root / "lean")
+    report = audit_build(res, run.backend, library_dir())
     run.audit = report
     if not report.ok:
         for p in run.prepared:
@@ -146,7 +150,7 @@ def pin_statements(run: Run) -> tuple[StageStatus, str]:
     if run.library is None or not run.library.ok:
         return "skipped", "the library did not build"
     names = sorted({t for p in run.prepared for t in p.derived().theorems})
-    run.statements = pin(run.root / "lean", Path(run.library.olean_dir), [r.module for r in run.library.results],
+    run.statements = pin(library_dir(), Path(run.library.olean_dir), [r.module for r in run.library.results],
                          names, run.backend)
     missing = [n for n in names if n not in run.statements]
     for p in run.prepared:
@@ -157,7 +161,9 @@ def pin_statements(run: Run) -> tuple[StageStatus, str]:
 
 def write(run: Run) -> tuple[StageStatus, str]:
     backend = BackendInfo.from_toolchain(run.backend.info())
-    certs = [to_certificate(p, backend, run.audit, run.statements) for p in run.prepared if p.rejection is None]
+    provenance = certificate_provenance()
+    certs = [to_certificate(p, backend, run.audit, run.statements, provenance)
+             for p in run.prepared if p.rejection is None]
     bad = [c.id for c in certs if c.audit.verdict != "pass"]
     if bad:
         return "rejected", f"the audit of their own theorems did not pass: {', '.join(bad)}"
@@ -167,7 +173,7 @@ def write(run: Run) -> tuple[StageStatus, str]:
 
 
 def to_certificate(p: Prepared, backend: BackendInfo, report: AuditReport | None,
-                   statements: dict[str, TheoremStatement]) -> Certificate:
+                   statements: dict[str, TheoremStatement], provenance: Provenance) -> Certificate:
     """Everything the certificate says about itself is derived (:meth:`Family.derive`), so verify can
     derive it again and compare."""
     from pycert.audit.per_theorem import certificate_audit
@@ -180,7 +186,7 @@ def to_certificate(p: Prepared, backend: BackendInfo, report: AuditReport | None
         statements={t: statements[t] for t in d.theorems}, parameters=p.parameters,
         inputs=p.inputs, figures=[Figure.of(v, name=k, known_by=d.known_by[k], evidence=d.evidence[k])
                                       for k, v in p.figures.items()],
-        backend=backend, solver=p.solver, audit=audit, does_not_prove=list(d.does_not_prove),
+        backend=backend, solver=p.solver, audit=audit, provenance=provenance, does_not_prove=list(d.does_not_prove),
     )
 
 
@@ -206,7 +212,10 @@ def run_stages(run: Run, steps: list[tuple[str, StageFn]]) -> list[Stage]:
 
 
 def prove(families: list[str], traces: list[Path], *, backend: str | None = None, out_dir: Path | None = None,
-          root: Path = REPO_ROOT, progress: Progress = lambda _m: None) -> ProveResult:
+          progress: Progress = lambda _m: None) -> ProveResult:
+    """Prove ``families`` into ``out_dir`` (default :func:`default_certificate_dir`). Inputs are named
+    relative to the certificates' root, :func:`certificate_root` of ``out_dir``; emitted instance files
+    and the embedded default trace go into ``out_dir`` (``lean/``, ``inputs/``)."""
     for name in families:
         if name not in FAMILIES:
             raise InputError(f"unknown family {name!r}: expected one of {', '.join(FAMILIES)} or all")
@@ -218,9 +227,10 @@ def prove(families: list[str], traces: list[Path], *, backend: str | None = None
         raise InputError(f"two traces share the file name {next(n for n in names if names.count(n) > 1)!r}: "
                          "rename one (a certificate names a trace by its file name)")
     chosen = [FAMILIES[name] for name in FAMILIES if name in families]
-    run = Run(setting=Setting(root=root, traces=tuple(traces), progress=progress),
-              backend=resolve(backend), out_dir=out_dir or root / "certificates")
-    record = collect(root=root)
+    out = (out_dir or default_certificate_dir()).resolve()
+    run = Run(setting=Setting(root=certificate_root(out), out_dir=out, traces=tuple(traces), progress=progress),
+              backend=resolve(backend))
+    record = collect()
     done = run_stages(run, stages(chosen))
     record.written, record.stages = run.written, [s.model_dump() for s in done]
     write_run_record(record, run.out_dir)

@@ -27,10 +27,11 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 from pycert.core.errors import InputError
 from pycert.core.limits import MAX_INSTANCE_ID as MAX_ID, MAX_PARAM
+from pycert.core.resources import committed_instance
 from solvers.pooled import peak_live
 
 SCHEMA = "pycert-pooling-instance/1"
-COMMITTED = Path(__file__).resolve().parent / "instances" / "committed.json"
+COMMITTED = committed_instance()
 
 
 class _Frozen(BaseModel):

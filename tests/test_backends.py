@@ -15,6 +15,7 @@ import pytest
 
 from pycert.audit import axioms as au
 from pycert.core.errors import InputError, ToolchainMissing
+from pycert.core.resources import library_dir
 from pycert.lean import build
 from pycert.lean.backend import parse_lean_version, resolve
 from pycert.lean.native import NativeBackend, lake_verdicts
@@ -101,7 +102,7 @@ def test_lake_output_gives_each_library_module_its_verdict(tmp_path: Path) -> No
 def test_native_backend_builds_and_audits_like_wasm(wasm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One verdict per library module natively too (no stand-in module for `lake build`), the same
     audit, and Lean's `#print axioms` compared theorem by theorem: a disagreement fails the audit."""
-    reference = build.build(library=build.default_library(), backend=wasm)
+    reference = build.build(library=library_dir(), backend=wasm)
     assert reference.ok
     direct = au.audit_build(reference, wasm)
     project = tmp_path / "project"

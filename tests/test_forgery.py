@@ -14,7 +14,7 @@ import pytest
 from mutation.operators.forgery import set_theorems, sorry_in_audit
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest
 from pycert.certify.verify import verify_certificate
-from pycert.core.files import REPO_ROOT
+from tests.conftest import REPO as REPO_ROOT
 
 CEILING = "ceiling-synthetic-seed0.json"
 

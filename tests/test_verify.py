@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from pycert.certify.documents import certificate
+from pycert.certify.provenance import certificate_provenance
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest, write_certificates
 from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, InputFile, TheoremStatement
 from pycert.certify.verify import own_library, verify_certificate
 from pycert.cli import main
 from pycert.core.files import file_sha256 as sha256_file
+from pycert.core.resources import library_sha256
 from pycert.data.traces import read_trace, trace_from_bytes
 from pycert.families import FAMILIES
 from pycert.families.ceiling import ceiling_figures
@@ -38,7 +40,7 @@ def fixture_statements(theorems: tuple[str, ...] | list[str]) -> dict[str, Theor
 
 
 def make_cert(cert_id: str, family: str, figures: dict[str, Fraction], parameters: dict | None = None,
-              inputs: list[InputFile] | None = None) -> Certificate:
+              inputs: list[InputFile] | None = None, library: str | None = None) -> Certificate:
     """A certificate as ``pycert prove`` writes one: every sentence derived by the family."""
     fam = FAMILIES[family]
     inputs = inputs or []
@@ -52,6 +54,7 @@ def make_cert(cert_id: str, family: str, figures: dict[str, Fraction], parameter
                             lean_commit="38f3c0c45b8df6da2652faff6dcaa15afb5a6981", node_version="v24.0.0"),
         audit=AuditInfo(verdict="pass", axioms=["propext"], axioms_by_theorem={t: ["propext"] for t in d.theorems}),
         does_not_prove=list(d.does_not_prove),
+        provenance=certificate_provenance().model_copy(update={"library_sha256": library} if library else {}),
     )
 
 
@@ -133,7 +136,7 @@ def test_good_certificates_verify(repo: Path, capsys) -> None:
     for c in certs:
         r = verify_certificate(c, root=repo)
         assert r.status == "ok", r.failures
-        assert r.checked == ["manifest", "schema", "inputs", "figures", "derived text", "theorems",
+        assert r.checked == ["manifest", "schema", "inputs", "figures", "derived text", "library", "theorems",
                              "audit record"]
         assert any("not re-run" in n for n in r.notes)
     assert main(["verify", *map(str, certs)]) == 0
@@ -202,6 +205,31 @@ def test_renamed_theorem_is_rejected(repo: Path, tmp_path: Path) -> None:
     r = verify_certificate(path, root=repo)
     assert fields(r) == ["theorems", "theorems[0]", "statements"]
     assert r.failures[1].found == "Pycert.Isolation.flor (no such declaration)"
+
+
+def test_library_hash_is_the_documented_one(tmp_path: Path) -> None:
+    """sha256 over the sorted lines `<sha256 of the file>  <path>`, as `sha256sum` prints them."""
+    lib = tmp_path / "lean"
+    (lib / "Pycert").mkdir(parents=True)
+    (lib / "Pycert" / "B.lean").write_text("theorem b : True := trivial\n")
+    (lib / "A.lean").write_text("prelude\n")
+    lines = "".join(f"{hashlib.sha256((lib / p).read_bytes()).hexdigest()}  {p}\n" for p in ["A.lean", "Pycert/B.lean"])
+    assert library_sha256(lib) == hashlib.sha256(lines.encode()).hexdigest()
+    (lib / "Pycert" / "B.lean").write_text("theorem b : True := trivial\n-- a comment is an edit\n")
+    assert library_sha256(lib) != hashlib.sha256(lines.encode()).hexdigest()
+
+
+def test_a_certificate_made_with_another_library_is_rejected(repo: Path) -> None:
+    """verify runs with one library and the certificate names another: a rejection naming both hashes."""
+    other = "ab" * 32
+    write_certificates([make_cert("isolation-demo", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4},
+                                  library=other)], repo / "certificates")
+    r = verify_certificate(repo / "certificates" / "isolation-demo.json", root=repo)
+    assert r.status == "rejected" and len(r.failures) == 1, r.failures
+    f = r.failures[0]
+    assert f.subject.startswith("provenance.library_sha256") and f.reason == "library-mismatch"
+    assert (f.expected, f.found) == (library_sha256(own_library()), other)
+    assert main(["verify", "--root", str(repo), str(repo / "certificates" / "isolation-demo.json")]) == 1
 
 
 @pytest.mark.parametrize("name, found", [("Pycert.Ceiling.ceiling", "def"), ("Pycert.Ceiling.mem_bound", "private theorem"),

@@ -1,7 +1,9 @@
-"""Certificates: a flipped byte, an edited figure, a swapped hash, a ghost theorem, a disagreeing manifest."""
+"""Certificates: a flipped byte, an edited figure, a swapped hash, a ghost theorem, another library's
+hash, a disagreeing manifest."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from mutation.operators.base import CEILING_CERT, CERT_DIR, Operator, Planned, Verdict
@@ -29,11 +31,16 @@ class CertificateTamper(Operator):
         def ghost_theorem(d: dict) -> None:
             d["theorems"][0] = d["theorems"][0] + "_strong"
 
+        def other_library(d: dict) -> None:  # proved with a library whose content differs by one byte
+            d["provenance"]["library_sha256"] = hashlib.sha256(d["provenance"]["library_sha256"].encode()).hexdigest()
+
         for mid, name, desc, edit, field_re in (
             ("cert-edit-figure", "pooling-committed.json", "lower an exact figure by one (manifest re-forged)", edit_figure, r"^figures"),
             ("cert-swap-trace-hash", CEILING_CERT, "swap the trace's sha256 (manifest re-forged)", swap_hash, r"^inputs"),
             ("cert-ghost-theorem", "isolation-t8-n1024.json", "name a theorem the library does not have (manifest re-forged)",
              ghost_theorem, r"^theorems"),
+            ("cert-other-library", "first-touch-c256-n4000.json", "name another Lean library's hash (manifest re-forged)",
+             other_library, r"^provenance\.library_sha256"),
         ):
             self.add(mid, "verify", desc, f"verify failure on {field_re.lstrip('^')}", f"{CERT_DIR}/{name}",
                      run=lambda c, name=name, edit=edit, f=field_re: c.tamper(name, edit=edit, forge=True, field=f))

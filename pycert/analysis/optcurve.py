@@ -48,8 +48,9 @@ rebuild comes at most once every ``V`` accesses.
 
 Why numba: the loop is sequential by nature (each access moves a critical time that the next query
 reads), so numpy cannot vectorize it, and the same code as plain Python runs about 300 times slower.
-numba compiles this Python to machine code on the first call and caches it beside this file
-(``cache=True``); a fresh checkout pays the compile (seconds) once, a process after that only loads it.
+numba compiles this Python to machine code on the first call and caches it in the user's cache
+directory (``cache=True``, :func:`pycert.core.resources.use_numba_cache`); a fresh install pays the
+compile (seconds) once, a process after that only loads it.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ import numpy as np
 from numba import njit
 
 from pycert.analysis.cachesim import HitCurve, _as_array, _dense_ids, curve_from_distances
+from pycert.core.resources import use_numba_cache
+
+use_numba_cache()
 
 INF = 1 << 30
 """Larger than any sum the tree holds (|sum| <= 2V < 2**29, see :data:`MAX_REFS`): marks "no last

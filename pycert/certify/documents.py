@@ -14,11 +14,12 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from pycert.certify.schema import SCHEMA_ID, Certificate
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import REPO_ROOT, atomic_write, read_input
+from pycert.core.files import atomic_write, read_input
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
+from pycert.core.resources import schema_path
 from pycert.families import FAMILIES
 
-SCHEMA_PATH = REPO_ROOT / "certificates" / "schema" / "pycert-cert-1.schema.json"
+SCHEMA_PATH = schema_path()
 
 AnyCertificate = Annotated[Union[tuple(f.certificate_model for f in FAMILIES.values())],  # noqa: UP007
                            Field(discriminator="family")]

@@ -1,6 +1,10 @@
-"""Where and when a run of ``pycert prove`` happened: git revision and dirty flag, UTC time, host kind,
-run id, in the run record ``certificates/runs/last.json`` (ignored by git). None of it goes into a
-certificate or the manifest, so the same inputs and code give the same bytes.
+"""What made a certificate, and where and when a run of ``pycert prove`` happened.
+
+A certificate's provenance names only what is the same on every run of the same code: the pycert
+version and the content hash of the Lean library it was proved with (verify checks its own library
+against it). The git revision and dirty flag, UTC time, host kind and run id go to the run record
+``runs/last.json`` beside the certificates (ignored by git), so the same inputs and code give the
+same bytes.
 
 The dirty flag ignores ``certificates/`` itself: writing certificates must not mark the code that
 produced them as modified.
@@ -17,11 +21,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pycert.core.files import REPO_ROOT, atomic_write
+from pycert import __version__
+from pycert.certify.schema import Provenance
+from pycert.core.files import atomic_write
+from pycert.core.resources import checkout_root, library_sha256
 
 RUN_RECORD = Path("runs") / "last.json"
 """Relative to the certificate folder."""
-
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -32,13 +38,13 @@ def _git(root: Path, *args: str) -> str | None:
     return run.stdout if run.returncode == 0 else None
 
 
-def git_revision(root: Path = REPO_ROOT) -> str | None:
+def git_revision(root: Path) -> str | None:
     """``HEAD``'s commit, or None outside a repository or before the first commit."""
     out = _git(root, "rev-parse", "--verify", "--quiet", "HEAD")
     return out.strip() if out and out.strip() else None
 
 
-def git_dirty(root: Path = REPO_ROOT) -> bool:
+def git_dirty(root: Path) -> bool:
     """True when tracked or untracked files outside ``certificates/`` differ from ``HEAD`` (or git fails)."""
     out = _git(root, "status", "--porcelain", "--untracked-files=normal", "--", ".", ":(exclude)certificates")
     return out is None or bool(out.strip())
@@ -59,6 +65,11 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0)
 
 
+def certificate_provenance() -> Provenance:
+    """What a certificate made now records about the code that made it."""
+    return Provenance(pycert_version=__version__, library_sha256=library_sha256())
+
+
 class RunRecord(BaseModel):
     generated_utc: datetime
     git_revision: str | None
@@ -69,10 +80,13 @@ class RunRecord(BaseModel):
     stages: list[dict[str, object]] = []
 
 
-def collect(run_id: str | None = None, root: Path = REPO_ROOT) -> RunRecord:
-    """The record of a run made now."""
-    return RunRecord(generated_utc=utc_now(), git_revision=git_revision(root), git_dirty=git_dirty(root),
-                     host_kind=host_kind(), run_id=run_id or new_run_id())
+def collect(run_id: str | None = None) -> RunRecord:
+    """The record of a run made now. An installed pycert has no checkout: no git revision, and nothing
+    for it to be dirty against."""
+    root = checkout_root()
+    return RunRecord(generated_utc=utc_now(), git_revision=git_revision(root) if root else None,
+                     git_dirty=git_dirty(root) if root else False, host_kind=host_kind(),
+                     run_id=run_id or new_run_id())
 
 
 def write_run_record(record: RunRecord, cert_dir: Path) -> Path:

@@ -23,7 +23,7 @@ from pycert.certify.documents import parse_certificate
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
 from pycert.certify.schema import Certificate
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import atomic_write, read_input
+from pycert.core.files import atomic_write, certificate_root, read_input
 
 _SCRIPT = r"""
 "use strict";
@@ -256,11 +256,10 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     """Render the page for ``cert_dir``; with ``curves``, plot every trace a certificate names (found
     like verify finds it: inside ``root``, by default the certificates' own root, or an external trace
     where ``inputs`` hands it in; an external trace not handed in gets no curve), once per trace."""
-    from pycert.certify.verify import find_root
     from pycert.families.base import Locator
 
     manifest, certs = load_directory(cert_dir)
-    where = Locator(root=root or find_root(cert_dir / MANIFEST_NAME), external=dict(inputs or {}))
+    where = Locator(root=root or certificate_root(cert_dir), external=dict(inputs or {}))
     pngs: dict[str, bytes] = {}
     for cert, _ in certs:
         for i in cert.inputs:

@@ -148,7 +148,10 @@ class AuditInfo(_Strict):
 class Provenance(_Strict):
     """Facts about the code that made the certificate that are the same on every run of that code.
     When and where a run happened is not here (it would make the same inputs give other bytes): it
-    goes to the run record, ``certificates/runs/last.json``."""
+    goes to the run record, ``runs/last.json`` beside the certificates."""
+    pycert_version: str = Field(min_length=1, description="the pycert release that made the certificate")
+    library_sha256: Sha256 = Field(description="content hash of the Lean library it was proved with "
+                                               "(pycert.core.resources.library_sha256); verify checks its own")
 
 
 class Params(_Strict):
@@ -172,7 +175,7 @@ class Certificate(_Strict):
     backend: BackendInfo
     solver: SolverInfo | None = None
     audit: AuditInfo
-    provenance: Provenance = Provenance()
+    provenance: Provenance
     does_not_prove: list[str] = Field(min_length=1, description="honest limits of the claim")
 
     @model_validator(mode="after")

@@ -6,8 +6,10 @@ certificate's root (symlinks resolved; an external one only where the user hande
 recomputes every figure (:meth:`Family.recompute`) and every derived input (:meth:`Family.regenerate`),
 derives the claim, the theorem list, the ``does_not_prove`` lines and each figure's evidence state and
 ``known_by`` again
-(:meth:`Family.derive`) and compares them, requires every theorem to be a public declaration of the
-verifier's own Lean library, and checks the audit record against itself. With ``kernel=True`` it
+(:meth:`Family.derive`) and compares them, requires the verifier's own Lean library (the checkout's,
+or the installed package's; never one beside the certificate) to have the content hash the certificate
+was proved with and every theorem to be a public declaration of it, and checks the audit record
+against itself. With ``kernel=True`` it
 rebuilds the library and the certificate's instance files and re-runs the axiom audit on the named
 theorems; without it the result says that neither was re-run. Every disagreement is a
 :class:`~pycert.core.errors.Rejection` (``expected`` the reference, ``found`` the certificate's);
@@ -29,7 +31,8 @@ from pycert.certify.documents import parse_certificate
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
 from pycert.certify.schema import Certificate, InputFile, decimal_of
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import REPO_ROOT, file_sha256
+from pycert.core.files import certificate_root, file_sha256
+from pycert.core.resources import library_dir, library_sha256
 from pycert.families import FAMILIES
 from pycert.families.base import Locator
 from pycert.lean.sources import Declaration, scan_declarations
@@ -38,8 +41,9 @@ NOT_RERUN = "kernel and axiom audit: not re-run (run verify --kernel to rebuild 
 
 
 def own_library() -> Path:
-    """The Lean library this verifier trusts: its own sources, never a certificate's neighbours."""
-    return REPO_ROOT / "lean"
+    """The Lean library this verifier trusts: its own (the checkout's, or the installed package's),
+    never a certificate's neighbours."""
+    return library_dir()
 
 
 class VerifyResult(BaseModel):
@@ -243,6 +247,15 @@ def check_derived_text(cert: Certificate, figures: dict[str, Fraction]) -> list[
     return out
 
 
+def _check_library(cert: Certificate, library: Path, result: VerifyResult) -> None:
+    result.checked.append("library")
+    actual = library_sha256(library)
+    if actual != cert.provenance.library_sha256:
+        result.failures.append(Rejection.mismatch(
+            f"provenance.library_sha256 (verify runs with the library at {library})", actual,
+            cert.provenance.library_sha256, reason="library-mismatch"))
+
+
 def _check_theorems(cert: Certificate, library: Path, result: VerifyResult) -> None:
     """Every named theorem must be a public declaration of the verifier's own library, with the
     statement its source declares there."""
@@ -305,15 +318,6 @@ def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certifica
     return cert
 
 
-def find_root(path: Path) -> Path:
-    """The certificate's root: the nearest folder above it holding a ``certificates/`` folder or the
-    project's markers, so a certificate verifies the same from any working directory."""
-    for d in path.resolve().parents:
-        if (d / "certificates").is_dir() or ((d / "lakefile.lean").is_file() and (d / "lean" / "Pycert").is_dir()):
-            return d
-    return path.resolve().parent
-
-
 def verify_certificate(path: Path, root: Path | None = None, manifest: Path | None = None, kernel: bool = False,
                        backend: str | None = None, timeout: float = 1800.0, inputs: dict[str, Path] | None = None,
                        library: Path | None = None) -> VerifyResult:
@@ -321,7 +325,7 @@ def verify_certificate(path: Path, root: Path | None = None, manifest: Path | No
     cert = _read_checked(path, manifest or path.parent / MANIFEST_NAME, result)
     if cert is None:
         return _finish(result)
-    where = Locator(root=root or find_root(path), external=dict(inputs or {}))
+    where = Locator(root=root or certificate_root(path.parent), external=dict(inputs or {}))
     library = library or own_library()
     regenerated: dict[str, bytes] = {}
     recomputed = None
@@ -330,6 +334,7 @@ def verify_certificate(path: Path, root: Path | None = None, manifest: Path | No
         regenerated = _check_derived_inputs(cert, where, result)
     result.checked.append("derived text")
     result.failures += check_derived_text(cert, recomputed or {f.name: f.value for f in cert.figures})
+    _check_library(cert, library, result)
     _check_theorems(cert, library, result)
     _check_audit_record(cert, result)
     if not kernel:

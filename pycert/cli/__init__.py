@@ -81,7 +81,8 @@ def add_root(p) -> None:  # noqa: ANN001
     from pycert.core.limits import in_path, named_path
 
     p.add_argument("--root", type=in_path, default=None,
-                   help="the root input paths are relative to (default: found from the certificates' location)")
+                   help="the directory input paths are relative to (default: the parent of the certificates' directory, "
+                        "where pycert prove names them from)")
     p.add_argument("--input", type=named_path, action="append", default=[], metavar="NAME=PATH",
                    help="where an external input that a certificate names by file name is (e.g. a shared trace)")
 

@@ -18,6 +18,7 @@ from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected
 from pycert.core.files import atomic_write
 from pycert.core.limits import out_path, seconds
+from pycert.core.resources import library_dir
 from pycert.lean import build
 from pycert.lean.backend import resolve
 from pycert.lean.sources import library_modules, module_name
@@ -88,7 +89,7 @@ def render(report: au.AuditReport) -> str:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    library = args.library or build.default_library()
+    library = args.library or library_dir()
     if args.module and args.olean_dir is None:
         raise InputError("--module needs --olean-dir")
     report, sources = _from_tree(args, library) if args.olean_dir else _from_build(args, library)

@@ -10,6 +10,7 @@ from pycert.lean import build
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED
 from pycert.core.limits import in_path, int_range, seconds
+from pycert.core.resources import library_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +38,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    res = build.build(library=args.library or build.default_library(), backend=args.backend, timeout=args.timeout,
+    res = build.build(library=args.library or library_dir(), backend=args.backend, timeout=args.timeout,
                        jobs=args.jobs, progress=Progress(enabled=not args.json))
     return _report(args, res)
 

@@ -16,7 +16,8 @@ from mutation.report import render, to_stryker
 from pycert.cli import add_backend, add_common
 from pycert.core.console import Progress, emit
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED
-from pycert.core.files import REPO_ROOT, atomic_write
+from pycert.core.files import atomic_write
+from pycert.core.resources import data_root
 from pycert.core.limits import out_path, seconds
 
 
@@ -35,12 +36,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
-    report = run_campaign(REPO_ROOT, backend=args.backend, only=set(args.only) if args.only else None, timeout=args.timeout,
+    report = run_campaign(data_root(), backend=args.backend, only=set(args.only) if args.only else None, timeout=args.timeout,
                           progress=Progress(enabled=not args.json))
     data = {"summary": report.summary(), "outcomes": [o.model_dump() for o in report.outcomes]}
     emit(args.json, data, lambda: render(report))  # first: an unwritable --report must not lose the results
     if args.report:
-        atomic_write(args.report, (json.dumps(to_stryker(report, REPO_ROOT), indent=2) + "\n").encode())
+        atomic_write(args.report, (json.dumps(to_stryker(report, data_root()), indent=2) + "\n").encode())
     if args.expect_reject and report.failing:
         return EXIT_REJECTED
     return EXIT_OK

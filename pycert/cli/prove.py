@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("family", choices=("all", *FAMILIES), help="which family (or all)")
     p.add_argument("--trace", type=Path, action="append", default=[], metavar="PATH",
                    help="also certify the hit ceiling of this trace (repeatable); default: the synthetic trace only")
-    p.add_argument("--out", type=Path, default=None, help="certificate directory (default: certificates/)")
+    p.add_argument("--out", type=Path, default=None, help="certificate directory (default: the checkout's certificates/, else ./certificates); inputs are "
+                        "named relative to its parent, emitted instance files go under it")
     add_common(p)
     add_backend(p)
     p.set_defaults(func=cmd_prove)

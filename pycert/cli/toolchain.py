@@ -39,7 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    info = resolve(args.backend).info()
+    from pycert.core.resources import cache_dir, library_dir, library_sha256
+
+    info = resolve(args.backend).info().model_copy(update={
+        "cache_dir": str(cache_dir()), "library": str(library_dir()), "library_sha256": library_sha256()})
     emit(args.json, info, lambda: table(["field", "value"], [(k, v) for k, v in info.model_dump().items() if v]))
     return EXIT_OK
 

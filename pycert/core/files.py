@@ -1,4 +1,4 @@
-"""Files: where the checkout is, hashing, and every write pycert makes (temporary, then rename).
+"""Files: hashing, how certificates name their inputs, and every write pycert makes (temporary, then rename).
 
 Every file pycert writes is staged beside its target and renamed into place with SIGINT/SIGTERM held
 back, so an interrupted run leaves the old file or the new one and never a temporary; a directory
@@ -21,8 +21,6 @@ from typing import Any, BinaryIO
 
 from pycert.core.errors import InputError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-"""The repository root (pycert runs from a checkout or an editable install of one)."""
 _CHUNK = 1 << 20
 
 
@@ -55,6 +53,13 @@ def read_input(path: Path, what: str, missing: str = "no such file") -> bytes:
             return f.read()
         except OSError as exc:
             raise InputError(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from None
+
+
+def certificate_root(cert_dir: Path) -> Path:
+    """The directory a certificate's input paths are relative to: the parent of the directory that
+    holds the certificate. For the repository's ``certificates/`` that is the repository root; for
+    ``pycert prove --out DIR`` it is DIR's parent, so a trace beside DIR is named by its file name."""
+    return Path(cert_dir).resolve().parent
 
 
 def relative_to_root(path: Path, root: Path) -> str:

@@ -23,16 +23,18 @@ from pydantic import create_model
 
 from pycert.certify.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import file_sha256, relative_to_root
+from pycert.core.files import atomic_write, file_sha256, relative_to_root
 
 Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class Setting:
-    """What :meth:`Family.prepare` may use: the repository root, the traces asked for, progress."""
+    """What :meth:`Family.prepare` may use: the certificates' root (input paths are relative to it), the
+    certificate directory (emitted files go under it), the traces asked for, progress."""
 
     root: Path
+    out_dir: Path
     traces: tuple[Path, ...] = ()
     progress: Progress = lambda _m: None
 
@@ -129,6 +131,19 @@ class Family(ABC):
         raise Rejected(Rejection.mismatch(f"inputs[{inp.path}].derived_from",
                                           f"a {self.name} {inp.role} file pycert can regenerate",
                                           f"{inp.role} derived from {inp.derived_from}"))
+
+
+def local_copy(path: Path, setting: Setting) -> Path:
+    """``path`` when it lies under the certificates' root, else a copy in ``<out_dir>/inputs/`` (a file
+    pycert ships, e.g. the committed pooling instance of an installed pycert, is not named by its
+    place in site-packages)."""
+    if path.resolve().is_relative_to(setting.root):
+        return path
+    copy = setting.out_dir / "inputs" / path.name
+    data = path.read_bytes()
+    if not copy.is_file() or copy.read_bytes() != data:
+        atomic_write(copy, data)
+    return copy
 
 
 def input_file(role: str, path: Path, root: Path, derived_from: str | None = None) -> InputFile:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from pycert.certify.schema import Certificate, EvidenceState, Figure, InputFile, Params, SolverInfo
 from pycert.core.errors import Rejection
 from pycert.core.files import atomic_write
-from pycert.families.base import Family, Locator, Prepared, Progress, Setting, input_file, input_path
+from pycert.families.base import Family, Locator, Prepared, Progress, Setting, input_file, input_path, local_copy
 from pycert.lean.emit import pooling_wall
 from solvers.capacitated import CapacitatedParams, capacitated_cases
 from solvers.graphs import Sharing, sharing
@@ -34,7 +34,8 @@ from solvers.optima import PagingOutcome, RoutingOutcome, capacitated_outcomes, 
 from solvers.per_instance import committed_model
 from solvers.pooled import Cache
 
-LEAN_WALL = Path("certificates/lean/PoolingWall.lean")
+LEAN_WALL = Path("lean/PoolingWall.lean")
+"""Relative to the certificate directory."""
 
 
 class PoolingParams(Params):
@@ -270,8 +271,8 @@ class Pooling(Family):
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         """The solvers and their independent checks now; the emitted wall file joins the batched kernel check."""
-        lean_path = setting.root / LEAN_WALL
-        res = run_pooling(COMMITTED, lean_file=lean_path, progress=lambda m: setting.progress("  " + m))
+        lean_path = setting.out_dir / LEAN_WALL
+        res = run_pooling(local_copy(COMMITTED, setting), lean_file=lean_path, progress=lambda m: setting.progress("  " + m))
         pooled, per = res.pooled, res.per_instance
         solver = SolverInfo(
             name="OR-Tools CP-SAT", version=res.solvers["OR-Tools CP-SAT"], status=pooled.cpsat.status,

@@ -46,6 +46,9 @@ class ToolchainInfo(BaseModel):
     lean: str | None = None
     lake: str | None = None
     cache_dir: str | None = None
+    library: str | None = None
+    """The Lean library pycert proves with, and its content hash (filled in by ``pycert toolchain``)."""
+    library_sha256: str | None = None
 
 
 def parse_lean_version(text: str) -> tuple[str, str | None] | None:

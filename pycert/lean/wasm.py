@@ -20,7 +20,8 @@ from pycert.lean.build import BuildCache, link_outputs, prune_old_trees, schedul
 from pycert.lean.diagnostics import CheckResult, check_result
 from pycert.lean.process import run_process
 from pycert.lean.sources import Unit, module_path
-from pycert.lean.toolchain import Installed, cache_dir, find_installed, node_version, scratch_root
+from pycert.core.resources import cache_dir
+from pycert.lean.toolchain import Installed, find_installed, node_version, scratch_root
 
 if TYPE_CHECKING:
     from pycert.audit.axioms import AuditReport

@@ -19,6 +19,10 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
+from pycert.core.resources import use_numba_cache
+
+use_numba_cache()
+
 
 def pair_index(k: int, j: int) -> int:
     """``j`` with bit ``k`` taken out: the control bit both positions of a pair read."""
