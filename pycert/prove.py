@@ -23,7 +23,7 @@ from pycert.certify.manifest import write_certificates
 from pycert.certify.provenance import certificate_provenance, collect, write_run_record
 from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, Provenance, TheoremStatement
 from pycert.core.errors import InputError, Rejection
-from pycert.core.files import certificate_root, relative_to_root
+from pycert.core.files import certificate_root
 from pycert.core.resources import default_certificate_dir, library_dir
 from pycert.families import FAMILIES
 from pycert.families.base import Family, Prepared, Progress, Setting
@@ -169,7 +169,7 @@ def write(run: Run) -> tuple[StageStatus, str]:
         return "rejected", f"the audit of their own theorems did not pass: {', '.join(bad)}"
     write_certificates(certs, run.out_dir)
     run.written += [str(run.out_dir / c.filename) for c in certs]
-    return "ok", f"{len(certs)} written to {relative_to_root(run.out_dir, run.root)}"
+    return "ok", f"{len(certs)} written to {run.out_dir}"
 
 
 def to_certificate(p: Prepared, backend: BackendInfo, report: AuditReport | None,
@@ -211,27 +211,66 @@ def run_stages(run: Run, steps: list[tuple[str, StageFn]]) -> list[Stage]:
     return done
 
 
+EMITTED = ("inputs", "lean")
+"""The folders under ``--out`` that families emit into (certificates and the manifest are written whole
+at the end, by :func:`write`, only when they hold)."""
+
+
+def files_under(directory: Path) -> set[Path]:
+    """Every file and folder of the emitted folders under ``directory`` (not the rest: ``--out`` may be a
+    big working directory), and those folders themselves."""
+    found: set[Path] = set()
+    for sub in EMITTED:
+        if (directory / sub).is_dir():
+            found |= {directory / sub, *(directory / sub).rglob("*")}
+    return found
+
+
+def kept(run: Run) -> set[Path]:
+    """What a run leaves in the certificate directory: the certificates it wrote and what they name."""
+    written = {Path(w).name for w in run.written}
+    names = {run.out_dir / i.path for p in run.prepared if f"{p.id}.json" in written
+             for i in p.inputs if not i.external}
+    return names | {Path(w) for w in run.written}
+
+
+def sweep(out: Path, before: set[Path], keep: set[Path]) -> None:
+    """Remove what this run emitted under ``out`` that no written certificate names (the instance files
+    of a rejected claim), and the folders it made that are left empty: a failed run adds only its record."""
+    made = files_under(out) - before
+    for path in sorted(p for p in made - {k.resolve() for k in keep} if p.is_file()):
+        path.unlink(missing_ok=True)
+    for d in sorted((d for d in made if d.is_dir()), key=lambda d: len(d.parts), reverse=True):
+        if not any(d.iterdir()):
+            d.rmdir()
+
+
 def prove(families: list[str], traces: list[Path], *, backend: str | None = None, out_dir: Path | None = None,
           progress: Progress = lambda _m: None) -> ProveResult:
     """Prove ``families`` into ``out_dir`` (default :func:`default_certificate_dir`). Inputs are named
-    relative to the certificates' root, :func:`certificate_root` of ``out_dir``; emitted instance files
-    and the embedded default trace go into ``out_dir`` (``lean/``, ``inputs/``)."""
+    relative to ``out_dir`` itself (:func:`certificate_root`), where the emitted instance files, the
+    embedded default trace and the shipped pooling instance go (``lean/``, ``inputs/``); a trace from
+    elsewhere is an external input, named by its file name."""
     for name in families:
         if name not in FAMILIES:
             raise InputError(f"unknown family {name!r}: expected one of {', '.join(FAMILIES)} or all")
     for t in traces:
         if not t.is_file():
             raise InputError("no such trace file", where=str(t))
-    names = [t.name for t in traces]
-    if len(set(names)) != len(names):  # a certificate names an outside trace by its file name alone
-        raise InputError(f"two traces share the file name {next(n for n in names if names.count(n) > 1)!r}: "
-                         "rename one (a certificate names a trace by its file name)")
     chosen = [FAMILIES[name] for name in FAMILIES if name in families]
     out = (out_dir or default_certificate_dir()).resolve()
-    run = Run(setting=Setting(root=certificate_root(out), out_dir=out, traces=tuple(traces), progress=progress),
-              backend=resolve(backend))
+    if out.exists() and not out.is_dir():
+        raise InputError("is not a directory: --out names the certificate directory", where=str(out_dir))
+    setting = Setting(root=certificate_root(out), out_dir=out, traces=tuple(traces), progress=progress)
+    for family in chosen:
+        family.check_setting(setting)
+    run = Run(setting=setting, backend=resolve(backend))
     record = collect()
-    done = run_stages(run, stages(chosen))
+    before = files_under(out)
+    try:
+        done = run_stages(run, stages(chosen))
+    finally:  # Ctrl-C too
+        sweep(out, before, keep=kept(run))
     record.written, record.stages = run.written, [s.model_dump() for s in done]
     write_run_record(record, run.out_dir)
     rows = [Row(certificate=p.id, claim=p.derived().claim, figure=p.headline, status="rejected" if p.rejection else "holds")

@@ -48,7 +48,7 @@ def test_the_issue_forgery_is_rejected(tmp_path: Path, monkeypatch: pytest.Monke
     root = copy_repo(tmp_path / "copy")
     path = forge(root, CEILING, issue_forgery)
     monkeypatch.chdir(tmp_path)
-    res = verify_certificate(path, root=root)
+    res = verify_certificate(path, root=root / "certificates")
     assert res.status == "rejected", res
     fields = {f.subject.split("[")[0].split(".")[0] for f in res.failures}
     assert {"claim", "theorems", "audit"} <= fields, res.failures
@@ -124,7 +124,7 @@ def test_symlink_out_of_the_root_is_refused_exit_2(tmp_path: Path, capsys: pytes
     trace.unlink()
     trace.symlink_to(outside)
     res = verify_certificate(root / "certificates" / CEILING)
-    assert res.status == "input-error" and "outside the certificate's root" in res.errors[0], res
+    assert res.status == "input-error" and "outside the certificate's directory" in res.errors[0], res
     assert main(["verify", str(root / "certificates" / CEILING)]) == 2
 
 
@@ -156,5 +156,7 @@ def test_prove_refuses_two_traces_with_one_file_name(tmp_path: Path) -> None:
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
         (tmp_path / d / "t.jsonl").write_text("1\n")
-    with pytest.raises(InputError, match="share the file name 't.jsonl'"):
-        prove(["ceiling"], [tmp_path / "a" / "t.jsonl", tmp_path / "b" / "t.jsonl"])
+    with pytest.raises(InputError, match="a/t.jsonl would both make ceiling-t:") as err:
+        prove(["ceiling"], [tmp_path / "a" / "t.jsonl", tmp_path / "b" / "t.jsonl"], out_dir=tmp_path / "certs")
+    assert err.value.where == str(tmp_path / "b" / "t.jsonl")
+    assert not (tmp_path / "certs").exists()

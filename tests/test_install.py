@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -86,16 +87,17 @@ def test_the_installed_wheel_proves_a_users_trace_from_an_empty_directory(tmp_pa
     _run(["pycert", "prove", "ceiling", "--trace", "small.jsonl", "--trace", "../elsewhere/far.jsonl", "--out", "certs",
           "--json"], work, env, timings, "prove ceiling (two traces)")
     cert = json.loads((work / "certs" / "ceiling-small.json").read_text())
-    assert [(i["path"], i["derived_from"]) for i in cert["inputs"]] == [("small.jsonl", None),
-                                                                        ("certs/lean/CeilingSmall.lean", "trace")]
+    # what the directory keeps is named from the directory; a trace outside it by its file name
+    assert [(i["path"], i["external"]) for i in cert["inputs"]] == [("small.jsonl", True),
+                                                                    ("lean/derived/CeilingSmall.lean", False)]
     assert cert["provenance"] == {"pycert_version": __version__, "library_sha256": library_sha256(REPO / "lean")}
     assert json.loads((work / "certs" / "runs" / "last.json").read_text())["git_revision"] is None
     far = json.loads((work / "certs" / "ceiling-far.json").read_text())
     assert [(i["path"], i["external"]) for i in far["inputs"]] == [("far.jsonl", True),
-                                                                   ("certs/lean/derived/CeilingFar.lean", False)]
+                                                                   ("lean/derived/CeilingFar.lean", False)]
 
     certs = sorted(str(p.relative_to(work)) for p in (work / "certs").glob("*.json"))
-    # a trace from outside the directory is named by its file name: verify needs it handed in
+    # an external trace is found by name beside the directory (small.jsonl), else it must be handed in
     missing = json.loads(_run(["pycert", "verify", "--json", *certs], work, env, timings, "verify (no --input)",
                               expect=2).stdout)
     assert missing["exit"] == 2 and "--input far.jsonl=PATH" in missing["error"]
@@ -111,10 +113,16 @@ def test_the_installed_wheel_proves_a_users_trace_from_an_empty_directory(tmp_pa
          "report")
     _run(["pycert", "mutate", "--expect-reject", "--only", "certificate", "--json"], work, env, timings,
          "mutate --only certificate")
+    # the directory travels: copied elsewhere with the one trace it names beside it, it verifies there
+    sent = tmp_path / "inbox"
+    shutil.copytree(work / "certs", sent / "received")
+    shutil.copy(work / "small.jsonl", sent / "small.jsonl")
+    _run(["pycert", "verify", "received/ceiling-small.json", "received/ceiling-synthetic-seed0.json"], sent, env,
+         timings, "verify (sent elsewhere)")
 
     assert _files(work) == {"small.jsonl", "report.html", "certs/MANIFEST.sha256", "certs/ceiling-small.json",
                             "certs/ceiling-far.json", "certs/ceiling-synthetic-seed0.json",
-                            "certs/inputs/synthetic-seed0.jsonl", "certs/lean/CeilingSmall.lean",
+                            "certs/inputs/synthetic-seed0.jsonl", "certs/lean/derived/CeilingSmall.lean",
                             "certs/lean/derived/CeilingFar.lean", "certs/lean/CeilingSyntheticSeed0.lean",
                             "certs/runs/last.json"}
     # nothing but Python's own bytecode (pip was told not to precompile) lands in site-packages

@@ -79,3 +79,75 @@ def test_prove_writes_what_the_committed_certificates_say(wasm, tmp_path: Path) 
     assert prove(["isolation", "first-touch"], [], backend="wasm", out_dir=out).ok
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == first  # byte-identical, manifest too
     assert json.loads((out / "runs" / "last.json").read_text())["written"]
+
+
+def _ids_trace(path: Path, seed: int) -> Path:
+    import random
+
+    rng = random.Random(seed)
+    pool = [rng.getrandbits(64) for _ in range(60)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{rng.choice(pool)}\n" for _ in range(300)))
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_certificate_directory_can_be_renamed_and_sent(wasm, tmp_path: Path) -> None:
+    """What `prove --out DIR` names under DIR is named from DIR itself: renamed, DIR still verifies;
+    sent elsewhere without the trace, verify asks for it by name; handed it, verify passes."""
+    from pycert.core.errors import InputError
+
+    work = tmp_path / "work"
+    trace = _ids_trace(work / "mine.txt", seed=5)
+    res = prove(["ceiling"], [trace], backend="wasm", out_dir=work / "certs")
+    assert res.ok, res.stages
+    (work / "certs").rename(work / "renamed")
+    cert = work / "renamed" / "ceiling-mine.json"
+    assert verify_certificate(cert).ok
+    assert verify_certificate(work / "renamed" / "ceiling-synthetic-seed0.json").ok
+    sent = tmp_path / "inbox" / "certs"
+    sent.parent.mkdir()
+    (work / "renamed").rename(sent)
+    far = verify_certificate(sent / "ceiling-mine.json")
+    assert far.status == "missing-input" and "--input mine.txt=PATH" in far.missing[0]
+    assert verify_certificate(sent / "ceiling-mine.json", inputs={"mine.txt": trace}).ok
+    trace.write_text(trace.read_text() + "1\n")
+    assert verify_certificate(sent / "ceiling-mine.json", inputs={"mine.txt": trace}).status == "rejected"
+    with pytest.raises(InputError, match="would both make ceiling-my-trace"):
+        prove(["ceiling"], [_ids_trace(work / "my-trace.txt", 1), _ids_trace(work / "my_trace.txt", 2)],
+              backend="wasm", out_dir=work / "clash")
+    assert not (work / "clash").exists()
+
+
+def test_a_trace_that_would_replace_an_earlier_certificate_is_refused(tmp_path: Path) -> None:
+    from pycert.core.errors import InputError
+    from pycert.families.base import Setting
+    from pycert.families.ceiling import FAMILY as CEILING
+
+    out = tmp_path / "certs"
+    out.mkdir()
+    (out / "ceiling-t1.json").write_text(json.dumps({"inputs": [{"role": "trace", "path": "t1.txt"}]}))
+    same = _ids_trace(tmp_path / "again" / "t1.txt", 1)
+    CEILING.check_setting(Setting(root=out, out_dir=out, traces=(same,)))  # the same trace, proved again
+    other = _ids_trace(tmp_path / "t1.csv", 1)
+    with pytest.raises(InputError, match="certifies trace t1.txt"):
+        CEILING.check_setting(Setting(root=out, out_dir=out, traces=(other,)))
+    with pytest.raises(InputError, match="would both make ceiling-synthetic-seed0"):
+        CEILING.check_setting(Setting(root=out, out_dir=out, traces=(_ids_trace(tmp_path / "synthetic_seed0.txt", 1),)))
+
+
+def test_a_run_leaves_only_what_its_certificates_name(tmp_path: Path) -> None:
+    from pycert.prove import files_under, sweep
+
+    out = tmp_path / "certs"
+    (out / "lean").mkdir(parents=True)
+    (out / "lean" / "Old.lean").write_text("kept: there before")
+    before = files_under(out)
+    for rel in ("lean/Good.lean", "lean/Rejected.lean", "inputs/x.jsonl", "lean/derived/Gone.lean", "good.json",
+                "users/own.txt"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(rel)
+    sweep(out, before, keep={out / "lean" / "Good.lean", out / "good.json"})
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
+        "good.json", "lean", "lean/Good.lean", "lean/Old.lean", "users", "users/own.txt"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import random
 import re
 from pathlib import Path
@@ -105,10 +106,11 @@ def _trace(path: Path, seed: int = 17) -> Path:
     return path
 
 
-def test_a_users_trace_and_its_instance_are_named_from_the_out_dirs_parent(tmp_path: Path) -> None:
-    """`pycert prove ceiling --trace small.jsonl --out certs` in a user's directory: the trace is named
-    `small.jsonl`, its instance lives in `certs/lean/` and the default trace in `certs/inputs/`; a trace
-    outside the directory is named by its file name alone, as an external input."""
+def test_a_certificate_names_what_it_keeps_from_its_own_directory(tmp_path: Path) -> None:
+    """`pycert prove ceiling --trace small.jsonl --out certs` in a user's directory: what lives under
+    `certs/` is named from there (`inputs/...`, `lean/...`), so the directory can be renamed or sent;
+    a trace outside it, beside it or far away, is an external input named by its file name alone, and
+    its instance goes to `lean/derived/` (verify regenerates it)."""
     work = tmp_path / "work"
     small = _trace(work / "small.jsonl")
     far = _trace(tmp_path / "elsewhere" / "far.jsonl", seed=3)
@@ -116,23 +118,37 @@ def test_a_users_trace_and_its_instance_are_named_from_the_out_dirs_parent(tmp_p
     prepared = CEILING.prepare(Setting(root=certificate_root(out), out_dir=out, traces=(small, far)))
     named = {p.id: [(i.role, i.path, i.derived_from) for i in p.inputs] for p in prepared}
     assert {p.id: [i.external for i in p.inputs] for p in prepared} == {
-        "ceiling-synthetic-seed0": [False, False], "ceiling-small": [False, False], "ceiling-far": [True, False]}
+        "ceiling-synthetic-seed0": [False, False], "ceiling-small": [True, False], "ceiling-far": [True, False]}
     assert named == {
-        "ceiling-synthetic-seed0": [("trace", "certs/inputs/synthetic-seed0.jsonl", None),
-                                    ("lean", "certs/lean/CeilingSyntheticSeed0.lean", "trace")],
-        "ceiling-small": [("trace", "small.jsonl", None), ("lean", "certs/lean/CeilingSmall.lean", "trace")],
-        "ceiling-far": [("trace", "far.jsonl", None),
-                        ("lean", "certs/lean/derived/CeilingFar.lean", "trace")],
+        "ceiling-synthetic-seed0": [("trace", "inputs/synthetic-seed0.jsonl", None),
+                                    ("lean", "lean/CeilingSyntheticSeed0.lean", "trace")],
+        "ceiling-small": [("trace", "small.jsonl", None), ("lean", "lean/derived/CeilingSmall.lean", "trace")],
+        "ceiling-far": [("trace", "far.jsonl", None), ("lean", "lean/derived/CeilingFar.lean", "trace")],
     }
     assert sorted(p.relative_to(work).as_posix() for p in work.rglob("*") if p.is_file()) == [
-        "certs/inputs/synthetic-seed0.jsonl", "certs/lean/CeilingSmall.lean", "certs/lean/CeilingSyntheticSeed0.lean",
-        "certs/lean/derived/CeilingFar.lean", "small.jsonl"]
+        "certs/inputs/synthetic-seed0.jsonl", "certs/lean/CeilingSyntheticSeed0.lean",
+        "certs/lean/derived/CeilingFar.lean", "certs/lean/derived/CeilingSmall.lean", "small.jsonl"]
+
+
+def test_an_external_input_is_found_by_name_beside_the_directory_or_where_handed_in(tmp_path: Path) -> None:
+    from pycert.certify.schema import InputFile
+    from pycert.core.errors import InputError
+    from pycert.families.base import Locator
+
+    trace = InputFile(role="trace", path="small.jsonl", sha256="0" * 64, external=True)
+    where = Locator(root=tmp_path / "certs")
+    with pytest.raises(InputError, match="--input small.jsonl=PATH"):
+        where.locate(trace)
+    beside = _trace(tmp_path / "small.jsonl")
+    assert where.locate(trace) == beside
+    given = _trace(tmp_path / "far" / "x.jsonl")
+    assert Locator(root=tmp_path / "certs", external={"small.jsonl": given}).locate(trace) == given
 
 
 def test_a_shipped_input_outside_the_root_is_copied_beside_the_certificates(tmp_path: Path) -> None:
     out = tmp_path / "work" / "certs"
     setting = Setting(root=certificate_root(out), out_dir=out)
-    inside = _trace(tmp_path / "work" / "t.jsonl")
+    inside = _trace(out / "t.jsonl")
     assert local_copy(inside, setting) == inside
     copy = local_copy(resources.committed_instance(), setting)
     assert copy == out / "inputs" / "committed.json"
@@ -149,3 +165,19 @@ def test_verify_finds_the_root_from_the_certificates_place(tmp_path: Path, monke
     monkeypatch.chdir(tmp_path / "elsewhere")
     assert main(["verify", *map(str, sorted(certs.glob("*.json")))]) == 0
     assert capsys.readouterr().out.count("ok ") == 2
+
+
+@pytest.mark.parametrize("kind", ["a file", "read-only"])
+def test_an_unusable_cache_directory_is_one_line_exit_2(tmp_path: Path, monkeypatch, capsys, kind: str) -> None:
+    cache = tmp_path / "cache"
+    if kind == "a file":
+        cache.write_text("not a directory")
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a read-only directory")
+        cache.mkdir()
+        cache.chmod(0o500)
+    monkeypatch.setenv("PYCERT_CACHE", str(cache))
+    assert main(["toolchain", "install", "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)
+    assert "PYCERT_CACHE" in err["error"] and err["where"].startswith(str(cache))

@@ -492,7 +492,7 @@ def test_swapped_mooncake_trace_hash_is_rejected(tmp_path: Path) -> None:
 def test_kernel_reruns_lean(repo: Path, wasm) -> None:
     """--kernel re-runs Lean on the verifier's library and the certificate's files (a nonce keeps the
     build cache out of the emitted file), then re-audits the named theorems."""
-    emitted = repo / "Emitted.lean"
+    emitted = repo / "certificates" / "Emitted.lean"
     emitted.write_text(nonce() + "prelude\nimport Init.Prelude\n\ntheorem emitted_false : (2 : Nat) + 2 = 5 := rfl\n")
     cert = make_cert("iso-kernel", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4},
                      inputs=[InputFile(role="lean", path="Emitted.lean", sha256=sha256_file(emitted))])
@@ -587,3 +587,32 @@ def test_kernel_checks_a_regenerated_mooncake_instance(tmp_path: Path, wasm) -> 
     shutil.copytree(REPO / "certificates", root / "certificates", ignore=shutil.ignore_patterns("derived", "runs"))
     result = verify_certificate(root / "certificates" / cert.name, inputs=SHARED_INPUTS, kernel=True, backend="wasm")
     assert result.ok and {"derived inputs", "kernel"} <= set(result.checked), result.failures
+
+
+def test_an_input_no_certificate_names_is_an_error_not_ignored(repo: Path, capsys) -> None:
+    certs = [str(p) for p in sorted((repo / "certificates").glob("*.json"))]
+    assert main(["verify", *certs, "--input", "typo.jsonl=/dev/null"]) == 2
+    assert "typo.jsonl=...: no certificate given names an external input typo.jsonl" in capsys.readouterr().err
+    assert main(["report", "--certs", str(repo / "certificates"), "--out", str(repo / "r.html"), "--no-curves",
+                 "--input", "typo.jsonl=/dev/null"]) == 2
+    assert not (repo / "r.html").exists()
+
+
+def test_report_finds_an_external_trace_beside_the_directory_or_says_so(repo: Path) -> None:
+    from pycert.certify.report import write_report
+    from pycert.core.errors import InputError
+
+    trace = repo / "outside" / "x.ids"
+    trace.parent.mkdir()
+    trace.write_bytes(b"5\n6\n5\n7\n5\n")
+    inp = InputFile(role="trace", path="x.ids", sha256=sha256_file(trace), external=True)
+    cert = make_cert("ceiling-x", "ceiling", ceiling_figures(read_trace(trace)),
+                     {"lean_encoding": lean_trace.ENCODING}, inputs=[inp])
+    write_certificates([cert], repo / "certificates")
+    with pytest.raises(InputError, match="--input x.ids=PATH"):
+        write_report(repo / "certificates", repo / "r.html")
+    assert not (repo / "r.html").exists()
+    write_report(repo / "certificates", repo / "r.html", inputs={"x.ids": trace})
+    trace.rename(repo / "x.ids")  # beside the certificate directory
+    write_report(repo / "certificates", repo / "r2.html")
+    assert "x.ids" in (repo / "r2.html").read_text()

@@ -51,7 +51,7 @@ def _rejection(e: dict[str, Any]) -> Rejection:
     if e["type"] == "union_tag_invalid":
         return Rejection.mismatch("family", "one of " + ", ".join(FAMILIES), json.dumps(e["ctx"]["tag"])[:120])
     found = "absent" if e["type"] == "missing" else json.dumps(e.get("input"))[:120]
-    return Rejection.mismatch(_loc(tuple(e["loc"])), e["msg"], found)
+    return Rejection.mismatch(_loc(tuple(e["loc"])), e["msg"].removeprefix("Value error, "), found)
 
 
 def parse_certificate(text: str | bytes, where: str | None = None) -> Certificate:

@@ -7,6 +7,7 @@ names it asks about and the values it is compared with.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from pycert.certify.schema import Certificate
@@ -48,7 +49,7 @@ def statement_rejections(cert: Certificate, digests: dict[str, str], printed: di
 
 
 def rebuild(cert: Certificate, where: Locator, library: Path, regenerated: dict[str, bytes],
-            backend: str | None, timeout: float) -> list[Rejection]:
+            backend: str | None, timeout: float, progress: Callable[[str], None] = lambda _m: None) -> list[Rejection]:
     from pycert.audit.axioms import audit_build
     from pycert.audit.per_theorem import audit_rejections, certificate_audit
     from pycert.audit.statement import type_digests
@@ -60,15 +61,19 @@ def rebuild(cert: Certificate, where: Locator, library: Path, regenerated: dict[
     chosen = resolve(backend)
     with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:  # the audit reads the sources too
         files = _kernel_files(cert, where, regenerated, Path(scratch))
-        res = build.build(library=library, files=files, backend=chosen, timeout=timeout)
+        progress(f"{cert.id}: rebuilding the library and {len(files)} instance file(s)")
+        res = build.build(library=library, files=files, backend=chosen, timeout=timeout,
+                          progress=lambda m: progress("  " + m))
         failures = [Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file", f"{r.status}: " + (
                     r.failures[0].render() if r.failures else (r.detail or r.status))) for r in res.results if not r.ok]
         if not res.ok:
             return failures
+        progress(f"{cert.id}: axiom audit")
         report = audit_build(res, chosen, library)
     failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
     # a name the library does not declare is already rejected offline; Lean is asked only about the rest
     known = [t for t in cert.theorems if t in library_signatures(library)]
     digests = type_digests(Path(res.olean_dir), list(library_modules(library)), known)
+    progress(f"{cert.id}: printing {len(known)} statements")
     printed = printed_statements(library, known, chosen, timeout) if known else {}
     return failures + statement_rejections(cert, digests, printed)

@@ -254,8 +254,9 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                  progress: Callable[[str], None] = lambda _m: None,
                  inputs: dict[str, Path] | None = None) -> tuple[Path, int]:
     """Render the page for ``cert_dir``; with ``curves``, plot every trace a certificate names (found
-    like verify finds it: inside ``root``, by default the certificates' own root, or an external trace
-    where ``inputs`` hands it in; an external trace not handed in gets no curve), once per trace."""
+    like verify finds it: inside ``root``, by default the certificates' directory, an external trace where
+    ``inputs`` hands it in or beside that directory; one found nowhere is an input error naming
+    ``--input``), once per trace."""
     from pycert.families.base import Locator
 
     manifest, certs = load_directory(cert_dir)
@@ -264,8 +265,6 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     for cert, _ in certs:
         for i in cert.inputs:
             if curves and i.role == "trace" and i.sha256 not in pngs:
-                if i.external and i.path not in where.external:
-                    continue
                 path = where.locate(i)
                 if not path.is_file():
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))

@@ -75,9 +75,9 @@ class Figure(_Strict, Exact):
 
 
 class InputFile(_Strict):
-    """A file the figures derive from: by path relative to the certificate's root, or, for a file that
-    lives outside it (``external``), by its file name alone; verify is then given it (``--input NAME=PATH``)
-    and checks its sha256 like any other."""
+    """A file the figures derive from: by path relative to the certificate's directory, or, for a file
+    that lives outside it (``external``), by its file name alone; verify finds it beside that directory
+    or is given it (``--input NAME=PATH``) and checks its sha256 like any other."""
 
     role: Literal["trace", "instance", "lean"]
     path: str = Field(min_length=1)
@@ -94,7 +94,7 @@ class InputFile(_Strict):
         # lexical confinement before any file is touched: a genuine prove never writes an escape
         parts = self.path.split("/")
         if self.path.startswith("/") or "\\" in self.path or ".." in parts or "" in parts or "." in parts:
-            raise ValueError(f"input path {self.path!r} must be a POSIX path inside the certificate's root "
+            raise ValueError(f"input path {self.path!r} must be a POSIX path inside the certificate's directory "
                              "(no '..', no absolute path)")
         if self.external and len(parts) != 1:
             raise ValueError(f"external input {self.path!r} must be named by its file name alone")

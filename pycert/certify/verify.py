@@ -2,7 +2,8 @@
 
 ``verify_certificate`` trusts nothing the certificate says about itself. It checks the manifest entry
 and the schema (which bounds every parameter before any arithmetic), locates every input inside the
-certificate's root (symlinks resolved; an external one only where the user handed it in), hashes it,
+certificate's directory (symlinks resolved; an external one where the user handed it in, else by its
+file name beside that directory), hashes it,
 recomputes every figure (:meth:`Family.recompute`) and every derived input (:meth:`Family.regenerate`),
 derives the claim, the theorem list, the ``does_not_prove`` lines and each figure's evidence state and
 ``known_by`` again
@@ -20,7 +21,8 @@ and ``missing-input``/``input-error`` (exit 2) only when nothing was rejected.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import json
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from pathlib import Path
 from typing import Literal
@@ -131,8 +133,9 @@ def _check_inputs(cert: Certificate, where: Locator, result: VerifyResult) -> bo
     result.checked.append("inputs")
     clean = True
     for i, inp in enumerate(cert.inputs):
-        if inp.external and inp.path not in where.external:
-            result.missing.append(f"inputs[{i}]: external {inp.role} {inp.path} (give it with --input {inp.path}=PATH)")
+        if inp.external and where.find(inp) is None:
+            result.missing.append(f"inputs[{i}]: external {inp.role} {inp.path}, not beside the certificate directory "
+                                  f"(give it with --input {inp.path}=PATH)")
             clean = False
             continue
         try:
@@ -320,7 +323,7 @@ def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certifica
 
 def verify_certificate(path: Path, root: Path | None = None, manifest: Path | None = None, kernel: bool = False,
                        backend: str | None = None, timeout: float = 1800.0, inputs: dict[str, Path] | None = None,
-                       library: Path | None = None) -> VerifyResult:
+                       library: Path | None = None, progress: Callable[[str], None] = lambda _m: None) -> VerifyResult:
     result = VerifyResult(certificate=str(path), status="ok")
     cert = _read_checked(path, manifest or path.parent / MANIFEST_NAME, result)
     if cert is None:
@@ -345,8 +348,27 @@ def verify_certificate(path: Path, root: Path | None = None, manifest: Path | No
         from pycert.certify.rebuild import rebuild
 
         result.checked += ["kernel", "audit", "statements"]
-        result.failures += rebuild(cert, where, library, regenerated, backend, timeout)
+        result.failures += rebuild(cert, where, library, regenerated, backend, timeout, progress)
     return _finish(result)
+
+
+def refuse_unused_inputs(given: dict[str, Path], certs: Iterable[Path]) -> None:
+    """An ``--input NAME=PATH`` that no certificate names as an external input is a mistake (a typo, or a
+    file the certificate keeps under its directory): say so instead of ignoring it. Certificates that
+    cannot be read are left to the checks that report them."""
+    certs = list(certs)
+    if not given or not certs:
+        return
+    named: set[str] = set()
+    for path in certs:
+        try:
+            data = json.loads(Path(path).read_bytes())
+            named |= {i["path"] for i in data["inputs"] if i.get("external")}
+        except (OSError, ValueError, TypeError, KeyError):
+            return
+    if unused := sorted(given.keys() - named):
+        raise InputError(f"{unused[0]}=...: no certificate given names an external input {unused[0]} "
+                         f"(they name: {', '.join(sorted(named)) or 'none'})", where="--input")
 
 
 def _finish(result: VerifyResult) -> VerifyResult:

@@ -81,10 +81,11 @@ def add_root(p) -> None:  # noqa: ANN001
     from pycert.core.limits import in_path, named_path
 
     p.add_argument("--root", type=in_path, default=None,
-                   help="the directory input paths are relative to (default: the parent of the certificates' directory, "
+                   help="the directory input paths are relative to (default: the certificates' own directory, "
                         "where pycert prove names them from)")
     p.add_argument("--input", type=named_path, action="append", default=[], metavar="NAME=PATH",
-                   help="where an external input that a certificate names by file name is (e.g. a shared trace)")
+                   help="where an external input that a certificate names by file name is (e.g. a shared trace); "
+                        "default: that file name beside the certificates' directory")
 
 
 def add_backend(p, what: str = "Lean backend") -> None:  # noqa: ANN001

@@ -27,7 +27,7 @@ from pycert.lean.sources import library_modules, module_name
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("audit", help="check that every theorem rests only on propext, Classical.choice, Quot.sound")
     p.add_argument("files", nargs="*", type=Path, metavar="FILE", help="instance files to build and audit too")
-    p.add_argument("--library", type=Path, default=None, help="library root (default: the repository's lean/)")
+    p.add_argument("--library", type=Path, default=None, help="library root (default: pycert's own lean/, the installed one or the checkout's)")
     p.add_argument("--olean-dir", type=Path, default=None,
                    help="audit this compiled tree instead of building (modules: --module, else every .olean there)")
     p.add_argument("--module", action="append", default=[], metavar="NAME", help="with --olean-dir: a module to audit")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from pycert import prove
 from pycert.cli import add_backend, add_common
@@ -13,12 +12,16 @@ from pycert.families import FAMILIES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from pycert.core.limits import in_path, out_dir
+
     p = sub.add_parser("prove", help="build, solve, kernel-check, audit and write certificates")
     p.add_argument("family", choices=("all", *FAMILIES), help="which family (or all)")
-    p.add_argument("--trace", type=Path, action="append", default=[], metavar="PATH",
+    p.add_argument("--trace", type=in_path, action="append", default=[], metavar="PATH",
                    help="also certify the hit ceiling of this trace (repeatable); default: the synthetic trace only")
-    p.add_argument("--out", type=Path, default=None, help="certificate directory (default: the checkout's certificates/, else ./certificates); inputs are "
-                        "named relative to its parent, emitted instance files go under it")
+    p.add_argument("--out", type=out_dir, default=None,
+                   help="certificate directory (default: ./certificates, or certificates/ when run from a checkout); "
+                        "everything a certificate names is kept under it (emitted Lean, the synthetic trace, the "
+                        "pooling instance) except a --trace from outside it, named by its file name")
     add_common(p)
     add_backend(p)
     p.set_defaults(func=cmd_prove)

@@ -30,6 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pycert.certify.verify import refuse_unused_inputs
+
+    refuse_unused_inputs(dict(args.input), sorted(args.certs.glob("*.json")))
     out, count = write_report(args.certs, args.out, root=args.root, curves=not args.no_curves, inputs=dict(args.input),
                               progress=Progress(enabled=not args.json))
     emit(args.json, {"report": str(out), "certificates": count},

@@ -3,7 +3,8 @@
 Exit 0 when every certificate holds, 1 when any is rejected (one line per rejection: the field,
 what was expected, what was found; under ``--json`` each a ``Rejection``), even when an input of it
 or another is missing; 2 when nothing was rejected but a certificate or an input it names is missing,
-malformed or outside the certificate's root: then, after the report, one line names the first such
+malformed or outside the certificate's directory, or an
+``--input`` names a file no certificate names: then, after the report, one line names the first such
 problem (under ``--json``: the error object, with the per-certificate results under ``results``).
 """
 
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 
-from pycert.core.console import emit, to_jsonable
+from pycert.core.console import Progress, emit, to_jsonable
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError
-from pycert.certify.verify import VerifyResult, verify_certificate
+from pycert.certify.verify import VerifyResult, refuse_unused_inputs, verify_certificate
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,8 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "verify", help="re-check certificates offline from the inputs they name",
         description="Recompute every figure from the named inputs (whose sha256 must match; inputs are read only "
-                    "inside the certificate's root, found from its location, or where --input puts an external "
-                    "one), derive the claim, the theorem list, the limits and each figure's evidence again, "
+                    "inside the certificate's directory, and an external one where --input puts it or by its file "
+                    "name beside that directory), derive the claim, the theorem list, the limits and each figure's evidence again, "
                     "and require every theorem to be a public theorem of pycert's own library with the "
                     "statement its source declares. --kernel also rebuilds, re-audits the named theorems "
                     "and re-pins their statements. 'expected' is the reference (manifest, file on disk, "
@@ -62,9 +63,11 @@ def render(results: list[VerifyResult]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_unused_inputs(dict(args.input), args.certs)
+    progress = Progress(enabled=not args.json)
     results = [
         verify_certificate(c, root=args.root, manifest=args.manifest, kernel=args.kernel,
-                           backend=args.backend, timeout=args.timeout, inputs=dict(args.input))
+                           backend=args.backend, timeout=args.timeout, inputs=dict(args.input), progress=progress)
         for c in args.certs
     ]
     code = exit_code(results)

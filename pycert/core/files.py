@@ -56,10 +56,10 @@ def read_input(path: Path, what: str, missing: str = "no such file") -> bytes:
 
 
 def certificate_root(cert_dir: Path) -> Path:
-    """The directory a certificate's input paths are relative to: the parent of the directory that
-    holds the certificate. For the repository's ``certificates/`` that is the repository root; for
-    ``pycert prove --out DIR`` it is DIR's parent, so a trace beside DIR is named by its file name."""
-    return Path(cert_dir).resolve().parent
+    """The directory a certificate's input paths are relative to: the directory that holds it. What
+    ``pycert prove --out DIR`` emits (``lean/``, ``inputs/``) is named inside DIR, so DIR can be
+    renamed, moved or sent whole; anything else is an external input, named by its file name."""
+    return Path(cert_dir).resolve()
 
 
 def relative_to_root(path: Path, root: Path) -> str:
@@ -172,8 +172,13 @@ def publish_dir(target: Path, fill: Callable[[Path], None]) -> bool:
     False when another process published ``target`` first (its copy is kept, ours dropped): the
     contents are a function of the key the name encodes, so either copy serves.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    except OSError as exc:  # a cache path that is a file, or a read-only one: the user's to fix
+        raise InputError(f"cannot create a directory here ({exc.strerror or exc}); pycert keeps its caches in "
+                         "$PYCERT_CACHE, else $XDG_CACHE_HOME/pycert: point it at a writable directory",
+                         where=str(target.parent)) from None
     try:
         fill(tmp)
         try:

@@ -130,6 +130,16 @@ def out_path(text: str) -> Path:
     return path
 
 
+def out_dir(text: str) -> Path:
+    """An output directory: not empty and not an existing file (created where it is missing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path: give a directory")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
+    return path
+
+
 def in_path(text: str) -> Path:
     """An input file path: not empty (existence is checked where it is read, with its own message)."""
     if not text.strip():

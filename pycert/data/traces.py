@@ -209,9 +209,16 @@ def _parse_ids(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]], name
     for lineno, line in chain([first], rest):
         text = line.strip()
         if not text.isdigit() or not text.isascii():  # isdigit alone admits e.g. superscripts
-            shown = text[:40].decode("utf-8", "replace")
-            reason = "negative id" if text.startswith(b"-") and text[1:].isdigit() else "not a non-negative integer id"
-            raise InputError(f"{reason}: {shown!r}", where=f"{name}:{lineno}")
+            try:
+                shown = repr(text.decode()[:40])
+                binary = any(b < 32 for b in text)
+            except UnicodeDecodeError:
+                binary = True
+            if binary:  # a binary file's bytes, escaped, never echoed raw to the terminal
+                shown = repr(text[:40])
+            reason = ("negative id" if text.startswith(b"-") and text[1:].isdigit() else
+                      "binary data, not a text trace" if binary else "not a non-negative integer id")
+            raise InputError(f"{reason}: {shown}", where=f"{name}:{lineno}")
         digits = text.lstrip(b"0") or b"0"
         if len(digits) > MAX_ID_DIGITS:  # before int(), which refuses 4,300 digits
             raise InputError(f"id does not fit in 64 bits: {len(digits)} digits (at most {MAX_ID_DIGITS})",

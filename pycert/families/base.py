@@ -30,8 +30,9 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Setting:
-    """What :meth:`Family.prepare` may use: the certificates' root (input paths are relative to it), the
-    certificate directory (emitted files go under it), the traces asked for, progress."""
+    """What :meth:`Family.prepare` may use: the certificates' root (input paths are relative to it: the
+    certificate directory itself), the certificate directory (emitted files go under it), the traces
+    asked for, progress."""
 
     root: Path
     out_dir: Path
@@ -117,6 +118,10 @@ class Family(ABC):
                        does_not_prove=self.limits(params, figures), known_by={n: k[1] for n, k in known.items()},
                        evidence={n: k[0] for n, k in known.items()})
 
+    def check_setting(self, setting: Setting) -> None:
+        """Refuse, with an :class:`InputError` naming the culprits, a run that could only end badly (two
+        inputs that would make one certificate), before anything is built or written."""
+
     @abstractmethod
     def prepare(self, setting: Setting) -> list[Prepared]:
         """The instance data and Lean instance files of the certificates ``pycert prove`` makes."""
@@ -134,9 +139,9 @@ class Family(ABC):
 
 
 def local_copy(path: Path, setting: Setting) -> Path:
-    """``path`` when it lies under the certificates' root, else a copy in ``<out_dir>/inputs/`` (a file
-    pycert ships, e.g. the committed pooling instance of an installed pycert, is not named by its
-    place in site-packages)."""
+    """``path`` when it lies under the certificate directory, else a copy in ``<out_dir>/inputs/``: a file
+    pycert ships (the committed pooling instance) travels with the certificate that rests on it, and is
+    never named by its place in a checkout or in site-packages."""
     if path.resolve().is_relative_to(setting.root):
         return path
     copy = setting.out_dir / "inputs" / path.name
@@ -147,10 +152,10 @@ def local_copy(path: Path, setting: Setting) -> Path:
 
 
 def input_file(role: str, path: Path, root: Path, derived_from: str | None = None) -> InputFile:
-    """An input as a certificate names it: by path relative to ``root`` with its sha256, or, for a file
-    outside ``root`` (a shared trace), by its file name alone (``external``): a certificate never
-    records where a file sat on the machine that made it, and verify never reads outside its root
-    unless it is handed the file."""
+    """An input as a certificate names it: by path relative to ``root`` (the certificate directory) with
+    its sha256, or, for a file outside it (a user's trace), by its file name alone (``external``): a
+    certificate never records where a file sat on the machine that made it, so the directory can be
+    renamed, moved or sent, and verify reads outside it only the external files, by name."""
     inside = path.resolve().is_relative_to(root.resolve())
     return InputFile(role=role, path=relative_to_root(path, root) if inside else path.name, sha256=file_sha256(path),
                      external=not inside, derived_from=derived_from)
@@ -158,23 +163,35 @@ def input_file(role: str, path: Path, root: Path, derived_from: str | None = Non
 
 @dataclass(frozen=True)
 class Locator:
-    """Where verify finds a certificate's inputs: under ``root`` (symlinks resolved, nothing outside
-    it), and the external ones only where the user handed them in (``--input NAME=PATH``)."""
+    """Where verify finds a certificate's inputs: under ``root``, the certificate's directory (symlinks
+    resolved, nothing outside it), and an external one where the user handed it in (``--input
+    NAME=PATH``), else by its file name beside that directory (where ``pycert prove --trace NAME --out
+    DIR`` run from the trace's directory left it). Either way its sha256 decides, not where it was."""
 
     root: Path
     external: Mapping[str, Path] = field(default_factory=dict)
 
+    def beside(self, inp: InputFile) -> Path:
+        """Where an external input not handed in is looked for."""
+        return self.root.resolve().parent / inp.path
+
+    def find(self, inp: InputFile) -> Path | None:
+        """The external input's file, or None when it was neither handed in nor lies beside the root."""
+        if (given := self.external.get(inp.path)) is not None:
+            return given
+        return near if (near := self.beside(inp)).is_file() else None
+
     def locate(self, inp: InputFile) -> Path:
         """The file to read, or :class:`InputError` (exit 2) before anything is opened."""
         if inp.external:
-            given = self.external.get(inp.path)
-            if given is None:
-                raise InputError(f"external input {inp.path}: give it with --input {inp.path}=PATH")
-            return given
+            if (found := self.find(inp)) is None:
+                raise InputError(f"external {inp.role} {inp.path} is not beside the certificate directory "
+                                 f"({self.beside(inp).parent}): give it with --input {inp.path}=PATH")
+            return found
         root = self.root.resolve()
         real = (root / inp.path).resolve()
         if not real.is_relative_to(root):
-            raise InputError(f"input {inp.path} resolves outside the certificate's root ({root}): refused, not read")
+            raise InputError(f"input {inp.path} resolves outside the certificate's directory ({root}): refused, not read")
         return real
 
 

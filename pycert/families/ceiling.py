@@ -4,13 +4,14 @@ trace (``lean/Pycert/PackedTrace.lean`` and its emitter :mod:`pycert.lean.emit.p
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 
 from pycert.analysis.cachesim import trace_stats
 from pycert.certify.schema import Certificate, InputFile, Params
-from pycert.core.errors import Rejected, Rejection
+from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import atomic_write
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace
@@ -21,7 +22,7 @@ DEFAULT_TRACE = Path("inputs/synthetic-seed0.jsonl")
 """Relative to the certificate directory, like the two below."""
 LEAN_OUT = Path("lean")
 LEAN_DERIVED = LEAN_OUT / "derived"
-"""Where the instance file of a trace from outside the certificates' root goes: full-resolution data
+"""Where the instance file of a trace from outside the certificate directory goes: full-resolution data
 derived from that trace (ignored by git in the repository) that verify regenerates."""
 
 
@@ -45,6 +46,16 @@ def slug(name: str) -> str:
 
 def lean_ident(name: str) -> str:
     return "".join(part.capitalize() for part in slug(name).split("-") if part)
+
+
+def _certified_trace(cert: Path) -> str | None:
+    """The file name of the trace an existing ceiling certificate names, or None (no such certificate,
+    or one that cannot be read: writing over it then loses nothing a verifier could check)."""
+    try:
+        data = json.loads(cert.read_bytes())
+        return next(PurePosixPath(i["path"]).name for i in data["inputs"] if i["role"] == "trace")
+    except (OSError, ValueError, TypeError, KeyError, StopIteration):
+        return None
 
 
 def default_trace(out_dir: Path) -> Path:
@@ -85,6 +96,25 @@ class Ceiling(Family):
         return (f"On trace {trace} ({refs} block references, {distinct} distinct), no demand-fetch cache of any "
                 f"capacity or eviction policy hits more than {refs - distinct} times: a hit-rate ceiling of "
                 f"{float(ceiling):.6f}.")
+
+    def check_setting(self, setting: Setting) -> None:
+        """Each trace makes ``ceiling-<slug>.json`` and ``Ceiling<Ident>.lean``: two traces that fold to
+        one of those names (``my-trace`` and ``my_trace``, ``t1`` here and ``other/t1``) would overwrite
+        each other, and so would a trace of another name over an earlier run's certificate in ``--out``."""
+        claimed: dict[str, Path] = {}
+        for trace in [setting.out_dir / DEFAULT_TRACE, *setting.traces]:
+            name = slug(trace.stem)
+            if not name:
+                raise InputError("a trace's file name needs a letter or digit (it names the certificate)", where=str(trace))
+            for key in (f"ceiling-{name}", f"Ceiling{lean_ident(name)}.lean"):
+                if (other := claimed.setdefault(key, trace)) != trace:
+                    raise InputError(f"this trace and {other} would both make {key}: rename one of them "
+                                     "(a certificate is named by its trace's file name)", where=str(trace))
+            earlier = _certified_trace(setting.out_dir / f"ceiling-{name}.json")
+            if earlier is not None and earlier != trace.name:
+                raise InputError(f"{setting.out_dir / f'ceiling-{name}.json'} certifies trace {earlier}, which this "
+                                 "trace's certificate would replace: rename the trace or prove into another --out",
+                                 where=str(trace))
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         return [self._prepare_trace(t, setting) for t in [default_trace(setting.out_dir), *setting.traces]]

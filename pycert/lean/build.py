@@ -11,12 +11,13 @@ re-run by the next mutation campaign.
 
 from __future__ import annotations
 
+import contextlib
 import graphlib
 import hashlib
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from pycert.core.files import link_or_copy, publish_dir
 from pycert.core.resources import cache_dir, library_dir
 from pycert.lean.backend import Backend, BuildOptions, Kind, resolve
 from pycert.lean.diagnostics import CheckResult
+from pycert.lean.process import kill_running
 from pycert.lean.sources import Unit, file_units, library_units, module_path, parse_imports
 
 DEFAULT_TIMEOUT = 1800.0
@@ -61,6 +63,18 @@ def topo_order(deps: dict[str, list[str]]) -> list[str]:
         raise InputError("import cycle: " + " -> ".join(reversed(exc.args[1]))) from None
 
 
+@contextlib.contextmanager
+def _interruptible(pool: ThreadPoolExecutor) -> Iterator[None]:
+    """On Ctrl-C or SIGTERM in the main thread: drop queued units and kill the running Lean processes, so
+    the pool's exit does not wait for them to finish."""
+    try:
+        yield
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_running()
+        raise
+
+
 def schedule(units: list[Unit], jobs: int, compile_unit: Callable[[Unit], CheckResult],
              progress: Callable[[str], None]) -> list[CheckResult]:
     """Every unit's verdict, compiling each once what it imports has compiled, ``jobs`` at a time."""
@@ -71,7 +85,7 @@ def schedule(units: list[Unit], jobs: int, compile_unit: Callable[[Unit], CheckR
     sorter.prepare()
     results: dict[str, CheckResult] = {}
     running: dict[Future[CheckResult], str] = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with ThreadPoolExecutor(max_workers=jobs) as pool, _interruptible(pool):
         while sorter.is_active():
             for m in sorter.get_ready():
                 bad = [d for d in deps[m] if not results[d].ok]

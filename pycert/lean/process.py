@@ -17,6 +17,7 @@ import fcntl
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -62,6 +63,21 @@ def machine_slot(slot_dir: Path, poll_s: float = 0.5) -> Iterator[None]:
         time.sleep(poll_s)
 
 
+_LIVE: set[int] = set()
+"""Process groups of Lean runs in flight (worker threads start them; the main thread may kill them)."""
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_running() -> None:
+    """Kill every Lean process group in flight. Ctrl-C and SIGTERM reach only the main thread, and a
+    Lean in its own session not at all: without this the interrupted run would wait for each one."""
+    with _LIVE_LOCK:
+        groups = list(_LIVE)
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
 def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> ProcessRun:
     """Run ``argv`` in its own process group, in a machine slot; on timeout the whole group is killed.
 
@@ -79,6 +95,8 @@ def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: f
         list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, errors="replace",
     )
+    with _LIVE_LOCK:
+        _LIVE.add(proc.pid)
     try:
         out, err = proc.communicate(timeout=timeout)
         timed_out = False
@@ -90,5 +108,8 @@ def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: f
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc.pid)
     return ProcessRun(exit_code=None if timed_out else proc.returncode, stdout=out, stderr=err,
                       seconds=time.monotonic() - t0, timed_out=timed_out)

@@ -9,6 +9,7 @@ modules. Sources are staged under a directory the wasm process can see (it mount
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -44,6 +45,7 @@ class WasmBackend(Backend):
     def build(self, library: Path | None, units: list[Unit], options: BuildOptions) -> tuple[list[CheckResult], Path]:
         prune_old_trees(scratch_root())
         tree = Path(tempfile.mkdtemp(prefix="oleans-", dir=scratch_root()))
+        atexit.register(shutil.rmtree, tree, ignore_errors=True)  # the run's audit is done by then
         cache = BuildCache(f"wasm:{self.stamp.integrity}", units)
 
         def compile_unit(u: Unit) -> CheckResult:
