@@ -23,7 +23,6 @@ from pycert.certify.manifest import write_certificates
 from pycert.certify.provenance import certificate_provenance, collect, write_run_record
 from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, Provenance, TheoremStatement
 from pycert.core.errors import InputError, Rejection
-from pycert.core.files import certificate_root
 from pycert.core.resources import default_certificate_dir, library_dir
 from pycert.families import FAMILIES
 from pycert.families.base import Family, Prepared, Progress, Setting
@@ -69,10 +68,6 @@ class Run:
     audit: AuditReport | None = None
     statements: dict[str, TheoremStatement] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
-
-    @property
-    def root(self) -> Path:
-        return self.setting.root
 
     @property
     def out_dir(self) -> Path:
@@ -227,11 +222,9 @@ def files_under(directory: Path) -> set[Path]:
 
 
 def kept(run: Run) -> set[Path]:
-    """What a run leaves in the certificate directory: the certificates it wrote and what they name."""
+    """What a run leaves in the emitted folders: the files its written certificates name."""
     written = {Path(w).name for w in run.written}
-    names = {run.out_dir / i.path for p in run.prepared if f"{p.id}.json" in written
-             for i in p.inputs if not i.external}
-    return names | {Path(w) for w in run.written}
+    return {run.out_dir / i.path for p in run.prepared if f"{p.id}.json" in written for i in p.inputs if not i.external}
 
 
 def sweep(out: Path, before: set[Path], keep: set[Path]) -> None:
@@ -260,8 +253,8 @@ def prove(families: list[str], traces: list[Path], *, backend: str | None = None
     chosen = [FAMILIES[name] for name in FAMILIES if name in families]
     out = (out_dir or default_certificate_dir()).resolve()
     if out.exists() and not out.is_dir():
-        raise InputError("is not a directory: --out names the certificate directory", where=str(out_dir))
-    setting = Setting(root=certificate_root(out), out_dir=out, traces=tuple(traces), progress=progress)
+        raise InputError("is not a directory: --out names the certificate directory", where=str(out))
+    setting = Setting(out_dir=out, traces=tuple(traces), progress=progress)
     for family in chosen:
         family.check_setting(setting)
     run = Run(setting=setting, backend=resolve(backend))

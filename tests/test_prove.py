@@ -129,12 +129,12 @@ def test_a_trace_that_would_replace_an_earlier_certificate_is_refused(tmp_path: 
     out.mkdir()
     (out / "ceiling-t1.json").write_text(json.dumps({"inputs": [{"role": "trace", "path": "t1.txt"}]}))
     same = _ids_trace(tmp_path / "again" / "t1.txt", 1)
-    CEILING.check_setting(Setting(root=out, out_dir=out, traces=(same,)))  # the same trace, proved again
+    CEILING.check_setting(Setting(out_dir=out, traces=(same,)))  # the same trace, proved again
     other = _ids_trace(tmp_path / "t1.csv", 1)
     with pytest.raises(InputError, match="certifies trace t1.txt"):
-        CEILING.check_setting(Setting(root=out, out_dir=out, traces=(other,)))
+        CEILING.check_setting(Setting(out_dir=out, traces=(other,)))
     with pytest.raises(InputError, match="would both make ceiling-synthetic-seed0"):
-        CEILING.check_setting(Setting(root=out, out_dir=out, traces=(_ids_trace(tmp_path / "synthetic_seed0.txt", 1),)))
+        CEILING.check_setting(Setting(out_dir=out, traces=(_ids_trace(tmp_path / "synthetic_seed0.txt", 1),)))
 
 
 def test_a_run_leaves_only_what_its_certificates_name(tmp_path: Path) -> None:

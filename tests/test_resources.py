@@ -13,7 +13,6 @@ import pytest
 
 from pycert.cli import main
 from pycert.core import resources
-from pycert.core.files import certificate_root
 from pycert.families.base import Setting, local_copy
 from pycert.families.ceiling import FAMILY as CEILING
 from pycert.lean import native
@@ -115,7 +114,7 @@ def test_a_certificate_names_what_it_keeps_from_its_own_directory(tmp_path: Path
     small = _trace(work / "small.jsonl")
     far = _trace(tmp_path / "elsewhere" / "far.jsonl", seed=3)
     out = work / "certs"
-    prepared = CEILING.prepare(Setting(root=certificate_root(out), out_dir=out, traces=(small, far)))
+    prepared = CEILING.prepare(Setting(out_dir=out, traces=(small, far)))
     named = {p.id: [(i.role, i.path, i.derived_from) for i in p.inputs] for p in prepared}
     assert {p.id: [i.external for i in p.inputs] for p in prepared} == {
         "ceiling-synthetic-seed0": [False, False], "ceiling-small": [True, False], "ceiling-far": [True, False]}
@@ -147,7 +146,7 @@ def test_an_external_input_is_found_by_name_beside_the_directory_or_where_handed
 
 def test_a_shipped_input_outside_the_root_is_copied_beside_the_certificates(tmp_path: Path) -> None:
     out = tmp_path / "work" / "certs"
-    setting = Setting(root=certificate_root(out), out_dir=out)
+    setting = Setting(out_dir=out)
     inside = _trace(out / "t.jsonl")
     assert local_copy(inside, setting) == inside
     copy = local_copy(resources.committed_instance(), setting)

@@ -79,6 +79,17 @@ def parse_certificate(text: str | bytes, where: str | None = None) -> Certificat
         raise Rejected(_rejection(e)) from None
 
 
+def declared_inputs(path: Path) -> list[dict[str, Any]] | None:
+    """The ``inputs`` a certificate file declares, read without validating it (to plan a run or check
+    flags before the real checks); None when the file cannot be read as a certificate at all, which
+    those checks then report."""
+    try:
+        inputs = json.loads(Path(path).read_bytes())["inputs"]
+        return [i for i in inputs if isinstance(i, dict) and isinstance(i.get("path"), str)]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
 def load_certificate(path: Path) -> Certificate:
     """Read and validate one certificate: a missing or malformed file is an ``InputError``, a bad one ``Rejected``."""
     return parse_certificate(read_input(path, "a certificate file"), where=str(path))

@@ -21,7 +21,6 @@ and ``missing-input``/``input-error`` (exit 2) only when nothing was rejected.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from pycert.certify.documents import parse_certificate
+from pycert.certify.documents import declared_inputs, parse_certificate
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
 from pycert.certify.schema import Certificate, InputFile, decimal_of
 from pycert.core.errors import InputError, Rejected, Rejection
@@ -133,15 +132,10 @@ def _check_inputs(cert: Certificate, where: Locator, result: VerifyResult) -> bo
     result.checked.append("inputs")
     clean = True
     for i, inp in enumerate(cert.inputs):
-        if inp.external and where.find(inp) is None:
-            result.missing.append(f"inputs[{i}]: external {inp.role} {inp.path}, not beside the certificate directory "
-                                  f"(give it with --input {inp.path}=PATH)")
-            clean = False
-            continue
         try:
             p = where.locate(inp)
-        except InputError as err:
-            result.errors.append(f"inputs[{i}]: {err.message}")
+        except InputError as err:  # an external input not found is missing; an escaping path is malformed
+            (result.missing if inp.external else result.errors).append(f"inputs[{i}]: {err.message}")
             clean = False
             continue
         if p.is_dir():
@@ -356,16 +350,10 @@ def refuse_unused_inputs(given: dict[str, Path], certs: Iterable[Path]) -> None:
     """An ``--input NAME=PATH`` that no certificate names as an external input is a mistake (a typo, or a
     file the certificate keeps under its directory): say so instead of ignoring it. Certificates that
     cannot be read are left to the checks that report them."""
-    certs = list(certs)
-    if not given or not certs:
+    declared = [declared_inputs(path) for path in certs]
+    if not given or not declared or None in declared:
         return
-    named: set[str] = set()
-    for path in certs:
-        try:
-            data = json.loads(Path(path).read_bytes())
-            named |= {i["path"] for i in data["inputs"] if i.get("external")}
-        except (OSError, ValueError, TypeError, KeyError):
-            return
+    named = {i["path"] for inputs in declared for i in inputs if i.get("external")}
     if unused := sorted(given.keys() - named):
         raise InputError(f"{unused[0]}=...: no certificate given names an external input {unused[0]} "
                          f"(they name: {', '.join(sorted(named)) or 'none'})", where="--input")

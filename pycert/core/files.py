@@ -62,15 +62,6 @@ def certificate_root(cert_dir: Path) -> Path:
     return Path(cert_dir).resolve()
 
 
-def relative_to_root(path: Path, root: Path) -> str:
-    """``path`` relative to ``root`` in POSIX form, ``../`` included (how certificates name inputs)."""
-    path = path.resolve()
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return Path(os.path.relpath(path, root)).as_posix()
-
-
 def link_or_copy(src: str | Path, dst: str | Path) -> None:
     """A hard link where the file system allows one, else a copy (``shutil.copytree``'s signature)."""
     try:

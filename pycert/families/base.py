@@ -23,21 +23,24 @@ from pydantic import create_model
 
 from pycert.certify.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import atomic_write, file_sha256, relative_to_root
+from pycert.core.files import atomic_write, certificate_root, file_sha256
 
 Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class Setting:
-    """What :meth:`Family.prepare` may use: the certificates' root (input paths are relative to it: the
-    certificate directory itself), the certificate directory (emitted files go under it), the traces
-    asked for, progress."""
+    """What :meth:`Family.prepare` may use: the certificate directory (emitted files go under it, and
+    input paths are relative to it), the traces asked for, progress."""
 
-    root: Path
     out_dir: Path
     traces: tuple[Path, ...] = ()
     progress: Progress = lambda _m: None
+
+    @property
+    def root(self) -> Path:
+        """What input paths are relative to: :func:`~pycert.core.files.certificate_root` of ``out_dir``."""
+        return certificate_root(self.out_dir)
 
 
 @dataclass(frozen=True)
@@ -156,9 +159,10 @@ def input_file(role: str, path: Path, root: Path, derived_from: str | None = Non
     its sha256, or, for a file outside it (a user's trace), by its file name alone (``external``): a
     certificate never records where a file sat on the machine that made it, so the directory can be
     renamed, moved or sent, and verify reads outside it only the external files, by name."""
-    inside = path.resolve().is_relative_to(root.resolve())
-    return InputFile(role=role, path=relative_to_root(path, root) if inside else path.name, sha256=file_sha256(path),
-                     external=not inside, derived_from=derived_from)
+    real, root = path.resolve(), root.resolve()
+    inside = real.is_relative_to(root)
+    return InputFile(role=role, path=real.relative_to(root).as_posix() if inside else path.name,
+                     sha256=file_sha256(path), external=not inside, derived_from=derived_from)
 
 
 @dataclass(frozen=True)
@@ -171,24 +175,16 @@ class Locator:
     root: Path
     external: Mapping[str, Path] = field(default_factory=dict)
 
-    def beside(self, inp: InputFile) -> Path:
-        """Where an external input not handed in is looked for."""
-        return self.root.resolve().parent / inp.path
-
-    def find(self, inp: InputFile) -> Path | None:
-        """The external input's file, or None when it was neither handed in nor lies beside the root."""
-        if (given := self.external.get(inp.path)) is not None:
-            return given
-        return near if (near := self.beside(inp)).is_file() else None
-
     def locate(self, inp: InputFile) -> Path:
         """The file to read, or :class:`InputError` (exit 2) before anything is opened."""
-        if inp.external:
-            if (found := self.find(inp)) is None:
-                raise InputError(f"external {inp.role} {inp.path} is not beside the certificate directory "
-                                 f"({self.beside(inp).parent}): give it with --input {inp.path}=PATH")
-            return found
         root = self.root.resolve()
+        if inp.external:
+            if (given := self.external.get(inp.path)) is not None:
+                return given
+            if (beside := root.parent / inp.path).is_file():
+                return beside
+            raise InputError(f"external {inp.role} {inp.path} is not beside the certificate directory "
+                             f"({root.parent}): give it with --input {inp.path}=PATH")
         real = (root / inp.path).resolve()
         if not real.is_relative_to(root):
             raise InputError(f"input {inp.path} resolves outside the certificate's directory ({root}): refused, not read")

@@ -4,7 +4,6 @@ trace (``lean/Pycert/PackedTrace.lean`` and its emitter :mod:`pycert.lean.emit.p
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
@@ -48,14 +47,18 @@ def lean_ident(name: str) -> str:
     return "".join(part.capitalize() for part in slug(name).split("-") if part)
 
 
+def names(trace: Path) -> tuple[str, str]:
+    """The certificate id and the Lean instance module a trace makes, both from its file name."""
+    name = slug(trace.stem)
+    return f"ceiling-{name}", f"Ceiling{lean_ident(name)}"
+
+
 def _certified_trace(cert: Path) -> str | None:
     """The file name of the trace an existing ceiling certificate names, or None (no such certificate,
     or one that cannot be read: writing over it then loses nothing a verifier could check)."""
-    try:
-        data = json.loads(cert.read_bytes())
-        return next(PurePosixPath(i["path"]).name for i in data["inputs"] if i["role"] == "trace")
-    except (OSError, ValueError, TypeError, KeyError, StopIteration):
-        return None
+    from pycert.certify.documents import declared_inputs
+
+    return next((PurePosixPath(i["path"]).name for i in declared_inputs(cert) or [] if i.get("role") == "trace"), None)
 
 
 def default_trace(out_dir: Path) -> Path:
@@ -103,16 +106,16 @@ class Ceiling(Family):
         each other, and so would a trace of another name over an earlier run's certificate in ``--out``."""
         claimed: dict[str, Path] = {}
         for trace in [setting.out_dir / DEFAULT_TRACE, *setting.traces]:
-            name = slug(trace.stem)
-            if not name:
+            if not slug(trace.stem):
                 raise InputError("a trace's file name needs a letter or digit (it names the certificate)", where=str(trace))
-            for key in (f"ceiling-{name}", f"Ceiling{lean_ident(name)}.lean"):
+            cert_id, module = names(trace)
+            for key in (cert_id, f"{module}.lean"):
                 if (other := claimed.setdefault(key, trace)) != trace:
                     raise InputError(f"this trace and {other} would both make {key}: rename one of them "
                                      "(a certificate is named by its trace's file name)", where=str(trace))
-            earlier = _certified_trace(setting.out_dir / f"ceiling-{name}.json")
+            earlier = _certified_trace(setting.out_dir / f"{cert_id}.json")
             if earlier is not None and earlier != trace.name:
-                raise InputError(f"{setting.out_dir / f'ceiling-{name}.json'} certifies trace {earlier}, which this "
+                raise InputError(f"{setting.out_dir / f'{cert_id}.json'} certifies trace {earlier}, which this "
                                  "trace's certificate would replace: rename the trace or prove into another --out",
                                  where=str(trace))
 
@@ -124,14 +127,14 @@ class Ceiling(Family):
         trace = read_trace(trace_path)
         stats = trace_stats(trace)
         ceiling = stats.ceiling.value
-        name = slug(trace_path.stem)
+        cert_id, module = names(trace_path)
         # A file encoding a trace from outside the root is full-resolution data derived from it: it goes
         # to a folder the repository ignores, and verify regenerates it from the trace instead of reading it.
         lean_dir = LEAN_OUT if trace_path.resolve().is_relative_to(root.resolve()) else LEAN_DERIVED
-        lean_path = setting.out_dir / lean_dir / f"Ceiling{lean_ident(name)}.lean"
+        lean_path = setting.out_dir / lean_dir / f"{module}.lean"
         atomic_write(lean_path, packed_trace.emit_instance(trace.refs, trace.sha256, lean_path.stem).encode())
         return Prepared(
-            family=self, id=f"ceiling-{name}",
+            family=self, id=cert_id,
             parameters=CeilingParams(lean_encoding=packed_trace.ENCODING),
             figures={"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct), "ceiling": ceiling},
             headline=f"ceiling {float(ceiling):.6f}",
