@@ -55,7 +55,7 @@ def _build_and_install(tmp_path: Path, timings: dict[str, float]) -> tuple[Path,
     assert next(dist.glob("pycert-*.tar.gz"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for shipped in ("pycert/_data/lean/Pycert.lean", "pycert/_data/lakefile.lean", "pycert/_data/lean-toolchain",
-                    "pycert/_data/solvers/instances/committed.json",
+                    "pycert/_data/certificates/inputs/committed.json",
                     "pycert/_data/certificates/schema/pycert-cert-1.schema.json"):
         assert shipped in names, shipped
     assert not any("/derived/" in n or n.startswith("tests/") for n in names)

@@ -10,8 +10,8 @@ import pytest
 from pycert.audit import axioms as au
 from pycert.audit.graph import ALLOWED_AXIOMS
 from pycert.cli import main
-from pycert.families import FAMILIES
 from pycert.core.resources import library_dir
+from pycert.families import FAMILIES
 from pycert.lean import build
 from pycert.lean.sources import declared_theorems, library_modules
 

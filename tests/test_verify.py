@@ -11,23 +11,29 @@ from pathlib import Path
 import pytest
 
 from pycert.certify.documents import certificate
-from pycert.certify.provenance import certificate_provenance
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest, write_certificates
-from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, InputFile, TheoremStatement
+from pycert.certify.provenance import certificate_provenance
 from pycert.certify.verify import own_library, verify_certificate
 from pycert.cli import main
 from pycert.core.files import file_sha256 as sha256_file
 from pycert.core.resources import library_sha256
+from pycert.core.schema import (
+    AuditInfo,
+    BackendInfo,
+    Certificate,
+    Figure,
+    InputFile,
+    TheoremStatement,
+)
 from pycert.data.traces import read_trace, trace_from_bytes
 from pycert.families import FAMILIES
 from pycert.families.ceiling import ceiling_figures
 from pycert.families.first_touch import first_touch_figures
 from pycert.families.isolation import isolation_figures
 from pycert.lean.emit import packed_trace as lean_trace
-from pycert.lean.sources import scan_declarations
-from pycert.lean.statements import library_signatures
-
-from tests.conftest import SHARED_TRACES as TRACES, nonce
+from pycert.lean.sources import library_signatures, scan_declarations
+from tests.conftest import SHARED_TRACES as TRACES
+from tests.conftest import nonce
 
 SIGNATURES = library_signatures(own_library())
 

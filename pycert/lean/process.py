@@ -24,6 +24,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from pycert.core.resources import scratch_root
+
 
 class ProcessRun(BaseModel):
     exit_code: int | None
@@ -83,8 +85,6 @@ def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: fl
 
     The timeout counts from the start of the process, not from the wait for a slot.
     """
-    from pycert.lean.toolchain import scratch_root
-
     with machine_slot(scratch_root()):
         return _run_process(argv, cwd, env, timeout)
 

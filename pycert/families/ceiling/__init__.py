@@ -1,0 +1,125 @@
+"""Hit ceiling (``lean/Pycert/Ceiling.lean``): no demand-fetch cache hits more often than the trace's
+repeats allow, hits + distinct ≤ |trace| for every policy and capacity, kernel-checked on the whole
+trace (``lean/Pycert/PackedTrace.lean`` and its emitter :mod:`pycert.lean.emit.packed_trace`).
+
+This module is the claim; :mod:`pycert.families.ceiling.produce` makes the certificates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Literal
+
+from pycert.core.errors import Rejected, Rejection
+from pycert.core.schema import Certificate, InputFile, Params
+from pycert.families.base import Claim, Reader, input_path
+
+if TYPE_CHECKING:
+    from pycert.data.traces import Trace
+
+DEFAULT_TRACE = Path("inputs/synthetic-seed0.jsonl")
+"""Relative to the certificate directory, like the two below."""
+LEAN_OUT = Path("lean")
+LEAN_DERIVED = LEAN_OUT / "derived"
+"""Where the instance file of a trace from outside the certificate directory goes: full-resolution data
+derived from that trace (ignored by git in the repository) that verify regenerates."""
+
+
+class CeilingParams(Params):
+    lean_encoding: str
+    """The layout of the emitted instance file (:data:`pycert.lean.emit.packed_trace.ENCODING`)."""
+
+
+class CeilingCertificate(Certificate):
+    """A certificate of the ceiling family."""
+
+    family: Literal["ceiling"]
+    parameters: CeilingParams
+
+
+def slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
+
+
+def lean_ident(name: str) -> str:
+    return "".join(part.capitalize() for part in slug(name).split("-") if part)
+
+
+def names(trace: Path | PurePosixPath) -> tuple[str, str]:
+    """The certificate id and the Lean instance module a trace makes, both from its file name."""
+    name = slug(trace.stem)
+    return f"ceiling-{name}", f"Ceiling{lean_ident(name)}"
+
+
+def ceiling_figures(trace: Trace) -> dict[str, Fraction]:
+    """The trace engine's capacity-free figures: refs, distinct, ceiling = 1 - distinct/refs (only first
+    references must miss). prove and verify both compute them here."""
+    from pycert.analysis.cachesim import trace_stats  # numpy: see instance_text
+
+    if trace.n_refs == 0:
+        raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
+    stats = trace_stats(trace)
+    return {"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct), "ceiling": stats.ceiling.value}
+
+
+def instance_text(ids: Sequence[int] | object, sha256: str, module: str) -> bytes:
+    """The Lean instance file of a trace: the one function prove and verify both call."""
+    from pycert.lean.emit import (
+        packed_trace,  # numba and numpy: only for a claim that has a trace
+    )
+
+    return packed_trace.emit_instance(ids, sha256, module).encode()
+
+
+class Ceiling(Claim):
+    name = "ceiling"
+    params = CeilingParams
+    certificate = CeilingCertificate
+    lean_module = "Pycert.Ceiling"
+    theorem_names = ("Pycert.Ceiling.hits_add_distinct_le", "Pycert.Ceiling.hits_unbounded",
+                     "Pycert.Ceiling.hitRatio_le_ceiling", "Pycert.PackedTrace.traceOK_sound",
+                     "Pycert.PackedTrace.distinctFrom_map", "Pycert.Route.route_inj")
+    limits = (
+        "A ceiling is per trace: it says nothing about other traffic.",
+        "It bounds demand-fetch caches only: a prefetching cache is outside the model.",
+        "It is an oracle bound, not a connector measurement: no real cache was run.",
+        "Block identity is the trace's hash ids at the trace's block size; another granularity gives other figures.",
+        "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
+        "that list into the instance's vectors, then decodes what it wrote (pycert.lean.emit.packed_trace.decode, the "
+        "Lean decode re-run in Python) and refuses any difference. The kernel checks every reference of the list the "
+        "instance decodes to; a reader bug would make the theorem about another list.",
+    )
+    evidence_of = {
+        "refs": ("kernel-checked", "Lean kernel: refs_eq (trace.length) of the emitted instance, every reference decoded"),
+        "distinct": ("kernel-checked", "Lean kernel: distinct_eq of the emitted instance, every reference decoded"),
+        "ceiling": ("computed", "exact arithmetic (refs - distinct) / refs of the two kernel-checked figures"),
+    }
+
+    def sentence(self, params: CeilingParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
+        trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
+        refs, distinct, ceiling = int(figures["refs"]), int(figures["distinct"]), figures["ceiling"]
+        return (f"On trace {trace} ({refs} block references, {distinct} distinct), no demand-fetch cache of any "
+                f"capacity or eviction policy hits more than {refs - distinct} times: a hit-rate ceiling of "
+                f"{float(ceiling):.6f}.")
+
+    def figures(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> dict[str, Fraction]:
+        from pycert.data.traces import read_trace  # numpy: see instance_text
+
+        return ceiling_figures(read_trace(input_path(inputs, "trace", read)))
+
+    def regenerate(self, params: CeilingParams, inputs: Sequence[InputFile], inp: InputFile, read: Reader) -> bytes:
+        from pycert.data.traces import read_trace  # numpy: see instance_text
+        from pycert.lean.emit.packed_trace import ENCODING
+
+        if inp.role != "lean":
+            return super().regenerate(params, inputs, inp, read)
+        trace = read_trace(input_path(inputs, "trace", read))
+        encoding = params.lean_encoding
+        if encoding != ENCODING:
+            raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(ENCODING), repr(encoding)))
+        return instance_text(trace.refs, trace.sha256, Path(inp.path).stem)
+
+
+CLAIM = Ceiling()
