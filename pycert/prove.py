@@ -15,6 +15,7 @@ that hold are moved into ``--out``, with the certificates and the manifest, in o
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
 import time
@@ -26,14 +27,16 @@ from typing import Literal
 from pydantic import BaseModel
 
 from pycert.audit.axioms import AuditReport, audit_build
+from pycert.audit.per_theorem import certificate_audit
 from pycert.audit.statements import STATEMENTS_MODULE, printed_statements, probe_source
 from pycert.certify.assemble import assemble
 from pycert.certify.manifest import certificate_files
 from pycert.certify.provenance import certificate_provenance, collect, write_run_record
 from pycert.core.errors import InputError, Rejection
 from pycert.core.files import publish_files
+from pycert.core.memo import code_sha256, memo
 from pycert.core.resources import default_certificate_dir, library_dir
-from pycert.core.schema import BackendInfo, TheoremStatement
+from pycert.core.schema import AuditInfo, BackendInfo, TheoremStatement
 from pycert.families.base import Options, Prepared, Producer, Progress, Setting
 from pycert.lean import build
 from pycert.lean.backend import Backend, resolve
@@ -131,17 +134,31 @@ def kernel(run: Run) -> tuple[StageStatus, str]:
                   f"{len(files)} instance files")
 
 
+def olean_sha256(built: build.BuildResult) -> str:
+    """sha256 of every compiled file of a build, by path: what the audit reads besides the toolchain."""
+    h = hashlib.sha256()
+    for path in sorted(Path(built.olean_dir).rglob("*")):
+        if path.is_file():
+            h.update(f"{path.relative_to(built.olean_dir)}\n".encode())
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
 def audit(run: Run) -> tuple[StageStatus, str]:
     """The axioms of every declaration built, and the type digest of every named theorem, from one read
-    of the compiled files."""
+    of the compiled files (kept by the files' content, the toolchain and the audit's code)."""
     if run.built is None or not run.built.ok:
         return "skipped", "the kernel did not accept every file"
-    report = audit_build(run.built, run.backend, library_dir(), digests=run.theorem_names())
+    built, names = run.built, run.theorem_names()
+    key = [olean_sha256(built), run.backend.info().model_dump_json(), code_sha256("pycert.audit", "pycert.lean"),
+           "\n".join(names)]
+    report, kept = memo("audit", key, AuditReport,
+                        lambda: audit_build(built, run.backend, library_dir(), digests=names))
     run.audit = report
     if not report.ok:
         for p in run.prepared:
             run.reject(p, p.id, "audit", "audit failed")
-    return ("ok" if report.ok else "rejected"), report.summary()
+    return ("ok" if report.ok else "rejected"), report.summary() + (" (kept: same compiled files)" if kept else "")
 
 
 def pin_statements(run: Run) -> tuple[StageStatus, str]:
@@ -166,7 +183,8 @@ def write(run: Run) -> tuple[StageStatus, str]:
     """Assemble every certificate that holds and publish it, with the files it names, in one batch."""
     backend = BackendInfo.from_toolchain(run.backend.info())
     provenance = certificate_provenance()
-    certs = [assemble(p, backend, run.audit, run.statements, provenance) for p in run.prepared if p.rejection is None]
+    certs = [assemble(p, backend, audit_of(run.audit, p), run.statements, provenance)
+             for p in run.prepared if p.rejection is None]
     if bad := [c.id for c in certs if c.audit.verdict != "pass"]:
         return "rejected", f"the audit of their own theorems did not pass: {', '.join(bad)}"
     if not certs:
@@ -176,6 +194,12 @@ def write(run: Run) -> tuple[StageStatus, str]:
     publish_files(emitted, certificate_files(certs, run.out_dir))
     run.written += [str(run.out_dir / c.filename) for c in certs]
     return "ok", f"{len(certs)} written to {run.out_dir}"
+
+
+def audit_of(report: AuditReport | None, p: Prepared) -> AuditInfo:
+    if report is None:
+        return AuditInfo(verdict="skipped", detail="the kernel did not accept every file")
+    return certificate_audit(report, p.derived().theorems)
 
 
 def stages(jobs: list[tuple[Producer, Options]]) -> list[tuple[str, StageFn]]:

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-from pycert.solvers.instance import COMMITTED
 
 from pycert.certify.manifest import MANIFEST_NAME, write_certificates
 from pycert.cli import build_parser, main
@@ -27,6 +26,7 @@ from pycert.core.limits import MAX_ID, MAX_INSTANCE_ID
 from pycert.core.schema import InputFile
 from pycert.families.isolation import isolation_figures
 from pycert.families.pooling import instance_figures
+from pycert.solvers.instance import COMMITTED
 from tests.test_verify import make_cert
 
 REPO = Path(__file__).resolve().parent.parent

@@ -485,9 +485,8 @@ def instance_text(draw) -> str:  # noqa: ANN001
 
 
 def instance_refused(text: str) -> bool:
-    from pycert.solvers.instance_io import parse_instance
-
     from pycert.core.errors import InputError
+    from pycert.solvers.instance_io import parse_instance
 
     try:
         parse_instance(text, "probe")

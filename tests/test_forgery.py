@@ -10,10 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pycert.mutation.operators.forgery import set_theorems, sorry_in_audit
 
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest
 from pycert.certify.verify import verify_certificate
+from pycert.mutation.operators.forgery import set_theorems, sorry_in_audit
 from tests.conftest import REPO as REPO_ROOT
 
 CEILING = "ceiling-synthetic-seed0.json"

@@ -8,6 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+
+from pycert.audit import axioms as au
+from pycert.audit import graph
+from pycert.certify import verify
+from pycert.cli import main
+from pycert.lean.diagnostics import CheckResult, Diagnostic
 from pycert.mutation import operators as ops
 from pycert.mutation.lean_batch import (
     Located,
@@ -17,12 +23,6 @@ from pycert.mutation.lean_batch import (
     kernel_verdict,
 )
 from pycert.mutation.report import CampaignReport, Mutant, Outcome, to_stryker
-
-from pycert.audit import axioms as au
-from pycert.audit import graph
-from pycert.certify import verify
-from pycert.cli import main
-from pycert.lean.diagnostics import CheckResult, Diagnostic
 
 REPO = Path(__file__).resolve().parent.parent
 NO_KERNEL = ["certificate", "forgery", "solver", "trace-engine", "report-verifier"]

@@ -9,6 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from pycert.analysis.cachesim import belady_hits
+from pycert.cli.pooling import _status
+from pycert.core.errors import InputError
 from pycert.solvers.capacitated import CapacitatedParams, capacitated_cases
 from pycert.solvers.graphs import matching_applies, matching_optimum, sharing
 from pycert.solvers.highs import solve_highs
@@ -35,10 +39,6 @@ from pycert.solvers.per_instance import (
 )
 from pycert.solvers.pooled import Cache, paging_model, peak_live, schedules
 from pycert.solvers.replay import keep_everything, replay_routing, replay_schedule
-
-from pycert.analysis.cachesim import belady_hits
-from pycert.cli.pooling import _status
-from pycert.core.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
 PARAMS = SolverParams(seed=0, workers=2, time_limit_s=30.0)

@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from pycert.solvers.instance import COMMITTED
-from pycert.solvers.instance_io import load_instance
 
 from pycert.certify.verify import verify_certificate
 from pycert.data.traces import read_trace
@@ -19,6 +17,8 @@ from pycert.families.pooling import wall as pooling_wall
 from pycert.lean.emit import packed_trace
 from pycert.lean.sources import declared_theorems, library_modules, parse_imports
 from pycert.prove import prove, stages
+from pycert.solvers.instance import COMMITTED
+from pycert.solvers.instance_io import load_instance
 from tests.conftest import REPO
 
 

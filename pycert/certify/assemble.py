@@ -4,8 +4,6 @@ and so do the tests that need a genuine certificate."""
 
 from __future__ import annotations
 
-from pycert.audit.axioms import AuditReport
-from pycert.audit.per_theorem import certificate_audit
 from pycert.certify.documents import certificate
 from pycert.core.schema import (
     AuditInfo,
@@ -18,13 +16,12 @@ from pycert.core.schema import (
 from pycert.families.base import Prepared
 
 
-def assemble(p: Prepared, backend: BackendInfo, report: AuditReport | None,
-             statements: dict[str, TheoremStatement], provenance: Provenance) -> Certificate:
+def assemble(p: Prepared, backend: BackendInfo, audit: AuditInfo, statements: dict[str, TheoremStatement],
+             provenance: Provenance) -> Certificate:
     """Everything the certificate says about itself is derived (:meth:`Claim.derive`), so verify can
-    derive it again and compare."""
+    derive it again and compare; ``audit`` is the audit of its own theorems
+    (:func:`pycert.audit.per_theorem.certificate_audit`)."""
     d = p.derived()
-    audit = (certificate_audit(report, d.theorems) if report is not None
-             else AuditInfo(verdict="skipped", detail="the kernel did not accept every file"))
     return certificate(
         id=p.id, family=p.claim.name, claim=d.claim, theorems=list(d.theorems),
         statements={t: statements[t] for t in d.theorems}, parameters=p.parameters,

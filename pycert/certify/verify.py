@@ -336,7 +336,9 @@ def verify_certificate(path: Path, root: Path | None = None, manifest: Path | No
     elif result.missing or result.errors:
         result.notes.append("kernel and axiom audit: not re-run (an input is missing or malformed)")
     else:
-        from pycert.certify.rebuild import rebuild  # the build and the audit: only under --kernel (start-up)
+        from pycert.certify.rebuild import (
+            rebuild,  # the build and the audit: only under --kernel (start-up)
+        )
 
         result.checked += ["kernel", "audit", "statements"]
         result.failures += rebuild(cert, where, library, regenerated, backend, timeout, progress)

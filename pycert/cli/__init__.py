@@ -94,7 +94,10 @@ def add_common(p) -> None:  # noqa: ANN001
 
 def add_root(p) -> None:  # noqa: ANN001
     """``--root`` and ``--input``: where the files a certificate names are."""
-    from pycert.core.limits import in_path, named_path  # lazily: see the module docstring
+    from pycert.core.limits import (  # lazily: see the module docstring
+        in_path,
+        named_path,
+    )
 
     p.add_argument("--root", type=in_path, default=None,
                    help="the directory input paths are relative to (default: the certificates' own directory, "

@@ -95,7 +95,9 @@ def cache_dir() -> Path:
 def use_numba_cache() -> None:
     """numba keeps compiled kernels beside their module (inside site-packages when installed) unless told
     otherwise: send them to ``<cache>/numba``. Call before the first ``@njit(cache=True)`` runs."""
-    from numba.core import config  # numba (0.3 s): only for the commands that compile a kernel
+    from numba.core import (
+        config,  # numba (0.3 s): only for the commands that compile a kernel
+    )
 
     if not os.environ.get("NUMBA_CACHE_DIR"):
         config.CACHE_DIR = str(cache_dir() / "numba")

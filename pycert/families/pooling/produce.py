@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from pycert.core.errors import Rejection
 from pycert.core.files import atomic_write
+from pycert.core.memo import code_sha256, memo
 from pycert.core.schema import Figure, SolverInfo
 from pycert.families.base import Prepared, Producer, Progress, Setting
 from pycert.families.pooling import CLAIM, LEAN_WALL, PoolingParams, instance_figures
@@ -94,6 +95,8 @@ class PoolingResult(BaseModel):
     parameters: SolverParams
     solvers: dict[str, str]
     wall_s: float
+    kept: bool = False
+    """The solvers' answers were kept from an earlier run on the same bytes and code (:mod:`pycert.core.memo`)."""
 
 
 # ---------------------------------------------------------------------------- the steps
@@ -141,6 +144,33 @@ def holds(a: Agreement, pooled: PagingOutcome, per_instance: PagingOutcome, shar
             and free.proven_bound > pooled.optimum)
 
 
+class Solved(BaseModel):
+    """What the solvers and their independent checks found on one instance (kept by :mod:`pycert.core.memo`)."""
+
+    pooled: PagingOutcome
+    per_instance: PagingOutcome
+    sharing: Sharing
+    free_routing: RoutingOutcome
+    family: list[PagingOutcome]
+    solvers: dict[str, str]
+
+
+def solve(inst: Instance, params: SolverParams, cases: CapacitatedParams | None, say: Progress) -> Solved:
+    trace = inst.trace
+    say(f"pooled: {len(trace)} references, pool capacity {inst.pool_capacity} (CP-SAT, HiGHS, replay, Belady)")
+    pooled = solve_paging("pooled", [Cache("pool", tuple(trace), inst.pool_capacity)], params)
+    say("per-instance, committed routing: one cache per host")
+    pm = committed_model(inst)
+    per_instance = solve_paging("per-instance", pm.caches, params, pm=pm)
+    say("per-instance, free routing: best Σ_h distinct over all routings (CP-SAT, HiGHS, matching)")
+    free = solve_free_routing(inst, params)
+    case_list = capacitated_cases(cases)
+    say(f"capacitated family: {len(case_list)} cases, pool below the distinct count")
+    return Solved(pooled=pooled, per_instance=per_instance, sharing=sharing(inst, inst.routing), free_routing=free,
+                  family=capacitated_outcomes(case_list, params),
+                  solvers={"OR-Tools CP-SAT": ortools_version(), "HiGHS": highs_version()})
+
+
 def run_pooling(
     instance_path: Path | str = COMMITTED,
     *,
@@ -153,26 +183,22 @@ def run_pooling(
     """Every step on the instance at ``instance_path`` (default: the committed one).
 
     ``lean_file`` is where the emitted wall file goes (default: a fresh temporary directory); the
-    ``lean_check`` callable kernel-checks it (e.g. :func:`kernel_checker`).
+    ``lean_check`` callable kernel-checks it (``pycert.prove.check``). The solvers' answers for the same
+    instance bytes, parameters, solver versions and code are kept (:mod:`pycert.core.memo`).
     """
-
     say = progress or (lambda _m: None)
     params = params or SolverParams()
     t0 = time.perf_counter()
     path = Path(instance_path)
-    inst = load_instance(path)
+    inst = load_instance(path)  # a one-line error for a missing or malformed file, before anything reads it
+    data = path.read_bytes()
     trace = inst.trace
-    say(f"pooled: {len(trace)} references, pool capacity {inst.pool_capacity} (CP-SAT, HiGHS, replay, Belady)")
-    pooled = solve_paging("pooled", [Cache("pool", tuple(trace), inst.pool_capacity)], params)
-    say("per-instance, committed routing: one cache per host")
-    pm = committed_model(inst)
-    per_instance = solve_paging("per-instance", pm.caches, params, pm=pm)
-    shared = sharing(inst, inst.routing)
-    say("per-instance, free routing: best Σ_h distinct over all routings (CP-SAT, HiGHS, matching)")
-    free = solve_free_routing(inst, params)
-    case_list = capacitated_cases(cases)
-    say(f"capacitated family: {len(case_list)} cases, pool below the distinct count")
-    capacitated = capacitated_outcomes(case_list, params)
+    key = [hashlib.sha256(data).hexdigest(), params.model_dump_json(), (cases or CapacitatedParams()).model_dump_json(),
+           ortools_version(), highs_version(), code_sha256("pycert.solvers", "pycert.analysis", __name__)]
+    found, kept = memo("pooling", key, Solved, lambda: solve(inst, params, cases, say))
+    if kept:
+        say("solvers: the answers for these instance bytes, parameters and code are kept (PYCERT_MEMO=0 re-solves)")
+    pooled, per_instance, free, capacitated = found.pooled, found.per_instance, found.free_routing, found.family
     out = lean_file or Path(tempfile.mkdtemp(prefix="pycert-pooling-")) / "PoolingWall.lean"
     say(f"Lean wall: {out}" + ("" if lean_check else " (no checker: not run)"))
     lean = lean_stage(inst, out, lean_check)
@@ -180,15 +206,15 @@ def run_pooling(
     figures = []
     if pooled.optimum is not None and per_instance.optimum is not None and free.agree:
         figures = [Figure.of(v, name=k) for k, v in instance_figures(
-            len(trace), len(set(trace)), pooled.optimum, shared.per_instance_wall, per_instance.optimum,
+            len(trace), len(set(trace)), pooled.optimum, found.sharing.per_instance_wall, per_instance.optimum,
             free.cpsat.objective).items()]
     return PoolingResult(
-        instance=str(path), instance_sha256=hashlib.sha256(path.read_bytes()).hexdigest(), hosts=len(inst.hosts),
+        instance=str(path), instance_sha256=hashlib.sha256(data).hexdigest(), hosts=len(inst.hosts),
         requests=len(inst.requests), refs=len(trace), distinct=len(set(trace)), pool_capacity=inst.pool_capacity,
-        pooled=pooled, per_instance=per_instance, sharing=shared, free_routing=free, family=capacitated, lean=lean,
-        figures=figures, agreement=agreed, holds=holds(agreed, pooled, per_instance, shared, free, capacitated),
-        parameters=params, solvers={"OR-Tools CP-SAT": ortools_version(), "HiGHS": highs_version()},
-        wall_s=time.perf_counter() - t0,
+        pooled=pooled, per_instance=per_instance, sharing=found.sharing, free_routing=free, family=capacitated,
+        lean=lean, figures=figures, agreement=agreed,
+        holds=holds(agreed, pooled, per_instance, found.sharing, free, capacitated), parameters=params,
+        solvers=found.solvers, wall_s=time.perf_counter() - t0, kept=kept,
     )
 
 
