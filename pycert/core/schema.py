@@ -91,10 +91,11 @@ class InputFile(_Strict):
     path: str = Field(min_length=1)
     sha256: Sha256
     external: bool = False
-    derived_from: Literal["trace"] | None = Field(
+    derived_from: Literal["trace", "instance", "parameters"] | None = Field(
         default=None,
-        description="the role of the input this file is generated from; verify regenerates it and compares "
-                    "the sha256, so the file itself need not be kept (e.g. a Lean file encoding a shared trace)",
+        description="the role of the input this file is generated from (or the certificate's parameters); verify "
+                    "regenerates it and compares the sha256, so the file itself need not be kept (e.g. a Lean file "
+                    "encoding a shared trace)",
     )
 
     @model_validator(mode="after")

@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root, file_sha256
 from pycert.core.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
+from pycert.lean.emit import INSTANCE_NAMESPACE
 
 Progress = Callable[[str], None]
 
@@ -87,6 +88,34 @@ class Reader(Protocol):
     def locate(self, inp: InputFile) -> Path: ...
 
 
+@dataclass(frozen=True)
+class Instance:
+    """The Lean instance file a certificate rests on, as its family derives it from the parameters and
+    the primary inputs: pycert writes it from data at prove, writes it again at verify, and compiles
+    only what it wrote. Its module name and headline theorem come from here, never from a certificate."""
+
+    path: str
+    """Relative to the certificate directory (``lean/<Module>.lean``, or ``lean/derived/…``)."""
+    derived_from: str
+    """The role of the input it is made from, or ``parameters``."""
+
+    @property
+    def module(self) -> str:
+        return PurePosixPath(self.path).stem
+
+    @property
+    def namespace(self) -> str:
+        return f"{INSTANCE_NAMESPACE}.{self.module}"
+
+    @property
+    def headline(self) -> str:
+        """The one theorem whose statement carries every figure the kernel checked, as literals."""
+        return f"{self.namespace}.headline"
+
+    def input(self, sha256: str) -> InputFile:
+        return InputFile(role="lean", path=self.path, sha256=sha256, derived_from=self.derived_from)
+
+
 class Claim(ABC):
     """One family's claims, as pure functions of parameters, figures and inputs."""
 
@@ -96,19 +125,90 @@ class Claim(ABC):
     lean_module: ClassVar[str]
     """The library module (``lean/Pycert/<Name>.lean``) the family's theorems live in."""
     theorem_names: ClassVar[tuple[str, ...]]
-    """Fully qualified Lean theorems every certificate of the family rests on."""
+    """Fully qualified library theorems every certificate of the family rests on."""
+    primary: ClassVar[tuple[str, ...]] = ()
+    """The roles of the inputs a certificate names that are not derived (a trace, an instance file),
+    one input each."""
+    headline_predicate: ClassVar[str]
+    """The library definition an instance's headline states (``Pycert.Ceiling.Bounded``)."""
+    headline_figures: ClassVar[tuple[str, ...]]
+    """The literals of ``headline_predicate``'s application, in order, by figure name."""
     limits: ClassVar[tuple[str, ...]]
     evidence_of: ClassVar[Mapping[str, tuple[EvidenceState, str]]] = {}
     """Figure name -> how that figure is known (its state, and the text naming the theorem, solver or
-    library), written beside it in the certificate; a figure not listed is ``computed``."""
+    library; ``{headline}`` stands for the instance's headline theorem), written beside it in the
+    certificate; a figure not listed is ``computed``."""
 
     @abstractmethod
     def sentence(self, params: Params, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         """The one-sentence claim."""
 
-    def theorems(self, params: Params) -> tuple[str, ...]:
-        """The theorems a certificate with these parameters rests on (public library declarations)."""
-        return self.theorem_names
+    @abstractmethod
+    def instance(self, params: Params, primary: Sequence[InputFile]) -> Instance:
+        """Where the certificate's Lean instance goes and what it is made from."""
+
+    @abstractmethod
+    def regenerate(self, params: Params, inputs: Sequence[InputFile], read: Reader) -> bytes:
+        """The instance file's bytes: the one function prove writes it with and verify writes it again."""
+
+    @abstractmethod
+    def figures(self, params: Params, kernel: Mapping[str, int], inputs: Sequence[InputFile],
+                read: Reader) -> dict[str, Fraction]:
+        """Every figure of a certificate: those of ``kernel`` (the headline's literals, by name) and the
+        rest from its parameters and inputs. Raises :class:`Rejected` when they cannot be what it claims."""
+
+    def primary_inputs(self, inputs: Sequence[InputFile]) -> list[InputFile]:
+        return [i for i in inputs if i.role in self.primary and i.derived_from is None]
+
+    def required(self, params: Params, inputs: Sequence[InputFile]) -> list[Rejection]:
+        """Every way ``inputs`` differ from what a certificate with these parameters must name: exactly
+        one input of each primary role, then the instance derived from them, nothing else."""
+        primary = self.primary_inputs(inputs)
+        out = []
+        for role in self.primary:
+            if (n := sum(i.role == role for i in primary)) != 1:
+                out.append(Rejection.mismatch(f"inputs[role={role}]", f"exactly one {role} input", str(n)))
+        if out:
+            return out
+        want = [(i.role, i.path, i.external, i.derived_from) for i in primary]
+        inst = self.instance(params, primary)
+        want.append(("lean", inst.path, False, inst.derived_from))
+        have = [(i.role, i.path, i.external, i.derived_from) for i in inputs]
+        for w in want:
+            if w not in have:
+                out.append(Rejection.mismatch("inputs", f"{w[0]} {w[1]}" + (f" derived from the {w[3]}" if w[3] else ""),
+                                              "absent", reason="missing-input"))
+        for h in have:
+            if h not in want:
+                out.append(Rejection.mismatch(f"inputs[{h[1]}]", "no such input (the family names: "
+                                              + ", ".join(w[1] for w in want) + ")",
+                                              f"{h[0]} {h[1]}" + (f" derived from {h[3]}" if h[3] else ""),
+                                              reason="extra-input"))
+        if not out and have != want:
+            out.append(Rejection.mismatch("inputs", "in the order " + ", ".join(w[1] for w in want),
+                                          ", ".join(h[1] for h in have)))
+        return out
+
+    def headline(self, params: Params, inputs: Sequence[InputFile]) -> str:
+        return self.instance(params, self.primary_inputs(inputs)).headline
+
+    def kernel_figures(self, literals: Sequence[int], headline: str) -> dict[str, int]:
+        """The headline's literals by figure name; a statement with another number of them is rejected."""
+        if len(literals) != len(self.headline_figures):
+            raise Rejected(Rejection.mismatch(f"{headline} (its literals)", ", ".join(self.headline_figures),
+                                              ", ".join(map(str, literals)) or "none"))
+        return dict(zip(self.headline_figures, literals, strict=True))
+
+    def disagreements(self, figures: Mapping[str, Fraction], engine: Mapping[str, Fraction]) -> list[Rejection]:
+        """Where pycert's own engines disagree with the figures the kernel proved: a defect in an engine,
+        caught by the kernel (prove stops and names both numbers)."""
+        return [Rejection.mismatch(f"figures.{name}", f"{figures[name]} (the Lean kernel)", f"{value} (pycert's engine)",
+                                   reason="engine-disagrees")
+                for name, value in engine.items() if name in figures and figures[name] != value]
+
+    def theorems(self, params: Params, inputs: Sequence[InputFile]) -> tuple[str, ...]:
+        """The theorems a certificate rests on: the family's library theorems, then its instance's headline."""
+        return (*self.theorem_names, self.headline(params, inputs))
 
     def does_not_prove(self, params: Params, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
         return self.limits
@@ -119,41 +219,47 @@ class Claim(ABC):
 
     def derive(self, params: Params, figures: Mapping[str, Fraction], inputs: Sequence[InputFile],
                solver: SolverInfo | None = None) -> Derived:
+        headline = self.headline(params, inputs)
         known = {name: self.evidence(name, solver) for name in figures}
-        return Derived(claim=self.sentence(params, figures, inputs), theorems=self.theorems(params),
+        return Derived(claim=self.sentence(params, figures, inputs), theorems=self.theorems(params, inputs),
                        does_not_prove=self.does_not_prove(params, figures),
-                       known_by={n: k[1] for n, k in known.items()}, evidence={n: k[0] for n, k in known.items()})
-
-    @abstractmethod
-    def figures(self, params: Params, inputs: Sequence[InputFile], read: Reader) -> dict[str, Fraction]:
-        """Every figure of a certificate, from its parameters and inputs alone. Raises :class:`Rejected`
-        when the inputs cannot be what it claims."""
-
-    def regenerate(self, params: Params, inputs: Sequence[InputFile], inp: InputFile, read: Reader) -> bytes:
-        """The bytes a ``derived_from`` input must have; the default: this family derives none."""
-        raise Rejected(Rejection.mismatch(f"inputs[{inp.path}].derived_from",
-                                          f"a {self.name} {inp.role} file pycert can regenerate",
-                                          f"{inp.role} derived from {inp.derived_from}"))
+                       known_by={n: k[1].replace("{headline}", headline) for n, k in known.items()},
+                       evidence={n: k[0] for n, k in known.items()})
 
 
 @dataclass
 class Prepared:
-    """A certificate before the kernel and the audit have answered."""
+    """A certificate before the kernel and the audit have answered. Its figures are filled in once
+    they have, from the literals of the instance's headline (:meth:`Claim.figures`)."""
 
     claim: Claim
     id: str
     parameters: Params
-    figures: dict[str, Fraction]
     headline: str
+    """A short figure for the run's table (not part of the certificate)."""
     inputs: list[InputFile] = field(default_factory=list)
-    lean_files: list[Path] = field(default_factory=list)
-    """Emitted instance files the kernel must accept (checked in one build with every family's)."""
+    lean_file: Path | None = None
+    """The emitted instance file the kernel must accept (checked in one build with every family's)."""
+    engine: dict[str, Fraction] = field(default_factory=dict)
+    """What pycert's own engines computed for the figures (the kernel's included): compared with what
+    the kernel proved, never written."""
+    figures: dict[str, Fraction] = field(default_factory=dict)
+    located: dict[str, Path] = field(default_factory=dict)
+    """Where each input lies during the run (the stage, the certificate directory, a user's trace)."""
     solver: SolverInfo | None = None
     rejection: Rejection | None = None
     """Why the claim does not hold, once some check said so."""
 
+    @property
+    def instance(self) -> Instance:
+        return self.claim.instance(self.parameters, self.claim.primary_inputs(self.inputs))
+
     def derived(self) -> Derived:
         return self.claim.derive(self.parameters, self.figures, self.inputs, self.solver)
+
+    def locate(self, inp: InputFile) -> Path:
+        """This run's own files, as a :class:`Reader`."""
+        return self.located[inp.path]
 
 
 class Producer(ABC):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.schema import Certificate, InputFile, Params
-from pycert.families.base import Claim, Reader, input_path
+from pycert.families.base import Claim, Instance, Reader, input_path
 
 if TYPE_CHECKING:
     from pycert.data.traces import Trace
@@ -53,15 +53,23 @@ def names(trace: Path | PurePosixPath) -> tuple[str, str]:
     return f"ceiling-{name}", f"Ceiling{lean_ident(name)}"
 
 
-def ceiling_figures(trace: Trace) -> dict[str, Fraction]:
-    """The trace engine's capacity-free figures: refs, distinct, ceiling = 1 - distinct/refs (only first
-    references must miss). prove and verify both compute them here."""
+def ceiling_figures(refs: int, distinct: int, max_hits: int) -> dict[str, Fraction]:
+    """The certificate's figures from the headline's three literals: refs, distinct, the hit bound, and
+    the ceiling max_hits / refs (only first references must miss)."""
+    if refs == 0:
+        raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
+    return {"refs": Fraction(refs), "distinct": Fraction(distinct), "max_hits": Fraction(max_hits),
+            "ceiling": Fraction(max_hits, refs)}
+
+
+def engine_figures(trace: Trace) -> dict[str, Fraction]:
+    """What the trace engine (a numpy sort, :func:`pycert.analysis.cachesim.trace_stats`) says of the
+    headline's figures: prove compares them with the kernel's literals."""
     from pycert.analysis.cachesim import trace_stats  # numpy: see instance_text
 
-    if trace.n_refs == 0:
-        raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
     stats = trace_stats(trace)
-    return {"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct), "ceiling": stats.ceiling.value}
+    return {"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct),
+            "max_hits": Fraction(stats.refs - stats.distinct)}
 
 
 def instance_text(ids: Sequence[int] | object, sha256: str, module: str) -> bytes:
@@ -81,6 +89,9 @@ class Ceiling(Claim):
     theorem_names = ("Pycert.Ceiling.hits_add_distinct_le", "Pycert.Ceiling.hits_unbounded",
                      "Pycert.Ceiling.hitRatio_le_ceiling", "Pycert.PackedTrace.traceOK_sound",
                      "Pycert.PackedTrace.distinctFrom_map", "Pycert.Route.route_inj")
+    primary = ("trace",)
+    headline_predicate = "Pycert.Ceiling.Bounded"
+    headline_figures = ("refs", "distinct", "max_hits")
     limits = (
         "A ceiling is per trace: it says nothing about other traffic.",
         "It bounds demand-fetch caches only: a prefetching cache is outside the model.",
@@ -92,34 +103,42 @@ class Ceiling(Claim):
         "instance decodes to; a reader bug would make the theorem about another list.",
     )
     evidence_of = {
-        "refs": ("kernel-checked", "Lean kernel: refs_eq (trace.length) of the emitted instance, every reference decoded"),
-        "distinct": ("kernel-checked", "Lean kernel: distinct_eq of the emitted instance, every reference decoded"),
-        "ceiling": ("computed", "exact arithmetic (refs - distinct) / refs of the two kernel-checked figures"),
+        "refs": ("kernel-checked", "Lean kernel: a literal of {headline} (trace.length), every reference decoded"),
+        "distinct": ("kernel-checked", "Lean kernel: a literal of {headline} (distinct trace), every reference decoded"),
+        "max_hits": ("kernel-checked", "Lean kernel: a literal of {headline} (hits P trace ≤ it for every policy P)"),
+        "ceiling": ("computed", "exact arithmetic max_hits / refs of the two kernel-checked figures"),
     }
 
     def sentence(self, params: CeilingParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
         refs, distinct, ceiling = int(figures["refs"]), int(figures["distinct"]), figures["ceiling"]
         return (f"On trace {trace} ({refs} block references, {distinct} distinct), no demand-fetch cache of any "
-                f"capacity or eviction policy hits more than {refs - distinct} times: a hit-rate ceiling of "
-                f"{float(ceiling):.6f}.")
+                f"capacity or eviction policy hits more than {int(figures['max_hits'])} times: a hit-rate ceiling "
+                f"of {float(ceiling):.6f}.")
 
-    def figures(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> dict[str, Fraction]:
-        from pycert.data.traces import read_trace  # numpy: see instance_text
+    def instance(self, params: CeilingParams, primary: Sequence[InputFile]) -> Instance:
+        """``lean/Ceiling<Name>.lean`` from the trace's file name; for a trace from outside the certificate
+        directory, ``lean/derived/``: full-resolution data derived from it, which verify regenerates."""
+        [trace] = primary
+        module = names(PurePosixPath(trace.path))[1]
+        return Instance(path=((LEAN_DERIVED if trace.external else LEAN_OUT) / f"{module}.lean").as_posix(),
+                        derived_from="trace")
 
-        return ceiling_figures(read_trace(input_path(inputs, "trace", read)))
+    def figures(self, params: CeilingParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
+                read: Reader) -> dict[str, Fraction]:
+        if kernel["max_hits"] != kernel["refs"] - kernel["distinct"]:
+            raise Rejected(Rejection.mismatch("headline (max_hits)", str(kernel["refs"] - kernel["distinct"]),
+                                              str(kernel["max_hits"])))
+        return ceiling_figures(kernel["refs"], kernel["distinct"], kernel["max_hits"])
 
-    def regenerate(self, params: CeilingParams, inputs: Sequence[InputFile], inp: InputFile, read: Reader) -> bytes:
+    def regenerate(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
         from pycert.data.traces import read_trace  # numpy: see instance_text
         from pycert.lean.emit.packed_trace import ENCODING
 
-        if inp.role != "lean":
-            return super().regenerate(params, inputs, inp, read)
+        if params.lean_encoding != ENCODING:
+            raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(ENCODING), repr(params.lean_encoding)))
         trace = read_trace(input_path(inputs, "trace", read))
-        encoding = params.lean_encoding
-        if encoding != ENCODING:
-            raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(ENCODING), repr(encoding)))
-        return instance_text(trace.refs, trace.sha256, Path(inp.path).stem)
+        return instance_text(trace.refs, trace.sha256, self.instance(params, self.primary_inputs(inputs)).module)
 
 
 CLAIM = Ceiling()

@@ -11,17 +11,7 @@ from pycert.core.schema import declared_inputs
 from pycert.data import synthetic
 from pycert.data.traces import read_trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.families.ceiling import (
-    CLAIM,
-    DEFAULT_TRACE,
-    LEAN_DERIVED,
-    LEAN_OUT,
-    CeilingParams,
-    ceiling_figures,
-    instance_text,
-    names,
-    slug,
-)
+from pycert.families.ceiling import CLAIM, DEFAULT_TRACE, CeilingParams, engine_figures, instance_text, names, slug
 from pycert.lean.emit.packed_trace import ENCODING
 
 
@@ -89,18 +79,18 @@ class CeilingProducer(Producer):
 
     def _prepare_trace(self, trace_path: Path, setting: Setting, emitted: Path | None = None) -> Prepared:
         trace = read_trace(trace_path)
-        figures = ceiling_figures(trace)
-        cert_id, module = names(trace_path)
+        cert_id, _ = names(trace_path)
         trace_input = (setting.emitted("trace", emitted, sha256=trace.sha256) if emitted is not None
                        else input_file("trace", trace_path, setting.root, sha256=trace.sha256))
-        # A file encoding a trace from outside the root is full-resolution data derived from it: it goes
-        # to a folder the repository ignores, and verify regenerates it from the trace instead of reading it.
-        lean_rel = (LEAN_DERIVED if trace_input.external else LEAN_OUT) / f"{module}.lean"
-        lean_path = setting.emit(lean_rel, instance_text(trace.refs, trace.sha256, module))
+        params = CeilingParams(lean_encoding=ENCODING)
+        instance = CLAIM.instance(params, [trace_input])
+        lean_path = setting.emit(Path(instance.path), instance_text(trace.refs, trace.sha256, instance.module))
+        engine = engine_figures(trace)
         return Prepared(
-            claim=CLAIM, id=cert_id, parameters=CeilingParams(lean_encoding=ENCODING), figures=figures,
-            headline=f"ceiling {float(figures['ceiling']):.6f}",
-            inputs=[trace_input, setting.emitted("lean", lean_rel, derived_from="trace")], lean_files=[lean_path],
+            claim=CLAIM, id=cert_id, parameters=params, engine=engine,
+            headline=f"ceiling {float(engine['max_hits'] / engine['refs']):.6f}" if engine["refs"] else "empty",
+            inputs=[trace_input, setting.emitted("lean", Path(instance.path), derived_from="trace")], lean_file=lean_path,
+            located={trace_input.path: trace_path, instance.path: lean_path},
         )
 
 
