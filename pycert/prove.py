@@ -23,6 +23,7 @@ from pycert.certify.manifest import write_certificates
 from pycert.certify.provenance import certificate_provenance, collect, write_run_record
 from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, Provenance, TheoremStatement
 from pycert.core.errors import InputError, Rejection
+from pycert.core.files import check_input
 from pycert.core.resources import default_certificate_dir, library_dir
 from pycert.families import FAMILIES
 from pycert.families.base import Family, Prepared, Progress, Setting
@@ -248,8 +249,7 @@ def prove(families: list[str], traces: list[Path], *, backend: str | None = None
         if name not in FAMILIES:
             raise InputError(f"unknown family {name!r}: expected one of {', '.join(FAMILIES)} or all")
     for t in traces:
-        if not t.is_file():
-            raise InputError("no such trace file", where=str(t))
+        check_input(t, "a trace file", missing="no such trace file")
     chosen = [FAMILIES[name] for name in FAMILIES if name in families]
     out = (out_dir or default_certificate_dir()).resolve()
     if out.exists() and not out.is_dir():

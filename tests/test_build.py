@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -12,7 +14,8 @@ import pytest
 
 from pycert.core.errors import InputError
 from pycert.lean import build
-from pycert.lean.diagnostics import CheckResult, parse_diagnostics
+from pycert.lean import process
+from pycert.lean.diagnostics import CheckResult, check_result, parse_diagnostics
 from pycert.lean.sources import Unit, parse_imports
 from tests.conftest import REPO, nonce
 
@@ -49,6 +52,25 @@ def test_schedule_runs_imports_first_and_skips_what_a_failure_blocks() -> None:
     assert ran.index("A") < ran.index("B") and ran.index("A") < ran.index("D") and "C" not in ran
     assert by["C"].status == "skipped" and by["C"].detail == "not built: B failed"
     assert by["D"].ok and not by["B"].ok
+
+
+def test_a_process_killed_on_ctrl_c_is_interrupted_not_crashed(tmp_path: Path, sigint_raises: None) -> None:
+    """Ctrl-C kills the running Lean processes (``kill_running``): their verdict says so, and the
+    progress line before ``pycert: interrupted`` does not read "crashed"."""
+    said: list[str] = []
+
+    def compile_unit(u: Unit) -> CheckResult:  # a stand-in for a Lean run: it outlives the Ctrl-C
+        res = check_result(u.module, str(u.path), process._run_process(["sleep", "60"], tmp_path, {}, 120), "A.lean")
+        said.append(f"{u.module}: {res.status}")
+        return res
+
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        build.schedule([Unit(module="A", path=tmp_path / "A.lean", imports=[])], 1, compile_unit, said.append)
+    while not said and time.monotonic() - t0 < 30:
+        time.sleep(0.05)
+    assert said == ["A: interrupted"] and time.monotonic() - t0 < 30
 
 
 def test_parse_diagnostics_maps_staged_names() -> None:

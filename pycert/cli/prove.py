@@ -8,6 +8,8 @@ from pycert import prove
 from pycert.cli import add_backend, add_common
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED
+from pycert.core.files import missing_dirs, remove_empty
+from pycert.core.resources import default_certificate_dir
 from pycert.families import FAMILIES
 
 
@@ -37,7 +39,12 @@ def render(res: prove.ProveResult) -> str:
 
 def cmd_prove(args: argparse.Namespace) -> int:
     families = list(FAMILIES) if args.family == "all" else [args.family]
-    res = prove.prove(families, args.trace, backend=args.backend, out_dir=args.out,
-                         progress=Progress(enabled=not args.json, force=True))
+    made = missing_dirs(args.out or default_certificate_dir())
+    try:
+        res = prove.prove(families, args.trace, backend=args.backend, out_dir=args.out,
+                          progress=Progress(enabled=not args.json, force=True))
+    except BaseException:  # Ctrl-C or a refusal: a first run leaves no empty --out behind
+        remove_empty(made)
+        raise
     emit(args.json, res, lambda: render(res))
     return EXIT_OK if res.ok else EXIT_REJECTED

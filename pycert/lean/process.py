@@ -31,6 +31,8 @@ class ProcessRun(BaseModel):
     stderr: str
     seconds: float
     timed_out: bool
+    interrupted: bool = False
+    """Killed by :func:`kill_running` (Ctrl-C or SIGTERM in pycert), so its exit says nothing about Lean."""
 
     def crash_detail(self) -> str:
         """The line that best says why the process died (Lean's PANIC, Node's out-of-memory ...)."""
@@ -65,6 +67,8 @@ def machine_slot(slot_dir: Path, poll_s: float = 0.5) -> Iterator[None]:
 
 _LIVE: set[int] = set()
 """Process groups of Lean runs in flight (worker threads start them; the main thread may kill them)."""
+_KILLED: set[int] = set()
+"""Those of them :func:`kill_running` killed: their runs were interrupted, not crashed."""
 _LIVE_LOCK = threading.Lock()
 
 
@@ -73,6 +77,7 @@ def kill_running() -> None:
     Lean in its own session not at all: without this the interrupted run would wait for each one."""
     with _LIVE_LOCK:
         groups = list(_LIVE)
+        _KILLED.update(groups)
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
@@ -111,5 +116,7 @@ def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: f
     finally:
         with _LIVE_LOCK:
             _LIVE.discard(proc.pid)
+            interrupted = proc.pid in _KILLED
+            _KILLED.discard(proc.pid)
     return ProcessRun(exit_code=None if timed_out else proc.returncode, stdout=out, stderr=err,
-                      seconds=time.monotonic() - t0, timed_out=timed_out)
+                      seconds=time.monotonic() - t0, timed_out=timed_out, interrupted=interrupted)
