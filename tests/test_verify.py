@@ -295,6 +295,28 @@ def test_not_json_is_rejected(repo: Path) -> None:
     assert fields(r) == ["manifest[first-touch-demo.json].sha256", "(json)"]
 
 
+@pytest.mark.parametrize("text, why", [
+    ('{"hello": "world"}', 'not a certificate: a JSON object without "schema": "pycert-cert/1" (its keys: "hello")'),
+    ('{"schema": "pycert-cert/2"}', 'not a certificate: a JSON object without "schema": "pycert-cert/1" '
+                                    '(its schema: "pycert-cert/2")'),
+    ("{ not json", "not a certificate: invalid JSON (key must be a string at line 1 column 3)"),
+])
+@pytest.mark.parametrize("beside", ["no manifest", "a manifest without it"])
+def test_a_file_that_is_no_certificate_is_bad_input_not_a_rejection(repo: Path, tmp_path: Path, capsys,
+                                                                    text: str, why: str, beside: str) -> None:
+    """README: malformed input exits 2. Nothing vouches for these bytes as a certificate (no manifest
+    entry), so there is nothing to reject; the reason comes first, and alone."""
+    where = tmp_path / "elsewhere" if beside == "no manifest" else repo / "certificates"
+    where.mkdir(exist_ok=True)
+    path = where / "other.json"
+    path.write_text(text + "\n")
+    r = verify_certificate(path, root=repo)
+    assert (r.status, r.failures, r.errors, r.missing) == ("input-error", [], [why], [])
+    assert main(["verify", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"BAD INPUT {path}", f"  {path}: {why}"] and err == f"pycert: {path}: {why}\n"
+
+
 def test_certificate_missing_from_manifest_is_rejected(repo: Path) -> None:
     stray = repo / "certificates" / "stray.json"
     shutil.copy(repo / "certificates" / "first-touch-demo.json", stray)

@@ -28,8 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from pycert.certify.documents import declared_inputs, parse_certificate
-from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
+from pycert.certify.documents import declared_inputs, not_a_certificate, parse_certificate
+from pycert.certify.manifest import MANIFEST_NAME, lists, manifest_rejection, read_manifest
 from pycert.certify.schema import Certificate, InputFile, decimal_of
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import certificate_root, file_sha256
@@ -292,6 +292,9 @@ def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certifica
         return None
     except OSError as err:
         result.missing.append(f"{path} ({err.strerror})")
+        return None
+    if (why := not_a_certificate(data)) and not lists(manifest, path.name):
+        result.errors.append(why)  # no certificate, and no manifest vouches for one here: nothing to reject
         return None
     try:
         _check_manifest(path, data, manifest, result)

@@ -56,8 +56,8 @@ def render(results: list[VerifyResult]) -> str:
         label = {"ok": "ok", "rejected": "REJECTED", "missing-input": "MISSING", "input-error": "BAD INPUT"}[r.status]
         lines.append(f"{label:<9} {r.certificate}" + (f"  (checked: {', '.join(r.checked)})" if r.ok else ""))
         lines += [f"  {r.certificate}: {f.render()}" for f in r.failures]
-        lines += [f"  {r.certificate}: missing input: {m}" for m in r.missing]
         lines += [f"  {r.certificate}: {e}" for e in r.errors]
+        lines += [f"  {r.certificate}: missing input: {m}" for m in r.missing]
         lines += [f"  note: {n}" for n in r.notes]
     return "\n".join(lines)
 
