@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mutation import operators as ops
 from mutation.batches import LeanBatches
-from mutation.context import Context
+from mutation.context import Context, unavailable
 from mutation.report import CampaignReport, Outcome
 from pycert.core.errors import InputError
 from pycert.lean.backend import resolve
@@ -43,6 +43,9 @@ def _run_python(ctx: Context, chosen: list[ops.Planned], progress: Progress) -> 
     outcomes = []
     for p in chosen:
         if p.run is None:
+            continue
+        if why := unavailable(p.mutant.checker):
+            outcomes.append(_outcome(p, "not-run", why, 0.0))
             continue
         s0 = time.monotonic()
         ctx.fresh(p.mutant.id)

@@ -153,11 +153,9 @@ class Context:
         return status, f"figures {_figs(before)} -> {_figs(after)}; {detail}"
 
     def page_expect(self, cert: str, how: str) -> ops.Verdict:
-        from pycert.certify.browser import CHROMIUM, Browser
+        from pycert.certify.browser import Browser
         from pycert.certify.report import write_report
 
-        if CHROMIUM is None:
-            return "error", "chromium is not installed: the report verifier cannot be run"
         cert_dir = self.repo / ops.CERT_DIR
         page = self.repo / "site" / "report.html"
         page.parent.mkdir(parents=True, exist_ok=True)
@@ -192,6 +190,15 @@ class Context:
         if state == "mismatch":
             return "killed", f"verdict {state} ({colour}): {lines[0] if lines else ''}"
         return "survived", f"the page said {state} for a tampered certificate"
+
+
+def unavailable(checker: str) -> str | None:
+    """Why ``checker`` cannot run on this machine (a tool it needs is missing), or None."""
+    from pycert.certify import browser
+
+    if checker == "report-verifier" and browser.CHROMIUM is None:
+        return "chromium is not installed (Debian: apt-get install chromium; or put a chromium on PATH)"
+    return None
 
 
 def _figs(figs: dict[str, Fraction]) -> str:

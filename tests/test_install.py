@@ -50,10 +50,14 @@ def _files(root: Path) -> set[str]:
 def _build_and_install(tmp_path: Path, timings: dict[str, float]) -> tuple[Path, dict[str, str]]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     dist = tmp_path / "dist"
-    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(REPO)], tmp_path, env, timings, "build sdist+wheel")
+    built = _run([sys.executable, "-m", "build", "--outdir", str(dist), str(REPO)], tmp_path, env, timings,
+                 "build sdist+wheel")
+    assert "deprecated" not in (built.stdout + built.stderr).lower(), "the build prints a deprecation banner"
     wheel = next(dist.glob("pycert-*.whl"))
     assert next(dist.glob("pycert-*.tar.gz"))
     names = set(zipfile.ZipFile(wheel).namelist())
+    metadata = zipfile.ZipFile(wheel).read(f"pycert-{__version__}.dist-info/METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()  # SPDX (PEP 639), not a TOML table
     for shipped in ("pycert/_data/lean/Pycert.lean", "pycert/_data/lakefile.lean", "pycert/_data/lean-toolchain",
                     "pycert/_data/solvers/instances/committed.json",
                     "pycert/_data/certificates/schema/pycert-cert-1.schema.json"):
