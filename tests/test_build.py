@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -71,6 +72,30 @@ def test_a_process_killed_on_ctrl_c_is_interrupted_not_crashed(tmp_path: Path, s
     while not said and time.monotonic() - t0 < 30:
         time.sleep(0.05)
     assert said == ["A: interrupted"] and time.monotonic() - t0 < 30
+
+
+def test_ctrl_c_while_a_run_waits_for_a_slot_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            sigint_raises: None) -> None:
+    """Another pycert holds the only Lean slot: Ctrl-C ends the build at once, and the waiting run never
+    starts (before, the build waited for the slot and then for the whole run)."""
+    monkeypatch.setenv("PYCERT_LEAN_SLOTS", "1")
+    started: list[str] = []
+
+    def compile_unit(u: Unit) -> CheckResult:
+        with process.machine_slot(tmp_path, poll_s=0.05):
+            started.append(u.module)
+            return check_result(u.module, str(u.path), process._run_process(["true"], tmp_path, {}, 60), "A.lean")
+
+    with open(tmp_path / "slot-0.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+        threading.Timer(4.0, fcntl.flock, (held, fcntl.LOCK_UN)).start()  # the other run ends, later
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            build.schedule([Unit(module="A", path=tmp_path / "A.lean", imports=[])], 1, compile_unit, lambda _m: None)
+        waited = time.monotonic() - t0
+        time.sleep(3.5)
+    assert waited < 3 and started == []
 
 
 def test_parse_diagnostics_maps_staged_names() -> None:

@@ -28,7 +28,7 @@ from pycert.core.files import link_or_copy, publish_dir
 from pycert.core.resources import cache_dir, library_dir
 from pycert.lean.backend import Backend, BuildOptions, Kind, resolve
 from pycert.lean.diagnostics import CheckResult
-from pycert.lean.process import kill_running
+from pycert.lean.process import stopping
 from pycert.lean.sources import Unit, file_units, library_units, module_path, parse_imports
 
 DEFAULT_TIMEOUT = 1800.0
@@ -65,13 +65,14 @@ def topo_order(deps: dict[str, list[str]]) -> list[str]:
 
 @contextlib.contextmanager
 def _interruptible(pool: ThreadPoolExecutor) -> Iterator[None]:
-    """On Ctrl-C or SIGTERM in the main thread: drop queued units and kill the running Lean processes, so
-    the pool's exit does not wait for them to finish."""
+    """On Ctrl-C or SIGTERM in the main thread: drop queued units, kill the running Lean processes and
+    keep the ones waiting for a slot from starting, so the pool's exit does not wait for any Lean run."""
     try:
         yield
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
-        kill_running()
+        with stopping():
+            pool.shutdown(wait=True)
         raise
 
 

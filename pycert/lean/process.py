@@ -44,11 +44,21 @@ class ProcessRun(BaseModel):
         return lines[-1].strip() if lines else f"exit {self.exit_code}"
 
 
+class NotStarted(Exception):
+    """A Lean run that was still waiting to start when its build was interrupted (:func:`stopping`)."""
+
+
+_STOP = threading.Event()
+"""Set while an interrupted build winds down: a run waiting for a slot gives up instead of starting."""
+
+
 @contextlib.contextmanager
 def machine_slot(slot_dir: Path, poll_s: float = 0.5) -> Iterator[None]:
     """Hold one of ``$PYCERT_LEAN_SLOTS`` machine-wide slots (flock'd files in ``slot_dir``)."""
     slots = max(1, int(os.environ.get("PYCERT_LEAN_SLOTS", os.cpu_count() or 1)))
     while True:
+        if _STOP.is_set():
+            raise NotStarted("interrupted while waiting for a Lean slot")
         for i in range(slots):
             fh = open(slot_dir / f"slot-{i}.lock", "a")
             try:
@@ -83,6 +93,19 @@ def kill_running() -> None:
             os.killpg(pgid, signal.SIGKILL)
 
 
+@contextlib.contextmanager
+def stopping() -> Iterator[None]:
+    """While an interrupted build waits for its worker threads: the Lean processes in flight are
+    killed, and a run still waiting for a slot does not start (it raises :class:`NotStarted`), so
+    Ctrl-C takes effect at once rather than after the next module's run."""
+    _STOP.set()
+    try:
+        kill_running()
+        yield
+    finally:
+        _STOP.clear()
+
+
 def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> ProcessRun:
     """Run ``argv`` in its own process group, in a machine slot; on timeout the whole group is killed.
 
@@ -96,11 +119,13 @@ def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: fl
 
 def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> ProcessRun:
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, errors="replace",
-    )
-    with _LIVE_LOCK:
+    with _LIVE_LOCK:  # so that kill_running, which holds it, sees every process that starts
+        if _STOP.is_set():
+            raise NotStarted("interrupted before the Lean process started")
+        proc = subprocess.Popen(
+            list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True, errors="replace",
+        )
         _LIVE.add(proc.pid)
     try:
         out, err = proc.communicate(timeout=timeout)
