@@ -150,6 +150,22 @@ def test_import_order_and_cache(wasm, lean_dir: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_fresh_build_cache_makes_lean_check_again(wasm, lean_dir: Path) -> None:
+    f = lean_dir / "Fresh.lean"
+    f.write_text(nonce() + PRELUDE + "theorem t : True := True.intro\n")
+    assert build.check_files([f], backend="wasm").ok
+    assert build.check_files([f], backend="wasm").results[0].cached
+    before = os.environ.get("PYCERT_BUILD_CACHE")
+    with build.fresh_build_cache() as fresh:
+        (again,) = build.check_files([f], backend="wasm").results
+        assert again.ok and not again.cached and build.build_cache_dir() == fresh
+        assert build.cache_note([again]) is None
+    assert os.environ.get("PYCERT_BUILD_CACHE") == before and not fresh.exists()
+    (cached,) = build.check_files([f], backend="wasm").results
+    assert build.cache_note([cached]).startswith(f"1 of 1 Lean files answered from the build cache ({build.build_cache_dir()})")
+
+
+@pytest.mark.slow
 def test_timeout_kills_the_process_group(wasm, lean_dir: Path) -> None:
     f = lean_dir / "Slow.lean"
     f.write_text(nonce() + PRELUDE + "theorem t : True := True.intro\n")

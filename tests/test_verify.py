@@ -539,6 +539,44 @@ def test_kernel_reruns_lean(repo: Path, wasm) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_kernel_shows_progress_and_says_when_the_build_cache_answered(repo: Path, wasm, capsys) -> None:
+    """Off a terminal --kernel used to print nothing for minutes, and to answer from the build cache
+    without saying so. (The fixture's placeholder statements make it exit 1: beside the point here.)"""
+    cert = str(repo / "certificates" / "isolation-demo.json")
+    main(["verify", "--kernel", "--backend", "wasm", cert])  # the library and the statements, cached from now on
+    capsys.readouterr()
+    assert main(["verify", "--kernel", "--backend", "wasm", cert]) == 1
+    out, err = capsys.readouterr()
+    assert "isolation-demo: rebuilding the library and 0 instance file(s)" in err and "Pycert.Isolation: ok (cached)" in err
+    assert "  note: kernel: 13 of 13 Lean files answered from the build cache (" in out
+    assert "verify --kernel --fresh runs Lean on every one" in out
+
+
+def test_fresh_runs_verify_with_an_empty_build_cache_and_needs_kernel(repo: Path, monkeypatch, capsys) -> None:
+    """The wiring of --fresh (what the build cache does under it: test_build's fresh cache test). The
+    spy records the build cache verify would use and verifies offline, to keep Lean out of this test."""
+    from pycert.cli import verify as cli_verify
+    from pycert.lean.build import build_cache_dir
+
+    seen: list[Path] = []
+
+    def offline(path: Path, **kw) -> object:
+        seen.append(build_cache_dir())
+        return verify_certificate(path, **{**kw, "kernel": False})
+
+    monkeypatch.setattr(cli_verify, "verify_certificate", offline)
+    cert = str(repo / "certificates" / "isolation-demo.json")
+    with pytest.raises(SystemExit) as usage:
+        main(["verify", "--fresh", cert])
+    assert usage.value.code == 2
+    assert "--fresh only means something with --kernel" in capsys.readouterr().err and seen == []
+    assert main(["verify", "--kernel", cert]) == 0
+    assert main(["verify", "--kernel", "--fresh", cert]) == 0
+    assert seen[0] == build_cache_dir() and seen[1] != seen[0] and not seen[1].exists()
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_kernel_reports_a_derived_file_that_does_not_regenerate(repo: Path, tmp_path: Path, wasm) -> None:
     """--kernel with an absent derived file whose claimed encoding cannot be regenerated: the failure is

@@ -13,6 +13,8 @@ from pathlib import Path
 from pycert.certify.schema import Certificate
 from pycert.core.errors import Rejection
 from pycert.families.base import Locator
+from pycert.lean.build import cache_note
+from pycert.lean.diagnostics import CheckResult
 
 
 def _kernel_files(cert: Certificate, where: Locator, regenerated: dict[str, bytes], scratch: Path) -> list[Path]:
@@ -49,14 +51,16 @@ def statement_rejections(cert: Certificate, digests: dict[str, str], printed: di
 
 
 def rebuild(cert: Certificate, where: Locator, library: Path, regenerated: dict[str, bytes],
-            backend: str | None, timeout: float, progress: Callable[[str], None] = lambda _m: None) -> list[Rejection]:
+            backend: str | None, timeout: float, progress: Callable[[str], None] = lambda _m: None,
+            notes: list[str] | None = None) -> list[Rejection]:
+    """The rejections; ``notes`` gets one line saying whether Lean ran now or the build cache answered."""
     from pycert.audit.axioms import audit_build
     from pycert.audit.per_theorem import audit_rejections, certificate_audit
     from pycert.audit.statement import type_digests
     from pycert.lean import build
     from pycert.lean.backend import resolve
     from pycert.lean.sources import library_modules
-    from pycert.lean.statements import library_signatures, printed_statements
+    from pycert.lean.statements import library_signatures, print_statements
 
     chosen = resolve(backend)
     with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:  # the audit reads the sources too
@@ -74,6 +78,15 @@ def rebuild(cert: Certificate, where: Locator, library: Path, regenerated: dict[
     # a name the library does not declare is already rejected offline; Lean is asked only about the rest
     known = [t for t in cert.theorems if t in library_signatures(library)]
     digests = type_digests(Path(res.olean_dir), list(library_modules(library)), known)
-    progress(f"{cert.id}: printing {len(known)} statements")
-    printed = printed_statements(library, known, chosen, timeout) if known else {}
+    progress(f"{cert.id}: printing {len(known)} statements (one Lean run)")
+    printed, printing = print_statements(library, known, chosen, timeout) if known else ({}, [])
+    if notes is not None:
+        notes.append(kernel_note([*res.results, *(r for r in printing if r.module not in res.by_module())]))
     return failures + statement_rejections(cert, digests, printed)
+
+
+def kernel_note(results: list[CheckResult]) -> str:
+    """Whether Lean checked the files in this run or the build cache answered for some."""
+    if note := cache_note(results):
+        return f"kernel: {note}; verify --kernel --fresh runs Lean on every one"
+    return f"kernel: Lean checked all {len(results)} files in this run"

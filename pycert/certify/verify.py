@@ -345,7 +345,7 @@ def verify_certificate(path: Path, root: Path | None = None, manifest: Path | No
         from pycert.certify.rebuild import rebuild
 
         result.checked += ["kernel", "audit", "statements"]
-        result.failures += rebuild(cert, where, library, regenerated, backend, timeout, progress)
+        result.failures += rebuild(cert, where, library, regenerated, backend, timeout, progress, result.notes)
     return _finish(result)
 
 

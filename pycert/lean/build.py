@@ -16,6 +16,7 @@ import graphlib
 import hashlib
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -132,6 +133,34 @@ def link_outputs(src_dir: Path, dst_dir: Path, module: str) -> None:
 def build_cache_dir() -> Path:
     """Compiled modules by content key: ``$PYCERT_BUILD_CACHE``, else ``<cache>/build``."""
     return Path(os.environ.get("PYCERT_BUILD_CACHE") or cache_dir() / "build")
+
+
+@contextlib.contextmanager
+def fresh_build_cache() -> Iterator[Path]:
+    """An empty build cache while the block runs (``$PYCERT_BUILD_CACHE`` pointed at a new directory
+    beside the olean trees, so links work, and removed after): Lean checks every module again."""
+    from pycert.lean.toolchain import scratch_root
+
+    before = os.environ.get("PYCERT_BUILD_CACHE")
+    fresh = Path(tempfile.mkdtemp(prefix="build-fresh-", dir=scratch_root()))
+    os.environ["PYCERT_BUILD_CACHE"] = str(fresh)
+    try:
+        yield fresh
+    finally:
+        if before is None:
+            os.environ.pop("PYCERT_BUILD_CACHE", None)
+        else:
+            os.environ["PYCERT_BUILD_CACHE"] = before
+        shutil.rmtree(fresh, ignore_errors=True)
+
+
+def cache_note(results: Sequence[CheckResult]) -> str | None:
+    """How many of ``results`` the build cache answered, and what that means; None when Lean ran on all."""
+    cached = sum(r.cached for r in results)
+    if not cached:
+        return None
+    return (f"{cached} of {len(results)} Lean files answered from the build cache ({build_cache_dir()}): the "
+            "verdicts Lean gave earlier for the same source, imports and toolchain")
 
 
 class BuildCache:

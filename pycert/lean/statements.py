@@ -14,6 +14,7 @@ from pathlib import Path
 from pycert.audit.statement import type_digests
 from pycert.certify.schema import TheoremStatement
 from pycert.core.errors import InputError
+from pycert.lean.diagnostics import CheckResult
 from pycert.lean.sources import theorem_signatures
 
 CHECK_MODULE = "PycertStatements"
@@ -34,6 +35,12 @@ def check_source(names: Sequence[str]) -> str:
 
 def printed_statements(library: Path, names: Sequence[str], backend: object, timeout: float = 1800.0) -> dict[str, str]:
     """``name -> what #check @name prints``, whitespace normalised, from one Lean run."""
+    return print_statements(library, names, backend, timeout)[0]
+
+
+def print_statements(library: Path, names: Sequence[str], backend: object,
+                     timeout: float = 1800.0) -> tuple[dict[str, str], list[CheckResult]]:
+    """:func:`printed_statements`, and the build's verdicts (the cache may have answered them)."""
     from pycert.lean import build
 
     names = list(dict.fromkeys(names))
@@ -46,7 +53,7 @@ def printed_statements(library: Path, names: Sequence[str], backend: object, tim
         first = mine.failures[0].render() if mine.failures else (mine.detail or mine.status)
         raise InputError(f"Lean could not print the statements: {first}")
     by_line = {d.line: " ".join(d.message.split()) for d in mine.diagnostics if d.severity == "info"}
-    return {n: by_line[i] for i, n in enumerate(names, 2) if i in by_line}
+    return {n: by_line[i] for i, n in enumerate(names, 2) if i in by_line}, res.results
 
 
 def pin(library: Path, olean_dir: Path, modules: Sequence[str], names: Sequence[str], backend: object,
