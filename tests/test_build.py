@@ -162,7 +162,8 @@ def test_a_fresh_build_cache_makes_lean_check_again(wasm, lean_dir: Path) -> Non
         assert build.cache_note([again]) is None
     assert os.environ.get("PYCERT_BUILD_CACHE") == before and not fresh.exists()
     (cached,) = build.check_files([f], backend="wasm").results
-    assert build.cache_note([cached]).startswith(f"1 of 1 Lean files answered from the build cache ({build.build_cache_dir()})")
+    note = build.cache_note([cached])
+    assert note.startswith(f"1 of 1 Lean files answered from the build cache ({build.build_cache_dir()})")
 
 
 @pytest.mark.slow

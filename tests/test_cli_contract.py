@@ -355,7 +355,7 @@ def test_sigterm_before_the_write_leaves_nothing(tmp_path: Path, capsys, monkeyp
     from pycert.certify import report
 
     path = _mini_repo(tmp_path)
-    monkeypatch.setattr(report, "render_page", lambda *a: os.kill(os.getpid(), signal.SIGTERM) or "x")
+    monkeypatch.setattr(report, "render_page", lambda *a, **k: os.kill(os.getpid(), signal.SIGTERM) or "x")
     rc, _, err = cli(capsys, "report", "--no-curves", "--certs", str(path.parent), "--out", str(tmp_path / "r.html"))
     assert rc == 143 and one_line(err) == "pycert: terminated"
     assert not (tmp_path / "r.html").exists() and _temporaries(tmp_path) == []

@@ -88,8 +88,11 @@ def test_the_installed_wheel_proves_a_users_trace_from_an_empty_directory(tmp_pa
                   "print(data_root()); print(checkout_root())"], work, env, timings, "where")
     assert where.stdout.split() == [str(site / "pycert" / "_data"), "None"]
     _run(["pycert", "toolchain", "install"], work, env, timings, "toolchain install")
-    _run(["pycert", "prove", "ceiling", "--trace", "small.jsonl", "--trace", "../elsewhere/far.jsonl", "--out", "certs",
-          "--json"], work, env, timings, "prove ceiling (two traces)")
+    proved = _run(["pycert", "prove", "ceiling", "--trace", "small.jsonl", "--trace", "../elsewhere/far.jsonl",
+                   "--out", "certs", "--json"], work, env, timings, "prove ceiling (two traces)")
+    steps = json.loads(proved.stdout)["next"]  # what prove tells a newcomer to run next, run as printed below
+    assert steps["verify"] == "pycert verify certs/*.json --input far.jsonl=../elsewhere/far.jsonl"
+    assert steps["report"] == "pycert report --certs certs --input far.jsonl=../elsewhere/far.jsonl"
     cert = json.loads((work / "certs" / "ceiling-small.json").read_text())
     # what the directory keeps is named from the directory; a trace outside it by its file name
     assert [(i["path"], i["external"]) for i in cert["inputs"]] == [("small.jsonl", True),
@@ -106,15 +109,14 @@ def test_the_installed_wheel_proves_a_users_trace_from_an_empty_directory(tmp_pa
                               expect=2).stdout)
     assert missing["exit"] == 2 and "--input far.jsonl=PATH" in missing["error"]
     assert [r["status"] for r in missing["results"]] == ["missing-input", "ok", "ok"], missing
-    given = ["--input", "far.jsonl=../elsewhere/far.jsonl"]
-    out = json.loads(_run(["pycert", "verify", "--json", *given, *certs], work, env, timings, "verify").stdout)
+    out = json.loads(_run(["sh", "-c", steps["verify"] + " --json"], work, env, timings,
+                          "verify (as prove printed it)").stdout)
     assert [r["status"] for r in out] == ["ok", "ok", "ok"] and all("library" in r["checked"] for r in out)
     out = json.loads(_run(["pycert", "verify", "--kernel", "--json", str(work / "certs" / "ceiling-small.json")],
                           Path("/"), env, timings, "verify --kernel (from /)").stdout)
     assert out[0]["status"] == "ok" and "kernel" in out[0]["checked"]
     _run(["pycert", "audit", "--json"], work, env, timings, "audit")
-    _run(["pycert", "report", "--certs", "certs", "--out", "report.html", "--json", *given], work, env, timings,
-         "report")
+    _run(["sh", "-c", steps["report"] + " --json"], work, env, timings, "report (as prove printed it)")
     _run(["pycert", "mutate", "--expect-reject", "--only", "certificate", "--json"], work, env, timings,
          "mutate --only certificate")
     # the directory travels: copied elsewhere with the one trace it names beside it, it verifies there
