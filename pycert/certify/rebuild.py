@@ -19,6 +19,8 @@ from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
 from pycert.lean import build
 from pycert.lean.backend import resolve
+from pycert.lean.build import cache_note
+from pycert.lean.diagnostics import CheckResult
 from pycert.lean.sources import library_signatures
 
 
@@ -39,11 +41,12 @@ def statement_rejections(cert: Certificate, digests: dict[str, str], printed: di
 
 
 def rebuild(cert: Certificate, library: Path, instance: bytes, backend: str | None, timeout: float,
-            progress: Callable[[str], None] = lambda _m: None) -> list[Rejection]:
+            progress: Callable[[str], None] = lambda _m: None, notes: list[str] | None = None) -> list[Rejection]:
     """The kernel, the audit of every declaration built and the figures read off the rebuilt headline.
     The one Lean file from outside the library is ``instance``: the bytes verify regenerated from the
     primary inputs, written here under the module name the family derives, so no code and no module name
-    can come from a certificate's directory."""
+    can come from a certificate's directory. ``notes`` gets one line saying whether Lean ran now or the
+    build cache answered."""
     claim = FAMILIES[cert.family]
     inst = claim.instance(cert.parameters, claim.primary_inputs(cert.inputs))
     chosen = resolve(backend)
@@ -70,6 +73,8 @@ def rebuild(cert: Certificate, library: Path, instance: bytes, backend: str | No
     failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
     printed = {**printed_statements(res, known), **printed_headline(res.by_module()[inst.module], inst.headline)}
     failures += statement_rejections(cert, report.type_sha256, printed)
+    if notes is not None:
+        notes.append(kernel_note(res.results))
     stated = report.headlines.get(inst.headline)
     if stated is None or stated.head != claim.headline_predicate:
         return failures + [Rejection.mismatch(f"{inst.headline} (rebuilt)", f"a theorem stating {claim.headline_predicate}",
@@ -91,3 +96,10 @@ def kernel_rejections(cert: Certificate, kernel: dict[str, int]) -> list[Rejecti
         elif name not in figures and params.get(name, value) != value:
             out.append(Rejection.mismatch(f"parameters.{name} (off the rebuilt kernel type)", str(value), str(params[name])))
     return out
+
+
+def kernel_note(results: list[CheckResult]) -> str:
+    """Whether Lean checked the files in this run or the build cache answered for some."""
+    if note := cache_note(results):
+        return f"kernel: {note}; verify --kernel --fresh runs Lean on every one"
+    return f"kernel: Lean checked all {len(results)} files in this run"

@@ -42,7 +42,7 @@ class CheckResult(BaseModel):
     module: str
     file: str
     ok: bool
-    status: Literal["ok", "failed", "timeout", "crashed", "skipped"]
+    status: Literal["ok", "failed", "timeout", "crashed", "interrupted", "skipped"]
     exit_code: int | None
     seconds: float
     cached: bool = False
@@ -85,9 +85,13 @@ def parse_diagnostics(stdout: str, file_map: dict[str, str]) -> list[Diagnostic]
 
 
 def check_result(module: str, user_file: str, run: ProcessRun, staged_name: str) -> CheckResult:
-    """The verdict on one module from its Lean run: ok, failed (an error or ``sorry``), timeout, crashed."""
+    """The verdict on one module from its Lean run: ok, failed (an error or ``sorry``), timeout, crashed,
+    or interrupted (pycert killed it on Ctrl-C or SIGTERM: no verdict)."""
     diags = parse_diagnostics(run.stdout, {staged_name: user_file})
     common = dict(module=module, file=user_file, seconds=run.seconds, diagnostics=diags)
+    if run.interrupted:
+        return CheckResult(ok=False, status="interrupted", exit_code=run.exit_code,
+                           detail="killed by pycert on Ctrl-C or SIGTERM", **common)
     if run.timed_out:
         return CheckResult(ok=False, status="timeout", exit_code=None,
                            detail=f"timed out after {run.seconds:.0f} s; process group killed", **common)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path, PurePosixPath
 
 from pycert.core.errors import InputError
+from pycert.core.files import check_input
 from pycert.core.limits import in_path
 from pycert.core.schema import declared_inputs
 from pycert.data import synthetic
@@ -51,8 +52,7 @@ class CeilingProducer(Producer):
         each other, and so would a trace of another name over an earlier run's certificate in ``--out``."""
         claimed: dict[str, Path] = {}
         for trace in setting.options.trace:  # type: ignore[attr-defined]
-            if not trace.is_file():
-                raise InputError("no such trace file", where=str(trace))
+            check_input(trace, "a trace file", missing="no such trace file")
         for trace in self.traces(setting):
             if not slug(trace.stem):
                 raise InputError("a trace's file name needs a letter or digit (it names the certificate)", where=str(trace))
