@@ -125,7 +125,7 @@ def test_a_verifier_that_ignores_figures_lets_mutants_survive(capsys: pytest.Cap
     rc, out = run_json(["--expect-reject", "--only", "certificate", "--only", "trace-engine"], capsys)
     survived = {o["mutant"]["id"] for o in out["outcomes"] if o["status"] == "survived"}
     assert rc == 1
-    assert {"cert-edit-figure", "trace-off-by-one-start", "trace-repeated-line"} <= survived
+    assert "cert-edit-figure" in survived  # an edited trace is caught by the instance regenerated from it anyway
 
 
 def test_without_chromium_the_report_verifier_is_not_run_and_says_how_to_get_it(

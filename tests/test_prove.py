@@ -59,7 +59,7 @@ def test_emitted_instance_files_are_the_committed_ones() -> None:
 def test_the_stages_in_order() -> None:
     names = [name for name, _ in stages(jobs(*FAMILIES))]
     assert names == ["instances: ceiling", "instances: first-touch", "instances: isolation", "instances: pooling",
-                     "kernel", "axiom audit", "statements", "certificates"]
+                     "kernel", "axiom audit", "figures", "statements", "certificates"]
 
 
 def _comparable(text: str) -> dict:

@@ -34,7 +34,7 @@ from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, lists, manifest_rejection, read_manifest
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import certificate_root, read_regular, regular_sha256, time_box
-from pycert.core.limits import MAX_TRACE_BYTES
+from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
 from pycert.core.resources import library_dir, library_sha256
 from pycert.core.schema import Certificate, decimal_of, declared_inputs
 from pycert.families import FAMILIES
@@ -154,7 +154,7 @@ def _check_primary(cert: Certificate, where: Locator, result: VerifyResult) -> b
             p = where.locate(inp)
             actual = regular_sha256(p, f"a {inp.role} file", MAX_TRACE_BYTES)
         except InputError as err:  # an external input not found is missing; an escaping path is malformed
-            missing = inp.external and "no such file" in err.message or "--input" in err.message
+            missing = err.message == "no such file" or "--input" in err.message
             (result.missing if missing else result.errors).append(f"inputs[{i}] ({inp.path}): {err.message}")
             clean = False
             continue
@@ -292,13 +292,13 @@ def _check_audit_record(cert: Certificate, result: VerifyResult) -> None:
 
 def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certificate | None:
     """The certificate, once its bytes are checked against the manifest and parsed; None when that failed."""
-    try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        result.errors.append("is a directory, not a certificate file")
+    if not path.exists() and not path.is_symlink():
+        result.missing.append(f"{path} (no such file)")
         return None
-    except OSError as err:
-        result.missing.append(f"{path} ({err.strerror})")
+    try:
+        data = read_regular(path, "a certificate file", MAX_JSON_BYTES)
+    except InputError as err:
+        result.errors.append(err.message)
         return None
     if (why := not_a_certificate(data)) and not lists(manifest, path.name):
         result.errors.append(why)  # no certificate, and no manifest vouches for one here: nothing to reject

@@ -83,7 +83,7 @@ def read_input(path: Path, what: str, missing: str = "no such file") -> bytes:
             raise InputError(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from None
 
 
-def _regular(path: Path, what: str, limit: int) -> int:
+def regular_size(path: Path, what: str, limit: int) -> int:
     """The size of ``path`` when it is a regular file of at most ``limit`` bytes, else an input error: a
     device (``/dev/zero``), a FIFO or a socket is never opened, so it can neither fill memory nor hang."""
     try:
@@ -103,8 +103,8 @@ def _regular(path: Path, what: str, limit: int) -> int:
 
 
 def read_regular(path: Path, what: str, limit: int) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes (:func:`_regular`), read with the cap."""
-    _regular(path, what, limit)
+    """The bytes of a regular file of at most ``limit`` bytes (:func:`regular_size`), read with the cap."""
+    regular_size(path, what, limit)
     with open_input(path, what) as f:
         data = f.read(limit + 1)
     if len(data) > limit:  # it grew after the check
@@ -113,8 +113,8 @@ def read_regular(path: Path, what: str, limit: int) -> bytes:
 
 
 def regular_sha256(path: Path, what: str, limit: int) -> str:
-    """:func:`file_sha256` of a regular file of at most ``limit`` bytes (:func:`_regular`)."""
-    _regular(path, what, limit)
+    """:func:`file_sha256` of a regular file of at most ``limit`` bytes (:func:`regular_size`)."""
+    regular_size(path, what, limit)
     return file_sha256(path)
 
 

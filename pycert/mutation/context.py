@@ -21,7 +21,7 @@ from pycert.certify.verify import verify_certificate
 from pycert.core.errors import InputError
 from pycert.core.files import file_sha256
 from pycert.data.traces import read_trace
-from pycert.families.ceiling import ceiling_figures
+from pycert.families.ceiling import engine_figures
 from pycert.mutation import operators as ops
 from pycert.solvers.capacitated import capacitated_cases
 from pycert.solvers.instance_io import load_instance
@@ -129,20 +129,20 @@ class Context:
 
     def trace_expect(self, transform: Callable[[list[bytes]], list[bytes]]) -> ops.Verdict:
         path = self.repo / ops.TRACE_INPUT
-        before = ceiling_figures(read_trace(path))
+        before = engine_figures(read_trace(path))
         path.write_bytes(b"".join(transform(path.read_bytes().splitlines(keepends=True))))
         trace = read_trace(path)
-        after = ceiling_figures(trace)
+        after = engine_figures(trace)
         if after == before:
             return "survived", f"the figures did not change ({_figs(after)})"
         cert = self.repo / ops.CERT_DIR / ops.CEILING_CERT
         doc = json.loads(cert.read_text())
         for i in doc["inputs"]:
             if i["path"] == PurePosixPath(ops.TRACE_INPUT).relative_to(ops.CERT_DIR).as_posix():
-                i["sha256"] = trace.sha256  # forge the hash: only the recomputed figures can object
+                i["sha256"] = trace.sha256  # forge the hash: the instance regenerated from it must object
         cert.write_text(json.dumps(doc, indent=2) + "\n")
         self.forge_manifest()
-        status, detail = self.verify_expect(ops.CEILING_CERT, r"^figures")
+        status, detail = self.verify_expect(ops.CEILING_CERT, r"regenerated from the trace")
         return status, f"figures {_figs(before)} -> {_figs(after)}; {detail}"
 
     def page_expect(self, cert: str, how: str) -> ops.Verdict:

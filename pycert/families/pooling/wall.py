@@ -53,8 +53,8 @@ theorem sumDistinct_eq : sumDistinct {n_hosts} trace = {per_host} := by decide +
 /-- **Headline.** {len(trace)} references over {distinct} blocks, per-host distinct counts summing to
 {per_host}: every pooled policy misses at least {distinct} times, and per-instance caches under the
 committed routing, whatever policy each host runs, at least {per_host} times (`Pycert.Pooling.Walls`). -/
-public theorem headline : Walls trace {n_hosts} {len(trace)} {distinct} {per_host} :=
-  walls_of_counts refs_eq distinct_eq sumDistinct_eq
+public theorem headline : Pycert.Pooling.Walls trace {n_hosts} {len(trace)} {distinct} {per_host} :=
+  Pycert.Pooling.walls_of_counts refs_eq distinct_eq sumDistinct_eq
 
 end {NAMESPACE}
 
