@@ -23,7 +23,10 @@ from pydantic import (
     model_validator,
 )
 
+from pycert.core.errors import InputError
 from pycert.core.exact import Exact
+from pycert.core.files import read_regular
+from pycert.core.limits import MAX_JSON_BYTES
 
 SCHEMA_ID = "pycert-cert/1"
 DECIMAL_DIGITS = 20
@@ -210,8 +213,8 @@ def declared(path: Path) -> dict[str, Any] | None:
     the real checks, or name what it holds in a command); None when it is no JSON object, which those
     checks then report."""
     try:
-        doc = json.loads(Path(path).read_bytes())
-    except (OSError, ValueError):
+        doc = json.loads(read_regular(Path(path), "a certificate file", MAX_JSON_BYTES))
+    except (InputError, ValueError):  # not a regular file, too big, not JSON: the real checks say so
         return None
     return doc if isinstance(doc, dict) else None
 

@@ -202,7 +202,10 @@ class Claim(ABC):
     def disagreements(self, figures: Mapping[str, Fraction], engine: Mapping[str, Fraction]) -> list[Rejection]:
         """Where pycert's own engines disagree with the figures the kernel proved: a defect in an engine,
         caught by the kernel (prove stops and names both numbers)."""
-        return [Rejection.mismatch(f"figures.{name}", f"{figures[name]} (the Lean kernel)", f"{value} (pycert's engine)",
+        def whose(name: str) -> str:
+            return "the Lean kernel" if name in self.headline_figures else "the claim's recomputation"
+
+        return [Rejection.mismatch(f"figures.{name}", f"{figures[name]} ({whose(name)})", f"{value} (pycert's engine)",
                                    reason="engine-disagrees")
                 for name, value in engine.items() if name in figures and figures[name] != value]
 

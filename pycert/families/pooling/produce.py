@@ -238,8 +238,11 @@ class PoolingProducer(Producer):
             objective=pooled.cpsat.objective, bound=pooled.cpsat.bound,
             parameters={**res.parameters.model_dump(mode="json"), "cross_check": f"HiGHS {res.solvers['HiGHS']}"},
         )
-        rejection = None if res.holds else Rejection(subject="pooling-committed", reason="solvers-disagree",
-                                                     detail="solver checks disagree")
+        failed = [k for k, v in res.agreement.model_dump().items() if v is False or v == "failed"]
+        rejection = None if res.holds else Rejection(
+            subject="pooling-committed", reason="solvers-disagree",
+            detail=f"solver checks disagree ({', '.join(failed) or 'a wall or the best routing'}): pooled "
+                   f"{pooled.optimum}, per-instance {per.optimum} against the wall {res.sharing.per_instance_wall}")
         limits = sorted({h.load_limit for h in load_instance(instance).hosts})
         return [Prepared(
             claim=CLAIM, id="pooling-committed",
