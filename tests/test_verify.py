@@ -521,11 +521,11 @@ def test_fresh_runs_verify_with_an_empty_build_cache_and_needs_kernel(repo: Path
 
     seen: list[Path] = []
 
-    def offline(path: Path, **kw) -> object:
+    def offline(paths: list[Path], **kw) -> object:
         seen.append(build_cache_dir())
-        return verify_certificate(path, **{**kw, "kernel": False})
+        return [verify_certificate(path, **{**kw, "kernel": False}) for path in paths]
 
-    monkeypatch.setattr(cli_verify, "verify_certificate", offline)
+    monkeypatch.setattr(cli_verify, "verify_certificates", offline)
     cert = str(repo / "certificates" / "isolation-demo.json")
     with pytest.raises(SystemExit) as usage:
         main(["verify", "--fresh", cert])

@@ -21,7 +21,7 @@ from pycert.lean import build
 from pycert.lean.backend import resolve
 from pycert.lean.build import cache_note
 from pycert.lean.diagnostics import CheckResult
-from pycert.lean.sources import library_signatures
+from pycert.lean.sources import library_modules, library_signatures
 
 
 def statement_rejections(cert: Certificate, digests: dict[str, str], printed: dict[str, str]) -> list[Rejection]:
@@ -42,48 +42,91 @@ def statement_rejections(cert: Certificate, digests: dict[str, str], printed: di
 
 def rebuild(cert: Certificate, library: Path, instance: bytes, backend: str | None, timeout: float,
             progress: Callable[[str], None] = lambda _m: None, notes: list[str] | None = None) -> list[Rejection]:
-    """The kernel, the audit of every declaration built and the figures read off the rebuilt headline.
-    The one Lean file from outside the library is ``instance``: the bytes verify regenerated from the
-    primary inputs, written here under the module name the family derives, so no code and no module name
-    can come from a certificate's directory. ``notes`` gets one line saying whether Lean ran now or the
-    build cache answered."""
+    """:func:`rebuild_all` of one certificate."""
+    failures, note = rebuild_all([(cert, instance)], library, backend, timeout, progress)[0]
+    if notes is not None and note:
+        notes.append(note)
+    return failures
+
+
+def rebuild_all(items: list[tuple[Certificate, bytes]], library: Path, backend: str | None, timeout: float,
+                progress: Callable[[str], None] = lambda _m: None) -> list[tuple[list[Rejection], str]]:
+    """The kernel, the audit of every declaration built and the figures read off each rebuilt headline,
+    for every certificate at once: one build of the library, every regenerated instance and one
+    ``#check`` probe of the library theorems they name, and one read of the compiled files. Each
+    instance is the bytes verify regenerated from the primary inputs, written here under the module name
+    the family derives, so no code and no module name can come from a certificate's directory. Returns,
+    per certificate, its rejections and a note saying whether Lean ran now or the build cache answered.
+    (Two certificates whose instances share a module name go to separate builds.)"""
+    groups: list[list[int]] = []
+    for k, (cert, _) in enumerate(items):
+        module = _instance(cert).module
+        group = next((g for g in groups if all(_instance(items[m][0]).module != module for m in g)), None)
+        if group is None:
+            groups.append(group := [])
+        group.append(k)
+    out: dict[int, tuple[list[Rejection], str]] = {}
+    for group in groups:
+        for k, result in zip(group, _rebuild_group([items[k] for k in group], library, backend, timeout, progress)):
+            out[k] = result
+    return [out[k] for k in range(len(items))]
+
+
+def _instance(cert: Certificate):  # noqa: ANN202
     claim = FAMILIES[cert.family]
-    inst = claim.instance(cert.parameters, claim.primary_inputs(cert.inputs))
+    return claim.instance(cert.parameters, claim.primary_inputs(cert.inputs))
+
+
+def _rebuild_group(items: list[tuple[Certificate, bytes]], library: Path, backend: str | None, timeout: float,
+                   progress: Callable[[str], None]) -> list[tuple[list[Rejection], str]]:
     chosen = resolve(backend)
+    signatures = library_signatures(library)
     # a name the library does not declare is already rejected offline; Lean is asked only about the rest
-    known = [t for t in cert.theorems if t in library_signatures(library)]
+    known = sorted({t for cert, _ in items for t in cert.theorems if t in signatures})
+    instances = [_instance(cert) for cert, _ in items]
     with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:  # the audit reads the sources too
-        source = Path(scratch) / f"{inst.module}.lean"
-        source.write_bytes(instance)
+        sources = []
+        for inst, (_, data) in zip(instances, items):
+            sources.append(Path(scratch) / f"{inst.module}.lean")
+            sources[-1].write_bytes(data)
         probe = Path(scratch) / "probe" / f"{STATEMENTS_MODULE}.lean"
         probe.parent.mkdir()
         probe.write_text(probe_source(known), encoding="utf-8")
-        progress(f"{cert.id}: rebuilding the library and {inst.path}")
-        res = build.build(library=library, files=[source, probe], backend=chosen, timeout=timeout,
+        progress(f"rebuilding the library and {', '.join(inst.path for inst in instances)}")
+        res = build.build(library=library, files=[*sources, probe], backend=chosen, timeout=timeout,
                           progress=lambda m: progress("  " + m))
-        failures = [Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file", f"{r.status}: " + (
-                    r.failures[0].render() if r.failures else (r.detail or r.status))) for r in res.results if not r.ok]
-        if not res.ok:
-            return failures
-        progress(f"{cert.id}: axiom audit of every declaration built")
-        report = audit_build(res, chosen, library, digests=[*known, inst.headline], headlines=[inst.headline],
-                             timeout=timeout)
-    failures += [Rejection(subject=f.subject, reason=f.reason, detail=f"{f.module}: {f.detail} ({f.constant})")
-                 for f in report.findings]
-    failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
-    printed = {**printed_statements(res, known), **printed_headline(res.by_module()[inst.module], inst.headline)}
-    failures += statement_rejections(cert, report.type_sha256, printed)
-    if notes is not None:
-        notes.append(kernel_note(res.results))
-    stated = report.headlines.get(inst.headline)
+        note = kernel_note(res.results)
+        by_module = res.by_module()
+        lib_modules = set(library_modules(library))
+        bad = {r.module: Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file", f"{r.status}: " + (
+               r.failures[0].render() if r.failures else (r.detail or r.status))) for r in res.results if not r.ok}
+        if bad:  # each certificate by what it rests on: the library, the probe and its own instance
+            return [([v for m, v in bad.items() if m in lib_modules or m in (STATEMENTS_MODULE, inst.module)], note)
+                    for inst in instances]
+        progress("axiom audit of every declaration built")
+        heads = [inst.headline for inst in instances]
+        report = audit_build(res, chosen, library, digests=[*known, *heads], headlines=heads, timeout=timeout)
+    printed = printed_statements(res, known)
+    out = []
+    for (cert, _), inst in zip(items, instances):
+        failures = [Rejection(subject=f.subject, reason=f.reason, detail=f"{f.module}: {f.detail} ({f.constant})")
+                    for f in report.findings if f.module in lib_modules or f.module == inst.module]
+        failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
+        mine = {**printed, **printed_headline(by_module[inst.module], inst.headline)}
+        failures += statement_rejections(cert, report.type_sha256, mine)
+        out.append((failures + _kernel_figures(cert, inst, report.headlines.get(inst.headline)), note))
+    return out
+
+
+def _kernel_figures(cert: Certificate, inst, stated) -> list[Rejection]:  # noqa: ANN001
+    claim = FAMILIES[cert.family]
     if stated is None or stated.head != claim.headline_predicate:
-        return failures + [Rejection.mismatch(f"{inst.headline} (rebuilt)", f"a theorem stating {claim.headline_predicate}",
-                                              stated.head if stated else "no such theorem built")]
+        return [Rejection.mismatch(f"{inst.headline} (rebuilt)", f"a theorem stating {claim.headline_predicate}",
+                                   stated.head if stated else "no such theorem built")]
     try:
-        kernel = claim.kernel_figures(stated.literals, inst.headline)
+        return kernel_rejections(cert, claim.kernel_figures(stated.literals, inst.headline))
     except Rejected as err:
-        return failures + [err.rejection]
-    return failures + kernel_rejections(cert, kernel)
+        return [err.rejection]
 
 
 def kernel_rejections(cert: Certificate, kernel: dict[str, int]) -> list[Rejection]:

@@ -325,15 +325,14 @@ def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certifica
     return cert
 
 
-def verify_certificate(path: Path, root: Path | None = None, manifest: Path | None = None, kernel: bool = False,
-                       backend: str | None = None, timeout: float = 1800.0, inputs: dict[str, Path] | None = None,
-                       library: Path | None = None, progress: Callable[[str], None] = lambda _m: None) -> VerifyResult:
+def _offline(path: Path, root: Path | None, manifest: Path | None, timeout: float, inputs: dict[str, Path] | None,
+             library: Path) -> tuple[VerifyResult, Certificate | None, bytes | None]:
+    """Every check that needs no Lean; the certificate and its regenerated instance, for ``--kernel``."""
     result = VerifyResult(certificate=str(path), status="ok")
     cert = _read_checked(path, manifest or path.parent / MANIFEST_NAME, result)
     if cert is None:
-        return _finish(result)
+        return result, None, None
     where = Locator(root=root or certificate_root(path.parent), external=dict(inputs or {}))
-    library = library or own_library()
     instance = recomputed = None
     if _check_required(cert, result) and _check_primary(cert, where, result):
         instance = _regenerate(cert, where, timeout, result)
@@ -351,17 +350,45 @@ def verify_certificate(path: Path, root: Path | None = None, manifest: Path | No
     _check_library(cert, library, result)
     _check_theorems(cert, library, instance, result)
     _check_audit_record(cert, result)
-    if not kernel:
-        result.notes.append(NOT_RERUN)
-    elif result.missing or result.errors or instance is None:
-        result.notes.append("kernel and axiom audit: not re-run (an input is missing or malformed, or the "
-                            "instance did not regenerate)")
-    else:
-        from pycert.certify.rebuild import rebuild  # the build and the audit: only under --kernel (start-up)
+    return result, cert, instance
 
-        result.checked += ["kernel", "audit", "statements", "figures off the kernel"]
-        result.failures += rebuild(cert, library, instance, backend, timeout, progress, result.notes)
-    return _finish(result)
+
+def verify_certificates(paths: list[Path], root: Path | None = None, manifest: Path | None = None,
+                        kernel: bool = False, backend: str | None = None, timeout: float = 1800.0,
+                        inputs: dict[str, Path] | None = None, library: Path | None = None,
+                        progress: Callable[[str], None] = lambda _m: None) -> list[VerifyResult]:
+    """Every certificate offline; with ``kernel``, then one Lean build for all of them (the library,
+    every regenerated instance, one statement probe) and one audit."""
+    library = library or own_library()
+    done = [_offline(p, root, manifest, timeout, inputs, library) for p in paths]
+    ready = []
+    for result, cert, instance in done:
+        if cert is None:
+            continue
+        if not kernel:
+            result.notes.append(NOT_RERUN)
+        elif result.missing or result.errors or instance is None:
+            if cert is not None:
+                result.notes.append("kernel and axiom audit: not re-run (an input is missing or malformed, or "
+                                    "the instance did not regenerate)")
+        else:
+            ready.append((result, cert, instance))
+    if ready:
+        from pycert.certify.rebuild import rebuild_all  # the build and the audit: only under --kernel (start-up)
+
+        for (result, _, _), (failures, note) in zip(ready, rebuild_all([(c, i) for _, c, i in ready], library,
+                                                                       backend, timeout, progress)):
+            result.checked += ["kernel", "audit", "statements", "figures off the kernel"]
+            result.failures += failures
+            result.notes.append(note)
+    return [_finish(result) for result, _, _ in done]
+
+
+def verify_certificate(path: Path, root: Path | None = None, manifest: Path | None = None, kernel: bool = False,
+                       backend: str | None = None, timeout: float = 1800.0, inputs: dict[str, Path] | None = None,
+                       library: Path | None = None, progress: Callable[[str], None] = lambda _m: None) -> VerifyResult:
+    """:func:`verify_certificates` of one certificate."""
+    return verify_certificates([path], root, manifest, kernel, backend, timeout, inputs, library, progress)[0]
 
 
 def refuse_unused_inputs(given: dict[str, Path], certs: Iterable[Path]) -> None:
