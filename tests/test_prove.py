@@ -77,7 +77,7 @@ def test_prove_writes_what_the_committed_certificates_say(wasm, tmp_path: Path) 
     assert res.ok, res.stages
     assert [(s.name, s.status) for s in res.stages] == [
         ("instances: isolation", "ok"), ("instances: first-touch", "ok"), ("kernel", "ok"),
-        ("axiom audit", "ok"), ("statements", "ok"), ("certificates", "ok")]
+        ("axiom audit", "ok"), ("figures", "ok"), ("statements", "ok"), ("certificates", "ok")]
     written = sorted(Path(p).name for p in res.written)
     assert written == ["first-touch-c256-n4000.json", "isolation-t8-n1024.json"]
     for name in written:

@@ -508,7 +508,7 @@ def test_kernel_shows_progress_and_says_when_the_build_cache_answered(repo: Path
     capsys.readouterr()
     assert main(["verify", "--kernel", "--backend", "wasm", cert]) == 1
     out, err = capsys.readouterr()
-    assert "isolation-demo: rebuilding the library and lean/IsolationT3N4.lean" in err and "Pycert.Isolation: ok (cached)" in err
+    assert "rebuilding the library and lean/IsolationT3N4.lean" in err and "Pycert.Isolation: ok (cached)" in err
     assert "  note: kernel: 14 of 14 Lean files answered from the build cache (" in out
     assert "verify --kernel --fresh runs Lean on every one" in out
 
