@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "toolchain",
     "check",
     "trace",
+    "leak",
     "pooling",
     "prove",
     "audit",
