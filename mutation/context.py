@@ -17,6 +17,8 @@ from mutation import operators as ops
 from pycert.core.errors import InputError
 
 COPIED = ("lean", "certificates", "solvers/instances")
+LEAK_PROMPTS = 2
+"""Prompts per arm when a leak mutant runs the engine: each arm's verdict is all or nothing."""
 PAGE_TIMEOUT_S = 60.0
 
 
@@ -151,6 +153,33 @@ class Context:
         self.forge_manifest()
         status, detail = self.verify_expect(ops.CEILING_CERT, r"^figures")
         return status, f"figures {_figs(before)} -> {_figs(after)}; {detail}"
+
+    def leak_expect(self, admission: Callable[[bytes], Any], subject: str) -> ops.Verdict:
+        """Run the arms on the real engine with a defective admission layer: killed when the family
+        refuses the observation for ``subject`` (the arm that must catch the defect)."""
+        import os
+
+        from pycert.families.base import Setting
+        from pycert.families.leak import FAMILY, log_path
+        from pycert.leak.log import render
+        from pycert.leak.run import Plan, run_arms
+
+        try:
+            from pycert.leak.engines.transformers import TransformersEngine
+        except ImportError as exc:
+            return "error", f"the leak extra is not installed ({exc.name}): pip install 'pycert[leak]'"
+        engine = TransformersEngine()
+        try:
+            log = run_arms(engine, Plan(prompts=LEAK_PROMPTS), admission(os.urandom(32)))
+        finally:
+            engine.close()
+        out = self.repo / ops.CERT_DIR
+        path = log_path(out, "leak-mutant")
+        path.write_bytes(render(log))
+        [prepared] = [p for p in FAMILY.prepare(Setting(out_dir=out)) if p.id == "leak-mutant"]
+        if prepared.rejection is None:
+            return "survived", f"the observation holds: {prepared.headline}"
+        return ops.expect_failure([prepared.rejection], subject, "the leak family")
 
     def page_expect(self, cert: str, how: str) -> ops.Verdict:
         from pycert.certify.browser import CHROMIUM, Browser

@@ -25,6 +25,7 @@ from mutation.operators.certificate import CertificateTamper
 from mutation.operators.forgery import Forgery
 from mutation.operators.instance_data import InstanceData
 from mutation.operators.kernel_forgery import KernelForgery
+from mutation.operators.leak import LeakRun
 from mutation.operators.lean_statement import LeanStatement
 from mutation.operators.proof import Proof
 from mutation.operators.report_verifier import ReportVerifier
@@ -32,7 +33,7 @@ from mutation.operators.solver import Solver
 from mutation.operators.trace_engine import TraceEngine
 
 OPERATORS: tuple[type[Operator], ...] = (LeanStatement, Proof, InstanceData, Solver, CertificateTamper, Forgery,
-                                         KernelForgery, AuditSelfTest, TraceEngine, ReportVerifier)
+                                         KernelForgery, AuditSelfTest, TraceEngine, ReportVerifier, LeakRun)
 
 __all__ = ["AUDIT_HEADER", "CEILING_CERT", "CERT_DIR", "OPERATORS", "TRACE_INPUT", "WINDOW", "Operator", "Planned",
            "Verdict", "expect_failure"]

@@ -114,6 +114,8 @@ def open_engine(args: argparse.Namespace, model: Path | None, seed_: int) -> Eng
         if not args.served_model:
             raise InputError("--endpoint needs --served-model NAME (the model the server serves)", where="--served-model")
         return OpenAIEngine(args.endpoint, args.served_model, vocab=args.vocab, salt_field=args.salt_field)
+    if model is not None and not model.is_dir():
+        raise InputError("not a directory: --model names a local checkpoint directory", where=str(model))
     try:
         # imported here, not at the top: torch and transformers take 8-10 s to import on this machine,
         # which every other pycert command (and --help) would pay
@@ -121,8 +123,6 @@ def open_engine(args: argparse.Namespace, model: Path | None, seed_: int) -> Eng
     except ImportError as exc:
         raise InputError(f"the in-process engine needs torch and transformers ({exc.name} is missing): "
                          "pip install 'pycert[leak]'", where="pycert leak run") from None
-    if model is not None and not model.is_dir():
-        raise InputError("not a directory: --model names a local checkpoint directory", where=str(model))
     return TransformersEngine(model_dir=model, device=args.device, seed=seed_, page_size=args.page_size)
 
 
