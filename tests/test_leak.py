@@ -264,7 +264,9 @@ def test_usage_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], tm
     for argv, needle in ((["--endpoint", "http://127.0.0.1:9"], "--served-model"),
                          (["--min-tokens", "900"], "exceeds --max-tokens"),
                          (["--model", str(tmp_path / "none")], "not a directory"),
-                         (["--underpowered-above", "0.0"], "strictly between 0 and 1")):
+                         (["--underpowered-above", "0.0"], "strictly between 0 and 1"),
+                         (["--replay", str(REPO / "certificates" / "isolation-t8-n1024.json")], "takes a leak certificate"),
+                         (["--secret-file", str(tmp_path / "none")], "no such file")):
         assert _rc(["leak", "run", "--out", out, *argv]) == 2
         err = capsys.readouterr().err
         assert needle in err and err.count("\n") == 1, err
@@ -301,6 +303,23 @@ def test_the_engine_serves_a_repeat_from_cache_and_nothing_after_empty_cache(eng
     assert (first.cached_tokens, again.cached_tokens, salted.cached_tokens, after.cached_tokens) == (0, 512, 0, 0)
     assert first.engine_tokens == 600 and salted.engine_tokens == 608 and first.generated == 2
     assert 0 < first.ttft_s < 60
+
+
+def test_a_local_checkpoint_serves_like_the_random_model(tmp_path: Path) -> None:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from pycert.leak.engines.transformers import SMALL, TransformersEngine
+
+    with pytest.raises(InputError, match="no config.json"):
+        TransformersEngine(model_dir=tmp_path)
+    Qwen2ForCausalLM(Qwen2Config(**{**SMALL, "num_hidden_layers": 1})).save_pretrained(tmp_path / "ckpt")
+    e = TransformersEngine(model_dir=tmp_path / "ckpt")
+    try:
+        prompt = tuple(range(100, 400))
+        assert [e.serve(EngineRequest(prompt, None)).cached_tokens for _ in range(2)] == [0, 256]
+    finally:
+        e.close()
+    assert e.model.startswith("local checkpoint ckpt (config.json sha256 ")
 
 
 def test_the_five_arms_on_the_real_engine(engine) -> None:  # noqa: ANN001

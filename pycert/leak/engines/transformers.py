@@ -34,7 +34,7 @@ from pathlib import Path
 
 import torch
 import transformers
-from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+from transformers import AutoModelForCausalLM, GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 from transformers.generation.configuration_utils import ContinuousBatchingConfig
 
 from pycert.core.errors import InputError
@@ -73,7 +73,6 @@ def _local_model(path: Path) -> tuple[torch.nn.Module, str]:
         raise InputError("no config.json: --model names a local checkpoint directory (transformers layout)",
                          where=str(path))
     try:
-        AutoConfig.from_pretrained(path, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot load the checkpoint: {' '.join(str(exc).split())[:300]}", where=str(path)) from None
