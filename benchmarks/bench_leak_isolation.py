@@ -8,7 +8,9 @@ their own (``--question-tokens``), every tenant every document, in ``--rounds`` 
 submitted at once (the engine batches it as it likes). Without the salt a document's blocks are
 computed once and shared by every tenant; with it each tenant computes its own copy once and reuses
 it. The two configurations alternate on one engine (``--repeats`` times each, the cache emptied
-before each), and the table gives the median of each and their ratio.
+before each), and the table gives the median of each and their ratio, in prompt tokens per second of
+wall time and per second of the process's CPU time (the engine runs in a thread of this process): on
+a machine shared with other jobs the second is the steadier of the two.
 
     python benchmarks/bench_leak_isolation.py [--json] [--device cpu|cuda] [--model DIR | --layers L --hidden H]
 
@@ -67,15 +69,16 @@ def measure(engine: TransformersEngine, rounds: list[list[tuple[str, list[int]]]
     engine.empty_cache()
     prompt_tokens = cached = 0
     ttft = []
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for batch in rounds:
         reqs = [admission.admit(TenantRequest(t, p)) if admission else EngineRequest(tuple(p), None) for t, p in batch]
         for (_, p), served in zip(batch, engine.serve_many(reqs)):
             prompt_tokens += len(p)
             cached += served.cached_tokens
             ttft.append(served.ttft_s)
-    wall = time.perf_counter() - t0
-    return {"wall_s": wall, "prompt_tokens": prompt_tokens, "tokens_per_s": prompt_tokens / wall,
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"wall_s": wall, "cpu_s": cpu, "prompt_tokens": prompt_tokens, "tokens_per_s": prompt_tokens / wall,
+            "tokens_per_cpu_s": prompt_tokens / cpu,
             "cached_tokens": cached, "median_ttft_ms": 1000 * statistics.median(ttft)}
 
 
@@ -113,23 +116,28 @@ def main() -> None:
         engine.close()
         scratch.cleanup()
     med = {k: statistics.median(r["tokens_per_s"] for r in v) for k, v in runs.items()}
+    med_cpu = {k: statistics.median(r["tokens_per_cpu_s"] for r in v) for k, v in runs.items()}
     pairs = [i["tokens_per_s"] / n["tokens_per_s"] for n, i in zip(runs["native"], runs["isolated"])]
     result = {"engine": f"{engine.name} ({engine.version})", "model": engine.model, "device": args.device,
               "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
               "workload": {k: getattr(args, k) for k in ("tenants", "documents", "doc_tokens", "question_tokens",
                                                          "rounds", "repeats", "seed")},
               "runs": runs, "median_tokens_per_s": med, "ratio": med["isolated"] / med["native"],
-              "pair_ratios": pairs}
+              "pair_ratios": pairs, "median_tokens_per_cpu_s": med_cpu,
+              "cpu_ratio": med_cpu["isolated"] / med_cpu["native"], "load_average": os.getloadavg()}
     if args.json:
         print(json.dumps(result, indent=2))
         return
     print(f"{result['engine']}; {result['model']}; {args.device}; {result['machine']}")
-    print("| configuration | prompt tokens | cached tokens | wall s (median) | tokens/s (median) | median TTFT ms |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| configuration | prompt tokens | cached tokens | wall s (median run) | tokens/s (median) | "
+          "tokens per CPU-s (median) | median TTFT ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for k, v in runs.items():
         mid = sorted(v, key=lambda r: r["tokens_per_s"])[len(v) // 2]
         print(f"| {k} | {mid['prompt_tokens']} | {mid['cached_tokens']} | {mid['wall_s']:.2f} | {med[k]:.0f} | "
-              f"{mid['median_ttft_ms']:.1f} |")
+              f"{med_cpu[k]:.0f} | {mid['median_ttft_ms']:.1f} |")
+    print(f"isolated / native in tokens per CPU-second: {result['cpu_ratio']:.3f}x; "
+          f"load average at the end {result['load_average'][0]:.1f}")
     print(f"isolated / native: {result['ratio']:.3f}x of the medians; per alternating pair "
           + ", ".join(f"{r:.3f}" for r in pairs) + " (runs: "
           + ", ".join(f"{r['tokens_per_s']:.0f}" for r in runs["native"]) + " native; "

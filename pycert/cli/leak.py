@@ -17,10 +17,15 @@ from statistics import median
 
 from pydantic import BaseModel
 
+from pycert import prove
+from pycert.certify.documents import parse_certificate
 from pycert.certify.schema import decimal_of
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejection
 from pycert.core.files import atomic_write, certificate_root, read_input
+from pycert.core.resources import default_certificate_dir
+from pycert.families.base import Locator, input_path
+from pycert.families.leak import log_figures, log_path
 from pycert.leak import log as leaklog
 from pycert.leak.admission import Admission
 from pycert.leak.engines import Engine
@@ -132,8 +137,6 @@ def _secret(args: argparse.Namespace) -> bytes:
 
 def summarize(log: leaklog.Log, path: Path, certificate: str | None = None, replay_of: str | None = None,
               extra: list[Rejection] | None = None) -> LeakResult:
-    from pycert.families.leak import log_figures
-
     figures, rejections = log_figures(log)
     rows = []
     for arm in ARMS:
@@ -179,10 +182,6 @@ def _run_on(engine: Engine, plan: Plan, secret: bytes, progress: Progress) -> le
 
 
 def record(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, int]:
-    from pycert import prove
-    from pycert.core.resources import default_certificate_dir
-    from pycert.families.leak import log_figures, log_path
-
     if args.min_tokens > args.max_tokens:
         raise InputError(f"--min-tokens {args.min_tokens} exceeds --max-tokens {args.max_tokens}", where="--min-tokens")
     plan = Plan(prompts=args.prompts, seed=args.seed, min_tokens=args.min_tokens, max_tokens=args.max_tokens,
@@ -211,9 +210,6 @@ def record(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, in
 
 
 def replay(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, int]:
-    from pycert.certify.documents import parse_certificate
-    from pycert.families.base import Locator, input_path
-
     cert = parse_certificate(read_input(args.replay, "a certificate"), where=str(args.replay))
     if cert.family != "leak":
         raise InputError(f"a {cert.family} certificate: --replay takes a leak certificate", where=str(args.replay))
