@@ -10,9 +10,9 @@ the same salt share blocks; requests with different salts never match.
 
 What the salt is: a **namespace separator**, ``HMAC-SHA256(server secret, tenant)``. Keyed, because
 a salt anyone can compute from the tenant's name (``sha256(tenant)``, :func:`unkeyed_salt`) lets an
-attacker who can set the salt of his own requests (a client-supplied ``cache_salt``, a prompt that
-starts with the salt tokens) step into the victim's namespace; ``pycert leak run`` measures exactly
-that attack against both schemes.
+attacker who can get a salt of his choosing to the engine (a client-supplied ``cache_salt`` passed
+through, a request that reaches the engine past this layer) step into the victim's namespace;
+``pycert leak run`` measures exactly that attack against both schemes.
 
 What it is not: **encryption**. The KV blocks stay in the engine's memory in the clear, the
 operator of the engine sees every prompt, and a tenant who learns the server secret can compute
