@@ -93,10 +93,10 @@ class Run:
             p.rejection = Rejection(subject=subject, reason=reason, detail=detail)
 
     def library_theorems(self) -> list[str]:
-        return sorted({t for p in self.prepared for t in p.claim.theorems(p.parameters, p.inputs)[:-1]})
+        return sorted({t for p in self.prepared for t in p.claim.theorem_names})
 
     def headlines(self) -> list[str]:
-        return [p.instance.headline for p in self.prepared]
+        return [p.instance.headline for p in self.prepared if p.instance is not None]
 
 
 StageFn = Callable[[Run], tuple[StageStatus, str]]
@@ -127,11 +127,13 @@ def kernel(run: Run) -> tuple[StageStatus, str]:
     run.built = res
     by_file = {Path(r.file).resolve(): r for r in res.results}
     for p in run.prepared:
-        f = p.lean_file
-        r = by_file.get(f.resolve()) if f is not None else None
-        if f is None or r is None or not r.ok:
-            name = f.name if f is not None else p.id
-            run.reject(p, name, "kernel", f"kernel: {name} {r.status if r else 'not checked'}")
+        if (f := p.lean_file) is None:
+            if p.instance is not None:
+                run.reject(p, p.id, "kernel", f"kernel: {p.instance.path} was not written")
+            continue
+        r = by_file.get(f.resolve())
+        if r is None or not r.ok:
+            run.reject(p, f.name, "kernel", f"kernel: {f.name} {r.status if r else 'not checked'}")
     if bad := [r for r in res.results if not r.ok]:
         return "rejected", "; ".join(f"{r.module}: {r.status}" for r in bad)
     return "ok", (f"{len(res.results)} modules ({sum(r.cached for r in res.results)} cached), "
@@ -162,7 +164,8 @@ def audit(run: Run) -> tuple[StageStatus, str]:
     run.audit = report
     library = set(library_modules(library_dir()))
     for p in run.prepared:  # each certificate by what it rests on: the library and its own instance
-        if found := [f for f in report.findings if f.module in library or f.module == p.instance.module]:
+        own = {p.instance.module} if p.instance is not None else set()
+        if found := [f for f in report.findings if f.module in library or f.module in own]:
             run.reject(p, p.id, "audit", "; ".join(f"{f.subject}: {f.reason} ({f.constant})" for f in found[:3]))
     return ("ok" if report.ok else "rejected"), report.summary() + (" (kept: same compiled files)" if kept else "")
 
@@ -176,13 +179,15 @@ def figures(run: Run) -> tuple[StageStatus, str]:
     for p in run.prepared:
         if p.rejection is not None and p.rejection.reason in ("kernel", "audit"):
             continue  # no kernel answer to read (a claim another check refused is still compared: see below)
-        name = p.instance.headline
-        stated = run.audit.headlines.get(name)
         try:
-            if stated is None or stated.head != p.claim.headline_predicate:
-                raise Rejected(Rejection.mismatch(name, f"a theorem stating {p.claim.headline_predicate}",
-                                                  stated.head if stated else "no such theorem built"))
-            kernel_figures = p.claim.kernel_figures(stated.literals, name)
+            kernel_figures: dict[str, int] = {}
+            if p.instance is not None:
+                name = p.instance.headline
+                stated = run.audit.headlines.get(name)
+                if stated is None or stated.head != p.claim.headline_predicate:
+                    raise Rejected(Rejection.mismatch(name, f"a theorem stating {p.claim.headline_predicate}",
+                                                      stated.head if stated else "no such theorem built"))
+                kernel_figures = p.claim.kernel_figures(stated.literals, name)
             p.figures = p.claim.figures(p.parameters, kernel_figures, p.inputs, p)
         except Rejected as err:
             run.reject(p, err.rejection.subject, err.rejection.reason, err.rejection.render())
@@ -206,7 +211,7 @@ def pin_statements(run: Run) -> tuple[StageStatus, str]:
     signatures = library_signatures(library_dir())
     printed = printed_statements(run.built, run.library_theorems())
     for p in run.prepared:
-        if p.lean_file is not None:
+        if p.lean_file is not None and p.instance is not None:
             signatures.update(theorem_signatures(p.lean_file.read_text(encoding="utf-8")))
             if r := run.built.by_module().get(p.instance.module):
                 printed.update(printed_headline(r, p.instance.headline))

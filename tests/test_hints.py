@@ -103,7 +103,7 @@ def test_make_prove_names_the_committed_mooncake_certificates_it_leaves_alone() 
     prove again, and the command that would (the traces where the README's Data section keeps them)."""
     out = REPO / "certificates"
     written = [out / n for n in ("first-touch-c256-n4000.json", "isolation-t8-n1024.json", "pooling-committed.json",
-                                 "ceiling-synthetic-seed0.json")]
+                                 "ceiling-synthetic-seed0.json", "leak-transformers-cpu-k12-seed0.json")]
     steps = next_steps(written, out, [])
     assert steps.left_alone == ["ceiling-conversation-trace.json", "ceiling-synthetic-trace.json"]
     traces = [hints.shown(SHARED_TRACES / n) if (SHARED_TRACES / n).is_file() else f"PATH/{n}"

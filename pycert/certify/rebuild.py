@@ -49,7 +49,7 @@ def rebuild(cert: Certificate, library: Path, instance: bytes, backend: str | No
     return failures
 
 
-def rebuild_all(items: list[tuple[Certificate, bytes]], library: Path, backend: str | None, timeout: float,
+def rebuild_all(items: list[tuple[Certificate, bytes | None]], library: Path, backend: str | None, timeout: float,
                 progress: Callable[[str], None] = lambda _m: None) -> list[tuple[list[Rejection], str]]:
     """The kernel, the audit of every declaration built and the figures read off each rebuilt headline,
     for every certificate at once: one build of the library, every regenerated instance and one
@@ -59,9 +59,13 @@ def rebuild_all(items: list[tuple[Certificate, bytes]], library: Path, backend: 
     per certificate, its rejections and a note saying whether Lean ran now or the build cache answered.
     (Two certificates whose instances share a module name go to separate builds.)"""
     groups: list[list[int]] = []
+    def module(cert: Certificate) -> str | None:
+        inst = _instance(cert)
+        return inst.module if inst is not None else None
+
     for k, (cert, _) in enumerate(items):
-        module = _instance(cert).module
-        group = next((g for g in groups if all(_instance(items[m][0]).module != module for m in g)), None)
+        mine = module(cert)
+        group = next((g for g in groups if mine is None or all(module(items[m][0]) != mine for m in g)), None)
         if group is None:
             groups.append(group := [])
         group.append(k)
@@ -77,7 +81,7 @@ def _instance(cert: Certificate):  # noqa: ANN202
     return claim.instance(cert.parameters, claim.primary_inputs(cert.inputs))
 
 
-def _rebuild_group(items: list[tuple[Certificate, bytes]], library: Path, backend: str | None, timeout: float,
+def _rebuild_group(items: list[tuple[Certificate, bytes | None]], library: Path, backend: str | None, timeout: float,
                    progress: Callable[[str], None]) -> list[tuple[list[Rejection], str]]:
     chosen = resolve(backend)
     signatures = library_signatures(library)
@@ -87,12 +91,13 @@ def _rebuild_group(items: list[tuple[Certificate, bytes]], library: Path, backen
     with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:  # the audit reads the sources too
         sources = []
         for inst, (_, data) in zip(instances, items):
-            sources.append(Path(scratch) / f"{inst.module}.lean")
-            sources[-1].write_bytes(data)
+            if inst is not None and data is not None:
+                sources.append(Path(scratch) / f"{inst.module}.lean")
+                sources[-1].write_bytes(data)
         probe = Path(scratch) / "probe" / f"{STATEMENTS_MODULE}.lean"
         probe.parent.mkdir()
         probe.write_text(probe_source(known), encoding="utf-8")
-        progress(f"rebuilding the library and {', '.join(inst.path for inst in instances)}")
+        progress(f"rebuilding the library and {', '.join(inst.path for inst in instances if inst) or 'no instance'}")
         res = build.build(library=library, files=[*sources, probe], backend=chosen, timeout=timeout,
                           progress=lambda m: progress("  " + m))
         note = kernel_note(res.results)
@@ -101,20 +106,22 @@ def _rebuild_group(items: list[tuple[Certificate, bytes]], library: Path, backen
         bad = {r.module: Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file", f"{r.status}: " + (
                r.failures[0].render() if r.failures else (r.detail or r.status))) for r in res.results if not r.ok}
         if bad:  # each certificate by what it rests on: the library, the probe and its own instance
-            return [([v for m, v in bad.items() if m in lib_modules or m in (STATEMENTS_MODULE, inst.module)], note)
-                    for inst in instances]
+            return [([v for m, v in bad.items() if m in lib_modules or m in (STATEMENTS_MODULE, inst and inst.module)],
+                     note) for inst in instances]
         progress("axiom audit of every declaration built")
-        heads = [inst.headline for inst in instances]
+        heads = [inst.headline for inst in instances if inst is not None]
         report = audit_build(res, chosen, library, digests=[*known, *heads], headlines=heads, timeout=timeout)
     printed = printed_statements(res, known)
     out = []
     for (cert, _), inst in zip(items, instances):
         failures = [Rejection(subject=f.subject, reason=f.reason, detail=f"{f.module}: {f.detail} ({f.constant})")
-                    for f in report.findings if f.module in lib_modules or f.module == inst.module]
+                    for f in report.findings if f.module in lib_modules or (inst and f.module == inst.module)]
         failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
-        mine = {**printed, **printed_headline(by_module[inst.module], inst.headline)}
+        mine = {**printed, **(printed_headline(by_module[inst.module], inst.headline) if inst else {})}
         failures += statement_rejections(cert, report.type_sha256, mine)
-        out.append((failures + _kernel_figures(cert, inst, report.headlines.get(inst.headline)), note))
+        if inst is not None:
+            failures += _kernel_figures(cert, inst, report.headlines.get(inst.headline))
+        out.append((failures, note))
     return out
 
 

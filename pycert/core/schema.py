@@ -34,10 +34,13 @@ MAX_FIGURE_BITS = 13_000
 """pydantic's JSON parser refuses integers past ~4,300 digits; stay below so every written figure reads back."""
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-EvidenceState = Literal["kernel-checked", "solver-certified", "computed-cross-checked", "computed"]
+EvidenceState = Literal["kernel-checked", "solver-certified", "computed-cross-checked", "computed", "observed"]
 """How a figure is known, strongest first: the Lean kernel checked it (``known_by`` names the theorem);
 a solver proved it OPTIMAL with its bound, a second solver and a replay agreeing; it was computed and
-checked against another library (``known_by`` names it); it was computed only."""
+checked against another library (``known_by`` names it); it was computed only. Apart from these,
+``observed``: measured on a named engine, model, device and seed (the certificate's claim names
+them) and re-derived by verify from the recorded measurements, but not proved: another run may
+measure otherwise."""
 
 
 class _Strict(BaseModel):
@@ -90,7 +93,7 @@ class InputFile(_Strict):
     that lives outside it (``external``), by its file name alone; verify finds it beside that directory
     or is given it (``--input NAME=PATH``) and checks its sha256 like any other."""
 
-    role: Literal["trace", "instance", "lean"]
+    role: Literal["trace", "instance", "lean", "log"]
     path: str = Field(min_length=1)
     sha256: Sha256
     external: bool = False

@@ -129,9 +129,10 @@ class Claim(ABC):
     primary: ClassVar[tuple[str, ...]] = ()
     """The roles of the inputs a certificate names that are not derived (a trace, an instance file),
     one input each."""
-    headline_predicate: ClassVar[str]
-    """The library definition an instance's headline states (``Pycert.Ceiling.Bounded``)."""
-    headline_figures: ClassVar[tuple[str, ...]]
+    headline_predicate: ClassVar[str | None] = None
+    """The library definition an instance's headline states (``Pycert.Ceiling.Bounded``); None for a
+    family with no Lean instance (an observation: every figure from its inputs)."""
+    headline_figures: ClassVar[tuple[str, ...]] = ()
     """The literals of ``headline_predicate``'s application, in order, by figure name."""
     limits: ClassVar[tuple[str, ...]]
     evidence_of: ClassVar[Mapping[str, tuple[EvidenceState, str]]] = {}
@@ -143,13 +144,13 @@ class Claim(ABC):
     def sentence(self, params: Params, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         """The one-sentence claim."""
 
-    @abstractmethod
-    def instance(self, params: Params, primary: Sequence[InputFile]) -> Instance:
-        """Where the certificate's Lean instance goes and what it is made from."""
+    def instance(self, params: Params, primary: Sequence[InputFile]) -> Instance | None:
+        """Where the certificate's Lean instance goes and what it is made from; None: it has none."""
+        return None
 
-    @abstractmethod
     def regenerate(self, params: Params, inputs: Sequence[InputFile], read: Reader) -> bytes:
         """The instance file's bytes: the one function prove writes it with and verify writes it again."""
+        raise Rejected(Rejection.mismatch("inputs", f"no Lean instance (the {self.name} family has none)", "one"))
 
     @abstractmethod
     def figures(self, params: Params, kernel: Mapping[str, int], inputs: Sequence[InputFile],
@@ -171,8 +172,8 @@ class Claim(ABC):
         if out:
             return out
         want = [(i.role, i.path, i.external, i.derived_from) for i in primary]
-        inst = self.instance(params, primary)
-        want.append(("lean", inst.path, False, inst.derived_from))
+        if (inst := self.instance(params, primary)) is not None:
+            want.append(("lean", inst.path, False, inst.derived_from))
         have = [(i.role, i.path, i.external, i.derived_from) for i in inputs]
         for w in want:
             if w not in have:
@@ -189,8 +190,9 @@ class Claim(ABC):
                                           ", ".join(h[1] for h in have)))
         return out
 
-    def headline(self, params: Params, inputs: Sequence[InputFile]) -> str:
-        return self.instance(params, self.primary_inputs(inputs)).headline
+    def headline(self, params: Params, inputs: Sequence[InputFile]) -> str | None:
+        inst = self.instance(params, self.primary_inputs(inputs))
+        return inst.headline if inst is not None else None
 
     def kernel_figures(self, literals: Sequence[int], headline: str) -> dict[str, int]:
         """The headline's literals by figure name; a statement with another number of them is rejected."""
@@ -211,7 +213,8 @@ class Claim(ABC):
 
     def theorems(self, params: Params, inputs: Sequence[InputFile]) -> tuple[str, ...]:
         """The theorems a certificate rests on: the family's library theorems, then its instance's headline."""
-        return (*self.theorem_names, self.headline(params, inputs))
+        headline = self.headline(params, inputs)
+        return (*self.theorem_names, *((headline,) if headline else ()))
 
     def does_not_prove(self, params: Params, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
         return self.limits
@@ -222,7 +225,7 @@ class Claim(ABC):
 
     def derive(self, params: Params, figures: Mapping[str, Fraction], inputs: Sequence[InputFile],
                solver: SolverInfo | None = None) -> Derived:
-        headline = self.headline(params, inputs)
+        headline = self.headline(params, inputs) or "(no instance)"
         known = {name: self.evidence(name, solver) for name in figures}
         return Derived(claim=self.sentence(params, figures, inputs), theorems=self.theorems(params, inputs),
                        does_not_prove=self.does_not_prove(params, figures),
@@ -254,7 +257,7 @@ class Prepared:
     """Why the claim does not hold, once some check said so."""
 
     @property
-    def instance(self) -> Instance:
+    def instance(self) -> Instance | None:
         return self.claim.instance(self.parameters, self.claim.primary_inputs(self.inputs))
 
     def derived(self) -> Derived:
