@@ -5,6 +5,9 @@ public import Pycert.Lists
 public import Pycert.Digits
 public import Pycert.Pigeonhole
 public import Pycert.Cache
+public import Pycert.Count
+public import Pycert.CacheSteps
+public import Pycert.Capacity
 public import Pycert.Ceiling
 public import Pycert.Pooling
 public import Pycert.Isolation
@@ -12,6 +15,10 @@ public import Pycert.FirstTouch
 public import Pycert.Packed
 public import Pycert.Route
 public import Pycert.PackedTrace
+public import Pycert.Bits
+public import Pycert.Transpose
+public import Pycert.Planes
+public import Pycert.SortedTrace
 
 /-!
 # pycert: the theorem library

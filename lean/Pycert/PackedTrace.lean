@@ -76,7 +76,7 @@ theorem dense_distinct (B : Nat) : ∀ (n X K : Nat) (seen : List Nat),
       have := ih (X / B) (K / B) seen (fun y => by rw [hs y, hk]) rest
       omega
 
-theorem dense_bound (B : Nat) : ∀ (n X K : Nat),
+public theorem dense_bound (B : Nat) : ∀ (n X K : Nat),
     (∀ j, j < n → Step (fld B X j) (fld B K j) (fld B K (j + 1))) →
     fld B K 0 ≤ fld B K n ∧ ∀ y, y ∈ fields B n X → y < fld B K n := by
   intro n
@@ -200,7 +200,7 @@ numbering is dense, and the `D` entries of the sorted table strictly increase. -
 theorem and_eq_true' {a b : Bool} (h : (a && b) = true) : a = true ∧ b = true := by
   cases a <;> cases b <;> simp_all
 
-theorem step_of_denseOK {w n X K : Nat} (h : denseOK w n X K = true) :
+public theorem step_of_denseOK {w n X K : Nat} (h : denseOK w n X K = true) :
     ∀ j, j < n → Step (fld (2 ^ (w + 1)) X j) (fld (2 ^ (w + 1)) K j) (fld (2 ^ (w + 1)) K (j + 1)) := by
   simp only [denseOK] at h
   obtain ⟨h, hEF⟩ := and_eq_true' h
@@ -317,7 +317,7 @@ theorem decoded_counts {w n X K D : Nat} (f : Nat → Nat) (hdense : denseOK w n
   rw [← hd]
   exact distinctFrom_map f D inj (fields _ n X) [] (fun a h => absurd h (not_mem_nil a)) hb
 
-theorem traceOK_parts {w n X K wt D S : Nat} (h : traceOK w n X K wt D S = true) :
+public theorem traceOK_parts {w n X K wt D S : Nat} (h : traceOK w n X K wt D S = true) :
     denseOK w n X K = true ∧ fld (2 ^ (w + 1)) K 0 = 0 ∧ fld (2 ^ (w + 1)) K n = D ∧
     ∀ j, j + 1 < D → fld (2 ^ (wt + 1)) S j < fld (2 ^ (wt + 1)) S (j + 1) := by
   simp only [traceOK] at h

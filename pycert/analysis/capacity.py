@@ -1,0 +1,155 @@
+"""The capacity bound of ``lean/Pycert/Capacity.lean`` and a cut list that makes it Belady's hit count.
+
+For a trace ``r_0 … r_{N-1}``, a cache of ``C`` blocks (demand paging, no bypass, empty start) and
+any list ``Y`` of cut points, the library proves
+
+    hits ≤ (C - 1) · |Y| + Σ over the closed windows W between consecutive cuts of (|W| - distinct W)
+
+(windows ``r[0..y_1]``, ``r[y_1..y_2]``, …, ``r[y_m..N-1]`` share their endpoints). :func:`bound` is
+that right-hand side, computed the way it reads; :func:`bound_pairs` the same figure as
+``(C - 1) · |Y|`` plus the reuse pairs ``(prev(j), j)`` with no cut strictly between (the pair form,
+``hits_le_free``, and what the kernel instance counts).
+
+Every ``Y`` gives a sound bound; :func:`cut_list` finds one that is tight. The linear program "max Σ x_I
+over reuse pairs I = (i, j) with, for every t, Σ over the pairs with i < t < j of x_I ≤ C - 1,
+0 ≤ x ≤ 1" has consecutive-ones columns, so it is totally unimodular: its optimum is Belady's hit
+count without bypass and its dual has an integral optimum, a cut set (Cohen and Burkhard, Oper. Res.
+Lett. 18(1), 1995). The recipe (issue 25) builds that dual from Belady's hit pairs by complementary
+slackness: a cut only where exactly ``C - 1`` hit pairs straddle (``Sat``), no hit pair straddling
+two cuts, and every missed pair straddling one. With ``R(t)`` the last ``j - 1`` of a hit pair
+straddling ``t`` and ``G(t)`` the first ``j - 1`` of a missed pair with ``i ≥ t``, a cut ``y'`` may
+follow ``y`` iff ``y' ∈ Sat`` and ``R(y) < y' ≤ G(y)``; one sweep over ``t`` with a heap of offers
+``(G(y), y)`` finds a chain from a virtual start to a cut after which no missed pair begins, in
+O(N log N). The greedy "latest saturated point for each missed pair" is not tight (trace
+``3 2 1 3 2 1 3 3 3`` at ``C = 2``); the tests check the recipe against brute force.
+
+Nothing here is trusted: the kernel checks the bound for the cut list it is given, whatever list it is.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from pycert.analysis.cachesim import _as_array, _prev_next
+from pycert.analysis.optcurve import opt_stack_distances
+from pycert.core.resources import use_numba_cache
+
+use_numba_cache()
+
+NONE = np.iinfo(np.int64).max
+"""``G(t)`` where no missed pair begins at or after ``t``."""
+
+
+def bound(refs: Sequence[int] | np.ndarray, capacity: int, cuts: Sequence[int]) -> int:
+    """``(C - 1) · |Y| + Σ (|W| - distinct W)`` over the closed windows cut at ``cuts``, read as the
+    Lean statement ``hits_le_windows`` reads (any list; a window ending before it starts is empty)."""
+    arr = _as_array(refs)
+    n = len(arr)
+    ends = [0, *cuts, n - 1]
+    total = max(capacity - 1, 0) * len(cuts)
+    for a, b in zip(ends, ends[1:]):
+        w = arr[a:b + 1] if b >= a else arr[:0]
+        total += len(w) - len(np.unique(w))
+    return total
+
+
+def free_pairs(refs: Sequence[int] | np.ndarray, cuts: Sequence[int]) -> int:
+    """Reuse pairs ``(prev(j), j)`` with no cut strictly between: the count of ``Free`` references."""
+    arr = _as_array(refs)
+    prev, _ = _prev_next(arr)
+    j = np.flatnonzero(prev >= 0)
+    i = prev[j]
+    y = np.unique(np.asarray(cuts, dtype=np.int64))
+    # cuts in (i, j): those < j minus those <= i
+    inside = np.searchsorted(y, j, side="left") - np.searchsorted(y, i, side="right")
+    return int(np.count_nonzero(inside == 0))
+
+
+def bound_pairs(refs: Sequence[int] | np.ndarray, capacity: int, cuts: Sequence[int]) -> int:
+    """The pair form of the bound: ``(C - 1) · |Y| + free_pairs``."""
+    return max(capacity - 1, 0) * len(cuts) + free_pairs(refs, cuts)
+
+
+def belady_hit_flags(refs: Sequence[int] | np.ndarray, capacity: int) -> np.ndarray:
+    """Which references Belady's MIN hits with ``capacity`` blocks: those whose OPT stack distance
+    is in ``1..capacity`` (OPT is a stack algorithm, :mod:`pycert.analysis.optcurve`)."""
+    d = opt_stack_distances(refs)
+    return (d >= 1) & (d <= capacity)
+
+
+@njit(cache=True)
+def _sweep(sat: np.ndarray, reach_from: np.ndarray, until: np.ndarray, start_until: int) -> np.ndarray:  # pragma: no cover - compiled
+    """Parents of the chain of cuts (``-1``: the virtual start), found by one sweep; the chain ends at
+    the returned array's last entry. Offers ``(until[y], y)`` become active at ``reach_from[y]``."""
+    n = sat.shape[0]
+    parent = np.full(n, -2, dtype=np.int64)
+    head = np.full(n + 1, -1, dtype=np.int64)  # offers by activation time, as linked lists
+    link = np.full(n, -1, dtype=np.int64)
+    heap = [(-start_until, -1)]  # max-heap on until: (−until, cut)
+    end = -1
+    for t in range(n):
+        y = head[t]
+        while y >= 0:
+            heapq.heappush(heap, (-until[y], y))
+            y = link[y]
+        if not sat[t]:
+            continue
+        while len(heap) > 0 and -heap[0][0] < t:
+            heapq.heappop(heap)
+        if len(heap) == 0:
+            continue
+        parent[t] = heap[0][1]
+        if until[t] == NONE:
+            end = t
+            break
+        a = reach_from[t]
+        if a < n:
+            link[t] = head[a]
+            head[a] = t
+    out = np.empty(0, dtype=np.int64)
+    if end < 0:
+        return out
+    chain = []
+    t = end
+    while t >= 0:
+        chain.append(t)
+        t = parent[t]
+    out = np.empty(len(chain), dtype=np.int64)
+    for k in range(len(chain)):
+        out[k] = chain[len(chain) - 1 - k]
+    return out
+
+
+def cut_list(refs: Sequence[int] | np.ndarray, capacity: int) -> list[int]:
+    """A strictly increasing cut list whose :func:`bound` is Belady's hit count at ``capacity``
+    blocks (the recipe in the module docstring). Empty when Belady misses no reuse."""
+    if capacity < 1:
+        raise ValueError(f"capacity must be >= 1, got {capacity}")
+    arr = _as_array(refs)
+    n = len(arr)
+    prev, _ = _prev_next(arr)
+    hit = belady_hit_flags(arr, capacity)
+    times = np.arange(n, dtype=np.int64)
+    j = np.flatnonzero((prev >= 0) & (prev + 2 <= times))  # a pair (j - 1, j) straddles nothing
+    i = prev[j]
+    h = hit[j]
+    diff = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(diff, i[h] + 1, 1)
+    np.add.at(diff, j[h], -1)
+    sat = np.cumsum(diff[:n]) == capacity - 1  # exactly C - 1 hit pairs straddle t
+    last_end = np.full(n, -1, dtype=np.int64)
+    np.maximum.at(last_end, i[h] + 1, j[h])
+    reach_from = np.maximum(times, np.maximum.accumulate(last_end) - 1) + 1  # R(t) + 1
+    first_end = np.full(n, NONE, dtype=np.int64)
+    np.minimum.at(first_end, i[~h], j[~h] - 1)
+    until = np.minimum.accumulate(first_end[::-1])[::-1].copy()  # G(t)
+    if n == 0 or until[0] == NONE:
+        return []
+    chain = _sweep(sat, reach_from, until, int(until[0]))
+    if len(chain) == 0:
+        raise RuntimeError(f"no tight cut list found at capacity {capacity} (the recipe failed: a bug)")
+    return chain.tolist()
