@@ -32,12 +32,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name in ("all", *FAMILIES):
         help_ = "every family" if name == "all" else f"the {name} family"
         f = families.add_parser(name, help=help_, description=f"Prove {help_}.")
-        for chosen in FAMILIES if name == "all" else (name,):
+        host = () if name == "all" or (h := producer(name).rides_with) is None else (h,)
+        for chosen in FAMILIES if name == "all" else (*host, *_run_by(name)):
             producer(chosen).add_options(f)
         f.add_argument("--out", type=out_dir, default=None, help=OUT_HELP)
         add_common(f)
         add_backend(f)
         f.set_defaults(func=cmd_prove)
+
+
+def _run_by(name: str) -> tuple[str, ...]:
+    """The families ``pycert prove <name>`` runs: ``name`` and those that ride with it."""
+    return (name, *(other for other in FAMILIES if producer(other).rides_with == name))
 
 
 class NextSteps(BaseModel):
@@ -86,7 +92,7 @@ def render(res: prove.ProveResult, steps: NextSteps) -> str:
 def cmd_prove(args: argparse.Namespace) -> int:
     everything = args.family == "all"
     jobs = [(producer(name), producer(name).options_from(args, everything))
-            for name in (FAMILIES if everything else (args.family,))]
+            for name in (FAMILIES if everything else _run_by(args.family))]
     out = args.out or default_certificate_dir()
     made = missing_dirs(out)
     try:

@@ -273,6 +273,10 @@ class Producer(ABC):
 
     claim: ClassVar[Claim]
     options: ClassVar[type[Options]] = Options
+    rides_with: ClassVar[str | None] = None
+    """A family whose ``pycert prove`` subcommand takes this family's options too and runs it alongside
+    (``pycert prove ceiling --trace T --capacity-blocks 128``); this family's own subcommand then takes
+    that family's options (``--trace``) as well."""
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """The family's own ``pycert prove`` options (none by default)."""

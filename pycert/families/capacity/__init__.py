@@ -1,0 +1,173 @@
+"""The ceiling at a capacity (``lean/Pycert/Capacity.lean``): no demand-fetch cache of ``C`` blocks hits
+more than ``H`` times on a trace, kernel-checked on the whole trace (``lean/Pycert/SortedTrace.lean``
+and its emitter :mod:`pycert.lean.emit.capacity`), with ``H`` Belady's hit count at ``C``.
+
+The library proves, for every policy of capacity ``C``, every trace and every cut list ``Y``,
+hits ≤ (C - 1)·|Y| + the reuses with no cut in between (``hits_le_free``). Python computes a cut list
+that makes the bound Belady's MIN hit count (:func:`pycert.analysis.capacity.cut_list`, untrusted: any
+list gives a sound bound); the kernel checks it on every reference and states ``H``; pycert then
+cross-checks ``H`` against Belady's MIN from two engines and refuses a bound that is not attained.
+
+This module is the claim; :mod:`pycert.families.capacity.produce` makes the certificates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Literal
+
+from pycert.core.errors import Rejected, Rejection
+from pycert.core.schema import Certificate, InputFile, Params
+from pycert.families.base import Claim, Instance, Reader, input_path
+from pycert.families.ceiling import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from pycert.lean.emit.capacity import Plan
+
+
+class CapacityParams(Params):
+    capacity_blocks: int
+    """``C``: the cache holds at most this many blocks."""
+    lean_encoding: str
+    """The layout of the emitted instance file (:data:`pycert.lean.emit.capacity.ENCODING`)."""
+
+
+class CapacityCertificate(Certificate):
+    """A certificate of the capacity family."""
+
+    family: Literal["capacity"]
+    parameters: CapacityParams
+
+
+def names(trace: PurePosixPath, capacity: int) -> tuple[str, str]:
+    """The certificate id and the Lean instance module a trace makes at ``capacity`` blocks."""
+    name = slug(trace.stem)
+    return f"capacity-{name}-c{capacity}", f"Capacity{lean_ident(name)}C{capacity}"
+
+
+def instance_text(refs: np.ndarray, sha256: str, module: str, capacity: int) -> tuple[bytes, Plan]:
+    """The Lean instance file of a trace at ``capacity`` blocks, with the cut list of the recipe, and what
+    it states: the one function prove and verify both call."""
+    from pycert.analysis.capacity import (
+        cut_list,  # numba and numpy: only for a claim that has a trace
+    )
+    from pycert.lean.emit import capacity as emit
+
+    text, plan = emit.emit_instance(refs, sha256, module, capacity, cut_list(refs, capacity))
+    return text.encode(), plan
+
+
+def belady(refs: np.ndarray, capacity: int) -> int:
+    """Belady's MIN hit count at ``capacity`` blocks from pycert's one-pass OPT curve (stack distances
+    under OPT priority, :mod:`pycert.analysis.optcurve`), cross-checked against a direct simulation of
+    MIN (:func:`pycert.analysis.cachesim.belady_hits`); two engines that disagree are refused."""
+    from pycert.analysis.cachesim import belady_hits  # numba: see instance_text
+    from pycert.analysis.optcurve import opt_hit_curve
+
+    curve, simulated = opt_hit_curve(refs).hits(capacity), belady_hits(refs, capacity)
+    if curve != simulated:
+        raise Rejected(Rejection(
+            subject="figures.belady_hits", reason="engine-disagrees", expected=f"{simulated} (direct MIN simulation)",
+            found=f"{curve} (one-pass OPT curve)",
+            detail=f"pycert's two Belady engines disagree at {capacity} blocks: the OPT curve says {curve} hits, a "
+                   f"direct MIN simulation {simulated}"))
+    return curve
+
+
+class Capacity(Claim):
+    name = "capacity"
+    params = CapacityParams
+    certificate = CapacityCertificate
+    lean_module = "Pycert.Capacity"
+    theorem_names = ("Pycert.Capacity.straddle_le", "Pycert.Capacity.hits_le_free",
+                     "Pycert.SortedTrace.adjacent_of_sortOK", "Pycert.SortedTrace.capacity_bound",
+                     "Pycert.SortedTrace.bounded_of_checks", "Pycert.PackedTrace.traceOK_sound",
+                     "Pycert.Route.route_inj")
+    primary = ("trace",)
+    headline_predicate = "Pycert.Capacity.Bounded"
+    headline_figures = ("refs", "capacity_blocks", "max_hits")
+    limits = (
+        "The bound is per trace and per capacity: it says nothing about other traffic or other cache sizes.",
+        "It bounds demand-fetch caches that insert every missed block (no bypass), start empty and hold blocks of "
+        "one size; a cache that bypasses, prefetches, starts warm or weighs blocks by size is outside the model.",
+        "The kernel proves the upper bound only; that Belady's MIN reaches it is computed by pycert (two engines "
+        "agreeing), not kernel-checked, so max_hits is proved to be a ceiling and computed to be the optimum.",
+        "It is an oracle bound, not a connector measurement: no real cache was run.",
+        "Block identity is the trace's hash ids at the trace's block size; another granularity gives other figures.",
+        "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
+        "that list into the instance's vectors, then decodes what it wrote and refuses any difference. The kernel "
+        "checks every reference of the list the instance decodes to; a reader bug would make the theorem about "
+        "another list.",
+    )
+    evidence_of = {
+        "refs": ("kernel-checked", "Lean kernel: a literal of {headline} (trace.length), every reference decoded"),
+        "capacity_blocks": ("kernel-checked", "Lean kernel: a literal of {headline} (every policy P with P.cap = some C)"),
+        "max_hits": ("kernel-checked", "Lean kernel: a literal of {headline} (hits P trace ≤ it for every policy P of "
+                     "capacity C), from a cut list checked on every reference"),
+        "ceiling": ("computed", "exact arithmetic max_hits / refs of two kernel-checked figures"),
+        "belady_hits": ("computed-cross-checked", "Belady's MIN at capacity_blocks: pycert's one-pass OPT curve "
+                        "(pycert.analysis.optcurve), equal to a direct MIN simulation (pycert.analysis.cachesim."
+                        "belady_hits) and to max_hits; libCacheSim's Belady agrees in pycert's tests"),
+        "cuts": ("computed", "length of the cut list the recipe computed (pycert.analysis.capacity.cut_list); "
+                 "the kernel checked the bound for that list, whatever it is"),
+    }
+
+    def sentence(self, params: CapacityParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
+        trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
+        refs, c, h = int(figures["refs"]), int(figures["capacity_blocks"]), int(figures["max_hits"])
+        return (f"On trace {trace} ({refs} block references), no demand-fetch cache of {c} blocks hits more than {h} "
+                f"times: a hit-rate ceiling of {float(figures['ceiling']):.6f} at {c} blocks, attained by Belady's MIN.")
+
+    def instance(self, params: CapacityParams, primary: Sequence[InputFile]) -> Instance:
+        """``lean/Capacity<Name>C<C>.lean``, or ``lean/derived/`` for a trace from outside the certificate
+        directory (full-resolution data derived from it, which verify regenerates)."""
+        [trace] = primary
+        module = names(PurePosixPath(trace.path), params.capacity_blocks)[1]
+        return Instance(path=((LEAN_DERIVED if trace.external else LEAN_OUT) / f"{module}.lean").as_posix(),
+                        derived_from="trace")
+
+    def figures(self, params: CapacityParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
+                read: Reader) -> dict[str, Fraction]:
+        """The kernel's three literals, the ceiling, and Belady's MIN at ``C`` from the trace, which must
+        equal the kernel's bound: a bound above it is loose (the cut list was not optimal) and is not
+        certified as the ceiling at ``C``; one below it means the engine is wrong (the bound is proved)."""
+        from pycert.analysis.capacity import cut_list  # numba: see instance_text
+        from pycert.data.traces import read_trace
+
+        refs, c, h = kernel["refs"], kernel["capacity_blocks"], kernel["max_hits"]
+        if c != params.capacity_blocks:
+            raise Rejected(Rejection.mismatch("headline (capacity_blocks)", str(params.capacity_blocks), str(c)))
+        if refs == 0:
+            raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
+        trace = read_trace(input_path(inputs, "trace", read))
+        opt = belady(trace.refs, c)
+        if h > opt:
+            raise Rejected(Rejection(
+                subject="figures.max_hits", reason="loose-bound", expected=str(opt), found=str(h),
+                detail=f"the kernel proved at most {h} hits at {c} blocks but Belady's MIN hits {opt}: the cut list was "
+                       f"not optimal (the bound is loose by {h - opt} hits), so it is not certified as the ceiling at {c}"))
+        if h < opt:
+            raise Rejected(Rejection(
+                subject="figures.belady_hits", reason="engine-disagrees", expected=f"at most {h}", found=str(opt),
+                detail=f"Belady's MIN engine reports {opt} hits at {c} blocks, more than the {h} the kernel proved "
+                       "possible for every policy: a defect in the engine"))
+        return {"refs": Fraction(refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(h),
+                "ceiling": Fraction(h, refs), "belady_hits": Fraction(opt),
+                "cuts": Fraction(len(cut_list(trace.refs, c)))}
+
+    def regenerate(self, params: CapacityParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
+        from pycert.data.traces import read_trace  # numpy: see instance_text
+        from pycert.lean.emit.capacity import ENCODING
+
+        if params.lean_encoding != ENCODING:
+            raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(ENCODING), repr(params.lean_encoding)))
+        trace = read_trace(input_path(inputs, "trace", read))
+        module = self.instance(params, self.primary_inputs(inputs)).module
+        return instance_text(trace.refs, trace.sha256, module, params.capacity_blocks)[0]
+
+
+CLAIM = Capacity()
