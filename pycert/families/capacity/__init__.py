@@ -52,9 +52,8 @@ def names(trace: PurePosixPath, capacity: int) -> tuple[str, str]:
 def instance_text(refs: np.ndarray, sha256: str, module: str, capacity: int) -> tuple[bytes, Plan]:
     """The Lean instance file of a trace at ``capacity`` blocks, with the cut list of the recipe, and what
     it states: the one function prove and verify both call."""
-    from pycert.analysis.capacity import (
-        cut_list,  # numba and numpy: only for a claim that has a trace
-    )
+    # numba and numpy: only for a claim that has a trace
+    from pycert.analysis.capacity import cut_list
     from pycert.lean.emit import capacity as emit
 
     text, plan = emit.emit_instance(refs, sha256, module, capacity, cut_list(refs, capacity))
@@ -149,7 +148,7 @@ class Capacity(Claim):
             raise Rejected(Rejection(
                 subject="figures.max_hits", reason="loose-bound", expected=str(opt), found=str(h),
                 detail=f"the kernel proved at most {h} hits at {c} blocks but Belady's MIN hits {opt}: the cut list was "
-                       f"not optimal (the bound is loose by {h - opt} hits), so it is not certified as the ceiling at {c}"))
+                       f"not optimal (the bound is loose by {h - opt} hit{"s" if h - opt > 1 else ""}), so it is not certified as the ceiling at {c}"))
         if h < opt:
             raise Rejected(Rejection(
                 subject="figures.belady_hits", reason="engine-disagrees", expected=f"at most {h}", found=str(opt),

@@ -21,6 +21,7 @@ from pycert.mutation.operators.base import (
     Verdict,
     expect_failure,
 )
+from pycert.mutation.operators.capacity import Capacity
 from pycert.mutation.operators.certificate import CertificateTamper
 from pycert.mutation.operators.forgery import Forgery
 from pycert.mutation.operators.instance_data import InstanceData
@@ -34,7 +35,8 @@ from pycert.mutation.operators.solver import Solver
 from pycert.mutation.operators.trace_engine import TraceEngine
 
 OPERATORS: tuple[type[Operator], ...] = (LeanStatement, Proof, InstanceData, Solver, CertificateTamper, Forgery,
-                                         KernelForgery, KernelLink, AuditSelfTest, TraceEngine, ReportVerifier, LeakRun)
+                                         KernelForgery, KernelLink, Capacity, AuditSelfTest, TraceEngine, ReportVerifier,
+                                         LeakRun)
 
 __all__ = ["AUDIT_HEADER", "CEILING_CERT", "CERT_DIR", "OPERATORS", "TRACE_INPUT", "WINDOW", "Operator", "Planned",
            "Verdict", "expect_failure"]

@@ -1,0 +1,131 @@
+"""The ceiling at a capacity, kernel-checked: per capacity, the cut list's length, the instance's kernel
+seconds and peak memory, beside the whole-trace ceiling check (capacity-free) and libCacheSim's Belady
+(a simulation, no proof) on the same trace, in one run.
+
+    python benchmarks/bench_capacity.py [--trace FILE] [--capacities 2,16,128,1024,8192]
+        [--synthetic 1000000] [--synthetic-capacities 128] [--timeout 1800] [--json]
+
+Each Lean file runs alone in its own process (one Lean process at a time, a fresh first line so that
+pycert's build cache misses), so ``peak_rss_mib`` is that Lean process's peak resident memory and
+``check_s`` its wall time, import included. ``recipe_s`` is pycert's cut list (Belady labels and the
+sweep, :func:`pycert.analysis.capacity.cut_list`), ``emit_s`` the emitter (packing, the sort network,
+the planes); ``lcs_s`` is libCacheSim's Belady over an oracleGeneral file of the trace (written once,
+not timed), ``lcs_hits`` its hit count, which must equal the kernel's bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_lean_trace import fresh, run_one  # the same one-process-per-file runner
+
+from pycert.analysis.capacity import cut_list
+from pycert.core import console, resources
+from pycert.data import synthetic
+from pycert.data.traces import Trace, read_trace, trace_from_bytes
+from pycert.lean.emit import capacity as emit_capacity
+from pycert.lean.emit import packed_trace
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DEFAULT_TRACE = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def lcs_belady(trace: Trace, capacities: list[int], tmp: Path) -> dict[int, tuple[int, float]]:
+    """libCacheSim's Belady hit count and seconds at each capacity; empty when it is not installed."""
+    try:
+        import libcachesim as lcs  # optional (the test extra): the comparison is skipped without it
+    except ImportError:
+        return {}
+    from test_libcachesim_agreement import oracle_general  # the trace writer the agreement test checks
+
+    path = oracle_general(trace.refs, tmp / "trace.oracleGeneral")
+    out = {}
+    for c in capacities:
+        t0 = time.perf_counter()
+        miss_ratio, _ = lcs.Belady(cache_size=c, hashpower=20).process_trace(
+            lcs.TraceReader(str(path), lcs.TraceType.ORACLE_GENERAL_TRACE))
+        out[c] = (trace.n_refs - round(miss_ratio * trace.n_refs), time.perf_counter() - t0)
+    return out
+
+
+def synthetic_trace(target: int) -> Trace:
+    requests = max(1, target // 24)  # about 23 references a request
+    while True:
+        synth = trace_from_bytes(synthetic.to_jsonl(synthetic.generate(0, requests=requests)), "synthetic.jsonl")
+        if synth.n_refs >= target:
+            return synth
+        requests = requests * target // synth.n_refs + 1
+
+
+def bench_trace(label: str, trace: Trace, capacities: list[int], d: Path, timeout: float) -> list[dict]:
+    refs = trace.refs
+    rows = []
+    ceiling = d / f"Ceiling{trace.n_refs}.lean"
+    t0 = time.perf_counter()
+    ceiling.write_text(packed_trace.emit_instance(refs, trace.sha256, ceiling.stem))
+    emit_s = time.perf_counter() - t0
+    r = run_one(fresh(ceiling), ROOT / "lean", timeout)
+    rows.append({"trace": label, "refs": trace.n_refs, "check": "ceiling (any capacity)", "capacity": "-", "cuts": "-",
+                 "recipe_s": "-", "emit_s": round(emit_s, 1), "status": r["status"], "check_s": round(r["seconds"], 1),
+                 "cpu_s": round(r["cpu_s"], 1), "peak_rss_mib": round(r["peak_rss_kib"] / 1024),
+                 "max_hits": trace.n_refs - len(set(refs.tolist())), "lcs_hits": "-", "lcs_s": "-"})
+    print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    lcs = lcs_belady(trace, capacities, d)
+    for c in capacities:
+        t0 = time.perf_counter()
+        cuts = cut_list(refs, c)
+        recipe_s = time.perf_counter() - t0
+        f = d / f"Capacity{trace.n_refs}C{c}.lean"
+        t0 = time.perf_counter()
+        text, plan = emit_capacity.emit_instance(refs, trace.sha256, f.stem, c, cuts)
+        emit_s = time.perf_counter() - t0
+        f.write_text(text)
+        r = run_one(fresh(f), ROOT / "lean", timeout)
+        theirs = lcs.get(c)
+        rows.append({"trace": label, "refs": trace.n_refs, "check": "capacity", "capacity": c, "cuts": plan.cuts,
+                     "recipe_s": round(recipe_s, 2), "emit_s": round(emit_s, 1), "status": r["status"],
+                     "check_s": round(r["seconds"], 1), "cpu_s": round(r["cpu_s"], 1),
+                     "peak_rss_mib": round(r["peak_rss_kib"] / 1024), "max_hits": plan.max_hits,
+                     "lcs_hits": theirs[0] if theirs else "n/a", "lcs_s": round(theirs[1], 2) if theirs else "n/a",
+                     "errors": r["errors"]})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
+    ap.add_argument("--capacities", default="2,16,128,1024,8192")
+    ap.add_argument("--synthetic", default="1000000", help="a seeded synthetic trace of at least this many references")
+    ap.add_argument("--synthetic-capacities", default="128")
+    ap.add_argument("--timeout", type=float, default=1800.0)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    ints = lambda text: [int(x) for x in filter(None, text.split(","))]  # noqa: E731
+    with tempfile.TemporaryDirectory(prefix="bench-capacity-", dir=resources.scratch_root()) as tmp:
+        d = Path(tmp)
+        trace = read_trace(args.trace)
+        rows = bench_trace(args.trace.name, trace, ints(args.capacities), d, args.timeout)
+        if args.synthetic:
+            synth = synthetic_trace(int(args.synthetic))
+            rows += bench_trace(f"synthetic seed 0 ({synth.n_refs})", synth, ints(args.synthetic_capacities), d,
+                                args.timeout)
+    out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}", "backend": "wasm",
+           "trace": str(args.trace), "sha256": trace.sha256, "rows": rows}
+    cols = ["trace", "refs", "check", "capacity", "cuts", "recipe_s", "emit_s", "status", "check_s", "cpu_s",
+            "peak_rss_mib", "max_hits", "lcs_hits", "lcs_s"]
+    console.emit(args.json, out, human=lambda: (
+        f"{out['trace']} ({out['machine']}, wasm)\n" + console.table(cols, [[r[c] for c in cols] for r in rows])))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""The ceiling at a capacity (issue 25): a bound one below what the cut list gives, a reuse pair hidden,
+a cut count that does not count, the closed windows made half-open (one off at each cut), the library's
+``C - 1`` per cut weakened or strengthened, a cut dropped, moved or out of order, and a Belady engine
+one hit off. Each must be rejected for its reason: by the kernel, or by prove's cross-check against
+Belady's MIN."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+import pycert.analysis.capacity as recipe
+import pycert.analysis.optcurve as optcurve
+from pycert.core.errors import PycertError
+from pycert.families import producer
+from pycert.families.capacity.produce import CapacityOptions
+from pycert.lean.emit import capacity as emit
+from pycert.mutation.lean_batch import LibraryEdit, Snippet
+from pycert.mutation.operators.base import (
+    KERNEL_REJECTS,
+    TRACE_INPUT,
+    Operator,
+    Planned,
+    Verdict,
+    hash_ids,
+    strip_header,
+    sub_once,
+)
+from pycert.prove import prove
+
+TARGET = "pycert/lean/emit/capacity.py"
+CAPACITY = 2
+"""Blocks of the instance mutants (on :func:`_trace`)."""
+PROVE_CAPACITY = 16
+"""Blocks of the prove mutants, on the whole committed synthetic trace."""
+
+
+def _instance(refs: list[int], name: str, planes: Callable[[dict], None] | None = None,
+              edits: Callable[[str, emit.Plan], list[tuple[str, str]]] | None = None) -> str:
+    """The emitted capacity instance of ``refs`` at :data:`CAPACITY`, with its planes edited by ``planes``
+    (a dict of the emitter's numpy planes, before they are written) or its text by ``edits``."""
+    cuts = recipe.cut_list(np.asarray(refs, dtype=np.uint64), CAPACITY)
+    if planes is None:
+        text, plan = emit.emit_instance(refs, "0" * 64, name, CAPACITY, cuts)
+    else:
+        with _planes_edited(planes):
+            text, plan = emit.emit_instance(refs, "0" * 64, name, CAPACITY, cuts)
+    text = strip_header(text)
+    for old, new in (edits(text, plan) if edits else []):
+        text = sub_once(text, old, new)
+    return text
+
+
+@contextmanager
+def _planes_edited(edit: Callable[[dict], None]) -> Iterator[None]:
+    """The emitter's ``flag_plane`` wrapped: ``edit`` sees and may change ``same``, ``c``, ``a`` and the
+    flags it returns, in place, so that every literal written is consistent with the edit."""
+    real = emit.flag_plane
+
+    def wrapped(same: np.ndarray, sigma: np.ndarray, c: np.ndarray, a: np.ndarray) -> np.ndarray:
+        planes = {"same": same, "sigma": sigma, "c": c, "a": a}
+        edit(planes)
+        return planes.get("flags", real(planes["same"], sigma, planes["c"], planes["a"]))
+    wrapped.__wrapped__ = real  # type: ignore[attr-defined]
+    emit.flag_plane = wrapped
+    try:
+        yield
+    finally:
+        emit.flag_plane = real
+
+
+def _hide_pair(p: dict) -> None:
+    """Clear the first place of ``same`` that the flags count: a free reuse pair hidden (F and H drop)."""
+    flags = emit.flag_plane.__wrapped__(p["same"], p["sigma"], p["c"], p["a"])  # type: ignore[attr-defined]
+    p["same"][np.flatnonzero(flags)[0]] = False
+
+
+def _half_open(p: dict) -> None:
+    """Flags of half-open windows: a pair whose earlier reference sits on a cut counted as straddling it."""
+    a_s, same = p["a"][p["sigma"]], p["same"]
+    flags = np.zeros(len(same), dtype=bool)
+    flags[1:] = same[1:] & (a_s[1:] == a_s[:-1])
+    p["flags"] = flags
+
+
+def _count_off(p: dict) -> None:
+    """The running cut count one too high at the first cut, the cut plane kept."""
+    first = int(np.flatnonzero(p["c"])[0])
+    p["a"][first] += 1
+
+
+@contextmanager
+def _recipe(wrap: Callable[[list[int], Any], list[int]]) -> Iterator[None]:
+    real = recipe.cut_list
+    recipe.cut_list = lambda refs, capacity: wrap(real(refs, capacity), (refs, capacity))
+    try:
+        yield
+    finally:
+        recipe.cut_list = real
+
+
+def _moved(cuts: list[int], args: Any) -> list[int]:
+    """The first single-step move of a cut that loosens the bound (some moves keep it tight)."""
+    refs, capacity = args
+    best = recipe.bound_pairs(refs, capacity, cuts)
+    for k, y in enumerate(cuts):
+        for z in (y + 1, y - 1):
+            trial = sorted({*cuts[:k], z, *cuts[k + 1:]})
+            if 0 <= z < len(refs) and len(trial) == len(cuts) and recipe.bound_pairs(refs, capacity, trial) > best:
+                return trial
+    raise ValueError("no single move of a cut loosens the bound")
+
+
+class _OffByOne:
+    def __init__(self, curve: Any) -> None:
+        self.curve = curve
+
+    def hits(self, c: int) -> int:
+        return self.curve.hits(c) + 1
+
+
+@contextmanager
+def _belady_plus_one() -> Iterator[None]:
+    real = optcurve.opt_hit_curve
+    optcurve.opt_hit_curve = lambda refs: _OffByOne(real(refs))
+    try:
+        yield
+    finally:
+        optcurve.opt_hit_curve = real
+
+
+def _prove_expect(defect: Callable[[], Any], pattern: str) -> Callable[[Any], Verdict]:
+    """prove capacity on the committed synthetic trace at :data:`PROVE_CAPACITY` blocks with ``defect``
+    in place: nothing may be written, and the rejection must say ``pattern``."""
+    def run(ctx: Any) -> Verdict:
+        chosen = producer("capacity")
+        opts = CapacityOptions(trace=[ctx.repo / TRACE_INPUT], capacity_blocks=[PROVE_CAPACITY], required=True)
+        try:
+            with defect():
+                res = prove([(chosen, opts)], backend=ctx.backend_name, out_dir=ctx.repo / "proved")
+        except PycertError as err:
+            return ("killed", str(err)[:300]) if pattern in str(err) else ("survived", f"refused otherwise: {err}")
+        bad = [s for s in res.stages if s.status == "rejected"]
+        if res.ok or not bad:
+            return "survived", "prove: ok"
+        if res.written:
+            return "survived", f"prove still wrote {res.written}"
+        said = [f"{s.name}: {s.detail}" for s in bad] + [r.claim for r in res.rows if r.status == "rejected"]
+        hit = next((t for t in said if pattern in t), None)
+        return ("killed", hit[:300]) if hit else ("survived", f"rejected, but not saying {pattern!r}: {said[0][:200]}")
+    return run
+
+
+def _trace() -> list[int]:
+    """A small seeded trace with many reuses and cuts at :data:`CAPACITY` blocks, ids hashed to 64 bits (the
+    committed trace's first references are mostly first uses: too few cuts for these defects to show)."""
+    rng = random.Random(25)
+    return hash_ids([rng.randrange(12) for _ in range(160)])
+
+
+class Capacity(Operator):
+    """Plant defects in the ceiling at a capacity: in the emitted instance (the kernel must reject the
+    declaration that checks the edited data), in the library's per-cut charge (the kernel must reject the
+    theorem), and in the cut-list recipe or the Belady engine (prove's cross-check must refuse to write)."""
+
+    name = "capacity"
+
+    def plan(self, ctx: Any) -> list[Planned]:
+        refs = _trace()
+        add = self.add
+        add("cap-max-hits-1", "lean-kernel", f"the headline claims one hit fewer than (C - 1)·m + F at {CAPACITY} blocks",
+            "kernel error in headline", TARGET, instance=Snippet("cap-max-hits-1", _instance(
+                refs, "Mut_cap_max_hits", edits=lambda text, p: [(
+                    f"Bounded trace {p.refs} {CAPACITY} {p.max_hits} :=",
+                    f"Bounded trace {p.refs} {CAPACITY} {p.max_hits - 1} :=")]), "headline", KERNEL_REJECTS))
+        add("cap-hidden-pair", "lean-kernel", "a reuse pair cleared from the sorted plane `same` (F and H recomputed "
+            "lower)", "kernel error in sort_ok", TARGET, instance=Snippet("cap-hidden-pair", _instance(
+                refs, "Mut_cap_hidden_pair", planes=_hide_pair), "sort_ok", KERNEL_REJECTS))
+        add("cap-count-off", "lean-kernel", "the running cut count A one too high at the first cut (the cut plane kept)",
+            "kernel error in cuts_ok", TARGET, instance=Snippet("cap-count-off", _instance(
+                refs, "Mut_cap_count_off", planes=_count_off), "cuts_ok", KERNEL_REJECTS))
+        add("cap-window-half-open", "lean-kernel", "windows one off at each cut: a pair starting on a cut counted as "
+            "straddling it (F and H recomputed)", "kernel error in flags_ok", TARGET,
+            instance=Snippet("cap-window-half-open", _instance(refs, "Mut_cap_half_open", planes=_half_open),
+                             "flags_ok", KERNEL_REJECTS))
+        add("stmt-capacity-per-cut-weak", "lean-kernel", "the capacity bound charges C per cut instead of C - 1 "
+            "(statement weakened, proof kept)", "kernel error in hits_le_free", "lean/Pycert/Capacity.lean",
+            edit=LibraryEdit("stmt-capacity-per-cut-weak", "Pycert/Capacity.lean", "hits_le_free",
+                             "hits P r ≤ (C - 1) * Y.length + count (Free r Y) r.length := by",
+                             "hits P r ≤ C * Y.length + count (Free r Y) r.length := by", KERNEL_REJECTS))
+        add("stmt-straddle-strong", "lean-kernel", "at most C - 2 hits straddle a step (one fewer than a cache of C "
+            "can keep)", "kernel error in straddle_le", "lean/Pycert/Capacity.lean",
+            edit=LibraryEdit("stmt-straddle-strong", "Pycert/Capacity.lean", "straddle_le",
+                             "count (fun j => Hit P r j ∧ Straddles r t j) r.length ≤ C - 1 := by",
+                             "count (fun j => Hit P r j ∧ Straddles r t j) r.length ≤ C - 2 := by",
+                             KERNEL_REJECTS))
+        add("cap-cut-dropped", "prove", "the recipe drops its last cut (a sound bound, loose: claimed as the "
+            "ceiling at C)", "prove refuses: the cut list was not optimal", "pycert/analysis/capacity.py",
+            run=_prove_expect(lambda: _recipe(lambda cuts, _a: cuts[:-1]), "not optimal"))
+        add("cap-cut-moved", "prove", "the recipe moves one cut by one step (sound, loose)",
+            "prove refuses: the cut list was not optimal", "pycert/analysis/capacity.py",
+            run=_prove_expect(lambda: _recipe(_moved), "not optimal"))
+        add("cap-cuts-unsorted", "prove", "the recipe returns its cut list reversed",
+            "prove refuses before the kernel: not strictly increasing", "pycert/analysis/capacity.py",
+            run=_prove_expect(lambda: _recipe(lambda cuts, _a: cuts[::-1]), "strictly increasing"))
+        add("cap-belady+1", "prove", "the one-pass OPT curve reports one Belady hit too many",
+            "prove refuses: the two Belady engines disagree", "pycert/analysis/optcurve.py",
+            run=_prove_expect(_belady_plus_one, "engines disagree"))
+        return self.plans

@@ -1,0 +1,233 @@
+"""The ceiling at a capacity (issue 25): the bound's Python mirror against brute-force OPT, the cut-list
+recipe's tightness, the emitter's mirror of what the kernel counts, and certificates end to end on the
+kernel (a small trace of 64-bit ids in the fast suite, both Mooncake traces at 128 blocks in the slow one)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import shutil
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pycert.analysis.cachesim as cachesim
+import pycert.analysis.optcurve as optcurve
+from pycert import prove
+from pycert.analysis.capacity import belady_hit_flags, bound, bound_pairs, cut_list
+from pycert.analysis.optcurve import opt_hit_curve
+from pycert.certify.inputs import Locator
+from pycert.certify.manifest import MANIFEST_NAME, render_manifest
+from pycert.certify.verify import verify_certificate
+from pycert.core.errors import PycertError, Rejected
+from pycert.data.traces import read_trace
+from pycert.families import producer
+from pycert.families.capacity import CLAIM
+from pycert.families.capacity.produce import CapacityOptions
+from pycert.lean.emit import capacity as emit_capacity
+from tests.conftest import SHARED_TRACES
+
+
+def opt_brute(refs: list[int], capacity: int) -> int:
+    """The most hits any demand-fetch policy of ``capacity`` blocks gets (every miss inserts its block,
+    evicting any one cached block when full; empty start), by trying every eviction."""
+    @lru_cache(maxsize=None)
+    def best(t: int, cache: frozenset[int]) -> int:
+        if t == len(refs):
+            return 0
+        x = refs[t]
+        if x in cache:
+            return 1 + best(t + 1, cache)
+        if len(cache) < capacity:
+            return best(t + 1, cache | {x})
+        return max(best(t + 1, (cache - {v}) | {x}) for v in cache)
+    return best(0, frozenset())
+
+
+small_traces = st.lists(st.integers(0, 4), min_size=1, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(refs=small_traces, capacity=st.integers(1, 4), cuts=st.lists(st.integers(0, 11), max_size=6))
+def test_the_bound_is_sound_for_any_cut_list(refs: list[int], capacity: int, cuts: list[int]) -> None:
+    """Every cut list, in any order and with repeats (the Lean theorem's ``Y`` is any list), bounds every policy."""
+    opt = opt_brute(refs, capacity)
+    assert bound(refs, capacity, cuts) >= opt
+    assert bound_pairs(refs, capacity, [y for y in cuts if y < len(refs)]) >= opt
+
+
+@settings(max_examples=300, deadline=None)
+@given(refs=small_traces, capacity=st.integers(1, 4))
+def test_the_recipe_is_tight(refs: list[int], capacity: int) -> None:
+    opt = opt_brute(refs, capacity)
+    cuts = cut_list(refs, capacity)
+    assert cuts == sorted(set(cuts)) and all(0 <= y < len(refs) for y in cuts)
+    assert int(belady_hit_flags(refs, capacity).sum()) == opt
+    assert bound_pairs(refs, capacity, cuts) == opt == bound(refs, capacity, cuts)
+
+
+def test_the_greedy_is_not_tight_and_the_recipe_is() -> None:
+    """The issue's example: the latest saturated point for each missed pair gives 5, the truth is 4."""
+    refs = [3, 2, 1, 3, 2, 1, 3, 3, 3]
+    assert opt_brute(refs, 2) == 4
+    assert bound(refs, 2, [2, 4]) == 4 and bound(refs, 2, [3, 4]) == 5
+    assert bound(refs, 2, cut_list(refs, 2)) == 4
+
+
+def test_the_bypass_model_would_be_too_loose() -> None:
+    """``a b a`` at one block: the interval form allows one hit, the cache model none (C - 1 per cut)."""
+    assert opt_brute([0, 1, 0], 1) == 0 == bound([0, 1, 0], 1, cut_list([0, 1, 0], 1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), v=st.integers(1, 40), capacity=st.integers(1, 20))
+def test_the_emitter_states_the_pair_bound(seed: int, n: int, v: int, capacity: int) -> None:
+    """What the emitted headline states, ``(C - 1)·m + F``, is the pair form of the bound for the cut list,
+    Belady's hit count, on 64-bit ids in any order (the emitter also checks that its network sorts)."""
+    rng = random.Random(seed)
+    names = [rng.getrandbits(64) for _ in range(v)]
+    refs = np.array([names[rng.randrange(v)] for _ in range(n)], dtype=np.uint64)
+    cuts = cut_list(refs, capacity)
+    text, plan = emit_capacity.emit_instance(refs, "0" * 64, "T", capacity, cuts)
+    assert plan.max_hits == bound_pairs(refs, capacity, cuts) == opt_hit_curve(refs).hits(capacity)
+    assert f"Pycert.Capacity.Bounded trace {n} {capacity} {plan.max_hits} :=" in text
+
+
+def test_the_emitter_refuses_an_unsorted_cut_list() -> None:
+    refs = [1, 2, 3, 1, 2, 3, 1, 2, 3]
+    with pytest.raises(PycertError, match="strictly increasing"):
+        emit_capacity.emit_instance(refs, "0" * 64, "T", 2, [4, 2])
+
+
+# ---------------------------------------------------------------------------- on the kernel
+
+
+def write_ids(path: Path, n: int, v: int, seed: int) -> Path:
+    rng = random.Random(seed)
+    names = [rng.getrandbits(64) for _ in range(v)]
+    path.write_text("".join(f"{names[rng.randrange(v)]}\n" for _ in range(n)))
+    return path
+
+
+def forge(cert: Path, edit) -> None:  # noqa: ANN001
+    """Edit a certificate and re-forge its manifest line, as a forger would."""
+    doc = json.loads(cert.read_text())
+    edit(doc)
+    cert.write_text(json.dumps(doc, indent=2) + "\n")
+    manifest = cert.parent / MANIFEST_NAME
+    entries = dict(reversed(line.split("  ", 1)) for line in manifest.read_text().splitlines())
+    entries[cert.name] = hashlib.sha256(cert.read_bytes()).hexdigest()
+    manifest.write_text(render_manifest(entries))
+
+
+def prove_capacities(trace: Path, capacities: list[int], out: Path) -> prove.ProveResult:
+    chosen = producer("capacity")
+    return prove.prove([(chosen, CapacityOptions(trace=[trace], capacity_blocks=capacities, required=True))],
+                       backend="wasm", out_dir=out)
+
+
+@pytest.fixture(scope="module")
+def proved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    d = tmp_path_factory.mktemp("capacity")
+    trace = write_ids(d / "ids.txt", 500, 70, seed=25)
+    res = prove_capacities(trace, [2, 16], d / "certs")
+    assert res.ok, [s for s in res.stages if s.status != "ok"]
+    return trace, d / "certs"
+
+
+def figures_of(cert: Path) -> dict[str, int]:
+    return {f["name"]: f["numerator"] for f in json.loads(cert.read_text())["figures"] if f["denominator"] == 1}
+
+
+def test_certificates_at_two_capacities_hold_on_the_kernel(proved: tuple[Path, Path]) -> None:
+    trace, certs = proved
+    refs = np.array([int(x) for x in trace.read_text().split()], dtype=np.uint64)
+    for c in (2, 16):
+        cert = certs / f"capacity-ids-c{c}.json"
+        doc = json.loads(cert.read_text())
+        evidence = {f["name"]: f["evidence"] for f in doc["figures"]}
+        assert figures_of(cert)["max_hits"] == opt_hit_curve(refs).hits(c) == figures_of(cert)["belady_hits"]
+        assert evidence["max_hits"] == "kernel-checked" and evidence["belady_hits"] == "computed-cross-checked"
+        assert f"no demand-fetch cache of {c} blocks hits more than {figures_of(cert)['max_hits']} times" in doc["claim"]
+        assert any("bypass" in limit for limit in doc["does_not_prove"])
+        assert verify_certificate(cert).status == "ok"
+    assert verify_certificate(certs / "capacity-ids-c2.json", kernel=True, backend="wasm").status == "ok"
+
+
+def copy_proved(proved: tuple[Path, Path], dest: Path) -> Path:
+    shutil.copy(proved[0], dest / proved[0].name)
+    return Path(shutil.copytree(proved[1], dest / "certs"))
+
+
+def test_a_claimed_bound_one_below_is_rejected(proved: tuple[Path, Path], tmp_path: Path) -> None:
+    cert = copy_proved(proved, tmp_path) / "capacity-ids-c2.json"
+    h = figures_of(cert)["max_hits"]
+
+    def lower(doc: dict) -> None:
+        f = next(f for f in doc["figures"] if f["name"] == "max_hits")
+        f.update(numerator=h - 1, decimal=str(h - 1))
+        doc["claim"] = doc["claim"].replace(f"more than {h} times", f"more than {h - 1} times")
+    forge(cert, lower)
+    res = verify_certificate(cert)
+    assert res.status == "rejected" and any("max_hits" in f.render() for f in res.failures), res.failures
+
+
+def test_a_dropped_cut_is_caught(proved: tuple[Path, Path], tmp_path: Path) -> None:
+    """An instance whose cut list lost a cut still checks (any list is sound), but its bound is loose:
+    verify regenerates the instance from the trace and refuses the shipped one, and the claim refuses a
+    kernel bound above Belady's hit count as not optimal."""
+    certs = copy_proved(proved, tmp_path)
+    cert = certs / "capacity-ids-c2.json"
+    refs = np.array([int(x) for x in (tmp_path / "ids.txt").read_text().split()], dtype=np.uint64)
+    parsed = CLAIM.certificate.model_validate_json(cert.read_text())
+    lean = next(i for i in parsed.inputs if i.role == "lean")
+    text, plan = emit_capacity.emit_instance(refs, parsed.inputs[0].sha256, Path(lean.path).stem, 2,
+                                             cut_list(refs, 2)[:-1])
+    assert plan.max_hits > opt_hit_curve(refs).hits(2)
+    (certs / lean.path).write_text(text)
+    forge(cert, lambda d: d["inputs"][1].update(sha256=hashlib.sha256(text.encode()).hexdigest()))
+    res = verify_certificate(cert)
+    assert res.status == "rejected" and any("regenerated" in f.render() for f in res.failures), res.failures
+    with pytest.raises(Rejected, match="not optimal"):
+        CLAIM.figures(parsed.parameters, {"refs": plan.refs, "capacity_blocks": 2, "max_hits": plan.max_hits},
+                      parsed.inputs, Locator(root=certs, external={"ids.txt": tmp_path / "ids.txt"}))
+
+
+class OffByOne:
+    """An OPT curve one hit high at every capacity."""
+
+    def __init__(self, curve: object) -> None:
+        self.curve = curve
+
+    def hits(self, c: int) -> int:
+        return self.curve.hits(c) + 1  # type: ignore[attr-defined]
+
+
+def test_a_belady_engine_off_by_one_is_caught(proved: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OPT curve one hit high: the second engine (a direct MIN simulation) disagrees. Both one high:
+    they claim more hits than the kernel proved possible, and the claim names the engine."""
+    cert = proved[1] / "capacity-ids-c2.json"
+    real_curve, real_sim = optcurve.opt_hit_curve, cachesim.belady_hits
+    monkeypatch.setattr(optcurve, "opt_hit_curve", lambda refs: OffByOne(real_curve(refs)))
+    res = verify_certificate(cert)
+    assert res.status == "rejected" and any(f.reason == "engine-disagrees" for f in res.failures), res.failures
+    monkeypatch.setattr(cachesim, "belady_hits", lambda refs, c: real_sim(refs, c) + 1)
+    res = verify_certificate(cert)
+    assert res.status == "rejected" and any("more than the" in f.render() for f in res.failures), res.failures
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED_TRACES.exists(), reason=f"Mooncake traces absent: {SHARED_TRACES}")
+@pytest.mark.parametrize("name", ["conversation_trace.jsonl", "synthetic_trace.jsonl"])
+def test_mooncake_traces_at_128_blocks(name: str, tmp_path: Path) -> None:
+    trace = SHARED_TRACES / name
+    res = prove_capacities(trace, [128], tmp_path / "certs")
+    assert res.ok, [s for s in res.stages if s.status != "ok"]
+    cert = tmp_path / "certs" / f"capacity-{name.removesuffix('.jsonl').replace('_', '-')}-c128.json"
+    assert figures_of(cert)["max_hits"] == opt_hit_curve(read_trace(trace).refs).hits(128)
+    assert verify_certificate(cert, inputs={name: trace}).status == "ok"
