@@ -8,7 +8,6 @@ import hashlib
 import json
 import random
 import shutil
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -31,22 +30,7 @@ from pycert.families.capacity import CLAIM
 from pycert.families.capacity.produce import CapacityOptions
 from pycert.lean.emit import capacity as emit_capacity
 from tests.conftest import SHARED_TRACES
-
-
-def opt_brute(refs: list[int], capacity: int) -> int:
-    """The most hits any demand-fetch policy of ``capacity`` blocks gets (every miss inserts its block,
-    evicting any one cached block when full; empty start), by trying every eviction."""
-    @lru_cache(maxsize=None)
-    def best(t: int, cache: frozenset[int]) -> int:
-        if t == len(refs):
-            return 0
-        x = refs[t]
-        if x in cache:
-            return 1 + best(t + 1, cache)
-        if len(cache) < capacity:
-            return best(t + 1, cache | {x})
-        return max(best(t + 1, (cache - {v}) | {x}) for v in cache)
-    return best(0, frozenset())
+from tests.test_cachesim import optimal_hits  # the exhaustive optimum: every eviction tried
 
 
 small_traces = st.lists(st.integers(0, 4), min_size=1, max_size=12)
@@ -56,7 +40,7 @@ small_traces = st.lists(st.integers(0, 4), min_size=1, max_size=12)
 @given(refs=small_traces, capacity=st.integers(1, 4), cuts=st.lists(st.integers(0, 11), max_size=6))
 def test_the_bound_is_sound_for_any_cut_list(refs: list[int], capacity: int, cuts: list[int]) -> None:
     """Every cut list, in any order and with repeats (the Lean theorem's ``Y`` is any list), bounds every policy."""
-    opt = opt_brute(refs, capacity)
+    opt = optimal_hits(refs, capacity)
     assert bound(refs, capacity, cuts) >= opt
     assert bound_pairs(refs, capacity, [y for y in cuts if y < len(refs)]) >= opt
 
@@ -64,7 +48,7 @@ def test_the_bound_is_sound_for_any_cut_list(refs: list[int], capacity: int, cut
 @settings(max_examples=300, deadline=None)
 @given(refs=small_traces, capacity=st.integers(1, 4))
 def test_the_recipe_is_tight(refs: list[int], capacity: int) -> None:
-    opt = opt_brute(refs, capacity)
+    opt = optimal_hits(refs, capacity)
     cuts = cut_list(refs, capacity)
     assert cuts == sorted(set(cuts)) and all(0 <= y < len(refs) for y in cuts)
     assert int(belady_hit_flags(refs, capacity).sum()) == opt
@@ -74,14 +58,14 @@ def test_the_recipe_is_tight(refs: list[int], capacity: int) -> None:
 def test_the_greedy_is_not_tight_and_the_recipe_is() -> None:
     """The issue's example: the latest saturated point for each missed pair gives 5, the truth is 4."""
     refs = [3, 2, 1, 3, 2, 1, 3, 3, 3]
-    assert opt_brute(refs, 2) == 4
+    assert optimal_hits(refs, 2) == 4
     assert bound(refs, 2, [2, 4]) == 4 and bound(refs, 2, [3, 4]) == 5
     assert bound(refs, 2, cut_list(refs, 2)) == 4
 
 
 def test_the_bypass_model_would_be_too_loose() -> None:
     """``a b a`` at one block: the interval form allows one hit, the cache model none (C - 1 per cut)."""
-    assert opt_brute([0, 1, 0], 1) == 0 == bound([0, 1, 0], 1, cut_list([0, 1, 0], 1))
+    assert optimal_hits([0, 1, 0], 1) == 0 == bound([0, 1, 0], 1, cut_list([0, 1, 0], 1))
 
 
 @settings(max_examples=60, deadline=None)

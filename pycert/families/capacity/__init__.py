@@ -145,10 +145,11 @@ class Capacity(Claim):
         trace = read_trace(input_path(inputs, "trace", read))
         opt = belady(trace.refs, c)
         if h > opt:
+            loose = f"{h - opt} hit{'s' if h - opt > 1 else ''}"
             raise Rejected(Rejection(
                 subject="figures.max_hits", reason="loose-bound", expected=str(opt), found=str(h),
                 detail=f"the kernel proved at most {h} hits at {c} blocks but Belady's MIN hits {opt}: the cut list was "
-                       f"not optimal (the bound is loose by {h - opt} hit{"s" if h - opt > 1 else ""}), so it is not certified as the ceiling at {c}"))
+                       f"not optimal (the bound is loose by {loose}), so it is not certified as the ceiling at {c}"))
         if h < opt:
             raise Rejected(Rejection(
                 subject="figures.belady_hits", reason="engine-disagrees", expected=f"at most {h}", found=str(opt),
