@@ -33,8 +33,9 @@ and set when `f e = 1` (any other value leaves it free). -/
     if f L = 0 then pat f L else if f L = 1 then pat f L <<< (2 ^ L) else pat f L ||| (pat f L <<< (2 ^ L))
 
 /-- The mask of a layer as it acts: bits of `M` whose partner `p - s` is not also in `M`, and which
-stay below `len` when moved by `s`. -/
-@[expose] public def clean (len s M : Nat) : Nat := (M ^^^ (M &&& (M <<< s))) &&& (2 ^ (len - s) - 1)
+stay below `len` when moved by `s`. The bound is `1 <<< (len - s)`: the kernel computes `2 ^ k` with
+GMP only for `k ≤ 2 ^ 24`, and a transposition runs on `len = 2 ^ 25` places for a million references. -/
+@[expose] public def clean (len s M : Nat) : Nat := (M ^^^ (M &&& (M <<< s))) &&& ((1 <<< (len - s)) - 1)
 
 /-- A delta swap: the bits at `p` and `p + s` of `P` change places for every `p` in `clean len s M`. -/
 @[expose] public def layer (len s M P : Nat) : Nat :=
@@ -200,7 +201,8 @@ public theorem testBit_pat (f : Nat → Nat) : ∀ (L p : Nat),
 public theorem testBit_clean (len s M q : Nat) : (clean len s M).testBit q =
     (M.testBit q && !(decide (s ≤ q) && M.testBit (q - s)) && decide (q < len - s)) := by
   unfold clean
-  rw [Nat.testBit_and, Nat.testBit_xor, Nat.testBit_and, Nat.testBit_shiftLeft, Nat.testBit_two_pow_sub_one]
+  rw [Nat.shiftLeft_eq 1, Nat.one_mul, Nat.testBit_and, Nat.testBit_xor, Nat.testBit_and, Nat.testBit_shiftLeft,
+    Nat.testBit_two_pow_sub_one]
   cases M.testBit q <;> simp
 
 /-- No position of a cleaned mask has its partner `p + s` in the mask too. -/

@@ -53,9 +53,11 @@ the word at the places with bit `k` clear, the second (not for `k = 0`) at the p
 @[expose] public def padding (M N : Nat) : Nat := (2 ^ 2 ^ M - 1) ^^^ (2 ^ N - 1)
 
 /-- The first `wx` bit planes of the packed vector `X` (fields of `2 ^ f` bits) at its first `N`
-fields, all ones at the places from `N` on. -/
+fields, all ones at the places from `N` on. The mask is `1 <<< 2 ^ (M + f)`, not `2 ^ 2 ^ (M + f)`:
+the kernel computes a power with GMP only up to the exponent `2 ^ 24` and unfolds a larger one (a
+stack overflow on wasm), while a shift of any size is one GMP call. -/
 @[expose] public def xPlanes (f M N wx X : Nat) (rot : List (Nat × Nat)) : List Nat :=
-  mkPlanes (fun b => planeOf M (stages (M + f) rot (X &&& (2 ^ 2 ^ (M + f) - 1))) b ||| padding M N) 0 wx
+  mkPlanes (fun b => planeOf M (stages (M + f) rot (X &&& ((1 <<< 2 ^ (M + f)) - 1))) b ||| padding M N) 0 wx
 
 /-- Places `p ≥ 1` whose block equals their predecessor's and is not all ones (the padding). -/
 @[expose] public noncomputable def sameOf (M : Nat) (rX : List Nat) : Nat :=
@@ -132,8 +134,9 @@ theorem testBit_xPlane {f M N wx X : Nat} {rot : List (Nat × Nat)}
     (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
     (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
     (hwx : wx ≤ 2 ^ f) {t b : Nat} (ht : t < 2 ^ M) (hb : b < wx) :
-    (planeOf M (stages (M + f) rot (X &&& (2 ^ 2 ^ (M + f) - 1))) b ||| padding M N).testBit t =
+    (planeOf M (stages (M + f) rot (X &&& ((1 <<< 2 ^ (M + f)) - 1))) b ||| padding M N).testBit t =
       (xval f N wx X t).testBit b := by
+  rw [Nat.shiftLeft_eq, Nat.one_mul]
   have hbf : b < 2 ^ f := by omega
   have hlt : 2 ^ f * t + b < 2 ^ (M + f) := by
     rw [Nat.pow_add, Nat.mul_comm (2 ^ M)]
