@@ -302,7 +302,7 @@ theorem increasing_of_OK {wt m T : Nat} (h : increasingOK wt m T = true) :
 
 /-- The counts of a densely numbered trace renamed by a map injective below `D`, from the tests of
 `denseOK` and the counter's ends. Both soundness theorems end here. -/
-theorem decoded_counts {w n X K D : Nat} (f : Nat → Nat) (hdense : denseOK w n X K = true)
+public theorem decoded_counts {w n X K D : Nat} (f : Nat → Nat) (hdense : denseOK w n X K = true)
     (h0 : fld (2 ^ (w + 1)) K 0 = 0) (hD : fld (2 ^ (w + 1)) K n = D)
     (inj : ∀ a b, a < D → b < D → f a = f b → a = b) :
     ((fields (2 ^ (w + 1)) n X).map f).length = n ∧ distinct ((fields (2 ^ (w + 1)) n X).map f) = D := by
@@ -317,7 +317,7 @@ theorem decoded_counts {w n X K D : Nat} (f : Nat → Nat) (hdense : denseOK w n
   rw [← hd]
   exact distinctFrom_map f D inj (fields _ n X) [] (fun a h => absurd h (not_mem_nil a)) hb
 
-theorem traceOK_parts {w n X K wt D S : Nat} (h : traceOK w n X K wt D S = true) :
+public theorem traceOK_parts {w n X K wt D S : Nat} (h : traceOK w n X K wt D S = true) :
     denseOK w n X K = true ∧ fld (2 ^ (w + 1)) K 0 = 0 ∧ fld (2 ^ (w + 1)) K n = D ∧
     ∀ j, j + 1 < D → fld (2 ^ (wt + 1)) S j < fld (2 ^ (wt + 1)) S (j + 1) := by
   simp only [traceOK] at h
