@@ -1,0 +1,319 @@
+"""Emit a trace too big for one Lean process as shards by id range, a schedule and a composition.
+
+The Lean half is ``lean/Pycert/Shards.lean``. The ids' range ``[0, 2^64)`` is cut at ``cuts`` (chosen
+from the trace so that shards hold about the same number of references, :func:`split`); shard ``i``
+is every reference whose id lies in ``[cuts[i], cuts[i+1])``, in the trace's order, and is a packed
+instance of its own (the vectors of :mod:`pycert.lean.emit.packed_trace`) in a Lean ``module`` whose
+data is private: a module that imports it sees its headline and not its vectors, so importing every
+shard costs next to nothing. The schedule (which shard each reference comes from) is packed in
+modules of :data:`SCHED_REFS` references; the kernel never evaluates it. The composition module
+imports them all and proves, with ``Pycert.Shards.merge_figures`` and a few comparisons of the cuts,
+the whole trace's length and distinct count as literals, and the hit ceiling.
+
+Python's part is the same as for one file: it reads the ids, packs them, and decodes what it packed
+(:func:`decode_shard`, :func:`merge`: the Lean definitions re-run in Python) before anything is
+written, refusing any difference. Every function here is pure: the same trace and shard size give
+the same files, byte for byte, which is what verify regenerates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pycert.core.errors import InputError, PycertError
+from pycert.lean.emit import benes
+from pycert.lean.emit import packed_trace as pt
+
+ENCODING = "packed-shards/1"
+"""Names this layout (shards, schedule, composition) in certificates."""
+TOP = 1 << 64
+"""Every id is below it (``pycert.core.limits.MAX_ID``): the last cut, and the base of ``slook``'s
+values past a shard's table."""
+SCHED_REFS = 8_000_000
+"""References per schedule module: with up to 128 shards, 7 bits a reference, 56 Mbit of literals,
+about what one small Lean process elaborates in half a minute."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a trace is cut: the shard of every reference, and the modules that hold it."""
+
+    name: str
+    """The composition module; shard ``i`` is ``shard_name(name, i, k)``, schedule ``t`` likewise."""
+    sha256: str
+    cuts: tuple[int, ...]
+    """``cuts[0] = 0 < cuts[1] < … < cuts[k] = TOP``: shard ``i`` holds the ids in ``[cuts[i], cuts[i+1])``."""
+    owner: np.ndarray
+    """The shard of each reference, in the trace's order (the schedule)."""
+
+    @property
+    def shards(self) -> int:
+        return len(self.cuts) - 1
+
+    @property
+    def sched_modules(self) -> int:
+        return max(1, math.ceil(len(self.owner) / SCHED_REFS))
+
+    def shard_name(self, i: int) -> str:
+        return f"{self.name}Shard{i:0{len(str(self.shards - 1))}d}"
+
+    def sched_name(self, t: int) -> str:
+        return f"{self.name}Sched{t:0{len(str(self.sched_modules - 1))}d}"
+
+    def module_names(self) -> list[str]:
+        """Every module of the layout, the composition last."""
+        return ([self.shard_name(i) for i in range(self.shards)] + [self.sched_name(t) for t in range(self.sched_modules)]
+                + [self.name])
+
+
+def split(ids: np.ndarray, shards: int) -> tuple[int, ...]:
+    """Cuts giving at most ``shards`` shards of about equal numbers of references: each cut is a
+    distinct id of the trace, so no shard is empty (a block referenced more often than a shard's
+    share makes fewer shards)."""
+    if shards < 1:
+        raise InputError(f"shards must be at least 1, got {shards}")
+    values, counts = np.unique(np.asarray(ids, dtype=np.uint64), return_counts=True)
+    if len(values) == 0:
+        raise InputError("an empty trace has no shards")
+    total = np.cumsum(counts)
+    if len(values) == 1:
+        return (0, TOP)
+    # Shard i ends after the first id whose running count reaches i/shards of the references.
+    targets = np.arange(1, shards, dtype=np.float64) * (int(total[-1]) / shards)
+    picks = np.unique(np.clip(np.searchsorted(total, targets, side="left") + 1, 1, len(values) - 1))
+    return (0, *(int(values[i]) for i in picks), TOP)
+
+
+def owners(ids: np.ndarray, cuts: Sequence[int]) -> np.ndarray:
+    """The shard of every reference: the number of inner cuts at or below its id."""
+    inner = np.asarray(cuts[1:-1], dtype=np.uint64)
+    return np.searchsorted(inner, np.asarray(ids, dtype=np.uint64), side="right").astype(np.int64)
+
+
+def layout(ids: np.ndarray, sha256: str, name: str, shards: int) -> Layout:
+    cuts = split(ids, shards)
+    return Layout(name=name, sha256=sha256, cuts=cuts, owner=owners(ids, cuts))
+
+
+def shard_refs(ids: np.ndarray, lay: Layout) -> list[np.ndarray]:
+    """Each shard's references in the trace's order."""
+    ids = np.asarray(ids, dtype=np.uint64)
+    order = np.argsort(lay.owner, kind="stable")
+    bounds = np.searchsorted(lay.owner[order], np.arange(lay.shards + 1))
+    return [ids[order[bounds[i]:bounds[i + 1]]] for i in range(lay.shards)]
+
+
+# ---------------------------------------------------------------------------- Python mirrors
+
+
+def slook(lo: int, table: Sequence[int], i: int) -> int:
+    """Python mirror of ``Pycert.Shards.slook``."""
+    return table[i] if i < len(table) else lo + TOP * (i + 1)
+
+
+def decode_shard(inst: pt.Packed, lo: int) -> list[int]:
+    """Python mirror of ``Pycert.Shards.sdecode``: the references a shard's file stands for."""
+    table = pt.unpack(inst.t, inst.wt + 1, inst.distinct)
+    look = [slook(lo, table, i) for i in benes.route_all(inst.net, inst.distinct).tolist()]
+    return [look[x] for x in pt.unpack(inst.x, inst.w + 1, inst.refs)]
+
+
+def merge(sched: Sequence[int], shards: Sequence[Sequence[int]]) -> np.ndarray:
+    """Python mirror of ``Pycert.Shards.merge``: reference ``j`` is the next unused one of shard
+    ``sched[j]`` (nothing when that shard is used up or absent), then every unused one, shard by shard."""
+    s = np.asarray(sched, dtype=np.int64)
+    out = np.zeros(len(s), dtype=np.uint64)
+    taken = np.zeros(len(s), dtype=bool)
+    rest = []
+    for i, t in enumerate(shards):
+        t = np.asarray(t, dtype=np.uint64)
+        pos = np.flatnonzero(s == i)
+        m = min(len(pos), len(t))
+        out[pos[:m]] = t[:m]
+        taken[pos[:m]] = True
+        rest.append(t[m:])
+    return np.concatenate([out[taken], *rest])
+
+
+def pack_small(values: np.ndarray, width: int) -> int:
+    """``pack`` for many fields of at most 63 bits, a million at a time through numpy bit arrays."""
+    chunks = []
+    for start in range(0, len(values), 1 << 20):
+        v = np.ascontiguousarray(values[start:start + (1 << 20)], dtype="<u8")
+        bits = np.unpackbits(v.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")[:, :width]
+        chunks.append(bits.reshape(-1))
+    if not chunks:
+        return 0
+    return int.from_bytes(np.packbits(np.concatenate(chunks), bitorder="little").tobytes(), "little")
+
+
+def unpack_small(packed: int, width: int, n: int) -> np.ndarray:
+    """Python mirror of ``Pycert.Packed.fields`` for fields of at most 63 bits: the first ``n``."""
+    nbytes = max((width * n + 7) // 8, (packed.bit_length() + 7) // 8)
+    bits = np.unpackbits(np.frombuffer(packed.to_bytes(nbytes, "little"), dtype=np.uint8), bitorder="little")
+    out = np.empty(n, dtype=np.uint64)
+    for start in range(0, n, 1 << 20):
+        m = min(n, start + (1 << 20)) - start
+        rows = bits[start * width:(start + m) * width].reshape(m, width)
+        wide = np.zeros((m, 64), dtype=np.uint8)
+        wide[:, :width] = rows
+        out[start:start + m] = np.packbits(wide, axis=1, bitorder="little").view("<u8").reshape(-1)
+    return out
+
+
+# ---------------------------------------------------------------------------- emitters
+
+
+def sched_bits(shards: int) -> int:
+    return max(1, (shards - 1).bit_length())
+
+
+def plan_shard(refs: Sequence[int], lay: Layout, i: int) -> pt.Packed:
+    lo, hi = lay.cuts[i], lay.cuts[i + 1]
+    inst = pt.plan(refs, lay.sha256, lay.shard_name(i))
+    table = pt.unpack(inst.t, inst.wt + 1, inst.distinct)
+    if not table or table[0] < lo or table[-1] >= hi:
+        raise PycertError(f"{inst.name}: its ids are not all in [{lo}, {hi}) (a split bug)")
+    return inst
+
+
+def render_shard(inst: pt.Packed, lo: int, hi: int, piece_bits: int = pt.PIECE_BITS) -> str:
+    n, d = inst.refs, inst.distinct
+    return "\n".join([
+        "module",
+        "",
+        f"-- Generated by pycert.lean.emit.shards: one shard of a trace, {n} references with ids in "
+        f"[{lo}, {hi}), {d} distinct.",
+        "-- Its vectors are private to this module: a module that imports it sees only its headline.",
+        "public import Pycert.Shards",
+        "",
+        *pt.ASYNC_OFF,
+        f"namespace Pycert.Trace.{inst.name}",
+        "open Pycert.Packed Pycert.PackedTrace Pycert.Shards",
+        "",
+        *pt.data_defs(inst, piece_bits),
+        "/-- The shard: the trace's references with ids in its band, in the trace's order. -/",
+        f"public noncomputable def trace : List Nat := sdecode {lo} {TOP} {inst.w} {n} X {inst.wt} {d} S net",
+        "",
+        f"theorem checked : shardOK {inst.w} {n} X K {inst.wt} {d} S {lo} {hi} {TOP} = true := by decide +kernel",
+        "",
+        f"/-- The shard has {n} references and {d} distinct ids, each within [{lo}, {hi}). -/",
+        f"public theorem shard : trace.length = {n} ∧ Pycert.distinct trace = {d} ∧",
+        f"    ∀ x, x ∈ trace → Within {lo} {hi} {TOP} x :=",
+        "  shardOK_sound net checked",
+        "",
+        f"end Pycert.Trace.{inst.name}",
+        "",
+    ])
+
+
+def emit_shard(refs: Sequence[int], lay: Layout, i: int, piece_bits: int = pt.PIECE_BITS) -> str:
+    """Lean source of shard ``i``, decoded back before it is written (as ``packed_trace.emit_instance``)."""
+    inst = plan_shard(refs, lay, i)
+    if decode_shard(inst, lay.cuts[i]) != pt.as_ids(refs):
+        raise PycertError(f"{inst.name}: the packed shard does not decode to its references (an emitter bug)")
+    return render_shard(inst, lay.cuts[i], lay.cuts[i + 1], piece_bits)
+
+
+def sched_slice(lay: Layout, t: int) -> np.ndarray:
+    return lay.owner[t * SCHED_REFS:(t + 1) * SCHED_REFS]
+
+
+def emit_sched(lay: Layout, t: int, piece_bits: int = pt.PIECE_BITS) -> str:
+    """Lean source of schedule module ``t``: the shard of each of its references, packed."""
+    part = sched_slice(lay, t)
+    bits = sched_bits(lay.shards)
+    q = pack_small(part, bits)
+    if not np.array_equal(unpack_small(q, bits, len(part)), part):
+        raise PycertError(f"{lay.sched_name(t)}: the packed schedule does not decode to itself (an emitter bug)")
+    name = lay.sched_name(t)
+    first = t * SCHED_REFS
+    return "\n".join([
+        "module",
+        "",
+        f"-- Generated by pycert.lean.emit.shards: which shard references {first} to {first + len(part) - 1} of the "
+        "trace come from.",
+        "public import Pycert.Packed",
+        "",
+        *pt.ASYNC_OFF,
+        f"namespace Pycert.Trace.{name}",
+        "",
+        *pt.nat_defs("Q", f"Field `j` ({bits} bits) is the shard of reference {first} + `j`.", q, piece_bits),
+        f"/-- The shard of each of references {first} to {first + len(part) - 1}, in order. -/",
+        f"public noncomputable def sched : List Nat := Pycert.Packed.fields (2 ^ {bits}) {len(part)} Q",
+        "",
+        f"end Pycert.Trace.{name}",
+        "",
+    ])
+
+
+def emit_whole(lay: Layout, figures: Sequence[tuple[int, int]]) -> str:
+    """Lean source of the composition: the trace is its shards merged by the schedule, and its
+    figures are the sums of the shards' (``figures[i]``: shard ``i``'s references and distinct ids,
+    as its headline states them)."""
+    if len(figures) != lay.shards:
+        raise PycertError(f"{lay.name}: {len(figures)} shard figures for {lay.shards} shards")
+    n = sum(f[0] for f in figures)
+    d = sum(f[1] for f in figures)
+    shards = [f"Pycert.Trace.{lay.shard_name(i)}" for i in range(lay.shards)]
+    scheds = [f"Pycert.Trace.{lay.sched_name(t)}.sched" for t in range(lay.sched_modules)]
+    chain = "(Shards.nil _)"
+    for s in reversed(shards):
+        chain = f"(Shards.cons {s}.shard\n    {chain})"
+    return "\n".join([
+        "module",
+        "",
+        f"-- Generated by pycert.lean.emit.shards: {n} references, {d} distinct blocks, every reference, "
+        f"checked in {lay.shards} shards.",
+        "-- Checked by the kernel from the shards' headlines; nothing here is an assumption.",
+        "public import Pycert.Shards",
+        "public import Pycert.Ceiling",
+        *(f"public import {lay.shard_name(i)}" for i in range(lay.shards)),
+        *(f"public import {lay.sched_name(t)}" for t in range(lay.sched_modules)),
+        "",
+        *pt.ASYNC_OFF,
+        f"namespace Pycert.Trace.{lay.name}",
+        "open Pycert.Shards",
+        "",
+        "/-- sha256 of the trace file these references were read from. -/",
+        f'public def sha256 : String := "{lay.sha256}"',
+        "",
+        "/-- The shard each reference comes from, in the trace's order. -/",
+        "public noncomputable def sched : List Nat :=",
+        "  " + " ++\n  ".join(scheds),
+        "",
+        "/-- The trace: its shards merged in the trace's order. -/",
+        "public noncomputable def trace : List Nat := merge sched",
+        "  [" + ",\n   ".join(f"{s}.trace" for s in shards) + "]",
+        "",
+        f"theorem cuts_ok : cutsOK {TOP} [{', '.join(map(str, lay.cuts))}] = true := by decide +kernel",
+        "",
+        "theorem parts : trace.length = total [" + ", ".join(str(f[0]) for f in figures) + "] ∧",
+        "    Pycert.distinct trace = total [" + ", ".join(str(f[1]) for f in figures) + "] :=",
+        f"  merge_figures sched cuts_ok\n    {chain}",
+        "",
+        f"/-- The trace has {n} references and {d} distinct blocks, so every demand-fetch policy, of any",
+        f"capacity and eviction rule, hits at most {n - d} times on it. -/",
+        f"public theorem ceiling : trace.length = {n} ∧ Pycert.distinct trace = {d} ∧",
+        f"    ∀ P : Pycert.Ceiling.Policy, Pycert.Ceiling.hits P trace ≤ {n - d} := by",
+        "  obtain ⟨hl, hd⟩ := parts",
+        f"  have hl : trace.length = {n} := hl.trans (by decide +kernel)",
+        f"  have hd : Pycert.distinct trace = {d} := hd.trans (by decide +kernel)",
+        "  refine ⟨hl, hd, fun P => ?_⟩",
+        "  have h := Pycert.Ceiling.hits_add_distinct_le P trace",
+        "  rw [hl, hd] at h",
+        "  exact Nat.le_sub_of_add_le h",
+        "",
+        f"end Pycert.Trace.{lay.name}",
+        "",
+    ])
+
+
+def check_merge(ids: np.ndarray, lay: Layout, parts: Sequence[np.ndarray]) -> None:
+    """Refuse a layout whose schedule and shards, merged as Lean merges them, are not the trace."""
+    if not np.array_equal(merge(lay.owner, parts), np.asarray(ids, dtype=np.uint64)):
+        raise PycertError(f"{lay.name}: the shards merged by the schedule are not the trace (an emitter bug)")
