@@ -32,7 +32,7 @@ from pycert.lean.backend import Backend, resolve
 if TYPE_CHECKING:
     from pycert.audit.axioms import AuditReport
 
-StageStatus = Literal["ok", "rejected", "skipped"]
+StageStatus = Literal["ok", "rejected", "resources", "skipped"]
 
 
 class Stage(BaseModel):
@@ -46,7 +46,7 @@ class Row(BaseModel):
     certificate: str
     claim: str
     figure: str
-    status: Literal["holds", "rejected"]
+    status: Literal["holds", "rejected", "not checked"]
 
 
 class ProveResult(BaseModel):
@@ -54,6 +54,11 @@ class ProveResult(BaseModel):
     stages: list[Stage]
     rows: list[Row]
     written: list[str]
+    rejected: bool = False
+    """A checker refused something (exit 1)."""
+    unchecked: list[str] = []
+    """Why each claim whose check did not run to its end (out of memory, killed, timed out) was neither
+    written nor rejected (exit 3 when nothing was rejected)."""
 
 
 @dataclass
@@ -62,12 +67,15 @@ class Run:
 
     setting: Setting
     backend: Backend
+    timeout: float = build.DEFAULT_TIMEOUT
     prepared: list[Prepared] = field(default_factory=list)
     library: build.BuildResult | None = None
     instances: build.BuildResult | None = None
     audit: AuditReport | None = None
     statements: dict[str, TheoremStatement] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
+    unchecked: dict[str, str] = field(default_factory=dict)
+    """Certificate id -> why its check did not run to its end: it is neither written nor rejected."""
 
     @property
     def out_dir(self) -> Path:
@@ -88,7 +96,8 @@ StageFn = Callable[[Run], tuple[StageStatus, str]]
 
 
 def build_library(run: Run) -> tuple[StageStatus, str]:
-    res = build.build(library=library_dir(), backend=run.backend, progress=lambda m: run.say("  " + m))
+    res = build.build(library=library_dir(), backend=run.backend, timeout=run.timeout,
+                      progress=lambda m: run.say("  " + m))
     run.library = res
     if res.ok:
         return "ok", f"{len(res.results)} modules, {sum(r.cached for r in res.results)} cached"
@@ -110,17 +119,21 @@ def check_instances(run: Run) -> tuple[StageStatus, str]:
     files = [f for p in run.prepared for f in p.lean_files]
     if not files:
         return "skipped", "no instance files"
-    res = build.build(library=library_dir(), files=files, backend=run.backend, progress=lambda m: run.say("  " + m))
+    res = build.build(library=library_dir(), files=files, backend=run.backend, timeout=run.timeout,
+                      progress=lambda m: run.say("  " + m))
     run.instances = res
     by_file = {Path(r.file).resolve(): r for r in res.results}
     for p in run.prepared:
         for f in p.lean_files:
             r = by_file.get(f.resolve())
-            if r is None or not r.ok:
+            if r is not None and r.status == "resources":
+                run.unchecked.setdefault(p.id, f"{p.id} was not checked: {r.detail}")
+            elif r is None or not r.ok:
                 run.reject(p, f.name, "kernel", f"kernel: {f.name} {r.status if r else 'not checked'}")
     bad = [r for r in res.results if not r.ok]
     if bad:
-        return "rejected", "; ".join(f"{Path(r.file).name}: {r.status}" for r in bad)
+        status = "resources" if all(r.status == "resources" for r in bad) else "rejected"
+        return status, "; ".join(f"{Path(r.file).name}: {r.status}" + (f" ({r.cause})" if r.cause else "") for r in bad)
     return "ok", f"{len(files)} files"
 
 
@@ -128,9 +141,12 @@ def audit(run: Run) -> tuple[StageStatus, str]:
     from pycert.audit.axioms import audit_build
 
     res = run.instances or run.library
-    if res is None or not res.ok:
+    if res is None or not any(r.ok for r in res.results):
         return "skipped", "kernel check failed"
-    report = audit_build(res, run.backend, library_dir())
+    # What the kernel accepted is audited even when another file's check failed or did not run, so that
+    # each certificate is judged on its own evidence.
+    accepted = res.model_copy(update={"results": [r for r in res.results if r.ok], "ok": True})
+    report = audit_build(accepted, run.backend, library_dir())
     run.audit = report
     if not report.ok:
         for p in run.prepared:
@@ -158,7 +174,7 @@ def write(run: Run) -> tuple[StageStatus, str]:
     backend = BackendInfo.from_toolchain(run.backend.info())
     provenance = certificate_provenance()
     certs = [to_certificate(p, backend, run.audit, run.statements, provenance)
-             for p in run.prepared if p.rejection is None]
+             for p in run.prepared if p.rejection is None and p.id not in run.unchecked]
     bad = [c.id for c in certs if c.audit.verdict != "pass"]
     if bad:
         return "rejected", f"the audit of their own theorems did not pass: {', '.join(bad)}"
@@ -239,7 +255,7 @@ def sweep(out: Path, before: set[Path], keep: set[Path]) -> None:
 
 
 def prove(families: list[str], traces: list[Path], *, backend: str | None = None, out_dir: Path | None = None,
-          progress: Progress = lambda _m: None) -> ProveResult:
+          timeout: float = build.DEFAULT_TIMEOUT, progress: Progress = lambda _m: None) -> ProveResult:
     """Prove ``families`` into ``out_dir`` (default :func:`default_certificate_dir`). Inputs are named
     relative to ``out_dir`` itself (:func:`certificate_root`), where the emitted instance files, the
     embedded default trace and the shipped pooling instance go (``lean/``, ``inputs/``); a trace from
@@ -257,7 +273,7 @@ def prove(families: list[str], traces: list[Path], *, backend: str | None = None
     setting = Setting(out_dir=out, traces=tuple(traces), progress=progress)
     for family in chosen:
         family.check_setting(setting)
-    run = Run(setting=setting, backend=resolve(backend))
+    run = Run(setting=setting, backend=resolve(backend), timeout=timeout)
     record = collect()
     before = files_under(out)
     try:
@@ -266,7 +282,9 @@ def prove(families: list[str], traces: list[Path], *, backend: str | None = None
         sweep(out, before, keep=kept(run))
     record.written, record.stages = run.written, [s.model_dump() for s in done]
     write_run_record(record, run.out_dir)
-    rows = [Row(certificate=p.id, claim=p.derived().claim, figure=p.headline, status="rejected" if p.rejection else "holds")
+    rows = [Row(certificate=p.id, claim=p.derived().claim, figure=p.headline,
+                status="rejected" if p.rejection else "not checked" if p.id in run.unchecked else "holds")
             for p in run.prepared]
-    ok = all(s.status != "rejected" for s in done) and not any(p.rejection for p in run.prepared)
-    return ProveResult(ok=ok, stages=done, rows=rows, written=run.written)
+    rejected = any(s.status == "rejected" for s in done) or any(p.rejection for p in run.prepared)
+    return ProveResult(ok=not rejected and not run.unchecked, stages=done, rows=rows, written=run.written,
+                       rejected=rejected, unchecked=list(run.unchecked.values()))

@@ -4,6 +4,7 @@ it proves now is what the committed certificates say (provenance and the audit's
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,30 @@ def test_a_certificate_directory_can_be_renamed_and_sent(wasm, tmp_path: Path) -
         prove(["ceiling"], [_ids_trace(work / "my-trace.txt", 1), _ids_trace(work / "my_trace.txt", 2)],
               backend="wasm", out_dir=work / "clash")
     assert not (work / "clash").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_check_that_runs_out_of_time_rejects_nothing(wasm, tmp_path: Path) -> None:
+    """One trace's kernel check cut short by a deliberately tiny limit: the run ends with exit 3 and
+    says why, that trace gets no certificate and no rejection, and the other trace's certificate is
+    judged on its own evidence and written."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "certs"
+    assert prove(["ceiling"], [], backend="wasm", out_dir=out).ok  # the default trace, cached from here on
+    trace = _ids_trace(tmp_path / "fresh.txt", seed=int.from_bytes(os.urandom(4), "little"))
+    proc = subprocess.run([sys.executable, "-m", "pycert", "prove", "ceiling", "--trace", str(trace), "--out", str(out),
+                           "--timeout", "4", "--backend", "wasm"], capture_output=True, text=True, cwd=REPO, timeout=1200)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "NOT CHECKED: 1 certificates written" in proc.stdout and "REJECTED" not in proc.stdout, proc.stdout
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("pycert: ceiling-fresh was not checked: CeilingFresh.lean (") and "MiB of Lean)" in line
+    assert "ran past its time limit of 4 s" in line and "--backend native" in line, line
+    assert sorted(p.name for p in out.glob("*.json")) == ["ceiling-synthetic-seed0.json"]
+    assert verify_certificate(out / "ceiling-synthetic-seed0.json").ok
+    assert not (out / "lean" / "derived" / "CeilingFresh.lean").exists()
 
 
 def test_a_trace_that_would_replace_an_earlier_certificate_is_refused(tmp_path: Path) -> None:

@@ -25,21 +25,45 @@ from pathlib import Path
 from pydantic import BaseModel
 
 
+HEAP_MARKERS = ("out of memory", "Out of memory", "Aborted(OOM)", "Cannot enlarge memory", "Maximum memory size",
+                "bad_alloc", "Cannot allocate memory", "Array buffer allocation failed", "memory access out of bounds")
+"""What Node, Emscripten, GMP and Lean print when the heap runs out (the wasm heap stops at 2 GiB)."""
+_LONG_LINE = 400
+"""Longer lines are code, not messages: Node prints the offending line of the one-line ``lean.js``."""
+
+
 class ProcessRun(BaseModel):
     exit_code: int | None
+    """None after a timeout; negative (``-signal``) when a signal ended the process."""
     stdout: str
     stderr: str
     seconds: float
     timed_out: bool
+    timeout: float = 0.0
+
+    def _lines(self) -> list[str]:
+        return [ln.strip() for ln in (self.stderr + "\n" + self.stdout).splitlines()
+                if ln.strip() and not ln.startswith("[DEBUG") and len(ln) <= _LONG_LINE]
+
+    def heap_exhausted(self) -> str | None:
+        """The line saying the heap ran out, if one does. Out of memory in a pthread worker, the wasm
+        Lean dies with an uncaught C++ exception (``std::bad_alloc``) that Node can only print as the
+        exception's address, a bare number on stderr after "worker sent an error!" (seen here on a
+        7,999,395-reference trace, at 5 GB of RSS, after 335 s)."""
+        said = next((ln for ln in self._lines() if any(m in ln for m in HEAP_MARKERS)), None)
+        if said is None and "worker sent an error!" in self.stderr:
+            thrown = next((ln.strip() for ln in self.stderr.splitlines() if ln.strip().isdigit()), None)
+            if thrown is not None:
+                said = f"an uncaught C++ exception at {thrown}, as std::bad_alloc is reported"
+        return said
 
     def crash_detail(self) -> str:
         """The line that best says why the process died (Lean's PANIC, Node's out-of-memory ...)."""
-        lines = [ln for ln in (self.stderr + "\n" + self.stdout).splitlines()
-                 if ln.strip() and not ln.startswith("[DEBUG")]
+        lines = self._lines()
         for ln in lines:
             if "PANIC" in ln or "out of memory" in ln or "RangeError" in ln or "Error:" in ln:
-                return ln.strip()
-        return lines[-1].strip() if lines else f"exit {self.exit_code}"
+                return ln
+        return lines[-1] if lines else f"exit {self.exit_code}"
 
 
 @contextlib.contextmanager
@@ -112,4 +136,4 @@ def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: f
         with _LIVE_LOCK:
             _LIVE.discard(proc.pid)
     return ProcessRun(exit_code=None if timed_out else proc.returncode, stdout=out, stderr=err,
-                      seconds=time.monotonic() - t0, timed_out=timed_out)
+                      seconds=time.monotonic() - t0, timed_out=timed_out, timeout=timeout)

@@ -64,6 +64,10 @@ class Layout:
     def sched_name(self, t: int) -> str:
         return f"{self.name}Sched{t:0{len(str(self.sched_modules - 1))}d}"
 
+    def sched_part(self, t: int) -> np.ndarray:
+        """The schedule of module ``t``: references ``t * SCHED_REFS`` … of the trace."""
+        return self.owner[t * SCHED_REFS:(t + 1) * SCHED_REFS]
+
     def module_names(self) -> list[str]:
         """Every module of the layout, the composition last."""
         return ([self.shard_name(i) for i in range(self.shards)] + [self.sched_name(t) for t in range(self.sched_modules)]
@@ -172,12 +176,11 @@ def sched_bits(shards: int) -> int:
     return max(1, (shards - 1).bit_length())
 
 
-def plan_shard(refs: Sequence[int], lay: Layout, i: int) -> pt.Packed:
-    lo, hi = lay.cuts[i], lay.cuts[i + 1]
-    inst = pt.plan(refs, lay.sha256, lay.shard_name(i))
+def plan_shard(refs: Sequence[int], sha256: str, name: str, lo: int, hi: int) -> pt.Packed:
+    inst = pt.plan(refs, sha256, name)
     table = pt.unpack(inst.t, inst.wt + 1, inst.distinct)
     if not table or table[0] < lo or table[-1] >= hi:
-        raise PycertError(f"{inst.name}: its ids are not all in [{lo}, {hi}) (a split bug)")
+        raise PycertError(f"{name}: its ids are not all in [{lo}, {hi}) (a split bug)")
     return inst
 
 
@@ -211,27 +214,23 @@ def render_shard(inst: pt.Packed, lo: int, hi: int, piece_bits: int = pt.PIECE_B
     ])
 
 
-def emit_shard(refs: Sequence[int], lay: Layout, i: int, piece_bits: int = pt.PIECE_BITS) -> str:
-    """Lean source of shard ``i``, decoded back before it is written (as ``packed_trace.emit_instance``)."""
-    inst = plan_shard(refs, lay, i)
-    if decode_shard(inst, lay.cuts[i]) != pt.as_ids(refs):
-        raise PycertError(f"{inst.name}: the packed shard does not decode to its references (an emitter bug)")
-    return render_shard(inst, lay.cuts[i], lay.cuts[i + 1], piece_bits)
+def emit_shard(refs: Sequence[int], sha256: str, name: str, lo: int, hi: int,
+               piece_bits: int = pt.PIECE_BITS) -> tuple[str, tuple[int, int]]:
+    """Lean source of the shard of ``refs`` (ids in ``[lo, hi)``) and its figures (references, distinct
+    ids), decoded back before it is written (as ``packed_trace.emit_instance``). Takes only what the
+    shard needs, so that a worker is sent its own references and nothing else."""
+    inst = plan_shard(refs, sha256, name, lo, hi)
+    if decode_shard(inst, lo) != pt.as_ids(refs):
+        raise PycertError(f"{name}: the packed shard does not decode to its references (an emitter bug)")
+    return render_shard(inst, lo, hi, piece_bits), (inst.refs, inst.distinct)
 
 
-def sched_slice(lay: Layout, t: int) -> np.ndarray:
-    return lay.owner[t * SCHED_REFS:(t + 1) * SCHED_REFS]
-
-
-def emit_sched(lay: Layout, t: int, piece_bits: int = pt.PIECE_BITS) -> str:
-    """Lean source of schedule module ``t``: the shard of each of its references, packed."""
-    part = sched_slice(lay, t)
-    bits = sched_bits(lay.shards)
+def emit_sched(part: np.ndarray, shards: int, name: str, first: int, piece_bits: int = pt.PIECE_BITS) -> str:
+    """Lean source of a schedule module: the shard of each of references ``first`` … of the trace, packed."""
+    bits = sched_bits(shards)
     q = pack_small(part, bits)
     if not np.array_equal(unpack_small(q, bits, len(part)), part):
-        raise PycertError(f"{lay.sched_name(t)}: the packed schedule does not decode to itself (an emitter bug)")
-    name = lay.sched_name(t)
-    first = t * SCHED_REFS
+        raise PycertError(f"{name}: the packed schedule does not decode to itself (an emitter bug)")
     return "\n".join([
         "module",
         "",
