@@ -25,13 +25,15 @@ def run_node(script: str) -> object:
     return json.loads(proc.stdout)
 
 
-def test_patch_replaces_the_one_scan() -> None:
-    src = "a;" + tc._DLSYM_SCAN + "b;"
+def test_patch_replaces_the_one_scan_and_the_pool_size() -> None:
+    src = "a;" + tc._DLSYM_SCAN + "b;" + tc._POOL_PRESPAWN + "c;"
     out = tc.patch_loader(src)
-    assert tc._DLSYM_SCAN not in out and out.startswith("a;") and out.endswith("b;")
+    assert tc._DLSYM_SCAN not in out and tc._POOL_PRESPAWN not in out and tc._POOL_ONE in out
+    assert out.startswith("a;") and out.endswith("c;")
 
 
-@pytest.mark.parametrize("src", ["no lookup here", tc._DLSYM_SCAN * 2])
+@pytest.mark.parametrize("src", ["no lookup here", tc._DLSYM_SCAN * 2 + tc._POOL_PRESPAWN, tc._DLSYM_SCAN,
+                                 tc._DLSYM_SCAN + tc._POOL_PRESPAWN * 2])
 def test_patch_refuses_an_unexpected_loader(src: str) -> None:
     with pytest.raises(PycertError, match="pinned"):
         tc.patch_loader(src)
@@ -60,4 +62,5 @@ def test_the_installed_toolchain_runs_the_patched_loader(wasm: WasmBackend) -> N
     assert wasm.lean_js.name == tc.LOADER
     text = wasm.lean_js.read_text(encoding="utf-8")
     assert tc._DLSYM_INDEXED in text and tc._DLSYM_SCAN not in text
+    assert tc._POOL_ONE in text and tc._POOL_PRESPAWN not in text
     assert (wasm.lean_js.parent / "lean.js").read_text(encoding="utf-8").count(tc._DLSYM_SCAN) == 1
