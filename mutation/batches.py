@@ -20,7 +20,7 @@ from pycert.lean.backend import Backend
 from pycert.lean.diagnostics import CheckResult
 from pycert.lean.sources import declared_theorems, library_modules, module_name, parse_imports
 
-INSTANCE_HEADER = "import Pycert.PackedTrace\nimport Pycert.Ceiling\nimport Pycert.Pooling\n"
+INSTANCE_HEADER = "import Pycert.PackedTrace\nimport Pycert.Shards\nimport Pycert.Ceiling\nimport Pycert.Pooling\n"
 
 
 def imported_library_modules(lean_dir: Path, texts: list[str]) -> set[str]:

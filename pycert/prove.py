@@ -116,6 +116,7 @@ def prepare(family: Family) -> StageFn:
 
 
 def check_instances(run: Run) -> tuple[StageStatus, str]:
+    run.unchecked.update({p.id: p.unchecked for p in run.prepared if p.unchecked})
     files = [f for p in run.prepared for f in p.lean_files]
     if not files:
         return "skipped", "no instance files"
@@ -255,7 +256,8 @@ def sweep(out: Path, before: set[Path], keep: set[Path]) -> None:
 
 
 def prove(families: list[str], traces: list[Path], *, backend: str | None = None, out_dir: Path | None = None,
-          timeout: float = build.DEFAULT_TIMEOUT, progress: Progress = lambda _m: None) -> ProveResult:
+          timeout: float = build.DEFAULT_TIMEOUT, shard_refs: int | None = None, ray_address: str | None = None,
+          progress: Progress = lambda _m: None) -> ProveResult:
     """Prove ``families`` into ``out_dir`` (default :func:`default_certificate_dir`). Inputs are named
     relative to ``out_dir`` itself (:func:`certificate_root`), where the emitted instance files, the
     embedded default trace and the shipped pooling instance go (``lean/``, ``inputs/``); a trace from
@@ -270,7 +272,8 @@ def prove(families: list[str], traces: list[Path], *, backend: str | None = None
     out = (out_dir or default_certificate_dir()).resolve()
     if out.exists() and not out.is_dir():
         raise InputError("is not a directory: --out names the certificate directory", where=str(out))
-    setting = Setting(out_dir=out, traces=tuple(traces), progress=progress)
+    setting = Setting(out_dir=out, traces=tuple(traces), progress=progress, backend=backend, timeout=timeout,
+                      shard_refs=shard_refs, ray_address=ray_address)
     for family in chosen:
         family.check_setting(setting)
     run = Run(setting=setting, backend=resolve(backend), timeout=timeout)

@@ -141,7 +141,7 @@ def test_full_campaign_kills_every_mutant(wasm, capsys: pytest.CaptureFixture[st
     s = out["summary"]
     assert s["mutants"] >= 40 and s["operators"] >= 8 and s["score"] == 100.0
     assert set(s["checkers"]) == {"lean-kernel", "audit", "solver-checks", "verify", "verify-kernel", "trace-engine",
-                                  "report-verifier"}
+                                  "report-verifier", "emitter"}
     # Each theorem family's file really is checked: a copy with a hypothesis weakened (or the
     # statement strengthened) is rejected by the kernel inside the mutated declaration.
     files = {o["mutant"]["target"] for o in out["outcomes"]

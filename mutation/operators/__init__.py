@@ -28,11 +28,12 @@ from mutation.operators.kernel_forgery import KernelForgery
 from mutation.operators.lean_statement import LeanStatement
 from mutation.operators.proof import Proof
 from mutation.operators.report_verifier import ReportVerifier
+from mutation.operators.shards import ShardDefects
 from mutation.operators.solver import Solver
 from mutation.operators.trace_engine import TraceEngine
 
-OPERATORS: tuple[type[Operator], ...] = (LeanStatement, Proof, InstanceData, Solver, CertificateTamper, Forgery,
-                                         KernelForgery, AuditSelfTest, TraceEngine, ReportVerifier)
+OPERATORS: tuple[type[Operator], ...] = (LeanStatement, Proof, InstanceData, ShardDefects, Solver, CertificateTamper,
+                                         Forgery, KernelForgery, AuditSelfTest, TraceEngine, ReportVerifier)
 
 __all__ = ["AUDIT_HEADER", "CEILING_CERT", "CERT_DIR", "OPERATORS", "TRACE_INPUT", "WINDOW", "Operator", "Planned",
            "Verdict", "expect_failure"]

@@ -13,7 +13,7 @@ from pycert.lean import build
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from pycert.core.limits import in_path, out_dir, seconds
+    from pycert.core.limits import MAX_SHARD_REFS, in_path, int_range, out_dir, seconds
 
     p = sub.add_parser("prove", help="build, solve, kernel-check, audit and write certificates")
     p.add_argument("family", choices=("all", *FAMILIES), help="which family (or all)")
@@ -24,6 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "everything a certificate names is kept under it (emitted Lean, the synthetic trace, the "
                         "pooling instance) except a --trace from outside it, named by its file name")
     p.add_argument("--timeout", type=seconds, default=build.DEFAULT_TIMEOUT, help="seconds per Lean process")
+    p.add_argument("--shard-refs", type=int_range(1, MAX_SHARD_REFS), default=None, metavar="N",
+                   help="references per shard of a trace (default: chosen from measured memory; a trace that "
+                        "fits one Lean process is one file)")
+    p.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                   help="the Ray cluster that checks the shards of a big trace (default: a local one on this "
+                        "machine's cores, started and stopped by pycert)")
     add_common(p)
     add_backend(p)
     p.set_defaults(func=cmd_prove)
@@ -42,6 +48,7 @@ def render(res: prove.ProveResult) -> str:
 def cmd_prove(args: argparse.Namespace) -> int:
     families = list(FAMILIES) if args.family == "all" else [args.family]
     res = prove.prove(families, args.trace, backend=args.backend, out_dir=args.out, timeout=args.timeout,
+                      shard_refs=args.shard_refs, ray_address=args.ray_address,
                       progress=Progress(enabled=not args.json, force=True))
     emit(args.json, res, lambda: render(res))
     if res.rejected:

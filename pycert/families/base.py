@@ -36,6 +36,13 @@ class Setting:
     out_dir: Path
     traces: tuple[Path, ...] = ()
     progress: Progress = lambda _m: None
+    backend: str | None = None
+    timeout: float = 1800.0
+    """Seconds per Lean process, for a family that checks Lean files while it prepares them (shards)."""
+    shard_refs: int | None = None
+    """References per shard of a big trace (None: chosen from measured memory)."""
+    ray_address: str | None = None
+    """The Ray cluster shards are checked on (None: a local one pycert starts)."""
 
     @property
     def root(self) -> Path:
@@ -70,6 +77,9 @@ class Prepared:
     solver: SolverInfo | None = None
     rejection: Rejection | None = None
     """Why the claim does not hold, once some check said so."""
+    unchecked: str | None = None
+    """Why a check the claim needs did not run to its end (out of memory, killed, timed out): the claim
+    is neither written nor rejected."""
 
     def derived(self) -> Derived:
         return self.family.derive(self.parameters, self.figures, self.inputs, self.solver)

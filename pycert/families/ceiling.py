@@ -4,18 +4,22 @@ trace (``lean/Pycert/PackedTrace.lean`` and its emitter :mod:`pycert.lean.emit.p
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 
+import numpy as np
+
 from pycert.analysis.cachesim import trace_stats
 from pycert.certify.schema import Certificate, InputFile, Params
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import atomic_write
+from pycert.core.files import atomic_write, file_sha256
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace
 from pycert.families.base import Family, Locator, Prepared, Setting, input_file, input_path
-from pycert.lean.emit import packed_trace
+from pycert.lean import cluster
+from pycert.lean.emit import packed_trace, shards
 
 DEFAULT_TRACE = Path("inputs/synthetic-seed0.jsonl")
 """Relative to the certificate directory, like the two below."""
@@ -27,7 +31,10 @@ derived from that trace (ignored by git in the repository) that verify regenerat
 
 class CeilingParams(Params):
     lean_encoding: str
-    """The layout of the emitted instance file (:data:`pycert.lean.emit.packed_trace.ENCODING`)."""
+    """The layout of the emitted instance files: one file (:data:`pycert.lean.emit.packed_trace.ENCODING`) or
+    shards (:data:`pycert.lean.emit.shards.ENCODING`)."""
+    shards: int = 1
+    """How many shards the split was asked for (the cuts are a function of the trace and this number)."""
 
 
 def ceiling_figures(trace: Trace) -> dict[str, Fraction]:
@@ -77,6 +84,7 @@ class Ceiling(Family):
     theorems = ("Pycert.Ceiling.hits_add_distinct_le", "Pycert.Ceiling.hits_unbounded",
                 "Pycert.Ceiling.hitRatio_le_ceiling", "Pycert.PackedTrace.traceOK_sound",
                 "Pycert.PackedTrace.distinctFrom_map", "Pycert.Route.route_inj")
+    shard_theorems = ("Pycert.Shards.shardOK_sound", "Pycert.Shards.merge_figures", "Pycert.Shards.merge_perm")
     does_not_prove = (
         "A ceiling is per trace: it says nothing about other traffic.",
         "It bounds demand-fetch caches only: a prefetching cache is outside the model.",
@@ -92,6 +100,14 @@ class Ceiling(Family):
         "distinct": ("kernel-checked", "Lean kernel: distinct_eq of the emitted instance, every reference decoded"),
         "ceiling": ("computed", "exact arithmetic (refs - distinct) / refs of the two kernel-checked figures"),
     }
+
+    def required_theorems(self, params: CeilingParams) -> tuple[str, ...]:
+        return self.theorems + (self.shard_theorems if params.shards > 1 else ())
+
+    def limits(self, params: CeilingParams, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
+        if params.shards == 1:
+            return self.does_not_prove
+        return self.does_not_prove + (shard_limit(params.shards),)
 
     def claim(self, params: CeilingParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
@@ -130,17 +146,47 @@ class Ceiling(Family):
         cert_id, module = names(trace_path)
         # A file encoding a trace from outside the root is full-resolution data derived from it: it goes
         # to a folder the repository ignores, and verify regenerates it from the trace instead of reading it.
-        lean_dir = LEAN_OUT if trace_path.resolve().is_relative_to(root.resolve()) else LEAN_DERIVED
-        lean_path = setting.out_dir / lean_dir / f"{module}.lean"
-        atomic_write(lean_path, packed_trace.emit_instance(trace.refs, trace.sha256, lean_path.stem).encode())
-        return Prepared(
+        lean_dir = setting.out_dir / (LEAN_OUT if trace_path.resolve().is_relative_to(root.resolve()) else LEAN_DERIVED)
+        count = shards.shard_count(stats.refs, stats.distinct, setting.shard_refs, *shards.shape(trace.refs))
+        prepared = Prepared(
             family=self, id=cert_id,
-            parameters=CeilingParams(lean_encoding=packed_trace.ENCODING),
+            parameters=CeilingParams(lean_encoding=shards.ENCODING if count > 1 else packed_trace.ENCODING, shards=count),
             figures={"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct), "ceiling": ceiling},
-            headline=f"ceiling {float(ceiling):.6f}",
-            inputs=[input_file("trace", trace_path, root), input_file("lean", lean_path, root, derived_from="trace")],
-            lean_files=[lean_path],
-        )
+            headline=f"ceiling {float(ceiling):.6f}", inputs=[input_file("trace", trace_path, root)])
+        if count > 1:
+            return self._prepare_shards(prepared, trace, lean_dir / f"{module}.lean", setting)
+        lean_path = lean_dir / f"{module}.lean"
+        atomic_write(lean_path, packed_trace.emit_instance(trace.refs, trace.sha256, lean_path.stem).encode())
+        prepared.inputs.append(input_file("lean", lean_path, root, derived_from="trace"))
+        prepared.lean_files = [lean_path]
+        return prepared
+
+    def _prepare_shards(self, p: Prepared, trace: Trace, whole: Path, setting: Setting) -> Prepared:
+        """Emit and check the shards and the schedule as Ray tasks, then write every file and the
+        composition; the kernel-check stage finds the shards in the build cache and checks the composition."""
+        lay = shards.layout(trace.refs, trace.sha256, whole.stem, p.parameters.shards)
+        setting.progress(f"  {whole.stem}: {trace.n_refs:,} references in {lay.shards} shards by id range, "
+                         f"{lay.sched_modules} schedule modules")
+        outcomes = cluster.check_all(shard_works(trace, lay), backend=setting.backend, timeout=setting.timeout,
+                                     address=setting.ray_address, progress=setting.progress)
+        files = {whole.parent / f"{o.module}.lean": o.source.encode() for o in outcomes if o.source}
+        figures = [o.extra for o in outcomes[:lay.shards]]
+        if all(o.result.ok for o in outcomes):
+            files[whole] = shards.emit_whole(lay, figures).encode()
+        for path, data in files.items():
+            atomic_write(path, data)
+        p.inputs += [input_file("lean", whole.parent / f"{m}.lean", setting.root, derived_from="trace")
+                     for m in [lay.name, *lay.module_names()[:-1]] if whole.parent / f"{m}.lean" in files]
+        bad = [o.result for o in outcomes if not o.result.ok]
+        if any(r.status != "resources" for r in bad):
+            r = next(r for r in bad if r.status != "resources")
+            p.rejection = Rejection(subject=f"{r.module}.lean", reason="kernel", detail=f"kernel: {r.module} {r.status}: "
+                                    f"{(r.failures[0].render() if r.failures else r.detail)[:300]}")
+        elif bad:
+            p.unchecked = f"{p.id} was not checked: " + "; ".join(r.detail for r in bad)
+        else:
+            p.lean_files = [whole.parent / f"{m}.lean" for m in lay.module_names()]
+        return p
 
     def recompute(self, cert: Certificate, where: Locator) -> dict[str, Fraction]:
         return ceiling_figures(read_trace(input_path(cert, "trace", where)))
@@ -148,11 +194,67 @@ class Ceiling(Family):
     def regenerate(self, cert: Certificate, inp: InputFile, where: Locator) -> bytes:
         if inp.role != "lean":
             return super().regenerate(cert, inp, where)
-        trace = read_trace(input_path(cert, "trace", where))
-        encoding = cert.parameters.lean_encoding
-        if encoding != packed_trace.ENCODING:
-            raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(packed_trace.ENCODING), repr(encoding)))
-        return packed_trace.emit_instance(trace.refs, trace.sha256, Path(inp.path).stem).encode()
+        trace_path = input_path(cert, "trace", where)
+        encoding, count = cert.parameters.lean_encoding, cert.parameters.shards
+        expected = shards.ENCODING if count > 1 else packed_trace.ENCODING
+        if encoding != expected:
+            raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(expected), repr(encoding)))
+        if count == 1:
+            trace = read_trace(trace_path)
+            return packed_trace.emit_instance(trace.refs, trace.sha256, Path(inp.path).stem).encode()
+        return regenerate_shard_file(trace_path, file_sha256(trace_path), names(PurePosixPath(
+            next(i.path for i in cert.inputs if i.role == "trace")))[1], count, Path(inp.path).stem).encode()
+
+
+def shard_limit(count: int) -> str:
+    return (f"The trace is checked in {count} shards by id range, each a packed instance in a Lean module of its own, and "
+            "the composition module proves the figures from the shards' headlines (Pycert.Shards.merge_figures): the "
+            "kernel checks each shard's counts and that its ids lie in its range, and that the cuts increase. Python "
+            "computes the split (the cuts, and which shard each reference comes from), and verify recomputes it from "
+            "the trace and regenerates every file; the kernel never tests the schedule, which can only order the "
+            "references (Pycert.Shards.merge_perm).")
+
+
+def shard_works(trace: Trace, lay: shards.Layout) -> list[cluster.Work]:
+    """One task per shard (its references and nothing else) and per schedule module."""
+    parts = shards.shard_refs(trace.refs, lay)
+    shards.check_merge(trace.refs, lay, parts)
+    works = [cluster.Work(lay.shard_name(i), functools.partial(shards.emit_shard, part, lay.sha256, lay.shard_name(i),
+                                                     lay.cuts[i], lay.cuts[i + 1]), size=f"{len(part):,} references")
+             for i, part in enumerate(parts)]
+    for t in range(lay.sched_modules):
+        part = lay.sched_part(t)
+        works.append(cluster.Work(lay.sched_name(t), functools.partial(_sched_source, part, lay.shards, lay.sched_name(t),
+                                                             t * shards.SCHED_REFS), size=f"{len(part):,} references"))
+    return works
+
+
+def _sched_source(part: np.ndarray, count: int, name: str, first: int) -> tuple[str, None]:
+    return shards.emit_sched(part, count, name, first), None
+
+
+@functools.lru_cache(maxsize=1)
+def _split(path: Path, sha256: str, module: str, count: int) -> tuple[Trace, shards.Layout, list[np.ndarray]]:
+    """The trace read once, its layout and its shards, for the many files of one certificate (keyed by the
+    file's bytes too: a trace edited between two calls is read again)."""
+    trace = read_trace(path)
+    lay = shards.layout(trace.refs, trace.sha256, module, count)
+    return trace, lay, shards.shard_refs(trace.refs, lay)
+
+
+def regenerate_shard_file(path: Path, sha256: str, module: str, count: int, stem: str) -> str:
+    """The bytes ``pycert prove`` wrote for module ``stem`` of a sharded certificate, from the trace alone."""
+    trace, lay, parts = _split(path, sha256, module, count)
+    for i, part in enumerate(parts):
+        if stem == lay.shard_name(i):
+            return shards.emit_shard(part, lay.sha256, stem, lay.cuts[i], lay.cuts[i + 1])[0]
+    for t in range(lay.sched_modules):
+        if stem == lay.sched_name(t):
+            return shards.emit_sched(lay.sched_part(t), lay.shards, stem, t * shards.SCHED_REFS)
+    if stem == lay.name:
+        return shards.emit_whole(lay, [(len(part), len(np.unique(part))) for part in parts])
+    raise Rejected(Rejection.mismatch(f"inputs[{stem}.lean]", f"a module of {lay.name}'s {lay.shards} shards",
+                                      f"{stem}"))
 
 
 FAMILY = Ceiling()

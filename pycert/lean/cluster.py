@@ -121,9 +121,8 @@ def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, add
                              result=CheckResult.model_validate(got["result"]), node=got["node"])
         except Exception as exc:  # noqa: BLE001 - Ray wraps what the task raised; each is a verdict on the module
             out[i] = Outcome(module=w.module, source="", result=lost(w, exc), tries=RETRIES + 1)
-        r = out[i].result
-        progress(f"  {w.module}: {r.status}{' (cached)' if r.cached else ''} ({r.seconds:.1f} s"
-                 f"{', ' + w.size if w.size else ''}) [{len(out)} of {len(works)}, {time.monotonic() - t0:.0f} s]")
+        progress(f"  {w.module}: {out[i].result.summary()}{', ' + w.size if w.size else ''} "
+                 f"[{len(out)} of {len(works)} done, {time.monotonic() - t0:.0f} s]")
     return [out[i] for i in range(len(works))]
 
 

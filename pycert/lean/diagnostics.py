@@ -61,10 +61,20 @@ class CheckResult(BaseModel):
     detail: str = ""
     cause: Cause | None = None
     """Why a check with status ``resources`` did not run to its end."""
+    cpu_s: float = 0.0
+    peak_rss_mib: int = 0
+    """The Lean process's CPU seconds and peak resident memory (0 when not measured, or cached)."""
 
     @property
     def failures(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.is_failure]
+
+    def summary(self) -> str:
+        """``ok (41.2 s, 38.0 s CPU, 2,840 MiB peak)``: a progress line's verdict."""
+        if self.cached:
+            return f"{self.status} (cached)"
+        usage = f", {self.cpu_s:.1f} s CPU, {self.peak_rss_mib:,} MiB peak" if self.peak_rss_mib else ""
+        return f"{self.status} ({self.seconds:.1f} s{usage})"
 
 
 def lean_messages(output: str) -> Iterator[dict[str, Any]]:
@@ -108,7 +118,8 @@ def check_result(module: str, user_file: str, run: ProcessRun, staged_name: str)
     """The verdict on one module from its Lean run: ok, failed (an error or ``sorry``), resources (out
     of memory, killed, timed out: the check did not run to its end), crashed."""
     diags = parse_diagnostics(run.stdout, {staged_name: user_file})
-    common = dict(module=module, file=user_file, seconds=run.seconds, diagnostics=diags, exit_code=run.exit_code)
+    common = dict(module=module, file=user_file, seconds=run.seconds, diagnostics=diags, exit_code=run.exit_code,
+                  cpu_s=run.cpu_s, peak_rss_mib=run.peak_rss_mib)
     failed = any(d.is_failure for d in diags)
     finished = run.exit_code == 0 or (run.exit_code == 1 and failed)
     where = f"{Path(user_file).name} ({_size(user_file)})"

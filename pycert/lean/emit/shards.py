@@ -38,6 +38,42 @@ SCHED_REFS = 8_000_000
 about what one small Lean process elaborates in half a minute."""
 
 
+BUDGET_BITS = 160_000_000
+"""Bits of packed literals one shard's Lean process is given (its ``X``, ``K``, table and network): the
+largest shard measured to check well inside the wasm heap's 2 GiB, with room to spare (BENCHMARKS.md,
+issue 26). A trace whose whole instance fits is one file, as before."""
+
+
+def literal_bits(refs: int, distinct: int, id_bits: int = 64, network: bool = True) -> int:
+    """Bits of the packed literals of an instance of ``refs`` references over ``distinct`` ids below
+    ``2^id_bits``: the references and the counter at ``w + 1`` bits, the table at ``id_bits + 2``, and,
+    unless first uses come in increasing id order, a Beneš network's ``2m - 1`` words of ``2^(m-1)``."""
+    w = max(2, distinct.bit_length())
+    m = max(1, (distinct - 1).bit_length())
+    return (2 * refs + 1) * (w + 1) + distinct * (id_bits + 2) + (network and (2 * m - 1) * (1 << (m - 1)))
+
+
+def shape(ids: np.ndarray) -> tuple[int, bool]:
+    """What the literal budget needs to know of a trace besides its counts: the bits of its largest id,
+    and whether it needs a network (first uses not in increasing id order; a shard of a trace that
+    needs none needs none either)."""
+    ids = np.asarray(ids, dtype=np.uint64)
+    first = np.unique(ids, return_index=True)[1]
+    return int(ids.max()).bit_length() if len(ids) else 1, bool(np.any(np.diff(first) < 0))
+
+
+def shard_count(refs: int, distinct: int, shard_refs: int | None = None, id_bits: int = 64, network: bool = True,
+                budget: int = BUDGET_BITS) -> int:
+    """How many shards a trace is split into: ``ceil(refs / shard_refs)`` when asked, else the fewest
+    whose equal parts each fit ``budget`` bits of literals (1: the trace is one file)."""
+    if shard_refs is not None:
+        return max(1, math.ceil(refs / shard_refs))
+    count = 1
+    while literal_bits(math.ceil(refs / count), math.ceil(distinct / count), id_bits, network) > budget:
+        count += 1
+    return count
+
+
 @dataclass(frozen=True)
 class Layout:
     """How a trace is cut: the shard of every reference, and the modules that hold it."""
