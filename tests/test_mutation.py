@@ -54,9 +54,9 @@ def test_compose_maps_each_snippet_to_its_lines() -> None:
     assert lines[loc["m2"].start - 1].startswith("theorem t : False")
 
 
-def _result(diags: list[Diagnostic], status: str = "failed") -> CheckResult:
+def _result(diags: list[Diagnostic], status: str = "failed", cause: str | None = None) -> CheckResult:
     return CheckResult(module="Batch", file="Batch.lean", ok=False, status=status, exit_code=1, seconds=1.0,
-                       diagnostics=diags)
+                       diagnostics=diags, cause=cause)
 
 
 def test_kernel_verdict_needs_the_expected_reason_in_the_declaration() -> None:
@@ -68,7 +68,8 @@ def test_kernel_verdict_needs_the_expected_reason_in_the_declaration() -> None:
     status, detail = kernel_verdict(_result([other]), where)
     assert status == "survived" and "not for the expected reason" in detail
     assert kernel_verdict(_result([outside]), where)[0] == "survived"
-    assert kernel_verdict(_result([], status="timeout"), where)[0] == "timeout"
+    assert kernel_verdict(_result([], status="resources", cause="timeout"), where)[0] == "timeout"
+    assert kernel_verdict(_result([], status="resources", cause="heap"), where)[0] == "error"
     assert kernel_verdict(_result([], status="crashed"), where)[0] == "error"
     assert kernel_verdict(None, where)[0] == "error"
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -14,6 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pycert.certify.verify import verify_certificate
+from pycert.core.errors import InputError
+from pycert.lean import cluster
 from pycert.lean.emit import packed_trace as pt
 from pycert.lean.emit import shards as sh
 from tests.conftest import REPO
@@ -94,7 +97,7 @@ def test_a_64_bit_trace_in_three_shards_is_proved_on_ray(wasm, tmp_path: Path) -
     cert = json.loads((out / "ceiling-big64.json").read_text())
     assert cert["parameters"] == {"lean_encoding": sh.ENCODING, "shards": 3}
     n, d = len(refs), len(set(refs))
-    assert {f["name"]: f["value"] for f in cert["figures"]}["refs"] == str(n)
+    assert {f["name"]: f["numerator"] for f in cert["figures"]}["refs"] == n
     lean = sorted(Path(i["path"]).name for i in cert["inputs"] if i["role"] == "lean")
     assert lean == ["CeilingBig64.lean", "CeilingBig64Sched0.lean", "CeilingBig64Shard0.lean",
                     "CeilingBig64Shard1.lean", "CeilingBig64Shard2.lean"]
@@ -107,3 +110,22 @@ def test_a_64_bit_trace_in_three_shards_is_proved_on_ray(wasm, tmp_path: Path) -
     shard.write_text(shard.read_text().replace("theorem shard", "theorem shard ", 1))
     bad = verify_certificate(out / "ceiling-big64.json", inputs={"big64.txt": trace})
     assert bad.status == "rejected" and any("CeilingBig64Shard1.lean" in f.subject for f in bad.failures), bad.failures
+
+
+def test_a_task_lost_on_every_try_is_reported_by_module() -> None:
+    """On a real local Ray cluster: a task whose worker dies is retried, then reported as its module's
+    verdict (a failure of resources, naming the module and the tries), never raised; an input error
+    from a task is the user's one-line error."""
+    def _dies() -> tuple[str, None]:  # defined here, so that Ray sends it by value to workers that cannot import tests
+        os._exit(1)
+
+    def _refuses() -> tuple[str, None]:
+        raise InputError("no such shard", where="Shard9")
+
+    lost, = cluster.check_all([cluster.Work("CeilingXShard7", _dies, size="12 references")], backend="wasm",
+                              timeout=60)
+    r = lost.result
+    assert (r.status, r.cause, r.module) == ("resources", "killed", "CeilingXShard7"), r
+    assert f"lost on every one of {cluster.RETRIES + 1} tries" in r.detail and "12 references" in r.detail
+    with pytest.raises(InputError, match="Shard9: no such shard"):
+        cluster.check_all([cluster.Work("CeilingXShard9", _refuses)], backend="wasm", timeout=60)

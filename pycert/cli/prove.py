@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "fits one Lean process is one file)")
     p.add_argument("--ray-address", default=None, metavar="ADDRESS",
                    help="the Ray cluster that checks the shards of a big trace (default: a local one on this "
-                        "machine's cores, started and stopped by pycert)")
+                        "machine's cores, started by pycert and stopped when it exits)")
     add_common(p)
     add_backend(p)
     p.set_defaults(func=cmd_prove)

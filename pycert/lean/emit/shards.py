@@ -343,6 +343,13 @@ def emit_whole(lay: Layout, figures: Sequence[tuple[int, int]]) -> str:
         "  rw [hl, hd] at h",
         "  exact Nat.le_sub_of_add_le h",
         "",
+        "-- The names a one-file instance gives the same facts.",
+        f"public theorem refs_eq : trace.length = {n} := ceiling.1",
+        "",
+        f"public theorem distinct_eq : Pycert.distinct trace = {d} := ceiling.2.1",
+        "",
+        f"public theorem hits_le (P : Pycert.Ceiling.Policy) : Pycert.Ceiling.hits P trace ≤ {n - d} := ceiling.2.2 P",
+        "",
         f"end Pycert.Trace.{lay.name}",
         "",
     ])
