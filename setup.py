@@ -1,7 +1,7 @@
 """The one build hook: copy what proving needs from the repository's top level into the wheel.
 
 The repository keeps the design card's layout (``lean/``, ``lakefile.lean``, ``lean-toolchain``,
-``solvers/instances/``, ``certificates/`` beside ``pycert/``); a wheel carries them as package data
+``certificates/`` beside ``pycert/``); a wheel carries them as package data
 under ``pycert/_data`` in the same layout, where :mod:`pycert.core.resources` finds them. An
 editable install copies nothing: it reads the checkout.
 """

@@ -39,10 +39,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from pycert.core import console
+from pycert.core import console, resources
 from pycert.data import synthetic
 from pycert.data.traces import read_trace, trace_from_bytes
-from pycert.lean import toolchain
 from pycert.lean.emit import packed_trace as lt
 
 HERE = Path(__file__).resolve().parent
@@ -136,7 +135,7 @@ def main() -> None:
             requests = requests * target // synth.n_refs + 1
         cases.append((f"synthetic {synth.n_refs}", synth.refs.tolist(), synth.sha256))
 
-    with tempfile.TemporaryDirectory(prefix="bench-lean-trace-", dir=toolchain.scratch_root()) as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-lean-trace-", dir=resources.scratch_root()) as tmp:
         d = Path(tmp)
         library = d / "lean"
         shutil.copytree(ROOT / "lean", library)

@@ -19,13 +19,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pycert.core.console import table  # noqa: E402
-from solvers.capacitated import CapacitatedParams, capacitated_cases  # noqa: E402
-from solvers.instance import COMMITTED  # noqa: E402
-from solvers.instance_io import load_instance  # noqa: E402
-from solvers.model import SolverParams  # noqa: E402
-from solvers.optima import solve_free_routing, solve_paging  # noqa: E402
-from solvers.per_instance import committed_model  # noqa: E402
-from solvers.pooled import Cache  # noqa: E402
+from pycert.solvers.capacitated import CapacitatedParams, capacitated_cases  # noqa: E402
+from pycert.solvers.instance import COMMITTED  # noqa: E402
+from pycert.solvers.instance_io import load_instance  # noqa: E402
+from pycert.solvers.model import SolverParams  # noqa: E402
+from pycert.solvers.optima import solve_free_routing, solve_paging  # noqa: E402
+from pycert.solvers.per_instance import committed_model  # noqa: E402
+from pycert.solvers.pooled import Cache  # noqa: E402
 
 
 def main() -> int:

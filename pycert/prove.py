@@ -1,36 +1,46 @@
-"""``pycert prove``: the whole pipeline, from data to written certificates, as a list of stages.
+"""``pycert prove``: the whole pipeline, from data to published certificates, as a list of stages.
 
-:data:`STAGES`, in order: build the Lean library; each family prepares its instance data and Lean
-instance files (the pooling family runs its solvers and their independent checks here); the kernel
-checks every instance file in one batch (library modules come from the cache); the audit reads what
-the kernel accepted; the certificates and the manifest are written atomically. Each stage reads and
-writes one explicit :class:`Run`. A rejecting stage makes the run fail (exit 1), but later stages
-still run where they can, so one run reports every problem at once.
+:func:`stages`, in order: each family's producer prepares its instance data and Lean instance files
+(the pooling producer runs its solvers and their independent checks here); one build compiles the
+library, every instance file and the statement probe (``#check`` of every named theorem) in one
+dependency graph; the audit reads the compiled files once, for the axioms and the type digests; the
+statements are pinned; the certificates are assembled and published. Each stage reads and writes one
+explicit :class:`Run`. A rejecting stage makes the run fail (exit 1), but later stages still run where
+they can, so one run reports every problem at once.
+
+Everything a run emits goes to a staging directory beside ``--out``; only the files of certificates
+that hold are moved into ``--out``, with the certificates and the manifest, in one batch of renames
+(:func:`pycert.core.files.publish_files`). A failure or Ctrl-C leaves the old output or the new one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
-from pycert.certify.documents import certificate
-from pycert.certify.manifest import write_certificates
+from pycert.audit.axioms import AuditReport, audit_build
+from pycert.audit.per_theorem import certificate_audit
+from pycert.audit.statements import STATEMENTS_MODULE, printed_statements, probe_source
+from pycert.certify.assemble import assemble
+from pycert.certify.manifest import certificate_files
 from pycert.certify.provenance import certificate_provenance, collect, write_run_record
-from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, Provenance, TheoremStatement
 from pycert.core.errors import InputError, Rejection
+from pycert.core.files import publish_files
+from pycert.core.memo import code_sha256, memo
 from pycert.core.resources import default_certificate_dir, library_dir
-from pycert.families import FAMILIES
-from pycert.families.base import Family, Prepared, Progress, Setting
+from pycert.core.schema import AuditInfo, BackendInfo, TheoremStatement
+from pycert.families.base import Options, Prepared, Producer, Progress, Setting
 from pycert.lean import build
 from pycert.lean.backend import Backend, resolve
-
-if TYPE_CHECKING:
-    from pycert.audit.axioms import AuditReport
+from pycert.lean.sources import library_signatures
 
 StageStatus = Literal["ok", "rejected", "resources", "skipped"]
 
@@ -65,28 +75,33 @@ class ProveResult(BaseModel):
 class Run:
     """Everything the stages share: what was asked, and what each stage has produced so far."""
 
-    setting: Setting
+    out_dir: Path
+    stage_dir: Path
+    jobs: list[tuple[Producer, Options]]
     backend: Backend
+    progress: Progress
     timeout: float = build.DEFAULT_TIMEOUT
     prepared: list[Prepared] = field(default_factory=list)
-    library: build.BuildResult | None = None
-    instances: build.BuildResult | None = None
+    built: build.BuildResult | None = None
     audit: AuditReport | None = None
     statements: dict[str, TheoremStatement] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
     unchecked: dict[str, str] = field(default_factory=dict)
     """Certificate id -> why its check did not run to its end: it is neither written nor rejected."""
 
-    @property
-    def out_dir(self) -> Path:
-        return self.setting.out_dir
+    def setting(self, options: Options) -> Setting:
+        return Setting(out_dir=self.out_dir, stage=self.stage_dir, options=options,
+                       progress=lambda m: self.progress("  " + m), backend=self.backend.kind, timeout=self.timeout)
 
     def say(self, message: str) -> None:
-        self.setting.progress(message)
+        self.progress(message)
 
     def reject(self, p: Prepared, subject: str, reason: str, detail: str) -> None:
         if p.rejection is None:
             p.rejection = Rejection(subject=subject, reason=reason, detail=detail)
+
+    def theorem_names(self) -> list[str]:
+        return sorted({t for p in self.prepared for t in p.derived().theorems})
 
 
 StageFn = Callable[[Run], tuple[StageStatus, str]]
@@ -95,18 +110,9 @@ StageFn = Callable[[Run], tuple[StageStatus, str]]
 # ---------------------------------------------------------------------------- the stages
 
 
-def build_library(run: Run) -> tuple[StageStatus, str]:
-    res = build.build(library=library_dir(), backend=run.backend, timeout=run.timeout,
-                      progress=lambda m: run.say("  " + m))
-    run.library = res
-    if res.ok:
-        return "ok", f"{len(res.results)} modules, {sum(r.cached for r in res.results)} cached"
-    return "rejected", "; ".join(f"{r.module}: {r.status}" for r in res.results if not r.ok)
-
-
-def prepare(family: Family) -> StageFn:
+def prepare(producer: Producer, options: Options) -> StageFn:
     def stage(run: Run) -> tuple[StageStatus, str]:
-        ready = family.prepare(run.setting)
+        ready = producer.prepare(run.setting(options))
         run.prepared += ready
         bad = [p for p in ready if p.rejection]
         if bad:
@@ -115,14 +121,16 @@ def prepare(family: Family) -> StageFn:
     return stage
 
 
-def check_instances(run: Run) -> tuple[StageStatus, str]:
+def kernel(run: Run) -> tuple[StageStatus, str]:
+    """One build: the library, every instance file and the statement probe, in one dependency graph."""
     run.unchecked.update({p.id: p.unchecked for p in run.prepared if p.unchecked})
     files = [f for p in run.prepared for f in p.lean_files]
-    if not files:
-        return "skipped", "no instance files"
-    res = build.build(library=library_dir(), files=files, backend=run.backend, timeout=run.timeout,
+    probe = run.stage_dir / ".probe" / f"{STATEMENTS_MODULE}.lean"
+    probe.parent.mkdir(parents=True, exist_ok=True)
+    probe.write_text(probe_source(run.theorem_names()), encoding="utf-8")
+    res = build.build(library=library_dir(), files=[*files, probe], backend=run.backend, timeout=run.timeout,
                       progress=lambda m: run.say("  " + m))
-    run.instances = res
+    run.built = res
     by_file = {Path(r.file).resolve(): r for r in res.results}
     for p in run.prepared:
         for f in p.lean_files:
@@ -131,39 +139,54 @@ def check_instances(run: Run) -> tuple[StageStatus, str]:
                 run.unchecked.setdefault(p.id, f"{p.id} was not checked: {r.detail}")
             elif r is None or not r.ok:
                 run.reject(p, f.name, "kernel", f"kernel: {f.name} {r.status if r else 'not checked'}")
-    bad = [r for r in res.results if not r.ok]
-    if bad:
+    if bad := [r for r in res.results if not r.ok]:
         status = "resources" if all(r.status == "resources" for r in bad) else "rejected"
-        return status, "; ".join(f"{Path(r.file).name}: {r.status}" + (f" ({r.cause})" if r.cause else "") for r in bad)
-    return "ok", f"{len(files)} files"
+        return status, "; ".join(f"{r.module}: {r.status}" + (f" ({r.cause})" if r.cause else "") for r in bad)
+    return "ok", (f"{len(res.results)} modules ({sum(r.cached for r in res.results)} cached), "
+                  f"{len(files)} instance files")
+
+
+def olean_sha256(built: build.BuildResult) -> str:
+    """sha256 of every compiled file of a build, by path: what the audit reads besides the toolchain."""
+    h = hashlib.sha256()
+    for path in sorted(Path(built.olean_dir).rglob("*")):
+        if path.is_file():
+            h.update(f"{path.relative_to(built.olean_dir)}\n".encode())
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
 
 
 def audit(run: Run) -> tuple[StageStatus, str]:
-    from pycert.audit.axioms import audit_build
-
-    res = run.instances or run.library
-    if res is None or not any(r.ok for r in res.results):
-        return "skipped", "kernel check failed"
-    # What the kernel accepted is audited even when another file's check failed or did not run, so that
-    # each certificate is judged on its own evidence.
-    accepted = res.model_copy(update={"results": [r for r in res.results if r.ok], "ok": True})
-    report = audit_build(accepted, run.backend, library_dir())
+    """The axioms of every declaration built, and the type digest of every named theorem, from one read
+    of the compiled files (kept by the files' content, the toolchain and the audit's code)."""
+    if run.built is None or not any(r.ok for r in run.built.results):
+        return "skipped", "the kernel accepted no file"
+    # What the kernel accepted is audited even when another file was refused or its check did not run,
+    # so that each certificate is judged on its own evidence.
+    built = run.built.model_copy(update={"results": [r for r in run.built.results if r.ok], "ok": True})
+    names = run.theorem_names()
+    key = [olean_sha256(built), run.backend.info().model_dump_json(), code_sha256("pycert.audit", "pycert.lean"),
+           "\n".join(names)]
+    report, kept = memo("audit", key, AuditReport,
+                        lambda: audit_build(built, run.backend, library_dir(), digests=names))
     run.audit = report
     if not report.ok:
         for p in run.prepared:
             run.reject(p, p.id, "audit", "audit failed")
-    return ("ok" if report.ok else "rejected"), report.summary()
+    return ("ok" if report.ok else "rejected"), report.summary() + (" (kept: same compiled files)" if kept else "")
 
 
 def pin_statements(run: Run) -> tuple[StageStatus, str]:
-    """Every named theorem's source signature, printed statement and type digest (one Lean run)."""
-    from pycert.lean.statements import pin
-
-    if run.library is None or not run.library.ok:
-        return "skipped", "the library did not build"
-    names = sorted({t for p in run.prepared for t in p.derived().theorems})
-    run.statements = pin(library_dir(), Path(run.library.olean_dir), [r.module for r in run.library.results],
-                         names, run.backend)
+    """Every named theorem's source signature, printed statement (from the probe the build ran) and
+    type digest (from the audit's read)."""
+    if run.built is None or run.audit is None:
+        return "skipped", "the kernel or the audit did not run"
+    names = run.theorem_names()
+    signatures = library_signatures(library_dir())
+    printed = printed_statements(run.built, names)
+    digests = run.audit.type_sha256
+    run.statements = {n: TheoremStatement(signature=signatures[n], statement=printed[n], type_sha256=digests[n])
+                      for n in names if n in signatures and n in printed and n in digests}
     missing = [n for n in names if n not in run.statements]
     for p in run.prepared:
         if lost := [t for t in p.derived().theorems if t in missing]:
@@ -172,41 +195,59 @@ def pin_statements(run: Run) -> tuple[StageStatus, str]:
 
 
 def write(run: Run) -> tuple[StageStatus, str]:
+    """Assemble every certificate that holds and publish it, with the files it names, in one batch."""
     backend = BackendInfo.from_toolchain(run.backend.info())
     provenance = certificate_provenance()
-    certs = [to_certificate(p, backend, run.audit, run.statements, provenance)
-             for p in run.prepared if p.rejection is None and p.id not in run.unchecked]
-    bad = [c.id for c in certs if c.audit.verdict != "pass"]
-    if bad:
+    holding = [p for p in run.prepared if p.rejection is None and p.id not in run.unchecked]
+    certs = [assemble(p, backend, audit_of(run.audit, p), run.statements, provenance) for p in holding]
+    if bad := [c.id for c in certs if c.audit.verdict != "pass"]:
         return "rejected", f"the audit of their own theorems did not pass: {', '.join(bad)}"
-    write_certificates(certs, run.out_dir)
+    if not certs:
+        return "skipped", "no certificate holds"
+    emitted = {run.stage_dir / i.path: run.out_dir / i.path for p in holding
+               for i in p.inputs if not i.external and (run.stage_dir / i.path).is_file()}
+    publish_files(emitted, certificate_files(certs, run.out_dir))
     run.written += [str(run.out_dir / c.filename) for c in certs]
     return "ok", f"{len(certs)} written to {run.out_dir}"
 
 
-def to_certificate(p: Prepared, backend: BackendInfo, report: AuditReport | None,
-                   statements: dict[str, TheoremStatement], provenance: Provenance) -> Certificate:
-    """Everything the certificate says about itself is derived (:meth:`Family.derive`), so verify can
-    derive it again and compare."""
-    from pycert.audit.per_theorem import certificate_audit
-
-    d = p.derived()
-    audit = (certificate_audit(report, d.theorems) if report is not None
-             else AuditInfo(verdict="skipped", detail="the kernel did not accept every file"))
-    return certificate(
-        id=p.id, family=p.family.name, claim=d.claim, theorems=list(d.theorems),
-        statements={t: statements[t] for t in d.theorems}, parameters=p.parameters,
-        inputs=p.inputs, figures=[Figure.of(v, name=k, known_by=d.known_by[k], evidence=d.evidence[k])
-                                      for k, v in p.figures.items()],
-        backend=backend, solver=p.solver, audit=audit, provenance=provenance, does_not_prove=list(d.does_not_prove),
-    )
+def audit_of(report: AuditReport | None, p: Prepared) -> AuditInfo:
+    if report is None:
+        return AuditInfo(verdict="skipped", detail="the kernel did not accept every file")
+    return certificate_audit(report, p.derived().theorems)
 
 
-def stages(families: list[Family]) -> list[tuple[str, StageFn]]:
-    """The stages of a run over ``families``, in order."""
-    return [("lean library", build_library), *((f"instances: {f.name}", prepare(f)) for f in families),
-            ("kernel check", check_instances), ("axiom audit", audit), ("statements", pin_statements),
-            ("certificates", write)]
+def stages(jobs: list[tuple[Producer, Options]]) -> list[tuple[str, StageFn]]:
+    """The stages of a run over ``jobs`` (a producer and its options each), in order."""
+    return [*((f"instances: {p.claim.name}", prepare(p, o)) for p, o in jobs), ("kernel", kernel),
+            ("axiom audit", audit), ("statements", pin_statements), ("certificates", write)]
+
+
+# ---------------------------------------------------------------------------- a check without certificates
+
+
+class Checked(BaseModel):
+    """The kernel and the audit on standalone files: what a run's kernel and audit stages say of them."""
+
+    ok: bool
+    backend: str
+    seconds: float
+    detail: str = ""
+
+
+def check(files: list[Path], backend: str | Backend | None = None, progress: Progress = lambda _m: None) -> Checked:
+    """The build and the audit of :func:`kernel` and :func:`audit` for ``files`` against the library, for a
+    command that checks instance files without writing certificates (``pycert pooling solve --kernel``)."""
+    t0 = time.monotonic()
+    chosen = resolve(backend)
+    res = build.build(library=library_dir(), files=files, backend=chosen, progress=progress)
+    if not res.ok:
+        bad = [f"{r.module}: " + (r.failures[0].render() if r.failures else (r.detail or r.status))
+               for r in res.results if not r.ok]
+        return Checked(ok=False, backend=res.backend, seconds=time.monotonic() - t0, detail="; ".join(bad)[:2000])
+    report = audit_build(res, chosen, library_dir())
+    return Checked(ok=report.ok, backend=res.backend, seconds=time.monotonic() - t0,
+                   detail="" if report.ok else report.summary())
 
 
 # ---------------------------------------------------------------------------- the run
@@ -223,68 +264,32 @@ def run_stages(run: Run, steps: list[tuple[str, StageFn]]) -> list[Stage]:
     return done
 
 
-EMITTED = ("inputs", "lean")
-"""The folders under ``--out`` that families emit into (certificates and the manifest are written whole
-at the end, by :func:`write`, only when they hold)."""
-
-
-def files_under(directory: Path) -> set[Path]:
-    """Every file and folder of the emitted folders under ``directory`` (not the rest: ``--out`` may be a
-    big working directory), and those folders themselves."""
-    found: set[Path] = set()
-    for sub in EMITTED:
-        if (directory / sub).is_dir():
-            found |= {directory / sub, *(directory / sub).rglob("*")}
-    return found
-
-
-def kept(run: Run) -> set[Path]:
-    """What a run leaves in the emitted folders: the files its written certificates name."""
-    written = {Path(w).name for w in run.written}
-    return {run.out_dir / i.path for p in run.prepared if f"{p.id}.json" in written for i in p.inputs if not i.external}
-
-
-def sweep(out: Path, before: set[Path], keep: set[Path]) -> None:
-    """Remove what this run emitted under ``out`` that no written certificate names (the instance files
-    of a rejected claim), and the folders it made that are left empty: a failed run adds only its record."""
-    made = files_under(out) - before
-    for path in sorted(p for p in made - {k.resolve() for k in keep} if p.is_file()):
-        path.unlink(missing_ok=True)
-    for d in sorted((d for d in made if d.is_dir()), key=lambda d: len(d.parts), reverse=True):
-        if not any(d.iterdir()):
-            d.rmdir()
-
-
-def prove(families: list[str], traces: list[Path], *, backend: str | None = None, out_dir: Path | None = None,
-          timeout: float = build.DEFAULT_TIMEOUT, shard_refs: int | None = None, ray_address: str | None = None,
-          progress: Progress = lambda _m: None) -> ProveResult:
-    """Prove ``families`` into ``out_dir`` (default :func:`default_certificate_dir`). Inputs are named
-    relative to ``out_dir`` itself (:func:`certificate_root`), where the emitted instance files, the
-    embedded default trace and the shipped pooling instance go (``lean/``, ``inputs/``); a trace from
-    elsewhere is an external input, named by its file name."""
-    for name in families:
-        if name not in FAMILIES:
-            raise InputError(f"unknown family {name!r}: expected one of {', '.join(FAMILIES)} or all")
-    for t in traces:
-        if not t.is_file():
-            raise InputError("no such trace file", where=str(t))
-    chosen = [FAMILIES[name] for name in FAMILIES if name in families]
+def prove(jobs: list[tuple[Producer, Options]], *, backend: str | None = None, out_dir: Path | None = None,
+          timeout: float = build.DEFAULT_TIMEOUT, progress: Progress = lambda _m: None) -> ProveResult:
+    """Run ``jobs`` (each a family's producer with its options) into ``out_dir`` (default
+    :func:`default_certificate_dir`). Inputs are named relative to ``out_dir`` itself, where the emitted
+    instance files, the embedded default trace and the shipped pooling instance go (``lean/``,
+    ``inputs/``); a trace from elsewhere is an external input, named by its file name."""
     out = (out_dir or default_certificate_dir()).resolve()
     if out.exists() and not out.is_dir():
         raise InputError("is not a directory: --out names the certificate directory", where=str(out))
-    setting = Setting(out_dir=out, traces=tuple(traces), progress=progress, backend=backend, timeout=timeout,
-                      shard_refs=shard_refs, ray_address=ray_address)
-    for family in chosen:
-        family.check_setting(setting)
-    run = Run(setting=setting, backend=resolve(backend), timeout=timeout)
-    record = collect()
-    before = files_under(out)
+    chosen = resolve(backend)
     try:
-        done = run_stages(run, stages(chosen))
-    finally:  # Ctrl-C too
-        sweep(out, before, keep=kept(run))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stage_dir = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-", dir=out.parent))
+    except OSError as exc:
+        raise InputError(f"cannot write beside the certificate directory: {exc.strerror or exc}",
+                         where=str(out.parent)) from None
+    run = Run(out_dir=out, stage_dir=stage_dir, jobs=jobs, backend=chosen, progress=progress, timeout=timeout)
+    record = collect()
+    try:
+        for producer, options in jobs:
+            producer.check(run.setting(options))
+        done = run_stages(run, stages(jobs))
+    finally:  # Ctrl-C too: nothing of a run that did not publish is left
+        shutil.rmtree(stage_dir, ignore_errors=True)
     record.written, record.stages = run.written, [s.model_dump() for s in done]
-    write_run_record(record, run.out_dir)
+    write_run_record(record, out)
     rows = [Row(certificate=p.id, claim=p.derived().claim, figure=p.headline,
                 status="rejected" if p.rejection else "not checked" if p.id in run.unchecked else "holds")
             for p in run.prepared]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pycert.lean import toolchain
+from pycert.core import resources
 from pycert.lean.wasm import WasmBackend, find_wasm
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,7 +25,7 @@ def wasm() -> WasmBackend:
 @pytest.fixture
 def lean_dir() -> Path:
     """A scratch directory the wasm process can see."""
-    d = toolchain.scratch_root() / f"test-{uuid.uuid4().hex[:10]}"
+    d = resources.scratch_root() / f"test-{uuid.uuid4().hex[:10]}"
     d.mkdir()
     yield d
     import shutil

@@ -14,14 +14,14 @@ import pytest
 
 from pycert.audit import axioms as au
 from pycert.audit import graph
-from pycert.lean import toolchain
+from pycert.audit.sarif import to_sarif
+from pycert.cli import main
+from pycert.core import resources
+from pycert.core.errors import InputError, Rejected
 from pycert.lean.build import BuildResult
 from pycert.lean.diagnostics import CheckResult
 from pycert.lean.sources import declared_theorems
 from pycert.lean.wasm import WasmBackend
-from pycert.cli import main
-from pycert.core.errors import InputError, Rejected
-from pycert.audit.sarif import to_sarif
 
 # ---------------------------------------------------------------------------- planted fixtures
 
@@ -114,7 +114,7 @@ def _diagnostics(stdout: str) -> list[dict[str, object]]:
 
 @pytest.fixture(scope="module")
 def built(wasm: WasmBackend) -> Iterator[Path]:
-    d = toolchain.scratch_root() / f"audit-test-{uuid.uuid4().hex[:10]}"
+    d = resources.scratch_root() / f"audit-test-{uuid.uuid4().hex[:10]}"
     d.mkdir()
     for m, text in SOURCES.items():
         (d / f"{m}.lean").write_text(text)

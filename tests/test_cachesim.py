@@ -11,10 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pycert.data import synthetic
+from pycert.analysis.cachesim import (
+    COLD,
+    belady_hits,
+    lru_hit_curve,
+    lru_hits,
+    stack_distances,
+    trace_stats,
+    unbounded_hits,
+)
 from pycert.core.exact import Ratio
-from pycert.analysis.cachesim import (COLD, belady_hits, lru_hit_curve, lru_hits, stack_distances, trace_stats,
-                             unbounded_hits)
+from pycert.data import synthetic
 from pycert.data.traces import read_trace
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "mooncake-fast25"

@@ -14,12 +14,22 @@ from pathlib import Path
 import pytest
 
 from pycert.certify import provenance
-from pycert.certify.documents import SCHEMA_PATH, load_certificate, parse_certificate, schema_text
-from pycert.certify.manifest import MANIFEST_NAME, parse_manifest, read_manifest, write_certificates
-from pycert.certify.schema import Certificate, Figure
+from pycert.certify.documents import (
+    SCHEMA_PATH,
+    load_certificate,
+    parse_certificate,
+    schema_text,
+)
+from pycert.certify.manifest import (
+    MANIFEST_NAME,
+    parse_manifest,
+    read_manifest,
+    write_certificates,
+)
 from pycert.core import files
 from pycert.core.errors import InputError, Rejected
 from pycert.core.files import atomic_write, file_sha256
+from pycert.core.schema import Certificate, Figure
 from pycert.families import FAMILIES
 from tests.test_verify import make_cert
 

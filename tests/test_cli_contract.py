@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 
 from pycert.certify.manifest import MANIFEST_NAME, write_certificates
-from pycert.certify.schema import InputFile
-from pycert.core import console, files
 from pycert.cli import build_parser, main
-from pycert.core.limits import MAX_ID, MAX_INSTANCE_ID
+from pycert.core import console, files
 from pycert.core.files import file_sha256
+from pycert.core.limits import MAX_ID, MAX_INSTANCE_ID
+from pycert.core.schema import InputFile
 from pycert.families.isolation import isolation_figures
 from pycert.families.pooling import instance_figures
-from solvers.instance import COMMITTED
+from pycert.solvers.instance import COMMITTED
 from tests.test_verify import make_cert
 
 REPO = Path(__file__).resolve().parent.parent
@@ -176,7 +176,7 @@ def test_ctrl_c_while_importing_in_process(monkeypatch, capsys) -> None:
     real = importlib.import_module
 
     def interrupted(name: str, *a, **k):  # noqa: ANN002, ANN003, ANN202
-        if name == "pycert.cli.pooling":
+        if name == "pycert.cli.trace":
             raise KeyboardInterrupt
         return real(name, *a, **k)
 

@@ -47,7 +47,7 @@ from pycert.cli import main
 REPO = Path(__file__).resolve().parent.parent
 CERTS = {name: (REPO / "certificates" / name).read_bytes()
          for name in ("isolation-t8-n1024.json", "first-touch-c256-n4000.json")}
-INSTANCE = (REPO / "solvers" / "instances" / "committed.json").read_text()
+INSTANCE = (REPO / "certificates" / "inputs" / "committed.json").read_text()
 
 SCALE = float(os.environ.get("PYCERT_FUZZ_EXAMPLES", "1"))
 COLLECT = os.environ.get("PYCERT_FUZZ_COLLECT") == "1"
@@ -486,7 +486,7 @@ def instance_text(draw) -> str:  # noqa: ANN001
 
 def instance_refused(text: str) -> bool:
     from pycert.core.errors import InputError
-    from solvers.instance_io import parse_instance
+    from pycert.solvers.instance_io import parse_instance
 
     try:
         parse_instance(text, "probe")
@@ -516,7 +516,7 @@ def test_pooling_check_and_solve(data) -> None:  # noqa: ANN001
 
 
 def instance_complete(b: bytes) -> bool:
-    from solvers.instance_io import parse_instance
+    from pycert.solvers.instance_io import parse_instance
 
     return parse_instance(b.decode(), "written").name != ""
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mutation.operators.forgery import set_theorems, sorry_in_audit
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest
 from pycert.certify.verify import verify_certificate
+from pycert.mutation.operators.forgery import set_theorems, sorry_in_audit
 from tests.conftest import REPO as REPO_ROOT
 
 CEILING = "ceiling-synthetic-seed0.json"
@@ -151,12 +151,15 @@ def test_huge_isolation_parameters_are_rejected_before_any_arithmetic(tmp_path: 
 
 def test_prove_refuses_two_traces_with_one_file_name(tmp_path: Path) -> None:
     from pycert.core.errors import InputError
+    from pycert.families import producer
+    from pycert.families.ceiling.produce import CeilingOptions
     from pycert.prove import prove
 
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
         (tmp_path / d / "t.jsonl").write_text("1\n")
     with pytest.raises(InputError, match="a/t.jsonl would both make ceiling-t:") as err:
-        prove(["ceiling"], [tmp_path / "a" / "t.jsonl", tmp_path / "b" / "t.jsonl"], out_dir=tmp_path / "certs")
+        prove([(producer("ceiling"), CeilingOptions(trace=[tmp_path / "a" / "t.jsonl", tmp_path / "b" / "t.jsonl"]))],
+              out_dir=tmp_path / "certs")
     assert err.value.where == str(tmp_path / "b" / "t.jsonl")
     assert not (tmp_path / "certs").exists()

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pycert.core.errors import InputError
 from pycert.data import synthetic
 from pycert.data.traces import read_trace, trace_from_bytes
 from pycert.lean import build
-from pycert.lean.emit import benes, packed_trace as lt
+from pycert.lean.emit import benes
+from pycert.lean.emit import packed_trace as lt
 from tests.conftest import SHARED_TRACES, nonce
 
 SHA = hashlib.sha256(b"test").hexdigest()

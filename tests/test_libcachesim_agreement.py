@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pycert.data import synthetic
 from pycert.analysis.cachesim import belady_hits, lru_hit_curve
 from pycert.analysis.optcurve import opt_hit_curve
+from pycert.data import synthetic
 from pycert.data.traces import read_trace
 
 lcs = pytest.importorskip("libcachesim", reason="libCacheSim (PyPI libcachesim, test extra) is not installed")

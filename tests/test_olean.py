@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pycert.audit import olean
-from pycert.audit import olean_format
+from pycert.audit import olean, olean_format
 from pycert.lean.wasm import WasmBackend
 
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pycert.data import synthetic
 from pycert.analysis.cachesim import COLD, belady_hits, lru_hit_curve
 from pycert.analysis.optcurve import block_ids, opt_hit_curve, opt_stack_distances
 from pycert.analysis.plot import log_capacities
+from pycert.data import synthetic
 from pycert.data.traces import read_trace
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "mooncake-fast25"

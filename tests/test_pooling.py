@@ -11,18 +11,34 @@ from pathlib import Path
 import pytest
 
 from pycert.analysis.cachesim import belady_hits
-from pycert.core.errors import InputError
-from solvers.graphs import matching_applies, matching_optimum, sharing
-from solvers.highs import solve_highs
 from pycert.cli.pooling import _status
-from solvers.capacitated import CapacitatedParams, capacitated_cases
-from solvers.instance import COMMITTED, GeneratorParams, Host, Instance, Request, generate
-from solvers.instance_io import dump_instance, json_line, load_instance, parse_instance
-from solvers.model import SolveResult, SolverParams, solve_cpsat
-from solvers.per_instance import committed_model, free_routing_model, routing_from
-from solvers.optima import PagingOutcome, solve_paging
-from solvers.pooled import Cache, paging_model, peak_live, schedules
-from solvers.replay import keep_everything, replay_routing, replay_schedule
+from pycert.core.errors import InputError
+from pycert.solvers.capacitated import CapacitatedParams, capacitated_cases
+from pycert.solvers.graphs import matching_applies, matching_optimum, sharing
+from pycert.solvers.highs import solve_highs
+from pycert.solvers.instance import (
+    COMMITTED,
+    GeneratorParams,
+    Host,
+    Instance,
+    Request,
+    generate,
+)
+from pycert.solvers.instance_io import (
+    dump_instance,
+    json_line,
+    load_instance,
+    parse_instance,
+)
+from pycert.solvers.model import SolveResult, SolverParams, solve_cpsat
+from pycert.solvers.optima import PagingOutcome, solve_paging
+from pycert.solvers.per_instance import (
+    committed_model,
+    free_routing_model,
+    routing_from,
+)
+from pycert.solvers.pooled import Cache, paging_model, peak_live, schedules
+from pycert.solvers.replay import keep_everything, replay_routing, replay_schedule
 
 REPO = Path(__file__).resolve().parent.parent
 PARAMS = SolverParams(seed=0, workers=2, time_limit_s=30.0)

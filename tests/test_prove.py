@@ -11,26 +11,34 @@ import pytest
 
 from pycert.certify.verify import verify_certificate
 from pycert.data.traces import read_trace
-from pycert.families import FAMILIES
-from pycert.families.base import Family
-from pycert.lean.emit import packed_trace, pooling_wall
+from pycert.families import FAMILIES, producer
+from pycert.families.base import Claim, Options, Producer
+from pycert.families.ceiling.produce import CeilingOptions
+from pycert.families.pooling import wall as pooling_wall
+from pycert.lean.emit import packed_trace
 from pycert.lean.sources import declared_theorems, library_modules, parse_imports
 from pycert.prove import prove, stages
-from solvers.instance import COMMITTED
-from solvers.instance_io import load_instance
+from pycert.solvers.instance import COMMITTED
+from pycert.solvers.instance_io import load_instance
 from tests.conftest import REPO
 
 
-def test_every_family_is_one_module_with_its_lean_file_and_its_theorems() -> None:
+def jobs(*names: str, traces: list[Path] | None = None) -> list[tuple[Producer, Options]]:
+    """What `pycert prove NAME ...` runs, as the Python API takes it."""
+    return [(producer(n), CeilingOptions(trace=traces or []) if n == "ceiling" else Options()) for n in names]
+
+
+def test_every_family_is_one_package_with_its_lean_file_and_its_theorems() -> None:
     assert set(FAMILIES) == {"ceiling", "first-touch", "isolation", "pooling"}
     modules = library_modules(REPO / "lean")
     for family in FAMILIES.values():
-        assert isinstance(family, Family)
+        assert isinstance(family, Claim)
         assert type(family).__module__ == f"pycert.families.{family.name.replace('-', '_')}"
         assert family.lean_module in modules, family.name
         declared = {n for path in modules.values() for n in declared_theorems(path.read_text(encoding="utf-8"))}
-        assert set(family.theorems) <= declared, family.name
-        assert family.certificate_model.model_fields["family"].annotation.__args__ == (family.name,)
+        assert set(family.theorem_names) <= declared, family.name
+        assert family.certificate.model_fields["family"].annotation.__args__ == (family.name,)
+        assert family.certificate.__name__.endswith("Certificate") and producer(family.name).claim is family
 
 
 def test_the_root_imports_every_library_file() -> None:
@@ -50,9 +58,9 @@ def test_emitted_instance_files_are_the_committed_ones() -> None:
 
 
 def test_the_stages_in_order() -> None:
-    names = [name for name, _ in stages(list(FAMILIES.values()))]
-    assert names == ["lean library", "instances: ceiling", "instances: first-touch", "instances: isolation",
-                     "instances: pooling", "kernel check", "axiom audit", "statements", "certificates"]
+    names = [name for name, _ in stages(jobs(*FAMILIES))]
+    assert names == ["instances: ceiling", "instances: first-touch", "instances: isolation", "instances: pooling",
+                     "kernel", "axiom audit", "statements", "certificates"]
 
 
 def _comparable(text: str) -> dict:
@@ -66,18 +74,18 @@ def _comparable(text: str) -> dict:
 @pytest.mark.timeout(1800)
 def test_prove_writes_what_the_committed_certificates_say(wasm, tmp_path: Path) -> None:
     out = tmp_path / "certificates"
-    res = prove(["isolation", "first-touch"], [], backend="wasm", out_dir=out)
+    res = prove(jobs("isolation", "first-touch"), backend="wasm", out_dir=out)
     assert res.ok, res.stages
     assert [(s.name, s.status) for s in res.stages] == [
-        ("lean library", "ok"), ("instances: first-touch", "ok"), ("instances: isolation", "ok"),
-        ("kernel check", "skipped"), ("axiom audit", "ok"), ("statements", "ok"), ("certificates", "ok")]
+        ("instances: isolation", "ok"), ("instances: first-touch", "ok"), ("kernel", "ok"),
+        ("axiom audit", "ok"), ("statements", "ok"), ("certificates", "ok")]
     written = sorted(Path(p).name for p in res.written)
     assert written == ["first-touch-c256-n4000.json", "isolation-t8-n1024.json"]
     for name in written:
         assert _comparable((out / name).read_text()) == _comparable((REPO / "certificates" / name).read_text())
         assert verify_certificate(out / name).ok
     first = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
-    assert prove(["isolation", "first-touch"], [], backend="wasm", out_dir=out).ok
+    assert prove(jobs("isolation", "first-touch"), backend="wasm", out_dir=out).ok
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == first  # byte-identical, manifest too
     assert json.loads((out / "runs" / "last.json").read_text())["written"]
 
@@ -101,12 +109,12 @@ def test_a_certificate_directory_can_be_renamed_and_sent(wasm, tmp_path: Path) -
 
     work = tmp_path / "work"
     trace = _ids_trace(work / "mine.txt", seed=5)
-    res = prove(["ceiling"], [trace], backend="wasm", out_dir=work / "certs")
+    res = prove(jobs("ceiling", traces=[trace]), backend="wasm", out_dir=work / "certs")
     assert res.ok, res.stages
     (work / "certs").rename(work / "renamed")
     cert = work / "renamed" / "ceiling-mine.json"
     assert verify_certificate(cert).ok
-    assert verify_certificate(work / "renamed" / "ceiling-synthetic-seed0.json").ok
+    assert not (work / "renamed" / "ceiling-synthetic-seed0.json").exists()  # only what was asked for
     sent = tmp_path / "inbox" / "certs"
     sent.parent.mkdir()
     (work / "renamed").rename(sent)
@@ -116,7 +124,7 @@ def test_a_certificate_directory_can_be_renamed_and_sent(wasm, tmp_path: Path) -
     trace.write_text(trace.read_text() + "1\n")
     assert verify_certificate(sent / "ceiling-mine.json", inputs={"mine.txt": trace}).status == "rejected"
     with pytest.raises(InputError, match="would both make ceiling-my-trace"):
-        prove(["ceiling"], [_ids_trace(work / "my-trace.txt", 1), _ids_trace(work / "my_trace.txt", 2)],
+        prove(jobs("ceiling", traces=[_ids_trace(work / "my-trace.txt", 1), _ids_trace(work / "my_trace.txt", 2)]),
               backend="wasm", out_dir=work / "clash")
     assert not (work / "clash").exists()
 
@@ -131,7 +139,7 @@ def test_a_check_that_runs_out_of_time_rejects_nothing(wasm, tmp_path: Path) -> 
     import sys
 
     out = tmp_path / "certs"
-    assert prove(["ceiling"], [], backend="wasm", out_dir=out).ok  # the default trace, cached from here on
+    assert prove(jobs("ceiling"), backend="wasm", out_dir=out).ok  # the default trace, cached from here on
     trace = _ids_trace(tmp_path / "fresh.txt", seed=int.from_bytes(os.urandom(4), "little"))
     proc = subprocess.run([sys.executable, "-m", "pycert", "prove", "ceiling", "--trace", str(trace), "--out", str(out),
                            "--timeout", "4", "--backend", "wasm"], capture_output=True, text=True, cwd=REPO, timeout=1200)
@@ -148,31 +156,20 @@ def test_a_check_that_runs_out_of_time_rejects_nothing(wasm, tmp_path: Path) -> 
 def test_a_trace_that_would_replace_an_earlier_certificate_is_refused(tmp_path: Path) -> None:
     from pycert.core.errors import InputError
     from pycert.families.base import Setting
-    from pycert.families.ceiling import FAMILY as CEILING
+    from pycert.families.ceiling.produce import PRODUCER as CEILING
+
+    def setting(*traces: Path, everything: bool = False) -> Setting:
+        return Setting(out_dir=out, options=CeilingOptions(trace=list(traces), synthetic=everything))
 
     out = tmp_path / "certs"
     out.mkdir()
     (out / "ceiling-t1.json").write_text(json.dumps({"inputs": [{"role": "trace", "path": "t1.txt"}]}))
     same = _ids_trace(tmp_path / "again" / "t1.txt", 1)
-    CEILING.check_setting(Setting(out_dir=out, traces=(same,)))  # the same trace, proved again
+    CEILING.check(setting(same))  # the same trace, proved again
     other = _ids_trace(tmp_path / "t1.csv", 1)
     with pytest.raises(InputError, match="certifies trace t1.txt"):
-        CEILING.check_setting(Setting(out_dir=out, traces=(other,)))
+        CEILING.check(setting(other))
+    clash = _ids_trace(tmp_path / "synthetic_seed0.txt", 1)
+    CEILING.check(setting(clash))  # alone: no synthetic default to clash with
     with pytest.raises(InputError, match="would both make ceiling-synthetic-seed0"):
-        CEILING.check_setting(Setting(out_dir=out, traces=(_ids_trace(tmp_path / "synthetic_seed0.txt", 1),)))
-
-
-def test_a_run_leaves_only_what_its_certificates_name(tmp_path: Path) -> None:
-    from pycert.prove import files_under, sweep
-
-    out = tmp_path / "certs"
-    (out / "lean").mkdir(parents=True)
-    (out / "lean" / "Old.lean").write_text("kept: there before")
-    before = files_under(out)
-    for rel in ("lean/Good.lean", "lean/Rejected.lean", "inputs/x.jsonl", "lean/derived/Gone.lean", "good.json",
-                "users/own.txt"):
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        (out / rel).write_text(rel)
-    sweep(out, before, keep={out / "lean" / "Good.lean", out / "good.json"})
-    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
-        "good.json", "lean", "lean/Good.lean", "lean/Old.lean", "users", "users/own.txt"]
+        CEILING.check(setting(clash, everything=True))

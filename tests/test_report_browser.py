@@ -16,8 +16,8 @@ import pytest
 
 from pycert.certify.browser import CHROMIUM, GREEN, RED, Browser
 from pycert.certify.manifest import MANIFEST_NAME, write_certificates
-from pycert.certify.schema import InputFile
 from pycert.cli import main
+from pycert.core.schema import InputFile
 from pycert.data.traces import read_trace
 from pycert.families.ceiling import ceiling_figures
 from tests.test_verify import build_repo, make_cert

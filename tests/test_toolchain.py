@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
+from pycert.core.errors import PycertError
 from pycert.lean import toolchain as tc
 from pycert.lean.wasm import WasmBackend
-from pycert.core.errors import PycertError
 
 # The generated ``__dlsym_js`` around the patched statement, reduced to what the lookup touches.
 DLSYM = "var dlsym=(lib,symbol)=>{var newSymIndex;{}return newSymIndex};"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pycert.data import synthetic
 from pycert.analysis.cachesim import belady_hits, lru_hit_curve
 from pycert.cli import main
+from pycert.data import synthetic
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "traces" / "mooncake-fast25"

@@ -11,11 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pycert.data import synthetic
 from pycert.analysis.cachesim import trace_stats
 from pycert.core.errors import InputError
 from pycert.core.files import file_sha256
-from pycert.data.traces import MOONCAKE_BLOCK_TOKENS, coarsen, read_trace, trace_from_bytes
+from pycert.data import synthetic
+from pycert.data.traces import (
+    MOONCAKE_BLOCK_TOKENS,
+    coarsen,
+    read_trace,
+    trace_from_bytes,
+)
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "mooncake-fast25"
 CONVERSATION = SHARED / "conversation_trace.jsonl"

@@ -10,24 +10,31 @@ from pathlib import Path
 
 import pytest
 
-from pycert.certify.documents import certificate
-from pycert.certify.provenance import certificate_provenance
+from pycert.certify.assemble import assemble
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest, write_certificates
-from pycert.certify.schema import AuditInfo, BackendInfo, Certificate, Figure, InputFile, TheoremStatement
+from pycert.certify.provenance import certificate_provenance
 from pycert.certify.verify import own_library, verify_certificate
 from pycert.cli import main
 from pycert.core.files import file_sha256 as sha256_file
 from pycert.core.resources import library_sha256
+from pycert.core.schema import (
+    AuditInfo,
+    BackendInfo,
+    Certificate,
+    Figure,
+    InputFile,
+    TheoremStatement,
+)
 from pycert.data.traces import read_trace, trace_from_bytes
 from pycert.families import FAMILIES
+from pycert.families.base import Prepared
 from pycert.families.ceiling import ceiling_figures
 from pycert.families.first_touch import first_touch_figures
 from pycert.families.isolation import isolation_figures
 from pycert.lean.emit import packed_trace as lean_trace
-from pycert.lean.sources import scan_declarations
-from pycert.lean.statements import library_signatures
-
-from tests.conftest import SHARED_TRACES as TRACES, nonce
+from pycert.lean.sources import library_signatures, scan_declarations
+from tests.conftest import SHARED_TRACES as TRACES
+from tests.conftest import nonce
 
 SIGNATURES = library_signatures(own_library())
 
@@ -41,21 +48,18 @@ def fixture_statements(theorems: tuple[str, ...] | list[str]) -> dict[str, Theor
 
 def make_cert(cert_id: str, family: str, figures: dict[str, Fraction], parameters: dict | None = None,
               inputs: list[InputFile] | None = None, library: str | None = None) -> Certificate:
-    """A certificate as ``pycert prove`` writes one: every sentence derived by the family."""
-    fam = FAMILIES[family]
-    inputs = inputs or []
-    d = fam.derive(fam.params.model_validate(parameters or {}), figures, inputs)
-    return certificate(
-        id=cert_id, family=family, claim=d.claim, theorems=list(d.theorems), statements=fixture_statements(d.theorems),
-        parameters=parameters or {},
-        inputs=inputs, figures=[Figure.of(v, name=k, known_by=d.known_by[k], evidence=d.evidence[k])
-                                      for k, v in figures.items()],
-        backend=BackendInfo(kind="wasm", lean_version="4.28.0-pre",
-                            lean_commit="38f3c0c45b8df6da2652faff6dcaa15afb5a6981", node_version="v24.0.0"),
-        audit=AuditInfo(verdict="pass", axioms=["propext"], axioms_by_theorem={t: ["propext"] for t in d.theorems}),
-        does_not_prove=list(d.does_not_prove),
-        provenance=certificate_provenance().model_copy(update={"library_sha256": library} if library else {}),
-    )
+    """A certificate as ``pycert prove`` writes one (:func:`pycert.certify.assemble.assemble`), with a
+    fixture audit record and fixture statements."""
+    claim = FAMILIES[family]
+    p = Prepared(claim=claim, id=cert_id, parameters=claim.params.model_validate(parameters or {}),
+                 figures=figures, headline="", inputs=inputs or [])
+    theorems = p.derived().theorems
+    return assemble(
+        p, BackendInfo(kind="wasm", lean_version="4.28.0-pre", lean_commit="38f3c0c45b8df6da2652faff6dcaa15afb5a6981",
+                       node_version="v24.0.0"),
+        AuditInfo(verdict="pass", axioms=["propext"], axioms_by_theorem={t: ["propext"] for t in theorems}),
+        fixture_statements(theorems),
+        certificate_provenance().model_copy(update={"library_sha256": library} if library else {}))
 
 
 def build_repo(root: Path) -> Path:
@@ -528,8 +532,8 @@ def test_kernel_reports_a_derived_file_that_does_not_regenerate(repo: Path, tmp_
     # the fixture's audit record and statements are placeholders the rebuild rejects; the file is not built
     assert fields(r)[0] == "parameters.lean_encoding" and "kernel" in r.checked, r.failures
     assert not any(f.startswith("kernel[") for f in fields(r)) and r.status == "rejected"
-    assert set(fields(r)[1:]) <= {f"audit.axioms_by_theorem[{t}] (re-run)" for t in FAMILIES["ceiling"].theorems} | {
-        f"statements[{t}].{k}" for t in FAMILIES["ceiling"].theorems for k in ("type_sha256", "statement")}
+    assert set(fields(r)[1:]) <= {f"audit.axioms_by_theorem[{t}] (re-run)" for t in FAMILIES["ceiling"].theorem_names} | {
+        f"statements[{t}].{k}" for t in FAMILIES["ceiling"].theorem_names for k in ("type_sha256", "statement")}
 
 
 # ---------------------------------------------------------------------------- the committed certificates

@@ -36,8 +36,8 @@ from fractions import Fraction
 from pydantic import BaseModel
 
 from pycert.analysis.cachesim import lru_hit_curve
-from pycert.core.exact import Ratio
 from pycert.core.errors import InputError
+from pycert.core.exact import Ratio
 from pycert.data.traces import Trace, coarsen
 
 
@@ -84,7 +84,9 @@ def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = No
         raise InputError(f"a capacity of {capacity_tokens} tokens holds no whole block of {bt} tokens "
                          f"(granularity {trace.granularity})")
     h = None if host_tokens is None else host_tokens // bt
-    from pycert.analysis.optcurve import opt_hit_curve  # numba loads only when a report is made
+    from pycert.analysis.optcurve import (
+        opt_hit_curve,  # numba loads only when a report is made
+    )
 
     curve = lru_hit_curve(trace.refs)
     opt = opt_hit_curve(trace.refs)

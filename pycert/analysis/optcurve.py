@@ -60,7 +60,12 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from pycert.analysis.cachesim import HitCurve, _as_array, _dense_ids, curve_from_distances
+from pycert.analysis.cachesim import (
+    HitCurve,
+    _as_array,
+    _dense_ids,
+    curve_from_distances,
+)
 from pycert.core.resources import use_numba_cache
 
 use_numba_cache()

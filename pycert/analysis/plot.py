@@ -56,7 +56,9 @@ def plot_hit_rates(path: Path, curve: HitCurve, opt: HitCurve | None, title: str
 
 def trace_curves(trace: Trace) -> tuple[HitCurve, HitCurve]:
     """``trace``'s exact LRU and Belady/MIN (OPT) hit counts at every capacity."""
-    from pycert.analysis.optcurve import opt_hit_curve  # numba loads only when a curve is wanted
+    from pycert.analysis.optcurve import (
+        opt_hit_curve,  # numba loads only when a curve is wanted
+    )
 
     return lru_hit_curve(trace.refs), opt_hit_curve(trace.refs)
 

@@ -13,9 +13,9 @@ backend cross-check the result with Lean's own ``#print axioms`` where it can.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -32,12 +32,11 @@ from pycert.audit.graph import (
     marks,
     reachable,
 )
+from pycert.audit.statement import expr_digest
 from pycert.core.errors import InputError, Rejection
+from pycert.lean.backend import Backend, PrintedAxioms
+from pycert.lean.build import DEFAULT_TIMEOUT, BuildResult
 from pycert.lean.sources import declared_theorems
-
-if TYPE_CHECKING:
-    from pycert.lean.backend import Backend
-    from pycert.lean.build import BuildResult
 
 Reason = Literal[
     "sorry", "native-code", "project-axiom", "axiom", "implemented_by", "extern", "partial", "unsafe",
@@ -109,7 +108,10 @@ class AuditReport(BaseModel):
     """Each public theorem of the audited modules and the axioms it reaches: what ``#print axioms``
     answers natively (on wasm, toolchain proofs the shipped files omit are not looked into)."""
     cross_check: str = "not run"
-    """The native ``#print axioms`` comparison (:mod:`pycert.audit.print_axioms`): agreed, or why not run."""
+    """The comparison with Lean's own ``#print axioms`` (:func:`cross_check`): agreed, or why not run."""
+    type_sha256: dict[str, str] = {}
+    """The digest of each requested theorem's kernel type (:func:`pycert.audit.statement.expr_digest`),
+    read in the same pass as the axioms."""
 
     @property
     def ok(self) -> bool:
@@ -183,6 +185,7 @@ def audit_modules(
     *,
     declared_theorems: list[str] | dict[str, list[str]] | None = None,
     allowed_axioms: Iterable[str] | None = None,
+    digests: Sequence[str] = (),
 ) -> AuditReport:
     """Audit every theorem of ``modules`` (found on ``search_path``: the build dir, then the toolchain).
 
@@ -190,7 +193,8 @@ def audit_modules(
     each must be a theorem of the audited modules. A dict maps a module to the names its own source
     declares (instance files may reuse a name); a list is checked against all audited modules.
     ``allowed_axioms`` exists for the pin's own test: any value but the pinned list is rejected
-    before anything is read.
+    before anything is read. ``digests``: theorems whose type digest to compute in the same pass (those
+    the audited modules hold).
     """
     t0 = time.monotonic()
     check_allow_list(allowed_axioms)
@@ -217,7 +221,20 @@ def audit_modules(
         axioms_by_theorem={thm: sorted(display_name(c) for c in reached.get(thm, ())
                                        if c not in unknown and env.nodes[c].axiom)
                            for _, thm in theorems if not thm.startswith("_private.") and not is_auxiliary(thm)},
+        type_sha256=_digests(env, audited, digests),
     )
+
+
+def _digests(env: Environment, audited: list[str], names: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    wanted = set(names)
+    for m in audited:
+        mod = env.modules[m]
+        for name in wanted & mod.by_name.keys():
+            ci = mod.constant(name)
+            if ci is not None and ci.kind == "thm":
+                out[name] = expr_digest(mod.heap, ci.type_ptr)
+    return out
 
 
 def _declared_check(
@@ -276,11 +293,14 @@ def module_declarations(sources: dict[str, Path]) -> dict[str, list[str]]:
     return declared
 
 
-def audit_build(build: BuildResult, backend: Backend, library: Path | None = None) -> AuditReport:
-    """Audit every module a :class:`pycert.lean.build.BuildResult` compiled (library and instance files).
+def audit_build(build: BuildResult, backend: Backend, library: Path | None = None, digests: Sequence[str] = (),
+                timeout: float = DEFAULT_TIMEOUT) -> AuditReport:
+    """Audit every module a :class:`pycert.lean.build.BuildResult` compiled (library and instance files),
+    and compute the type digests of ``digests`` in the same read.
 
     The olean tree of the build comes first on the search path, then the backend's own library. The
-    backend cross-checks the report in the Lake project around ``library`` where it can.
+    report is cross-checked with Lean's own ``#print axioms`` where the backend can run it (in the Lake
+    project around ``library``).
     """
     failed = [r.module for r in build.results if not r.ok]
     if failed:
@@ -290,19 +310,39 @@ def audit_build(build: BuildResult, backend: Backend, library: Path | None = Non
     sources = {r.module: Path(r.file) for r in build.results}
     modules = list(sources)
     report = audit_modules(modules, [Path(build.olean_dir), backend.toolchain_library()],
-                           declared_theorems=module_declarations(sources))
-    backend.cross_check(report, modules, library.parent if library else None)
+                           declared_theorems=module_declarations(sources), digests=digests)
+    cross_check(report, backend.print_axioms(library.parent if library else None, modules,
+                                             sorted(report.axioms_by_theorem), timeout))
     return report
 
 
-def cross_check(report: AuditReport, lake: Path, project: Path, modules: list[str], timeout: float = 1800.0) -> None:
-    """Natively: Lean's ``#print axioms`` for every public theorem must name the same axioms as the
-    .olean audit. Each disagreement is a finding, so the audit fails."""
-    from pycert.audit import print_axioms
+def _shown(axioms: list[str] | None) -> str:
+    return "no answer" if axioms is None else "[" + ", ".join(sorted(axioms)) + "]"
 
+
+def compare(pycert: dict[str, list[str]], lean: dict[str, list[str]]) -> list[Rejection]:
+    """Every theorem either side names whose axiom sets differ (or that one side did not answer):
+    ``expected`` is what the .olean audit found, ``found`` what ``#print axioms`` printed (each the
+    axioms joined by ", ", or None when that side said nothing about the theorem)."""
+    out = []
+    for name in sorted(pycert.keys() | lean.keys()):
+        ours, theirs = pycert.get(name), lean.get(name)
+        if ours is None or theirs is None or sorted(ours) != sorted(theirs):
+            out.append(Rejection(subject=name, reason="cross-check",
+                                 detail=f"pycert {_shown(ours)}, #print axioms {_shown(theirs)}",
+                                 expected=None if ours is None else ", ".join(sorted(ours)),
+                                 found=None if theirs is None else ", ".join(sorted(theirs))))
+    return out
+
+
+def cross_check(report: AuditReport, printed: PrintedAxioms) -> None:
+    """Lean's ``#print axioms`` for every public theorem must name the same axioms as the .olean audit.
+    Each disagreement is a finding, so the audit fails; when Lean was not asked, the report says why."""
+    if printed.answers is None:
+        report.cross_check = f"not run: {printed.not_run}"
+        return
     theorems = sorted(report.axioms_by_theorem)
-    lean = print_axioms.run_native(lake, project, modules, theorems, timeout)
-    diffs = print_axioms.compare(report.axioms_by_theorem, lean)
+    diffs = compare(report.axioms_by_theorem, printed.answers)
     for d in diffs:
         report.findings.append(Finding(subject=d.subject, reason="cross-check", detail=f"{WHY['cross-check']}: {d.render()}",
                                        expected=d.expected, found=d.found, module="", constant=d.found or "-",

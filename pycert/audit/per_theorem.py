@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pycert.audit.graph import ALLOWED_AXIOMS
-from pycert.certify.schema import AuditInfo
 from pycert.core.errors import Rejection
+from pycert.core.schema import AuditInfo
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # an annotation only: reading a certificate's audit record needs no olean reader
     from pycert.audit.axioms import AuditReport
 
 

@@ -17,6 +17,7 @@ from pycert.audit import olean
 from pycert.audit.olean_format import Expr
 from pycert.core.errors import InputError
 
+
 def _label(e: Expr) -> str:
     """Everything of one node but its children, as text."""
     levels = [str(level) for level in e.levels]

@@ -12,16 +12,16 @@ from typing import Annotated, Any, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from pycert.certify.schema import SCHEMA_ID, Certificate
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import atomic_write, read_input
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
 from pycert.core.resources import schema_path
+from pycert.core.schema import SCHEMA_ID, Certificate
 from pycert.families import FAMILIES
 
 SCHEMA_PATH = schema_path()
 
-AnyCertificate = Annotated[Union[tuple(f.certificate_model for f in FAMILIES.values())],  # noqa: UP007
+AnyCertificate = Annotated[Union[tuple(f.certificate for f in FAMILIES.values())],  # noqa: UP007
                            Field(discriminator="family")]
 _ADAPTER: TypeAdapter[Certificate] = TypeAdapter(AnyCertificate)
 
@@ -77,17 +77,6 @@ def parse_certificate(text: str | bytes, where: str | None = None) -> Certificat
             raise InputError(f"not a certificate: a JSON {_json_kind(e.get('input'))}, not an object",
                              where=where) from None
         raise Rejected(_rejection(e)) from None
-
-
-def declared_inputs(path: Path) -> list[dict[str, Any]] | None:
-    """The ``inputs`` a certificate file declares, read without validating it (to plan a run or check
-    flags before the real checks); None when the file cannot be read as a certificate at all, which
-    those checks then report."""
-    try:
-        inputs = json.loads(Path(path).read_bytes())["inputs"]
-        return [i for i in inputs if isinstance(i, dict) and isinstance(i.get("path"), str)]
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
 
 
 def load_certificate(path: Path) -> Certificate:

@@ -12,9 +12,9 @@ import hashlib
 import re
 from pathlib import Path
 
-from pycert.certify.schema import Certificate
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.files import atomic_write_many, read_input
+from pycert.core.schema import Certificate
 
 MANIFEST_NAME = "MANIFEST.sha256"
 _MANIFEST_LINE = re.compile(r"^([0-9a-f]{64}) [ *](\S(?:.*\S)?)$")
@@ -57,8 +57,9 @@ def manifest_rejection(entries: dict[str, str], name: str, data: bytes, manifest
     return None
 
 
-def write_certificates(certs: list[Certificate], out_dir: Path) -> None:
-    """Write ``<id>.json`` for each certificate and then ``MANIFEST.sha256``, as one batch.
+def certificate_files(certs: list[Certificate], out_dir: Path) -> dict[Path, bytes]:
+    """``<id>.json`` for each certificate and the ``MANIFEST.sha256`` that covers them, as bytes to write
+    together (:func:`pycert.core.files.publish_files`).
 
     The manifest keeps the entries of earlier certificates still present (with the hashes recorded
     then, so a hand-edited file stays detectable) and adds the new ones. Nothing else is touched.
@@ -66,7 +67,6 @@ def write_certificates(certs: list[Certificate], out_dir: Path) -> None:
     ids = [c.id for c in certs]
     if len(set(ids)) != len(ids):
         raise ValueError(f"duplicate certificate ids: {sorted({i for i in ids if ids.count(i) > 1})}")
-    out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / MANIFEST_NAME
     entries = read_manifest(manifest_path) if manifest_path.exists() else {}
     entries = {name: h for name, h in entries.items() if (out_dir / name).is_file()}
@@ -76,4 +76,9 @@ def write_certificates(certs: list[Certificate], out_dir: Path) -> None:
         files[out_dir / cert.filename] = data
         entries[cert.filename] = hashlib.sha256(data).hexdigest()
     files[manifest_path] = render_manifest(entries).encode()
-    atomic_write_many(files)
+    return files
+
+
+def write_certificates(certs: list[Certificate], out_dir: Path) -> None:
+    """Write the certificates and then the manifest, as one batch."""
+    atomic_write_many(certificate_files(certs, out_dir))

@@ -22,9 +22,9 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pycert import __version__
-from pycert.certify.schema import Provenance
 from pycert.core.files import atomic_write
 from pycert.core.resources import checkout_root, library_sha256
+from pycert.core.schema import Provenance
 
 RUN_RECORD = Path("runs") / "last.json"
 """Relative to the certificate folder."""

@@ -1,7 +1,8 @@
 """``verify --kernel``: rebuild the verifier's own library and the certificate's instance files, then
 re-run the axiom audit on the named theorems, recompute each theorem's type digest from the oleans
-just built and have Lean print each statement again. Nothing is taken from the certificate but the
-names it asks about and the values it is compared with.
+just built and have Lean print each statement again, all from one build (the library, the instance
+files and the statement probe in one graph) and one read of its compiled files. Nothing is taken from
+the certificate but the names it asks about and the values it is compared with.
 """
 
 from __future__ import annotations
@@ -10,9 +11,15 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from pycert.certify.schema import Certificate
+from pycert.audit.axioms import audit_build
+from pycert.audit.per_theorem import audit_rejections, certificate_audit
+from pycert.audit.statements import STATEMENTS_MODULE, printed_statements, probe_source
+from pycert.certify.inputs import Locator
 from pycert.core.errors import Rejection
-from pycert.families.base import Locator
+from pycert.core.schema import Certificate
+from pycert.lean import build
+from pycert.lean.backend import resolve
+from pycert.lean.sources import library_signatures
 
 
 def _kernel_files(cert: Certificate, where: Locator, regenerated: dict[str, bytes], scratch: Path) -> list[Path]:
@@ -50,30 +57,22 @@ def statement_rejections(cert: Certificate, digests: dict[str, str], printed: di
 
 def rebuild(cert: Certificate, where: Locator, library: Path, regenerated: dict[str, bytes],
             backend: str | None, timeout: float, progress: Callable[[str], None] = lambda _m: None) -> list[Rejection]:
-    from pycert.audit.axioms import audit_build
-    from pycert.audit.per_theorem import audit_rejections, certificate_audit
-    from pycert.audit.statement import type_digests
-    from pycert.lean import build
-    from pycert.lean.backend import resolve
-    from pycert.lean.sources import library_modules
-    from pycert.lean.statements import library_signatures, printed_statements
-
     chosen = resolve(backend)
+    # a name the library does not declare is already rejected offline; Lean is asked only about the rest
+    known = [t for t in cert.theorems if t in library_signatures(library)]
     with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:  # the audit reads the sources too
         files = _kernel_files(cert, where, regenerated, Path(scratch))
+        probe = Path(scratch) / "probe" / f"{STATEMENTS_MODULE}.lean"
+        probe.parent.mkdir()
+        probe.write_text(probe_source(known), encoding="utf-8")
         progress(f"{cert.id}: rebuilding the library and {len(files)} instance file(s)")
-        res = build.build(library=library, files=files, backend=chosen, timeout=timeout,
+        res = build.build(library=library, files=[*files, probe], backend=chosen, timeout=timeout,
                           progress=lambda m: progress("  " + m))
         failures = [Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file", f"{r.status}: " + (
                     r.failures[0].render() if r.failures else (r.detail or r.status))) for r in res.results if not r.ok]
         if not res.ok:
             return failures
         progress(f"{cert.id}: axiom audit")
-        report = audit_build(res, chosen, library)
+        report = audit_build(res, chosen, library, digests=known, timeout=timeout)
     failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
-    # a name the library does not declare is already rejected offline; Lean is asked only about the rest
-    known = [t for t in cert.theorems if t in library_signatures(library)]
-    digests = type_digests(Path(res.olean_dir), list(library_modules(library)), known)
-    progress(f"{cert.id}: printing {len(known)} statements")
-    printed = printed_statements(library, known, chosen, timeout) if known else {}
-    return failures + statement_rejections(cert, digests, printed)
+    return failures + statement_rejections(cert, report.type_sha256, printed_statements(res, known))

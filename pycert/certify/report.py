@@ -20,10 +20,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pycert.certify.documents import parse_certificate
+from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
-from pycert.certify.schema import Certificate
+from pycert.certify.verify import own_library
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root, read_input
+from pycert.core.schema import Certificate
+from pycert.lean.sources import library_signatures
 
 _SCRIPT = r"""
 "use strict";
@@ -133,6 +136,7 @@ def _script_hash(script: str) -> str:
 
 def curve_png(trace_path: Path, sha256: str, label: str) -> bytes:
     """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling)."""
+    # matplotlib and numba: only when a page draws a curve
     from pycert.analysis.plot import hit_rate_png, trace_curves
     from pycert.data.traces import read_trace
 
@@ -219,9 +223,6 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
     """``library``: theorem -> source signature of the library the page's verifier checks against
     (default: pycert's own)."""
     if library is None:
-        from pycert.certify.verify import own_library
-        from pycert.lean.statements import library_signatures
-
         library = library_signatures(own_library())
     index = _rows([(f'<a href="#cert-{_e(c.id)}">{_e(c.id)}</a>', _e(c.family), _e(c.claim)) for c, _ in certs],
                   ("certificate", "family", "claim"))
@@ -257,7 +258,6 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     like verify finds it: inside ``root``, by default the certificates' directory, an external trace where
     ``inputs`` hands it in or beside that directory; one found nowhere is an input error naming
     ``--input``), once per trace."""
-    from pycert.families.base import Locator
 
     manifest, certs = load_directory(cert_dir)
     where = Locator(root=root or certificate_root(cert_dir), external=dict(inputs or {}))

@@ -28,15 +28,16 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from pycert.certify.documents import declared_inputs, parse_certificate
+from pycert.audit.per_theorem import recorded_audit_rejections
+from pycert.certify.documents import parse_certificate
+from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
-from pycert.certify.schema import Certificate, InputFile, decimal_of
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import certificate_root, file_sha256
 from pycert.core.resources import library_dir, library_sha256
+from pycert.core.schema import Certificate, InputFile, decimal_of, declared_inputs
 from pycert.families import FAMILIES
-from pycert.families.base import Locator
-from pycert.lean.sources import Declaration, scan_declarations
+from pycert.lean.sources import Declaration, library_signatures, scan_declarations
 
 NOT_RERUN = "kernel and axiom audit: not re-run (run verify --kernel to rebuild and re-audit the named theorems)"
 
@@ -168,7 +169,7 @@ def regenerate(cert: Certificate, inp: InputFile, where: Locator) -> bytes:
     if not any(o.role == inp.derived_from for o in cert.inputs):
         raise Rejected(Rejection.mismatch(f"inputs[{inp.path}].derived_from", f"a {cert.family} {inp.role} file "
                                           "pycert can regenerate", f"{inp.role} derived from {inp.derived_from}"))
-    return FAMILIES[cert.family].regenerate(cert, inp, where)
+    return FAMILIES[cert.family].regenerate(cert.parameters, cert.inputs, inp, where)
 
 
 def _check_derived(cert: Certificate, i: int, inp: InputFile, where: Locator) -> tuple[bytes, Rejection | None]:
@@ -204,7 +205,7 @@ def _check_derived_inputs(cert: Certificate, where: Locator, result: VerifyResul
 def _check_figures(cert: Certificate, where: Locator, result: VerifyResult) -> dict[str, Fraction] | None:
     result.checked.append("figures")
     try:
-        recomputed = FAMILIES[cert.family].recompute(cert, where)
+        recomputed = FAMILIES[cert.family].figures(cert.parameters, cert.inputs, where)
     except Rejected as err:
         result.failures.append(err.rejection)
         return None
@@ -256,8 +257,6 @@ def _check_library(cert: Certificate, library: Path, result: VerifyResult) -> No
 def _check_theorems(cert: Certificate, library: Path, result: VerifyResult) -> None:
     """Every named theorem must be a public declaration of the verifier's own library, with the
     statement its source declares there."""
-    from pycert.lean.statements import library_signatures
-
     result.checked.append("theorems")
     files = sorted((library / "Pycert").rglob("*.lean")) if (library / "Pycert").is_dir() else []
     result.failures += check_theorems(cert.theorems, library_declarations(files, result.failures))
@@ -277,8 +276,6 @@ def check_signatures(cert: Certificate, signatures: dict[str, str]) -> list[Reje
 
 
 def _check_audit_record(cert: Certificate, result: VerifyResult) -> None:
-    from pycert.audit.per_theorem import recorded_audit_rejections
-
     result.checked.append("audit record")
     result.failures += recorded_audit_rejections(cert.audit, cert.theorems)
 
@@ -339,7 +336,9 @@ def verify_certificate(path: Path, root: Path | None = None, manifest: Path | No
     elif result.missing or result.errors:
         result.notes.append("kernel and axiom audit: not re-run (an input is missing or malformed)")
     else:
-        from pycert.certify.rebuild import rebuild
+        from pycert.certify.rebuild import (
+            rebuild,  # the build and the audit: only under --kernel (start-up)
+        )
 
         result.checked += ["kernel", "audit", "statements"]
         result.failures += rebuild(cert, where, library, regenerated, backend, timeout, progress)

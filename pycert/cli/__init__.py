@@ -15,18 +15,21 @@ from __future__ import annotations
 
 import sys
 
-# Order is the order shown in --help: data in, Lean/solvers out, certificates and audit at the end.
-COMMAND_MODULES = (
-    "toolchain",
-    "check",
-    "trace",
-    "pooling",
-    "prove",
-    "audit",
-    "verify",
-    "report",
-    "mutate",
-)
+# Command -> (the module that registers it, its one-line help). The order is the order shown in --help:
+# data in, Lean/solvers out, certificates and audit at the end. The help lives here so that `pycert
+# --help` and every command start without importing the other commands (numpy, the solvers, matplotlib).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "toolchain": ("toolchain", "show the active Lean backend; install or self-check it"),
+    "check": ("check", "check Lean files on the kernel (they may import the library)"),
+    "build": ("check", "build the Lean library under lean/ (cached by content hash)"),
+    "trace": ("trace", "exact cache figures of a KV-block trace: stats, LRU/Belady curves, offload"),
+    "pooling": ("pooling", "pooled vs per-instance KV caching: exact optima, cross-checks, Lean wall"),
+    "prove": ("prove", "build, solve, kernel-check, audit and write certificates"),
+    "audit": ("audit", "check that every theorem rests only on propext, Classical.choice, Quot.sound"),
+    "verify": ("verify", "re-check certificates offline from the inputs they name"),
+    "report": ("report", "write a static HTML page of the certificates"),
+    "mutate": ("mutate", "plant defects and show that every checker rejects them"),
+}
 
 _PARSER_CLASS = None
 
@@ -34,7 +37,7 @@ _PARSER_CLASS = None
 def _parser_class():  # noqa: ANN202 (argparse is imported lazily, see the module docstring)
     global _PARSER_CLASS
     if _PARSER_CLASS is None:
-        import argparse
+        import argparse  # lazily, like everything here: see the module docstring
         import re
 
         from pycert.core.errors import UsageError
@@ -51,8 +54,17 @@ def _parser_class():  # noqa: ANN202 (argparse is imported lazily, see the modul
     return _PARSER_CLASS
 
 
-def build_parser():  # noqa: ANN201
-    import importlib
+def chosen_command(argv: list[str]) -> str | None:
+    """The command ``argv`` names (its first word that is not an option), if it is one of ours."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in COMMANDS else None
+
+
+def build_parser(argv: list[str] | None = None):  # noqa: ANN201
+    """The parser; with ``argv``, only the command it names is imported and registered in full (the
+    others appear in ``--help`` by name and help line), so that a command starts without the others'
+    imports. Without ``argv``, every command is registered (tests enumerate them)."""
+    import importlib  # lazily: see the module docstring
 
     from pycert import __version__
 
@@ -60,15 +72,19 @@ def build_parser():  # noqa: ANN201
     parser.add_argument("--version", action="version", version=f"pycert {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_parser_class())
     sub.required = True
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"pycert.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"pycert.cli.{name}":
-                continue  # command not built yet
-            raise
-        module.register(sub)
+    only = None if argv is None else chosen_command(argv)
+    registered: set[str] = set()
+    for name, (module, help_) in COMMANDS.items():
+        if argv is not None and (only is None or module != COMMANDS[only][0]):
+            sub.add_parser(name, help=help_)
+        elif module not in registered:
+            importlib.import_module(f"pycert.cli.{module}").register(sub)
+            registered.add(module)
     return parser
+
+
+def help_of(command: str) -> str:
+    return COMMANDS[command][1]
 
 
 def add_common(p) -> None:  # noqa: ANN001
@@ -78,7 +94,10 @@ def add_common(p) -> None:  # noqa: ANN001
 
 def add_root(p) -> None:  # noqa: ANN001
     """``--root`` and ``--input``: where the files a certificate names are."""
-    from pycert.core.limits import in_path, named_path
+    from pycert.core.limits import (  # lazily: see the module docstring
+        in_path,
+        named_path,
+    )
 
     p.add_argument("--root", type=in_path, default=None,
                    help="the directory input paths are relative to (default: the certificates' own directory, "
@@ -121,7 +140,7 @@ def _pycert_error(err: BaseException, as_json: bool) -> int:
 
 
 def _on_sigterm(signum, frame) -> None:  # noqa: ANN001
-    from pycert.core.errors import Terminated
+    from pycert.core.errors import Terminated  # lazily: see the module docstring
 
     raise Terminated()
 
@@ -138,10 +157,17 @@ def main(argv: list[str] | None = None) -> int:
                 previous = signal.signal(signal.SIGTERM, _on_sigterm)  # so that temporaries get removed
             except ValueError:
                 previous = None  # not the main thread: signals are not ours to handle
-        from pycert.core.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, PycertError, Terminated, UsageError
+        from pycert.core.errors import (
+            EXIT_INTERRUPTED,
+            EXIT_TERMINATED,
+            EXIT_USAGE,
+            PycertError,
+            Terminated,
+            UsageError,
+        )
 
         try:
-            args = build_parser().parse_args(argv)
+            args = build_parser(argv).parse_args(argv)
             as_json = bool(getattr(args, "json", as_json))
             return int(args.func(args) or 0)
         except UsageError as err:

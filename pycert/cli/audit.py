@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pycert.audit import axioms as au
 from pycert.audit.sarif import to_sarif
-from pycert.cli import add_backend, add_common
+from pycert.cli import add_backend, add_common, help_of
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected
 from pycert.core.files import atomic_write
@@ -25,7 +25,7 @@ from pycert.lean.sources import library_modules, module_name
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="check that every theorem rests only on propext, Classical.choice, Quot.sound")
+    p = sub.add_parser("audit", help=help_of("audit"))
     p.add_argument("files", nargs="*", type=Path, metavar="FILE", help="instance files to build and audit too")
     p.add_argument("--library", type=Path, default=None, help="library root (default: pycert's own lean/, the installed one or the checkout's)")
     p.add_argument("--olean-dir", type=Path, default=None,

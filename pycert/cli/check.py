@@ -5,20 +5,20 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pycert.cli import add_backend, add_common
-from pycert.lean import build
+from pycert.cli import add_backend, add_common, help_of
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_RESOURCES
 from pycert.core.limits import in_path, int_range, seconds
 from pycert.core.resources import library_dir
+from pycert.lean import build
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    c = sub.add_parser("check", help="check Lean files on the kernel (they may import the library)")
+    c = sub.add_parser("check", help=help_of("check"))
     c.add_argument("files", nargs="+", type=in_path, metavar="FILE")
     _options(c)
     c.set_defaults(func=cmd_check)
-    b = sub.add_parser("build", help="build the Lean library under lean/ (cached by content hash)")
+    b = sub.add_parser("build", help=help_of("build"))
     b.add_argument("--library", type=Path, default=None, help="library root (default: the repository's lean/)")
     _options(b)
     b.set_defaults(func=cmd_build)

@@ -10,19 +10,19 @@ from __future__ import annotations
 import argparse
 import json
 
-from mutation import operators
-from mutation.campaign import run_campaign
-from mutation.report import render, to_stryker
-from pycert.cli import add_backend, add_common
+from pycert.cli import add_backend, add_common, help_of
 from pycert.core.console import Progress, emit
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED
 from pycert.core.files import atomic_write
-from pycert.core.resources import data_root
 from pycert.core.limits import out_path, seconds
+from pycert.core.resources import data_root
+from pycert.mutation import operators
+from pycert.mutation.campaign import run_campaign
+from pycert.mutation.report import render, to_stryker
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("mutate", help="plant defects and show that every checker rejects them")
+    p = sub.add_parser("mutate", help=help_of("mutate"))
     p.add_argument("--expect-reject", action="store_true",
                    help="exit 1 unless every (non-equivalent) mutant is killed for its expected reason")
     p.add_argument("--only", action="append", default=None, metavar="CLASS",

@@ -9,19 +9,31 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
-from pycert.cli import add_backend, add_common
+from pycert import prove
+from pycert.cli import add_backend, add_common, help_of
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError
 from pycert.core.files import atomic_write
-from pycert.core.limits import MAX_FAMILY_SIZE, in_path, int_list, int_range, json_depth_error, out_path, seconds, seed
-
-if TYPE_CHECKING:
-    from pycert.families.pooling import PoolingResult
-    from solvers.model import SolveResult
+from pycert.core.limits import (
+    MAX_FAMILY_SIZE,
+    in_path,
+    int_list,
+    int_range,
+    json_depth_error,
+    out_path,
+    seconds,
+    seed,
+)
+from pycert.families.pooling.produce import LeanCheck, PoolingResult, run_pooling
+from pycert.solvers.capacitated import CapacitatedParams
+from pycert.solvers.graphs import sharing
+from pycert.solvers.instance import COMMITTED, GeneratorParams, generate
+from pycert.solvers.instance_io import dump_instance, load_instance
+from pycert.solvers.model import SolveResult, SolverParams
+from pycert.solvers.pooled import peak_live
 
 
 def _sizes(text: str) -> list[int]:
@@ -29,7 +41,7 @@ def _sizes(text: str) -> list[int]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("pooling", help="pooled vs per-instance KV caching: exact optima, cross-checks, Lean wall")
+    p = sub.add_parser("pooling", help=help_of("pooling"))
     psub = p.add_subparsers(dest="action", metavar="ACTION")
     psub.required = True
 
@@ -63,11 +75,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from pycert.families.pooling import kernel_checker, run_pooling
-    from solvers.capacitated import CapacitatedParams
-    from solvers.instance import COMMITTED
-    from solvers.model import SolverParams
-
     cases = CapacitatedParams()
     if args.family_sizes:
         cases = cases.model_copy(update={"sizes": args.family_sizes})
@@ -77,7 +84,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         args.instance or COMMITTED,
         params=SolverParams(seed=args.seed, workers=args.workers, time_limit_s=args.time_limit),
         cases=cases,
-        lean_check=kernel_checker(backend=args.backend) if args.kernel else None,
+        lean_check=(lambda path: LeanCheck.model_validate(prove.check([path], args.backend).model_dump()))
+        if args.kernel else None,
         lean_file=args.lean_file,
         progress=Progress(enabled=not args.json),
     )
@@ -105,9 +113,6 @@ def _params(overrides: list[str], base: BaseModel) -> BaseModel:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from solvers.instance import COMMITTED, GeneratorParams, generate
-    from solvers.instance_io import dump_instance, load_instance
-
     committed = load_instance(COMMITTED).provenance
     seed = args.seed if args.seed is not None else (committed.seed if committed else 0)
     params = _params(args.overrides, committed.params if committed else GeneratorParams())
@@ -140,11 +145,6 @@ class CheckReport(BaseModel):
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from solvers.graphs import sharing
-    from solvers.instance import COMMITTED, generate
-    from solvers.instance_io import load_instance
-    from solvers.pooled import peak_live
-
     path = args.instance or COMMITTED
     inst = load_instance(path)
     shared = sharing(inst, inst.routing)

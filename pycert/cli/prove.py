@@ -1,38 +1,38 @@
-"""``pycert prove``: run the pipeline for all families or one, and write the certificates."""
+"""``pycert prove all|FAMILY [options]``: run the pipeline for all families or one, and publish the
+certificates. Each family declares its own options (``pycert prove ceiling --trace T``), so an option
+a family does not take is a usage error; ``all`` takes every family's."""
 
 from __future__ import annotations
 
 import argparse
 
 from pycert import prove
-from pycert.cli import add_backend, add_common, report_error
+from pycert.cli import add_backend, add_common, help_of, report_error
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_RESOURCES
-from pycert.families import FAMILIES
-from pycert.lean import build
+from pycert.core.limits import out_dir, seconds
+from pycert.lean.build import DEFAULT_TIMEOUT
+from pycert.families import FAMILIES, producer
+
+OUT_HELP = ("certificate directory (default: ./certificates, or certificates/ when run from a checkout); "
+            "everything a certificate names is kept under it (emitted Lean, the synthetic trace, the pooling "
+            "instance) except a --trace from outside it, named by its file name")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from pycert.core.limits import MAX_SHARD_REFS, in_path, int_range, out_dir, seconds
-
-    p = sub.add_parser("prove", help="build, solve, kernel-check, audit and write certificates")
-    p.add_argument("family", choices=("all", *FAMILIES), help="which family (or all)")
-    p.add_argument("--trace", type=in_path, action="append", default=[], metavar="PATH",
-                   help="also certify the hit ceiling of this trace (repeatable); default: the synthetic trace only")
-    p.add_argument("--out", type=out_dir, default=None,
-                   help="certificate directory (default: ./certificates, or certificates/ when run from a checkout); "
-                        "everything a certificate names is kept under it (emitted Lean, the synthetic trace, the "
-                        "pooling instance) except a --trace from outside it, named by its file name")
-    p.add_argument("--timeout", type=seconds, default=build.DEFAULT_TIMEOUT, help="seconds per Lean process")
-    p.add_argument("--shard-refs", type=int_range(1, MAX_SHARD_REFS), default=None, metavar="N",
-                   help="references per shard of a trace (default: chosen from measured memory; a trace that "
-                        "fits one Lean process is one file)")
-    p.add_argument("--ray-address", default=None, metavar="ADDRESS",
-                   help="the Ray cluster that checks the shards of a big trace (default: a local one on this "
-                        "machine's cores, started by pycert and stopped when it exits)")
-    add_common(p)
-    add_backend(p)
-    p.set_defaults(func=cmd_prove)
+    p = sub.add_parser("prove", help=help_of("prove"))
+    families = p.add_subparsers(dest="family", metavar="FAMILY", parser_class=type(p))
+    families.required = True
+    for name in ("all", *FAMILIES):
+        help_ = "every family" if name == "all" else f"the {name} family"
+        f = families.add_parser(name, help=help_, description=f"Prove {help_}.")
+        for chosen in FAMILIES if name == "all" else (name,):
+            producer(chosen).add_options(f)
+        f.add_argument("--out", type=out_dir, default=None, help=OUT_HELP)
+        f.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, help="seconds per Lean process")
+        add_common(f)
+        add_backend(f)
+        f.set_defaults(func=cmd_prove)
 
 
 def render(res: prove.ProveResult) -> str:
@@ -46,9 +46,10 @@ def render(res: prove.ProveResult) -> str:
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
-    families = list(FAMILIES) if args.family == "all" else [args.family]
-    res = prove.prove(families, args.trace, backend=args.backend, out_dir=args.out, timeout=args.timeout,
-                      shard_refs=args.shard_refs, ray_address=args.ray_address,
+    everything = args.family == "all"
+    jobs = [(producer(name), producer(name).options_from(args, everything))
+            for name in (FAMILIES if everything else (args.family,))]
+    res = prove.prove(jobs, backend=args.backend, out_dir=args.out, timeout=args.timeout,
                       progress=Progress(enabled=not args.json, force=True))
     emit(args.json, res, lambda: render(res))
     if res.rejected:

@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pycert.core.console import Progress, emit
 from pycert.certify.report import write_report
+from pycert.certify.verify import refuse_unused_inputs
+from pycert.cli import add_common, add_root, help_of
+from pycert.core.console import Progress, emit
+from pycert.core.limits import in_path, out_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from pycert.cli import add_common, add_root
-    from pycert.core.limits import in_path, out_path
-
     p = subparsers.add_parser(
-        "report", help="write a static HTML page of the certificates",
+        "report", help=help_of("report"),
         description="Lists every certificate in the manifest (claim, figures, inputs, limits) with the trace "
                     "engine's hit-rate curve of every trace they name, and a verifier that hashes a dropped "
                     "certificate with the browser's WebCrypto against the manifest. The page makes no "
@@ -30,8 +30,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pycert.certify.verify import refuse_unused_inputs
-
     refuse_unused_inputs(dict(args.input), sorted(args.certs.glob("*.json")))
     out, count = write_report(args.certs, args.out, root=args.root, curves=not args.no_curves, inputs=dict(args.input),
                               progress=Progress(enabled=not args.json))

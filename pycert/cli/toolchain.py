@@ -6,11 +6,13 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from pycert.cli import add_backend, add_common
-from pycert.lean import build, toolchain
-from pycert.lean.backend import resolve
+from pycert.cli import add_backend, add_common, help_of
+from pycert.core import resources
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED
+from pycert.core.resources import cache_dir, library_dir, library_sha256
+from pycert.lean import build, toolchain
+from pycert.lean.backend import resolve
 
 # Imports only the prelude, so the check costs the kernel's start-up and little more.
 SELFCHECK_SOURCE = """\
@@ -23,7 +25,7 @@ theorem pycert_selfcheck : Eq (Nat.pow 2 64) 18446744073709551616 := rfl
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("toolchain", help="show the active Lean backend; install or self-check it")
+    p = sub.add_parser("toolchain", help=help_of("toolchain"))
     add_common(p)
     add_backend(p)
     p.set_defaults(func=cmd_show)
@@ -39,8 +41,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from pycert.core.resources import cache_dir, library_dir, library_sha256
-
     info = resolve(args.backend).info().model_copy(update={
         "cache_dir": str(cache_dir()), "library": str(library_dir()), "library_sha256": library_sha256()})
     emit(args.json, info, lambda: table(["field", "value"], [(k, v) for k, v in info.model_dump().items() if v]))
@@ -57,7 +57,7 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 def cmd_selfcheck(args: argparse.Namespace) -> int:
     progress = Progress(enabled=not args.json, force=True)
-    with tempfile.TemporaryDirectory(prefix="selfcheck-", dir=toolchain.scratch_root()) as d:
+    with tempfile.TemporaryDirectory(prefix="selfcheck-", dir=resources.scratch_root()) as d:
         path = Path(d) / "PycertSelfcheck.lean"
         path.write_text(SELFCHECK_SOURCE)
         result = build.check_files([path], backend=args.backend, progress=progress)

@@ -13,16 +13,24 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pycert.data import synthetic
 from pycert.analysis.cachesim import HitCurve, TraceStats, lru_hit_curve, trace_stats
-from pycert.core.exact import Ratio
-from pycert.core.files import atomic_write
-from pycert.cli import add_common
-from pycert.core.console import Progress, emit, table
-from pycert.core.errors import EXIT_OK, InputError
-from pycert.core.limits import MAX_BELADY_POINTS, MAX_GENERATE_REQUESTS, in_path, int_list, int_range, out_path, seed
 from pycert.analysis.offload import OffloadArm, OffloadReport, offload_report
 from pycert.analysis.plot import hit_rate_png, log_capacities, trace_curves
+from pycert.cli import add_common, help_of
+from pycert.core.console import Progress, emit, table
+from pycert.core.errors import EXIT_OK, InputError
+from pycert.core.exact import Ratio
+from pycert.core.files import atomic_write
+from pycert.core.limits import (
+    MAX_BELADY_POINTS,
+    MAX_GENERATE_REQUESTS,
+    in_path,
+    int_list,
+    int_range,
+    out_path,
+    seed,
+)
+from pycert.data import synthetic
 from pycert.data.traces import Trace, coarsen, read_trace
 
 
@@ -83,7 +91,7 @@ def _trace_args(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("trace", help="exact cache figures of a KV-block trace: stats, LRU/Belady curves, offload")
+    p = sub.add_parser("trace", help=help_of("trace"))
     tsub = p.add_subparsers(dest="action", metavar="ACTION")
     tsub.required = True
 
@@ -160,7 +168,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def mrc_result(trace: Trace, capacities: list[int] | None, belady: bool, every: bool,
                progress: Progress) -> MrcResult:
-    from pycert.analysis.optcurve import opt_hit_curve  # numba loads only for the commands that need it
+    from pycert.analysis.optcurve import (
+        opt_hit_curve,  # numba loads only for the commands that need it
+    )
 
     progress(f"LRU stack distances over {trace.n_refs:,} references")
     curve: HitCurve = lru_hit_curve(trace.refs)

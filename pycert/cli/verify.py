@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import argparse
 
+from pycert.certify.verify import VerifyResult, refuse_unused_inputs, verify_certificate
+from pycert.cli import add_backend, add_common, add_root, help_of
 from pycert.core.console import Progress, emit, to_jsonable
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError
-from pycert.certify.verify import VerifyResult, refuse_unused_inputs, verify_certificate
+from pycert.core.limits import in_path, seconds
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from pycert.cli import add_backend, add_common, add_root
-    from pycert.core.limits import in_path, seconds
-
     p = subparsers.add_parser(
-        "verify", help="re-check certificates offline from the inputs they name",
+        "verify", help=help_of("verify"),
         description="Recompute every figure from the named inputs (whose sha256 must match; inputs are read only "
                     "inside the certificate's directory, and an external one where --input puts it or by its file "
                     "name beside that directory), derive the claim, the theorem list, the limits and each figure's evidence again, "

@@ -3,7 +3,7 @@
 :class:`Exact` holds the logic (from a :class:`~fractions.Fraction`, back to one, lowest terms);
 its subclasses only choose the decimal they carry and any fields of their own. There are two: the
 trace engine's :class:`Ratio` (a float beside the exact pair) and the certificates' ``Figure``
-(:mod:`pycert.certify.schema`: a name, a 20-digit decimal string, a unit). The base declares no
+(:mod:`pycert.core.schema`: a name, a 20-digit decimal string, a unit). The base declares no
 fields because each subclass's JSON field order is part of a published format.
 """
 

@@ -119,21 +119,29 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def atomic_write_many(files: dict[Path, bytes]) -> None:
-    """Write every file at once: all temporaries are written and flushed before the first rename, and
-    the renames run with signals held back, so the set is replaced whole or not at all (in order)."""
+def publish_files(moves: dict[Path, Path], writes: dict[Path, bytes]) -> None:
+    """Move staged files into place (``moves``: source -> target, on one file system) and write
+    ``writes``, as one batch: every temporary is written and flushed before the first rename, and the
+    renames run with signals held back, so the set is replaced whole or not at all (in order)."""
     staged: list[tuple[Path, Path]] = []
     try:
-        for path, data in files.items():
+        for path in {*moves.values(), *writes}:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        for path, data in writes.items():
             staged.append((_stage(path.parent, path.name, data), path))
         with signals_deferred():
-            for tmp, final in staged:
-                os.replace(tmp, final)
-            for directory in {final.parent for _, final in staged}:
+            for src, final in [*moves.items(), *staged]:
+                os.replace(src, final)
+            for directory in {final.parent for final in [*moves.values(), *writes]}:
                 _fsync_dir(directory)
     finally:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)
+
+
+def atomic_write_many(files: dict[Path, bytes]) -> None:
+    """Write every file at once (:func:`publish_files` with nothing to move)."""
+    publish_files({}, files)
 
 
 def atomic_write(path: Path, data: bytes | Iterable[bytes]) -> None:

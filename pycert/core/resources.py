@@ -15,13 +15,14 @@ import functools
 import hashlib
 import importlib.resources
 import os
+import tempfile
 from pathlib import Path
 
 from pycert.core.errors import ToolchainMissing
 
 DATA_DIR = "_data"
 """The package-data folder inside ``pycert`` in a built wheel."""
-SHIPPED = ("lean", "lakefile.lean", "lean-toolchain", "solvers/instances/committed.json", "certificates")
+SHIPPED = ("lean", "lakefile.lean", "lean-toolchain", "certificates")
 """What the wheel carries, as paths relative to the repository root (and to ``pycert/_data``)."""
 NOT_SHIPPED = ("certificates/lean/derived", "certificates/runs")
 """Derived from local traces (full-resolution data, or a local run's record): never in a wheel."""
@@ -44,7 +45,7 @@ def checkout_root() -> Path | None:
 
 @functools.cache
 def data_root() -> Path:
-    """The directory holding ``lean/``, the Lake files, ``solvers/instances/`` and ``certificates/``:
+    """The directory holding ``lean/``, the Lake files and ``certificates/``:
     the checkout, else the installed package data."""
     if (root := checkout_root()) is not None:
         return root
@@ -62,7 +63,7 @@ def library_dir() -> Path:
 
 def committed_instance() -> Path:
     """The committed pooling instance."""
-    return data_root() / "solvers" / "instances" / "committed.json"
+    return data_root() / "certificates" / "inputs" / "committed.json"
 
 
 def schema_path() -> Path:
@@ -94,7 +95,9 @@ def cache_dir() -> Path:
 def use_numba_cache() -> None:
     """numba keeps compiled kernels beside their module (inside site-packages when installed) unless told
     otherwise: send them to ``<cache>/numba``. Call before the first ``@njit(cache=True)`` runs."""
-    from numba.core import config
+    from numba.core import (
+        config,  # numba (0.3 s): only for the commands that compile a kernel
+    )
 
     if not os.environ.get("NUMBA_CACHE_DIR"):
         config.CACHE_DIR = str(cache_dir() / "numba")
@@ -113,3 +116,23 @@ def library_sha256(library: Path | None = None) -> str:
     for rel, path in library_files(library or library_dir()):
         lines.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {rel}\n")
     return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+VISIBLE_ROOTS = ("/tmp", "/home")
+"""The only directories the wasm Lean process can open (its Node file-system mounts)."""
+
+
+def scratch_root() -> Path:
+    """A per-user directory the wasm process can see, for staging sources and mirrors."""
+    root = Path(tempfile.gettempdir())
+    if not is_visible(root):
+        root = Path("/tmp")
+    path = root / f"pycert-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def is_visible(path: Path) -> bool:
+    """Whether the wasm Lean process can open ``path`` (it mounts only /tmp and /home)."""
+    resolved = path.resolve()
+    return any(resolved == Path(r) or Path(r) in resolved.parents for r in VISIBLE_ROOTS)

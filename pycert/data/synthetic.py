@@ -25,6 +25,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
+from pycert.core.files import atomic_write
 from pycert.data.traces import MOONCAKE_BLOCK_TOKENS, Trace, trace_from_bytes
 
 DEFAULT_REQUESTS = 250
@@ -98,7 +99,6 @@ def to_jsonl(records: list[dict]) -> bytes:
 def write_trace(path: Path, seed: int = 0, requests: int = DEFAULT_REQUESTS, **options: Any) -> Path:
     """Write ``generate(seed, requests, **options)`` to ``path`` as Mooncake JSONL (atomically: an
     interrupted run leaves the old file or none, never half a trace)."""
-    from pycert.core.files import atomic_write
 
     path = Path(path)
     atomic_write(path, ((json.dumps(r) + "\n").encode() for r in records(seed, requests, **options)))

@@ -3,9 +3,9 @@
 A backend reports what it is (:meth:`Backend.info`, recorded in every certificate), compiles a set
 of modules (:meth:`Backend.build`: each one's verdict and the tree of compiled ``.olean`` files),
 says where its own ``Init``/``Std``/``Lean`` files are (:meth:`Backend.toolchain_library`, the
-audit's search path), and cross-checks an audit with Lean's own ``#print axioms`` where it can
-(:meth:`Backend.cross_check`). Nothing outside :mod:`pycert.lean.native` and :mod:`pycert.lean.wasm`
-asks which backend it holds.
+audit's search path), and asks Lean's own ``#print axioms`` where it can (:meth:`Backend.print_axioms`:
+the answers, which the audit compares with its own). Nothing outside :mod:`pycert.lean.native` and
+:mod:`pycert.lean.wasm` asks which backend it holds.
 """
 
 from __future__ import annotations
@@ -16,16 +16,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel
 
 from pycert.core.errors import InputError, ToolchainMissing
-
-if TYPE_CHECKING:
-    from pycert.audit.axioms import AuditReport
-    from pycert.lean.diagnostics import CheckResult
-    from pycert.lean.sources import Unit
+from pycert.lean.diagnostics import CheckResult
+from pycert.lean.sources import Unit
 
 Kind = Literal["native", "wasm"]
 KINDS: tuple[Kind, ...] = ("native", "wasm")
@@ -58,6 +55,13 @@ def parse_lean_version(text: str) -> tuple[str, str | None] | None:
     return (m.group(1).strip(), m.group(2)) if m else None
 
 
+class PrintedAxioms(BaseModel):
+    """Lean's own ``#print axioms`` answer per theorem (theorem -> axioms), or why Lean was not asked."""
+
+    answers: dict[str, list[str]] | None = None
+    not_run: str = ""
+
+
 @dataclass(frozen=True)
 class BuildOptions:
     jobs: int
@@ -81,15 +85,17 @@ class Backend(ABC):
         unit, in an order where each comes after what it imports, and the tree of compiled files."""
 
     @abstractmethod
-    def cross_check(self, report: AuditReport, modules: list[str], project: Path | None) -> None:
-        """Compare ``report`` with Lean's own ``#print axioms`` for ``modules`` where this backend can,
-        adding a finding per disagreement; say in ``report.cross_check`` what was done."""
+    def print_axioms(self, project: Path | None, modules: list[str], theorems: list[str],
+                     timeout: float) -> PrintedAxioms:
+        """Lean's own ``#print axioms`` for ``theorems`` of ``modules`` (built in the Lake project
+        ``project``), where this backend can run it; else why not."""
 
 
 def resolve(requested: str | Backend | None = None) -> Backend:
     """The backend to use: ``requested``, else ``$PYCERT_LEAN``, else native if on PATH, else wasm."""
     if isinstance(requested, Backend):
         return requested
+    # here, not at the top: both backends import this module
     from pycert.lean.native import find_native
     from pycert.lean.wasm import find_wasm
 

@@ -29,7 +29,13 @@ from pycert.core.resources import cache_dir, library_dir
 from pycert.lean.backend import Backend, BuildOptions, Kind, resolve
 from pycert.lean.diagnostics import CheckResult
 from pycert.lean.process import kill_running
-from pycert.lean.sources import Unit, file_units, library_units, module_path, parse_imports
+from pycert.lean.sources import (
+    Unit,
+    file_units,
+    library_units,
+    module_path,
+    parse_imports,
+)
 
 DEFAULT_TIMEOUT = 1800.0
 OLEAN_SUFFIXES = (".olean", ".olean.private", ".olean.server", ".ilean", ".ir")

@@ -3,7 +3,7 @@
 Lake builds the library modules (``lake build +Module ...``, its own cache and order); each
 standalone file runs under ``lake env lean --json -o`` in import order through the build system.
 Every library module gets its own verdict, read off Lake's output by the module's path. The audit is
-cross-checked with Lean's own ``#print axioms`` (:mod:`pycert.audit.print_axioms`).
+cross-checked with Lean's own ``#print axioms`` (:meth:`NativeBackend.print_axioms`).
 
 Lake writes its build tree (``.lake/``) into the project it builds: in a checkout that is the checkout,
 as for any Lake project; for an installed pycert it is a copy of the library and the Lake files under
@@ -18,20 +18,25 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from pycert.core.errors import InputError
 from pycert.core.files import publish_dir
 from pycert.core.resources import cache_dir, checkout_root, data_root, library_sha256
-from pycert.lean.backend import Backend, BuildOptions, ToolchainInfo, parse_lean_version
+from pycert.lean import print_axioms
+from pycert.lean.backend import (
+    Backend,
+    BuildOptions,
+    PrintedAxioms,
+    ToolchainInfo,
+    parse_lean_version,
+)
 from pycert.lean.build import schedule
 from pycert.lean.diagnostics import SORRY_MARKERS, CheckResult, check_result
 from pycert.lean.process import ProcessRun, run_process
 from pycert.lean.sources import Unit, module_path
-
-if TYPE_CHECKING:
-    from pycert.audit.axioms import AuditReport
 
 
 def lake_verdicts(run: ProcessRun, units: list[Unit], project: Path) -> list[CheckResult]:
@@ -124,13 +129,17 @@ class NativeBackend(Backend):
 
         return schedule(units, options.jobs, compile_unit, options.progress), tree
 
-    def cross_check(self, report: AuditReport, modules: list[str], project: Path | None) -> None:
-        from pycert.audit.axioms import cross_check
-
+    def print_axioms(self, project: Path | None, modules: list[str], theorems: list[str],
+                     timeout: float) -> PrintedAxioms:
+        """``lake env lean`` on the probe file, in the Lake project that built ``modules``."""
         if project is None:
-            report.cross_check = "not run: no Lake project to run #print axioms in (pass the library directory)"
-        else:
-            cross_check(report, self.lake, lake_project(project / "lean"), modules)
+            return PrintedAxioms(not_run="no Lake project to run #print axioms in (pass the library directory)")
+        with tempfile.TemporaryDirectory(prefix="pycert-print-axioms-") as d:
+            probe = Path(d) / print_axioms.PROBE_NAME
+            probe.write_text(print_axioms.probe_source(modules, theorems), encoding="utf-8")
+            run = run_process([str(self.lake), "env", "lean", "--json", str(probe)],
+                              cwd=lake_project(project / "lean"), env=dict(os.environ), timeout=timeout)
+        return PrintedAxioms(answers=print_axioms.parse(run.stdout))
 
 
 def find_native() -> NativeBackend | None:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from pycert.core.resources import scratch_root
+
 
 HEAP_MARKERS = ("out of memory", "Out of memory", "Aborted(OOM)", "Cannot enlarge memory", "Maximum memory size",
                 "bad_alloc", "Cannot allocate memory", "Array buffer allocation failed", "memory access out of bounds")
@@ -111,8 +113,6 @@ def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: fl
 
     The timeout counts from the start of the process, not from the wait for a slot.
     """
-    from pycert.lean.toolchain import scratch_root
-
     with machine_slot(scratch_root()):
         return _run_process(argv, cwd, env, timeout)
 

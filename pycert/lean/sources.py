@@ -231,3 +231,12 @@ def theorem_signatures(source: str) -> dict[str, str]:
         if m:
             out.setdefault(d.name, _signature_from(text, m.start()))
     return out
+
+
+def library_signatures(library: Path) -> dict[str, str]:
+    """Every theorem's source signature in the library under ``library`` (``lean/``)."""
+    out: dict[str, str] = {}
+    for path in sorted((library / "Pycert").rglob("*.lean")):
+        for name, sig in theorem_signatures(path.read_text(encoding="utf-8")).items():
+            out.setdefault(name, sig)
+    return out

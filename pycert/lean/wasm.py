@@ -14,18 +14,15 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from pycert.lean.backend import Backend, BuildOptions, ToolchainInfo
+from pycert.core.resources import cache_dir, scratch_root
+from pycert.lean.backend import Backend, BuildOptions, PrintedAxioms, ToolchainInfo
 from pycert.lean.build import BuildCache, link_outputs, prune_old_trees, schedule
 from pycert.lean.diagnostics import CheckResult, check_result
 from pycert.lean.process import run_process
 from pycert.lean.sources import Unit, module_path
-from pycert.core.resources import cache_dir
-from pycert.lean.toolchain import Installed, find_installed, node_version, scratch_root
-
-if TYPE_CHECKING:
-    from pycert.audit.axioms import AuditReport
+from pycert.lean.toolchain import Installed, find_installed, node_version
 
 
 class WasmBackend(Backend):
@@ -79,9 +76,10 @@ class WasmBackend(Backend):
         finally:
             shutil.rmtree(stage, ignore_errors=True)
 
-    def cross_check(self, report: AuditReport, modules: list[str], project: Path | None) -> None:
-        report.cross_check = ("not run: on wasm every file is a module and Lean refuses #print axioms; "
-                              "the .olean audit stands alone")
+    def print_axioms(self, project: Path | None, modules: list[str], theorems: list[str],
+                     timeout: float) -> PrintedAxioms:
+        return PrintedAxioms(not_run="on wasm every file is a module and Lean refuses #print axioms; "
+                                     "the .olean audit stands alone")
 
 
 def find_wasm() -> WasmBackend | None:

@@ -1,0 +1,215 @@
+"""The ``pycert-cert/1`` models: what every certificate holds, whatever its family.
+
+A certificate is one published figure set with everything a stranger needs to re-check it offline:
+the claim, the Lean theorems it rests on, every input with its sha256, the figures as exact rationals,
+the backend and solver that produced it, the audit verdict, provenance and its honest limits. Each
+family narrows :class:`Certificate` to its own ``family`` tag and typed ``parameters``
+(:class:`pycert.families.base.Family`); :mod:`pycert.certify.documents` reads and writes the union.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal, localcontext
+from fractions import Fraction
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    model_validator,
+)
+
+from pycert.core.exact import Exact
+
+SCHEMA_ID = "pycert-cert/1"
+DECIMAL_DIGITS = 20
+MAX_FIGURE_BITS = 13_000
+"""pydantic's JSON parser refuses integers past ~4,300 digits; stay below so every written figure reads back."""
+
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+EvidenceState = Literal["kernel-checked", "solver-certified", "computed-cross-checked", "computed"]
+"""How a figure is known, strongest first: the Lean kernel checked it (``known_by`` names the theorem);
+a solver proved it OPTIMAL with its bound, a second solver and a replay agreeing; it was computed and
+checked against another library (``known_by`` names it); it was computed only."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def decimal_of(value: Fraction) -> str:
+    """The decimal rendering stored beside each exact figure (20 significant digits, deterministic)."""
+    with localcontext() as ctx:
+        ctx.prec = DECIMAL_DIGITS
+        return str(Decimal(value.numerator) / Decimal(value.denominator))
+
+
+class Figure(_Strict, Exact):
+    """One figure: an exact reduced rational, its decimal rendering, and its unit or meaning."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    numerator: int
+    denominator: int = Field(gt=0)
+    decimal: str
+    unit: str = ""
+    known_by: str = Field(default="", description="how the figure is known: which check produced or checked it")
+    evidence: EvidenceState = Field(default="computed", description="how strongly it is known (verify re-derives it)")
+
+    @classmethod
+    def render_decimal(cls, value: Fraction) -> str:
+        return decimal_of(value)
+
+    def label(self) -> str:
+        return f"figure {self.name}"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        # before the lowest-terms check, which would reduce a number of any size first
+        if isinstance(data, dict):
+            sizes = [abs(v).bit_length() for k in ("numerator", "denominator")
+                     if isinstance(v := data.get(k), int)]
+            if max(sizes, default=0) > MAX_FIGURE_BITS:
+                raise ValueError(f"figure {data.get('name')} exceeds {MAX_FIGURE_BITS} bits and cannot be stored exactly")
+        return data
+
+    def render(self) -> str:
+        exact = str(self.numerator) if self.denominator == 1 else f"{self.numerator}/{self.denominator}"
+        return exact if exact == self.decimal else f"{exact} ({self.decimal})"
+
+
+class InputFile(_Strict):
+    """A file the figures derive from: by path relative to the certificate's directory, or, for a file
+    that lives outside it (``external``), by its file name alone; verify finds it beside that directory
+    or is given it (``--input NAME=PATH``) and checks its sha256 like any other."""
+
+    role: Literal["trace", "instance", "lean"]
+    path: str = Field(min_length=1)
+    sha256: Sha256
+    external: bool = False
+    derived_from: Literal["trace"] | None = Field(
+        default=None,
+        description="the role of the input this file is generated from; verify regenerates it and compares "
+                    "the sha256, so the file itself need not be kept (e.g. a Lean file encoding a shared trace)",
+    )
+
+    @model_validator(mode="after")
+    def _confined(self) -> InputFile:
+        # lexical confinement before any file is touched: a genuine prove never writes an escape
+        parts = self.path.split("/")
+        if self.path.startswith("/") or "\\" in self.path or ".." in parts or "" in parts or "." in parts:
+            raise ValueError(f"input path {self.path!r} must be a POSIX path inside the certificate's directory "
+                             "(no '..', no absolute path)")
+        if self.external and len(parts) != 1:
+            raise ValueError(f"external input {self.path!r} must be named by its file name alone")
+        return self
+
+
+class TheoremStatement(_Strict):
+    """One named theorem, pinned three ways: as written in the library's source (checked offline against
+    the verifier's own sources), as Lean prints it (``#check @Name``), and by a digest of its kernel type
+    read from the compiled ``.olean`` (:mod:`pycert.audit.statement`); ``verify --kernel`` rebuilds and
+    recomputes the last two."""
+
+    signature: str = Field(min_length=1, description="the source declaration up to ':=', comments stripped, "
+                                                     "whitespace normalised")
+    statement: str = Field(min_length=1, description="what #check @Name prints")
+    type_sha256: Sha256
+
+
+class BackendInfo(_Strict):
+    kind: Literal["native", "wasm"]
+    lean_version: str
+    lean_commit: str | None = None
+    node_version: str | None = None
+
+    @classmethod
+    def from_toolchain(cls, info: Any) -> BackendInfo:
+        """From ``pycert.lean.backend.ToolchainInfo`` (what ``pycert toolchain`` reports)."""
+        return cls(kind=info.backend, lean_version=info.lean_version, lean_commit=info.lean_commit,
+                   node_version=info.node_version)
+
+
+class SolverInfo(_Strict):
+    name: str
+    version: str
+    status: str
+    objective: float | None = None
+    bound: float | None = None
+    parameters: dict[str, JsonValue] = {}
+
+
+class AuditInfo(_Strict):
+    """The axiom audit of the certificate's own theorems: each theorem's axioms (``axioms_by_theorem``)
+    and their union (``axioms``); ``skipped`` when compiled oleans were not available."""
+
+    verdict: Literal["pass", "fail", "skipped"]
+    axioms: list[str] = []
+    axioms_by_theorem: dict[str, list[str]] = {}
+    detail: str = ""
+
+
+class Provenance(_Strict):
+    """Facts about the code that made the certificate that are the same on every run of that code.
+    When and where a run happened is not here (it would make the same inputs give other bytes): it
+    goes to the run record, ``runs/last.json`` beside the certificates."""
+    pycert_version: str = Field(min_length=1, description="the pycert release that made the certificate")
+    library_sha256: Sha256 = Field(description="content hash of the Lean library it was proved with "
+                                               "(pycert.core.resources.library_sha256); verify checks its own")
+
+
+class Params(_Strict):
+    """A family's parameters as a certificate records them; each family declares its own fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Certificate(_Strict):
+    """What every certificate holds; a family's subclass narrows ``family`` and ``parameters``."""
+
+    schema_id: Literal["pycert-cert/1"] = Field(default=SCHEMA_ID, alias="schema")
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="file name stem: <id>.json")
+    family: str
+    claim: str = Field(min_length=1, pattern=r"^[^\n]+$", description="the claim in one sentence")
+    theorems: list[str] = Field(min_length=1, description="fully qualified Lean declarations it rests on")
+    statements: dict[str, TheoremStatement] = Field(description="each theorem's statement, pinned")
+    parameters: Params
+    inputs: list[InputFile] = []
+    figures: list[Figure] = Field(min_length=1)
+    backend: BackendInfo
+    solver: SolverInfo | None = None
+    audit: AuditInfo
+    provenance: Provenance
+    does_not_prove: list[str] = Field(min_length=1, description="honest limits of the claim")
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Certificate:
+        names = [f.name for f in self.figures]
+        if len(set(names)) != len(names):
+            raise ValueError("figure names must be unique")
+        return self
+
+    @property
+    def filename(self) -> str:
+        return f"{self.id}.json"
+
+    def figure_map(self) -> dict[str, Figure]:
+        return {f.name: f for f in self.figures}
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2, by_alias=True) + "\n"
+
+
+def declared_inputs(path: Path) -> list[dict[str, Any]] | None:
+    """The ``inputs`` a certificate file declares, read without validating it (to plan a run or check
+    flags before the real checks); None when the file cannot be read as a certificate at all, which
+    those checks then report."""
+    try:
+        inputs = json.loads(Path(path).read_bytes())["inputs"]
+        return [i for i in inputs if isinstance(i, dict) and isinstance(i.get("path"), str)]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None

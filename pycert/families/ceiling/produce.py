@@ -1,0 +1,173 @@
+"""Making hit-ceiling certificates: read each trace once, emit its whole-trace Lean instance."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+from pycert.core.errors import InputError, Rejection
+from pycert.core.limits import MAX_SHARD_REFS, in_path, int_range
+from pycert.core.schema import declared_inputs
+from pycert.data import synthetic
+from pycert.data.traces import Trace, read_trace
+from pycert.families.base import Options, Prepared, Producer, Setting, input_file
+from pycert.families.ceiling import (
+    CLAIM,
+    DEFAULT_TRACE,
+    LEAN_DERIVED,
+    LEAN_OUT,
+    CeilingParams,
+    ceiling_figures,
+    instance_text,
+    names,
+    slug,
+)
+from pycert.lean import cluster
+from pycert.lean.emit import shards
+from pycert.lean.emit.packed_trace import ENCODING
+
+
+class CeilingOptions(Options):
+    trace: list[Path] = []
+    """Traces to certify."""
+    synthetic: bool = False
+    """Certify the embedded synthetic trace too (``prove all``; alone when no trace is given)."""
+    shard_refs: int | None = None
+    """References per shard of a big trace (None: chosen from measured memory)."""
+    ray_address: str | None = None
+    """The Ray cluster shards are checked on (None: a local one pycert starts)."""
+
+
+def _certified_trace(cert: Path) -> str | None:
+    """The file name of the trace an existing ceiling certificate names, or None (no such certificate,
+    or one that cannot be read: writing over it then loses nothing a verifier could check)."""
+    return next((PurePosixPath(i["path"]).name for i in declared_inputs(cert) or [] if i.get("role") == "trace"), None)
+
+
+class CeilingProducer(Producer):
+    claim = CLAIM
+    options = CeilingOptions
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--trace", type=in_path, action="append", default=[], metavar="PATH",
+                            help="certify the hit ceiling of this trace (repeatable; Mooncake JSONL or one 64-bit "
+                                 "block id per line); default: the embedded synthetic trace")
+        parser.add_argument("--shard-refs", type=int_range(1, MAX_SHARD_REFS), default=None, metavar="N",
+                            help="references per shard of a trace (default: chosen from measured memory; a trace "
+                                 "that fits one Lean process is one file)")
+        parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                            help="the Ray cluster that checks the shards of a big trace (default: a local one on "
+                                 "this machine's cores, started by pycert and stopped when it exits)")
+
+    def options_from(self, args: argparse.Namespace, everything: bool = False) -> CeilingOptions:
+        return CeilingOptions(trace=args.trace, synthetic=everything, shard_refs=args.shard_refs,
+                              ray_address=args.ray_address)
+
+    def traces(self, setting: Setting) -> list[Path]:
+        """The traces of this run; the embedded default by its place in the certificate directory."""
+        opts: CeilingOptions = setting.options  # type: ignore[assignment]
+        return ([setting.out_dir / DEFAULT_TRACE] if opts.synthetic or not opts.trace else []) + list(opts.trace)
+
+    def check(self, setting: Setting) -> None:
+        """Each trace makes ``ceiling-<slug>.json`` and ``Ceiling<Ident>.lean``: two traces that fold to
+        one of those names (``my-trace`` and ``my_trace``, ``t1`` here and ``other/t1``) would overwrite
+        each other, and so would a trace of another name over an earlier run's certificate in ``--out``."""
+        claimed: dict[str, Path] = {}
+        for trace in setting.options.trace:  # type: ignore[attr-defined]
+            if not trace.is_file():
+                raise InputError("no such trace file", where=str(trace))
+        for trace in self.traces(setting):
+            if not slug(trace.stem):
+                raise InputError("a trace's file name needs a letter or digit (it names the certificate)", where=str(trace))
+            cert_id, module = names(trace)
+            for key in (cert_id, f"{module}.lean"):
+                if (other := claimed.setdefault(key, trace)) != trace:
+                    raise InputError(f"this trace and {other} would both make {key}: rename one of them "
+                                     "(a certificate is named by its trace's file name)", where=str(trace))
+            earlier = _certified_trace(setting.out_dir / f"{cert_id}.json")
+            if earlier is not None and earlier != trace.name:
+                raise InputError(f"{setting.out_dir / f'{cert_id}.json'} certifies trace {earlier}, which this "
+                                 "trace's certificate would replace: rename the trace or prove into another --out",
+                                 where=str(trace))
+
+    def prepare(self, setting: Setting) -> list[Prepared]:
+        out = []
+        for trace in self.traces(setting):
+            if trace == setting.out_dir / DEFAULT_TRACE:  # the embedded default, regenerated byte-identically
+                emitted = setting.emit(DEFAULT_TRACE, synthetic.to_jsonl(synthetic.generate(0)))
+                out.append(self._prepare_trace(emitted, setting, DEFAULT_TRACE))
+            else:
+                out.append(self._prepare_trace(trace, setting))
+        return out
+
+    def _prepare_trace(self, trace_path: Path, setting: Setting, emitted: Path | None = None) -> Prepared:
+        opts: CeilingOptions = setting.options  # type: ignore[assignment]
+        trace = read_trace(trace_path)
+        figures = ceiling_figures(trace)
+        cert_id, module = names(trace_path)
+        trace_input = (setting.emitted("trace", emitted, sha256=trace.sha256) if emitted is not None
+                       else input_file("trace", trace_path, setting.root, sha256=trace.sha256))
+        # A file encoding a trace from outside the root is full-resolution data derived from it: it goes
+        # to a folder the repository ignores, and verify regenerates it from the trace instead of reading it.
+        lean_dir = LEAN_DERIVED if trace_input.external else LEAN_OUT
+        count = shards.shard_count(int(figures["refs"]), int(figures["distinct"]), opts.shard_refs,
+                                   *shards.shape(trace.refs))
+        prepared = Prepared(
+            claim=CLAIM, id=cert_id, figures=figures, headline=f"ceiling {float(figures['ceiling']):.6f}",
+            parameters=CeilingParams(lean_encoding=shards.ENCODING if count > 1 else ENCODING, shards=count),
+            inputs=[trace_input])
+        if count > 1:
+            return self._prepare_shards(prepared, trace, lean_dir, module, setting)
+        lean_rel = lean_dir / f"{module}.lean"
+        prepared.lean_files = [setting.emit(lean_rel, instance_text(trace.refs, trace.sha256, module))]
+        prepared.inputs.append(setting.emitted("lean", lean_rel, derived_from="trace"))
+        return prepared
+
+    def _prepare_shards(self, p: Prepared, trace: Trace, lean_dir: Path, module: str, setting: Setting) -> Prepared:
+        """Emit and check the shards and the schedule as Ray tasks, then the composition; the kernel stage
+        finds the shards in the build cache and checks the composition."""
+        opts: CeilingOptions = setting.options  # type: ignore[assignment]
+        lay = shards.layout(trace.refs, trace.sha256, module, p.parameters.shards)  # type: ignore[attr-defined]
+        setting.progress(f"{module}: {trace.n_refs:,} references in {lay.shards} shards by id range, "
+                         f"{lay.sched_modules} schedule modules")
+        outcomes = cluster.check_all(shard_works(trace, lay), backend=setting.backend, timeout=setting.timeout,
+                                     address=opts.ray_address, progress=setting.progress)
+        written = {o.module: setting.emit(lean_dir / f"{o.module}.lean", o.source.encode()) for o in outcomes if o.source}
+        if bad := [o.result for o in outcomes if not o.result.ok]:
+            if refused := [r for r in bad if r.status != "resources"]:
+                r = refused[0]
+                p.rejection = Rejection(subject=f"{r.module}.lean", reason="kernel", detail=f"kernel: {r.module} "
+                                        f"{r.status}: {(r.failures[0].render() if r.failures else r.detail)[:300]}")
+            else:
+                p.unchecked = f"{p.id} was not checked: " + "; ".join(r.detail for r in bad)
+            return p
+        written[lay.name] = setting.emit(lean_dir / f"{lay.name}.lean",
+                                         shards.emit_whole(lay, [o.extra for o in outcomes[:lay.shards]]).encode())
+        order = [lay.name, *lay.module_names()[:-1]]
+        p.inputs += [setting.emitted("lean", lean_dir / f"{m}.lean", derived_from="trace") for m in order]
+        p.lean_files = [written[m] for m in lay.module_names()]
+        return p
+
+
+def shard_works(trace: Trace, lay: shards.Layout) -> list[cluster.Work]:
+    """One task per shard (its references and nothing else) and per schedule module."""
+    parts = shards.shard_refs(trace.refs, lay)
+    shards.check_merge(trace.refs, lay, parts)
+    works = [cluster.Work(lay.shard_name(i), functools.partial(shards.emit_shard, part, lay.sha256, lay.shard_name(i),
+                                                               lay.cuts[i], lay.cuts[i + 1]),
+                          size=f"{len(part):,} references") for i, part in enumerate(parts)]
+    for t in range(lay.sched_modules):
+        part = lay.sched_part(t)
+        works.append(cluster.Work(lay.sched_name(t), functools.partial(
+            _sched_source, part, lay.shards, lay.sched_name(t), t * shards.SCHED_REFS), size=f"{len(part):,} references"))
+    return works
+
+
+def _sched_source(part: np.ndarray, count: int, name: str, first: int) -> tuple[str, None]:
+    return shards.emit_sched(part, count, name, first), None
+
+
+PRODUCER = CeilingProducer()
