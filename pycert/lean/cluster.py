@@ -129,7 +129,7 @@ def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, add
 def lost(w: Work, exc: BaseException) -> CheckResult:
     """The verdict on a module whose task failed on every try: killed or lost is a failure of resources
     (nothing was refused); anything else is a crash, named."""
-    import ray
+    import ray  # see connect
 
     cause = getattr(exc, "cause", None)
     if isinstance(exc, ray.exceptions.RayTaskError) and isinstance(cause, PycertError):

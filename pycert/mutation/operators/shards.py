@@ -9,6 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from pycert.core.errors import PycertError
+from pycert.lean.emit import packed_trace as pt
+from pycert.lean.emit import shards as sh
 from pycert.mutation.lean_batch import Snippet
 from pycert.mutation.operators.base import KERNEL_REJECTS, Operator, Planned, Verdict, hash_ids
 
@@ -30,8 +33,6 @@ def sharded_instance(refs: list[int], sha: str, name: str, *, shard: Any = None,
     """A small sharded instance as one batch snippet: every shard, the schedule and the composition.
     ``shard(i, refs_i)`` may change what shard ``i`` packs, ``bands`` the band a shard states,
     ``drop`` leaves a shard out of the composition, ``claims`` replaces a shard's stated figures."""
-    from pycert.lean.emit import packed_trace as pt
-    from pycert.lean.emit import shards as sh
 
     ids = np.array(refs, dtype=np.uint64)
     lay = sh.layout(ids, sha, name, SHARDS)
@@ -74,8 +75,7 @@ class ShardDefects(Operator):
     def plan(self, ctx: Any) -> list[Planned]:
         refs, sha = ctx.window()
         ids = hash_ids(refs)
-        from pycert.lean.emit import shards as sh
-
+    
         lay = sh.layout(np.array(ids, dtype=np.uint64), sha, "Mut", SHARDS)
         parts = [p.tolist() for p in sh.shard_refs(np.array(ids, dtype=np.uint64), lay)]
         last = SHARDS - 1
@@ -105,8 +105,6 @@ class ShardDefects(Operator):
 def _sched_entry(ids: list[int], sha: str) -> Verdict:
     """The schedule with one entry changed: the shards merged by it are no longer the trace (prove's
     round trip refuses), and its schedule module is not the one verify regenerates from the trace."""
-    from pycert.core.errors import PycertError
-    from pycert.lean.emit import shards as sh
 
     trace = np.array(ids, dtype=np.uint64)
     lay = sh.layout(trace, sha, "Mut", SHARDS)
