@@ -139,17 +139,19 @@ def test_a_check_that_runs_out_of_time_rejects_nothing(wasm, tmp_path: Path) -> 
     import sys
 
     out = tmp_path / "certs"
-    assert prove(jobs("ceiling"), backend="wasm", out_dir=out).ok  # the default trace, cached from here on
+    seen = _ids_trace(tmp_path / "seen.txt", seed=26)
+    assert prove(jobs("ceiling", traces=[seen]), backend="wasm", out_dir=out).ok  # in the build cache from here on
     trace = _ids_trace(tmp_path / "fresh.txt", seed=int.from_bytes(os.urandom(4), "little"))
-    proc = subprocess.run([sys.executable, "-m", "pycert", "prove", "ceiling", "--trace", str(trace), "--out", str(out),
-                           "--timeout", "4", "--backend", "wasm"], capture_output=True, text=True, cwd=REPO, timeout=1200)
+    proc = subprocess.run([sys.executable, "-m", "pycert", "prove", "ceiling", "--trace", str(seen), "--trace", str(trace),
+                           "--out", str(out), "--timeout", "4", "--backend", "wasm"],
+                          capture_output=True, text=True, cwd=REPO, timeout=1200)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "NOT CHECKED: 1 certificates written" in proc.stdout and "REJECTED" not in proc.stdout, proc.stdout
     line = proc.stderr.strip().splitlines()[-1]  # after the progress lines
     assert line.startswith("pycert: ceiling-fresh was not checked: CeilingFresh.lean (") and "MiB of Lean)" in line
     assert "ran past its time limit of 4 s" in line and "--backend native" in line, line
-    assert sorted(p.name for p in out.glob("*.json")) == ["ceiling-synthetic-seed0.json"]
-    assert verify_certificate(out / "ceiling-synthetic-seed0.json").ok
+    assert sorted(p.name for p in out.glob("*.json")) == ["ceiling-seen.json"]
+    assert verify_certificate(out / "ceiling-seen.json", inputs={"seen.txt": seen}).ok
     assert not (out / "lean" / "derived" / "CeilingFresh.lean").exists()
 
 

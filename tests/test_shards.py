@@ -107,9 +107,21 @@ def test_a_64_bit_trace_in_three_shards_is_proved_on_ray(wasm, tmp_path: Path) -
     res = verify_certificate(out / "ceiling-big64.json", inputs={"big64.txt": trace})
     assert res.ok, res.failures
     shard = out / "lean" / "derived" / "CeilingBig64Shard1.lean"
-    shard.write_text(shard.read_text().replace("theorem shard", "theorem shard ", 1))
+    kept = shard.read_text()
+    shard.write_text(kept.replace("theorem shard", "theorem shard ", 1))
     bad = verify_certificate(out / "ceiling-big64.json", inputs={"big64.txt": trace})
     assert bad.status == "rejected" and any("CeilingBig64Shard1.lean" in f.subject for f in bad.failures), bad.failures
+    shard.write_text(kept)
+    # One schedule entry changed: the kernel would accept it (it never tests the schedule), verify does not.
+    lay = sh.layout(np.array(refs, dtype=np.uint64), cert["inputs"][0]["sha256"], "CeilingBig64", 3)
+    owner = lay.owner.copy()
+    j = int(np.flatnonzero(owner != owner[0])[0])
+    owner[0], owner[j] = owner[j], owner[0]
+    sched = out / "lean" / "derived" / "CeilingBig64Sched0.lean"
+    assert sched.read_text() == sh.emit_sched(lay.owner, 3, "CeilingBig64Sched0", 0)
+    sched.write_text(sh.emit_sched(owner, 3, "CeilingBig64Sched0", 0))
+    bad = verify_certificate(out / "ceiling-big64.json", inputs={"big64.txt": trace})
+    assert bad.status == "rejected" and any("CeilingBig64Sched0.lean" in f.subject for f in bad.failures), bad.failures
 
 
 def test_a_task_lost_on_every_try_is_reported_by_module() -> None:
