@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import uuid
 from pathlib import Path
 
@@ -20,6 +21,17 @@ def wasm() -> WasmBackend:
     if found is None:
         pytest.fail("the wasm toolchain is not installed: run `pycert toolchain install` (the README's test command does)")
     return found
+
+
+@pytest.fixture
+def sigint_raises() -> None:
+    """SIGINT raises KeyboardInterrupt in this process, and acts by default in a child started
+    meanwhile (exec resets a handled signal to its default; only an ignored one stays ignored): what
+    a Ctrl-C test relies on. A suite started in the background or under ``nohup`` inherits SIGINT
+    ignored, and Python then leaves it ignored."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
 
 
 @pytest.fixture

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from pycert.core.errors import InputError
-from pycert.lean import build
-from pycert.lean.diagnostics import CheckResult, parse_diagnostics
+from pycert.lean import build, process
+from pycert.lean.diagnostics import CheckResult, check_result, parse_diagnostics
 from pycert.lean.sources import Unit, parse_imports
 from tests.conftest import REPO, nonce
 
@@ -49,6 +52,49 @@ def test_schedule_runs_imports_first_and_skips_what_a_failure_blocks() -> None:
     assert ran.index("A") < ran.index("B") and ran.index("A") < ran.index("D") and "C" not in ran
     assert by["C"].status == "skipped" and by["C"].detail == "not built: B failed"
     assert by["D"].ok and not by["B"].ok
+
+
+def test_a_process_killed_on_ctrl_c_is_interrupted_not_crashed(tmp_path: Path, sigint_raises: None) -> None:
+    """Ctrl-C kills the running Lean processes (``kill_running``): their verdict says so, and the
+    progress line before ``pycert: interrupted`` does not read "crashed"."""
+    said: list[str] = []
+
+    def compile_unit(u: Unit) -> CheckResult:  # a stand-in for a Lean run: it outlives the Ctrl-C
+        res = check_result(u.module, str(u.path), process._run_process(["sleep", "60"], tmp_path, {}, 120), "A.lean")
+        said.append(f"{u.module}: {res.status}")
+        return res
+
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        build.schedule([Unit(module="A", path=tmp_path / "A.lean", imports=[])], 1, compile_unit, said.append)
+    while not said and time.monotonic() - t0 < 30:
+        time.sleep(0.05)
+    assert said == ["A: interrupted"] and time.monotonic() - t0 < 30
+
+
+def test_ctrl_c_while_a_run_waits_for_a_slot_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            sigint_raises: None) -> None:
+    """Another pycert holds the only Lean slot: Ctrl-C ends the build at once, and the waiting run never
+    starts (before, the build waited for the slot and then for the whole run)."""
+    monkeypatch.setenv("PYCERT_LEAN_SLOTS", "1")
+    started: list[str] = []
+
+    def compile_unit(u: Unit) -> CheckResult:
+        with process.machine_slot(tmp_path, poll_s=0.05):
+            started.append(u.module)
+            return check_result(u.module, str(u.path), process._run_process(["true"], tmp_path, {}, 60), "A.lean")
+
+    with open(tmp_path / "slot-0.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+        threading.Timer(4.0, fcntl.flock, (held, fcntl.LOCK_UN)).start()  # the other run ends, later
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            build.schedule([Unit(module="A", path=tmp_path / "A.lean", imports=[])], 1, compile_unit, lambda _m: None)
+        waited = time.monotonic() - t0
+        time.sleep(3.5)
+    assert waited < 3 and started == []
 
 
 def test_parse_diagnostics_maps_staged_names() -> None:
@@ -100,6 +146,23 @@ def test_import_order_and_cache(wasm, lean_dir: Path) -> None:
     (lib / "Lib" / "A.lean").write_text((lib / "Lib" / "A.lean").read_text() + "-- edited\n")
     third = build.build(library=lib, backend="wasm", timeout=600)
     assert third.ok and not any(r.cached for r in third.results)
+
+
+@pytest.mark.slow
+def test_a_fresh_build_cache_makes_lean_check_again(wasm, lean_dir: Path) -> None:
+    f = lean_dir / "Fresh.lean"
+    f.write_text(nonce() + PRELUDE + "theorem t : True := True.intro\n")
+    assert build.check_files([f], backend="wasm").ok
+    assert build.check_files([f], backend="wasm").results[0].cached
+    before = os.environ.get("PYCERT_BUILD_CACHE")
+    with build.fresh_build_cache() as fresh:
+        (again,) = build.check_files([f], backend="wasm").results
+        assert again.ok and not again.cached and build.build_cache_dir() == fresh
+        assert build.cache_note([again]) is None
+    assert os.environ.get("PYCERT_BUILD_CACHE") == before and not fresh.exists()
+    (cached,) = build.check_files([f], backend="wasm").results
+    note = build.cache_note([cached])
+    assert note.startswith(f"1 of 1 Lean files answered from the build cache ({build.build_cache_dir()})")
 
 
 @pytest.mark.slow

@@ -219,8 +219,8 @@ def test_crash_while_staging_changes_nothing(tmp_path: Path, monkeypatch: pytest
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == snapshot  # no temporaries left either
 
 
-def test_ctrl_c_during_commit_is_held_until_the_manifest_is_in_place(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_during_commit_is_held_until_the_manifest_is_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      sigint_raises: None) -> None:
     real_replace, done = os.replace, []
 
     def replace_then_interrupt(src, dst) -> None:

@@ -558,7 +558,8 @@ LEAN_REFUSED = [  # each must be refused before a Lean process starts
     ["audit", "--timeout", "-1"], ["audit", "--sarif", ""], ["mutate", "--only", "nonsense"],
     ["mutate", "--timeout", "x"], ["toolchain", "--backend", "jvm"], ["toolchain", "selfcheck", "--backend", "jvm"],
     ["toolchain", "install", "--from"], ["verify", "--kernel", "--timeout", "nan", "c.json"],
-    ["verify", "--kernel", "--backend", "jvm", "c.json"], ["nonsense"], [], ["--json"], ["trace"], ["pooling"],
+    ["verify", "--kernel", "--backend", "jvm", "c.json"], ["verify", "--fresh", "c.json"],
+    ["verify", "--kernel", "--fresh", "--timeout", "0", "c.json"], ["nonsense"], [], ["--json"], ["trace"], ["pooling"],
 ]
 
 

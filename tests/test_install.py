@@ -50,10 +50,14 @@ def _files(root: Path) -> set[str]:
 def _build_and_install(tmp_path: Path, timings: dict[str, float]) -> tuple[Path, dict[str, str]]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     dist = tmp_path / "dist"
-    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(REPO)], tmp_path, env, timings, "build sdist+wheel")
+    built = _run([sys.executable, "-m", "build", "--outdir", str(dist), str(REPO)], tmp_path, env, timings,
+                 "build sdist+wheel")
+    assert "deprecated" not in (built.stdout + built.stderr).lower(), "the build prints a deprecation banner"
     wheel = next(dist.glob("pycert-*.whl"))
     assert next(dist.glob("pycert-*.tar.gz"))
     names = set(zipfile.ZipFile(wheel).namelist())
+    metadata = zipfile.ZipFile(wheel).read(f"pycert-{__version__}.dist-info/METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()  # SPDX (PEP 639), not a TOML table
     for shipped in ("pycert/_data/lean/Pycert.lean", "pycert/_data/lakefile.lean", "pycert/_data/lean-toolchain",
                     "pycert/_data/certificates/inputs/committed.json",
                     "pycert/_data/certificates/schema/pycert-cert-1.schema.json"):
@@ -84,8 +88,11 @@ def test_the_installed_wheel_proves_a_users_trace_from_an_empty_directory(tmp_pa
                   "print(data_root()); print(checkout_root())"], work, env, timings, "where")
     assert where.stdout.split() == [str(site / "pycert" / "_data"), "None"]
     _run(["pycert", "toolchain", "install"], work, env, timings, "toolchain install")
-    _run(["pycert", "prove", "ceiling", "--trace", "small.jsonl", "--trace", "../elsewhere/far.jsonl", "--out", "certs",
-          "--json"], work, env, timings, "prove ceiling (two traces)")
+    proved = _run(["pycert", "prove", "ceiling", "--trace", "small.jsonl", "--trace", "../elsewhere/far.jsonl",
+                   "--out", "certs", "--json"], work, env, timings, "prove ceiling (two traces)")
+    steps = json.loads(proved.stdout)["next"]  # what prove tells a newcomer to run next, run as printed below
+    assert steps["verify"] == "pycert verify certs/*.json --input far.jsonl=../elsewhere/far.jsonl"
+    assert steps["report"] == "pycert report --certs certs --input far.jsonl=../elsewhere/far.jsonl"
     cert = json.loads((work / "certs" / "ceiling-small.json").read_text())
     # what the directory keeps is named from the directory; a trace outside it by its file name
     assert [(i["path"], i["external"]) for i in cert["inputs"]] == [("small.jsonl", True),
@@ -102,15 +109,14 @@ def test_the_installed_wheel_proves_a_users_trace_from_an_empty_directory(tmp_pa
                               expect=2).stdout)
     assert missing["exit"] == 2 and "--input far.jsonl=PATH" in missing["error"]
     assert [r["status"] for r in missing["results"]] == ["missing-input", "ok"], missing  # only what was asked for
-    given = ["--input", "far.jsonl=../elsewhere/far.jsonl"]
-    out = json.loads(_run(["pycert", "verify", "--json", *given, *certs], work, env, timings, "verify").stdout)
+    out = json.loads(_run(["sh", "-c", steps["verify"] + " --json"], work, env, timings,
+                          "verify (as prove printed it)").stdout)
     assert [r["status"] for r in out] == ["ok", "ok"] and all("library" in r["checked"] for r in out)
     out = json.loads(_run(["pycert", "verify", "--kernel", "--json", str(work / "certs" / "ceiling-small.json")],
                           Path("/"), env, timings, "verify --kernel (from /)").stdout)
     assert out[0]["status"] == "ok" and "kernel" in out[0]["checked"]
     _run(["pycert", "audit", "--json"], work, env, timings, "audit")
-    _run(["pycert", "report", "--certs", "certs", "--out", "report.html", "--json", *given], work, env, timings,
-         "report")
+    _run(["sh", "-c", steps["report"] + " --json"], work, env, timings, "report (as prove printed it)")
     _run(["pycert", "mutate", "--expect-reject", "--only", "certificate", "--json"], work, env, timings,
          "mutate --only certificate")
     # the directory travels: copied elsewhere with the one trace it names beside it, it verifies there

@@ -11,7 +11,7 @@ import pytest
 
 from pycert.audit import axioms as au
 from pycert.audit import graph
-from pycert.certify import verify
+from pycert.certify import browser, verify
 from pycert.cli import main
 from pycert.lean.diagnostics import CheckResult, Diagnostic
 from pycert.mutation import operators as ops
@@ -127,6 +127,23 @@ def test_a_verifier_that_ignores_figures_lets_mutants_survive(capsys: pytest.Cap
     survived = {o["mutant"]["id"] for o in out["outcomes"] if o["status"] == "survived"}
     assert rc == 1
     assert {"cert-edit-figure", "trace-off-by-one-start", "trace-repeated-line"} <= survived
+
+
+def test_without_chromium_the_report_verifier_is_not_run_and_says_how_to_get_it(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checker that could not run is no rejection (exit 1) and no kill: one line says so and how to
+    get the browser; under --expect-reject the campaign cannot vouch for it (exit 2)."""
+    monkeypatch.setattr(browser, "CHROMIUM", None)
+    why = ("the report-verifier checker was not run (3 mutants, no verdict): chromium is not installed "
+           "(Debian: apt-get install chromium; or put a chromium on PATH)")
+    assert main(["mutate", "--expect-reject", "--only", "report-verifier"]) == 2
+    out, err = capsys.readouterr()
+    assert err == f"pycert: {why}\n" and "report-flipped-byte" not in out  # no row per mutant
+    assert out.splitlines()[-1].startswith("INCOMPLETE: 3 mutants over 1 operator classes, 0 killed, 0 not killed")
+    assert main(["mutate", "--only", "report-verifier"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == why
+    rc, doc = run_json(["--expect-reject", "--only", "report-verifier"], capsys)
+    assert (rc, doc["error"], doc["exit"], doc["summary"]["not-run"], doc["summary"]["error"]) == (2, why, 2, 3, 0)
 
 
 def test_unknown_class_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -175,3 +175,31 @@ def test_a_trace_that_would_replace_an_earlier_certificate_is_refused(tmp_path: 
     CEILING.check(setting(clash))  # alone: no synthetic default to clash with
     with pytest.raises(InputError, match="would both make ceiling-synthetic-seed0"):
         CEILING.check(setting(clash, everything=True))
+
+
+def test_an_interrupted_first_run_leaves_no_out_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C once the ceiling family has emitted its files: the run removes them, and the --out it
+    created (with its parents), now empty; an --out that was there before stays."""
+    from pycert import prove as run
+    from pycert.cli import main
+
+    def ctrl_c(_run: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "kernel", ctrl_c)
+    out = tmp_path / "new" / "certs"
+    assert main(["prove", "ceiling", "--out", str(out)]) == 130
+    assert list(tmp_path.iterdir()) == []
+    out.mkdir(parents=True)
+    assert main(["prove", "ceiling", "--out", str(out)]) == 130
+    assert out.is_dir() and list(out.iterdir()) == []
+
+
+def test_a_trace_that_is_a_directory_is_named_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pycert.cli import main
+
+    assert main(["prove", "ceiling", "--trace", str(tmp_path), "--out", str(tmp_path / "certs")]) == 2
+    assert capsys.readouterr().err == f"pycert: {tmp_path}: is a directory, not a trace file\n"
+    assert main(["prove", "ceiling", "--trace", str(tmp_path / "nope"), "--out", str(tmp_path / "certs")]) == 2
+    assert capsys.readouterr().err == f"pycert: {tmp_path / 'nope'}: no such trace file\n"
+    assert list(tmp_path.iterdir()) == []

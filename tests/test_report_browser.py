@@ -78,7 +78,7 @@ def test_embedded_json_cannot_end_the_script(site: dict[str, Path]) -> None:
     manifest = {**manifest, evil: "0" * 64}
     cert, digest = certs[0]
     certs = [(cert.model_copy(update={"claim": "a </script> b <!-- c"}), digest), *certs[1:]]
-    page = render_page(manifest, certs, {})
+    page = render_page(manifest, certs, {}, verify="pycert verify certs/*.json")
     assert page.count("</script>") == 3 and "<!--" not in page
     blob = re.search(r'<script type="application/json" id="manifest">(.*?)</script>', page, re.S).group(1)
     assert json.loads(blob)[evil] == "0" * 64

@@ -39,7 +39,7 @@ def write(tmp_path: Path, text: str | bytes, name: str = "t.jsonl") -> Path:
 
 
 def test_mooncake_reader_keeps_order_requests_and_hash(tmp_path: Path) -> None:
-    p = write(tmp_path, line([0, 1, 2]) + line([0, 1, 3, 4], 5) + line([]) + "\n" + line([7]))
+    p = write(tmp_path, line([0, 1, 2]) + line([0, 1, 3, 4], 5) + line([]) + line([7]) + "\n \r\n")
     t = read_trace(p)
     assert t.format == "mooncake"
     assert t.refs.tolist() == [0, 1, 2, 0, 1, 3, 4, 7]
@@ -50,13 +50,31 @@ def test_mooncake_reader_keeps_order_requests_and_hash(tmp_path: Path) -> None:
 
 
 def test_ids_reader_and_autodetect(tmp_path: Path) -> None:
-    p = write(tmp_path, "5\n3\n\n5\n 9 \n3", "ids.txt")  # no final newline is fine for ids
+    p = write(tmp_path, "5\n3\n5\n 9 \n3", "ids.txt")  # no final newline is fine for ids
     t = read_trace(p)
     assert t.format == "ids" and t.requests is None and t.block_tokens is None
     assert t.refs.tolist() == [5, 3, 5, 9, 3]
     assert t.refs.dtype == np.uint64
     with pytest.raises(InputError, match="ids.txt:1"):
         read_trace(p, "mooncake")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("ids.txt", "5\n3\n\n5\n"),
+    ("ids.txt", "5\r\n3\r\n \r\n5\r\n"),
+    ("t.jsonl", line([1]) + line([2]) + "\n" + line([3])),
+])
+def test_a_blank_line_in_the_middle_is_an_error_naming_it(tmp_path: Path, name: str, text: str) -> None:
+    """README (Limits): blank lines only at the end; one in the middle stands where a reference was."""
+    p = write(tmp_path, text, name)
+    with pytest.raises(InputError, match=r"blank line in the middle of the trace \(line 4 follows it\)") as err:
+        read_trace(p)
+    assert str(err.value).startswith(f"{p}:3: ")
+
+
+def test_blank_lines_at_the_end_bom_and_crlf_are_accepted(tmp_path: Path) -> None:
+    p = write(tmp_path, b"\xef\xbb\xbf5\r\n3\r\n5\r\n\r\n  \n\n", "ids.txt")
+    assert read_trace(p).refs.tolist() == [5, 3, 5]
 
 
 def test_gzip_is_read_and_hashed_as_stored(tmp_path: Path) -> None:

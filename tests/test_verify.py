@@ -299,6 +299,28 @@ def test_not_json_is_rejected(repo: Path) -> None:
     assert fields(r) == ["manifest[first-touch-demo.json].sha256", "(json)"]
 
 
+@pytest.mark.parametrize("text, why", [
+    ('{"hello": "world"}', 'not a certificate: a JSON object without "schema": "pycert-cert/1" (its keys: "hello")'),
+    ('{"schema": "pycert-cert/2"}', 'not a certificate: a JSON object without "schema": "pycert-cert/1" '
+                                    '(its schema: "pycert-cert/2")'),
+    ("{ not json", "not a certificate: invalid JSON (key must be a string at line 1 column 3)"),
+])
+@pytest.mark.parametrize("beside", ["no manifest", "a manifest without it"])
+def test_a_file_that_is_no_certificate_is_bad_input_not_a_rejection(repo: Path, tmp_path: Path, capsys,
+                                                                    text: str, why: str, beside: str) -> None:
+    """README: malformed input exits 2. Nothing vouches for these bytes as a certificate (no manifest
+    entry), so there is nothing to reject; the reason comes first, and alone."""
+    where = tmp_path / "elsewhere" if beside == "no manifest" else repo / "certificates"
+    where.mkdir(exist_ok=True)
+    path = where / "other.json"
+    path.write_text(text + "\n")
+    r = verify_certificate(path, root=repo)
+    assert (r.status, r.failures, r.errors, r.missing) == ("input-error", [], [why], [])
+    assert main(["verify", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"BAD INPUT {path}", f"  {path}: {why}"] and err == f"pycert: {path}: {why}\n"
+
+
 def test_certificate_missing_from_manifest_is_rejected(repo: Path) -> None:
     stray = repo / "certificates" / "stray.json"
     shutil.copy(repo / "certificates" / "first-touch-demo.json", stray)
@@ -518,6 +540,44 @@ def test_kernel_reruns_lean(repo: Path, wasm) -> None:
     forged = tampered_copy(repo / "certificates", repo / "forged", "isolation-demo.json", ghost, forge_manifest=True)
     bad = verify_certificate(forged, root=repo, kernel=True, backend="wasm")
     assert bad.status == "rejected" and "theorems[5]" in fields(bad) and "theorems[6]" in fields(bad), bad.failures
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_kernel_shows_progress_and_says_when_the_build_cache_answered(repo: Path, wasm, capsys) -> None:
+    """Off a terminal --kernel used to print nothing for minutes, and to answer from the build cache
+    without saying so. (The fixture's placeholder statements make it exit 1: beside the point here.)"""
+    cert = str(repo / "certificates" / "isolation-demo.json")
+    main(["verify", "--kernel", "--backend", "wasm", cert])  # the library and the statements, cached from now on
+    capsys.readouterr()
+    assert main(["verify", "--kernel", "--backend", "wasm", cert]) == 1
+    out, err = capsys.readouterr()
+    assert "isolation-demo: rebuilding the library and 0 instance file(s)" in err and "Pycert.Isolation: ok (cached)" in err
+    assert "  note: kernel: 13 of 13 Lean files answered from the build cache (" in out
+    assert "verify --kernel --fresh runs Lean on every one" in out
+
+
+def test_fresh_runs_verify_with_an_empty_build_cache_and_needs_kernel(repo: Path, monkeypatch, capsys) -> None:
+    """The wiring of --fresh (what the build cache does under it: test_build's fresh cache test). The
+    spy records the build cache verify would use and verifies offline, to keep Lean out of this test."""
+    from pycert.cli import verify as cli_verify
+    from pycert.lean.build import build_cache_dir
+
+    seen: list[Path] = []
+
+    def offline(path: Path, **kw) -> object:
+        seen.append(build_cache_dir())
+        return verify_certificate(path, **{**kw, "kernel": False})
+
+    monkeypatch.setattr(cli_verify, "verify_certificate", offline)
+    cert = str(repo / "certificates" / "isolation-demo.json")
+    with pytest.raises(SystemExit) as usage:
+        main(["verify", "--fresh", cert])
+    assert usage.value.code == 2
+    assert "--fresh only means something with --kernel" in capsys.readouterr().err and seen == []
+    assert main(["verify", "--kernel", cert]) == 0
+    assert main(["verify", "--kernel", "--fresh", cert]) == 0
+    assert seen[0] == build_cache_dir() and seen[1] != seen[0] and not seen[1].exists()
 
 
 @pytest.mark.slow

@@ -79,6 +79,25 @@ def parse_certificate(text: str | bytes, where: str | None = None) -> Certificat
         raise Rejected(_rejection(e)) from None
 
 
+def not_a_certificate(text: str | bytes) -> str | None:
+    """Why ``text`` is no certificate at all, or None: what :func:`parse_certificate` refuses as an
+    :class:`InputError`, and a JSON object that does not say ``"schema": "pycert-cert/1"`` (a
+    certificate that breaks the schema otherwise is a certificate, tampered with)."""
+    try:
+        parse_certificate(text)
+        return None
+    except InputError as err:
+        return err.message
+    except Rejected:
+        pass
+    doc = json.loads(text)
+    if doc.get("schema") == SCHEMA_ID:
+        return None
+    keys = ", ".join(json.dumps(k) for k in sorted(doc)[:5]) + (", ..." if len(doc) > 5 else "")
+    return (f'not a certificate: a JSON object without "schema": "{SCHEMA_ID}" '
+            + (f"(its schema: {json.dumps(doc['schema'])[:40]})" if "schema" in doc else f"(its keys: {keys or 'none'})"))
+
+
 def load_certificate(path: Path) -> Certificate:
     """Read and validate one certificate: a missing or malformed file is an ``InputError``, a bad one ``Rejected``."""
     return parse_certificate(read_input(path, "a certificate file"), where=str(path))

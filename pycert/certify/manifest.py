@@ -12,7 +12,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from pycert.core.errors import Rejected, Rejection
+from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import atomic_write_many, read_input
 from pycert.core.schema import Certificate
 
@@ -44,6 +44,14 @@ def read_manifest(path: Path) -> dict[str, str]:
     except UnicodeDecodeError:
         raise Rejected(Rejection.mismatch(str(path), "a UTF-8 sha256sum file", "undecodable bytes")) from None
     return parse_manifest(text, where=str(path))
+
+
+def lists(manifest: Path, name: str) -> bool:
+    """Whether the manifest at ``manifest`` has an entry for ``name`` (False when it is missing or unreadable)."""
+    try:
+        return name in read_manifest(manifest)
+    except (InputError, Rejected):
+        return False
 
 
 def manifest_rejection(entries: dict[str, str], name: str, data: bytes, manifest: Path | str) -> Rejection | None:

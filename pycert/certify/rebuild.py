@@ -19,6 +19,8 @@ from pycert.core.errors import Rejection
 from pycert.core.schema import Certificate
 from pycert.lean import build
 from pycert.lean.backend import resolve
+from pycert.lean.build import cache_note
+from pycert.lean.diagnostics import CheckResult
 from pycert.lean.sources import library_signatures
 
 
@@ -56,7 +58,9 @@ def statement_rejections(cert: Certificate, digests: dict[str, str], printed: di
 
 
 def rebuild(cert: Certificate, where: Locator, library: Path, regenerated: dict[str, bytes],
-            backend: str | None, timeout: float, progress: Callable[[str], None] = lambda _m: None) -> list[Rejection]:
+            backend: str | None, timeout: float, progress: Callable[[str], None] = lambda _m: None,
+            notes: list[str] | None = None) -> list[Rejection]:
+    """The rejections; ``notes`` gets one line saying whether Lean ran now or the build cache answered."""
     chosen = resolve(backend)
     # a name the library does not declare is already rejected offline; Lean is asked only about the rest
     known = [t for t in cert.theorems if t in library_signatures(library)]
@@ -75,4 +79,13 @@ def rebuild(cert: Certificate, where: Locator, library: Path, regenerated: dict[
         progress(f"{cert.id}: axiom audit")
         report = audit_build(res, chosen, library, digests=known, timeout=timeout)
     failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
+    if notes is not None:
+        notes.append(kernel_note(res.results))
     return failures + statement_rejections(cert, report.type_sha256, printed_statements(res, known))
+
+
+def kernel_note(results: list[CheckResult]) -> str:
+    """Whether Lean checked the files in this run or the build cache answered for some."""
+    if note := cache_note(results):
+        return f"kernel: {note}; verify --kernel --fresh runs Lean on every one"
+    return f"kernel: Lean checked all {len(results)} files in this run"

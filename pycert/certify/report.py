@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pycert.certify.documents import parse_certificate
+from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
 from pycert.certify.verify import own_library
@@ -219,9 +220,9 @@ def embedded_json(value: object) -> str:
 
 
 def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], curves: dict[str, bytes],
-                library: dict[str, str] | None = None) -> str:
+                library: dict[str, str] | None = None, *, verify: str) -> str:
     """``library``: theorem -> source signature of the library the page's verifier checks against
-    (default: pycert's own)."""
+    (default: pycert's own); ``verify``: the command that re-checks the certificates offline."""
     if library is None:
         library = library_signatures(own_library())
     index = _rows([(f'<a href="#cert-{_e(c.id)}">{_e(c.id)}</a>', _e(c.family), _e(c.claim)) for c, _ in certs],
@@ -234,7 +235,7 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 <title>pycert certificates</title><style>{_STYLE}</style></head>
 <body>
 <h1>pycert certificates</h1>
-<p>{len(certs)} certificate(s). Re-check them offline with <code>pycert verify certificates/*.json</code>
+<p>{len(certs)} certificate(s). Re-check them offline with <code>{_e(verify)}</code>
 (add <code>--kernel</code> to re-run Lean), or their bytes with <code>sha256sum -c {MANIFEST_NAME}</code>.</p>
 <h2>Check a certificate file here</h2>
 <div id="drop">Drop certificate files here, or <input type="file" id="file" multiple accept=".json,application/json">
@@ -270,5 +271,7 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")
                 pngs[i.sha256] = curve_png(path, i.sha256, i.path)
-    atomic_write(out, render_page(manifest, certs, pngs).encode("utf-8"))
+    externals = {i.path: i.sha256 for cert, _ in certs for i in cert.inputs if i.external}
+    verify = verify_command(cert_dir, None, input_paths(externals, cert_dir, inputs), root=root)
+    atomic_write(out, render_page(manifest, certs, pngs, verify=verify).encode("utf-8"))
     return out, len(certs)

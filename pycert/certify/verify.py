@@ -29,9 +29,9 @@ from typing import Literal
 from pydantic import BaseModel
 
 from pycert.audit.per_theorem import recorded_audit_rejections
-from pycert.certify.documents import parse_certificate
+from pycert.certify.documents import not_a_certificate, parse_certificate
 from pycert.certify.inputs import Locator
-from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
+from pycert.certify.manifest import MANIFEST_NAME, lists, manifest_rejection, read_manifest
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import certificate_root, file_sha256
 from pycert.core.resources import library_dir, library_sha256
@@ -290,6 +290,9 @@ def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certifica
     except OSError as err:
         result.missing.append(f"{path} ({err.strerror})")
         return None
+    if (why := not_a_certificate(data)) and not lists(manifest, path.name):
+        result.errors.append(why)  # no certificate, and no manifest vouches for one here: nothing to reject
+        return None
     try:
         _check_manifest(path, data, manifest, result)
     except InputError as err:
@@ -341,7 +344,7 @@ def verify_certificate(path: Path, root: Path | None = None, manifest: Path | No
         )
 
         result.checked += ["kernel", "audit", "statements"]
-        result.failures += rebuild(cert, where, library, regenerated, backend, timeout, progress)
+        result.failures += rebuild(cert, where, library, regenerated, backend, timeout, progress, result.notes)
     return _finish(result)
 
 

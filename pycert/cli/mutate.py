@@ -1,8 +1,9 @@
 """``pycert mutate``: plant defects in every checker's input and show that each checker rejects them.
 
 Exit 0 when the campaign ran; with ``--expect-reject``, exit 1 when any mutant survived, timed out
-or crashed its checker (they are listed). Exit 2 on bad input. ``--report`` writes the JSON report
-in the shape of Stryker's mutation-testing-report-schema.
+or crashed its checker (they are listed), else 2 when a checker could not run here (chromium
+missing: its mutants are "not run", which is no rejection and no kill), else 0. Exit 2 on bad input
+too. ``--report`` writes the JSON report in the shape of Stryker's mutation-testing-report-schema.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 
 from pycert.cli import add_backend, add_common, help_of
 from pycert.core.console import Progress, emit
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, ToolchainMissing
 from pycert.core.files import atomic_write
 from pycert.core.limits import out_path, seconds
 from pycert.core.resources import data_root
@@ -39,9 +40,15 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     report = run_campaign(data_root(), backend=args.backend, only=set(args.only) if args.only else None, timeout=args.timeout,
                           progress=Progress(enabled=not args.json))
     data = {"summary": report.summary(), "outcomes": [o.model_dump() for o in report.outcomes]}
-    emit(args.json, data, lambda: render(report))  # first: an unwritable --report must not lose the results
+    incomplete = args.expect_reject and not report.failing and report.not_run_line()
+    if not (incomplete and args.json):  # else the results go in the one error object
+        emit(args.json, data, lambda: render(report, not_run=not incomplete))  # first: an unwritable --report must not lose the results
     if args.report:
         atomic_write(args.report, (json.dumps(to_stryker(report, data_root()), indent=2) + "\n").encode())
     if args.expect_reject and report.failing:
         return EXIT_REJECTED
+    if incomplete:
+        err = ToolchainMissing(report.not_run_line())
+        err.details = data
+        raise err
     return EXIT_OK

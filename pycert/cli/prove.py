@@ -5,14 +5,21 @@ a family does not take is a usage error; ``all`` takes every family's."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from pydantic import BaseModel
 
 from pycert import prove
+from pycert.certify.hints import external_inputs, input_paths, prove_command, report_command, verify_command
+from pycert.certify.manifest import MANIFEST_NAME, read_manifest
 from pycert.cli import add_backend, add_common, help_of, report_error
 from pycert.core.console import Progress, emit, table
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_RESOURCES
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_RESOURCES, InputError, Rejected
+from pycert.core.files import missing_dirs, remove_empty
 from pycert.core.limits import out_dir, seconds
-from pycert.lean.build import DEFAULT_TIMEOUT
+from pycert.core.resources import default_certificate_dir
 from pycert.families import FAMILIES, producer
+from pycert.lean.build import DEFAULT_TIMEOUT
 
 OUT_HELP = ("certificate directory (default: ./certificates, or certificates/ when run from a checkout); "
             "everything a certificate names is kept under it (emitted Lean, the synthetic trace, the pooling "
@@ -35,23 +42,65 @@ def register(sub: argparse._SubParsersAction) -> None:
         f.set_defaults(func=cmd_prove)
 
 
-def render(res: prove.ProveResult) -> str:
+class NextSteps(BaseModel):
+    """What to run after a prove: verify and report what it wrote (with ``--input`` for a trace that is
+    not beside the directory), and the certificates of the directory it left as they were, with the
+    prove that would make them again."""
+
+    verify: str | None = None
+    report: str | None = None
+    left_alone: list[str] = []
+    prove_again: str | None = None
+
+
+def next_steps(written: list[Path], out: Path, traces: list[Path]) -> NextSteps:
+    """``out`` as the user named it; ``traces`` the run's ``--trace`` files, as given."""
+    try:
+        listed = sorted(n for n in read_manifest(out / MANIFEST_NAME) if (out / n).is_file())
+    except (InputError, Rejected):  # no manifest yet, or one the next verify will name
+        listed = []
+    names = [w.name for w in written]
+    given = {t.name: t for t in traces}
+    steps = NextSteps(left_alone=[n for n in listed if n not in names])
+    if names:
+        steps.verify = verify_command(out, None if set(names) == set(listed) else names,
+                                      input_paths(external_inputs(written), out, given))
+        steps.report = report_command(out, input_paths(external_inputs(out / n for n in listed), out, given))
+    if steps.left_alone:
+        steps.prove_again = prove_command([out / n for n in steps.left_alone], out)
+    return steps
+
+
+def render(res: prove.ProveResult, steps: NextSteps) -> str:
     stages = table(["stage", "status", "seconds", "detail"],
                    [(s.name, s.status, f"{s.seconds:.1f}", s.detail[:90]) for s in res.stages])
     rows = table(["certificate", "figure", "status", "claim"],
                  [(r.certificate, r.figure, r.status, r.claim[:110]) for r in res.rows])
     verdict = "ALL HOLD" if res.ok else "REJECTED" if res.rejected else "NOT CHECKED"
-    unchecked = "".join(f"\nnot checked: {u}" for u in res.unchecked)
-    return f"{stages}\n\n{rows}\n\n{verdict}: {len(res.written)} certificates written{unchecked}"
+    lines = [f"{stages}\n\n{rows}\n\n{verdict}: {len(res.written)} certificates written"]
+    lines += [f"not checked: {u}" for u in res.unchecked]
+    if steps.verify:
+        lines += ["", "check them, offline:", f"  {steps.verify}", f"  {steps.report}"]
+    if steps.left_alone:
+        lines += ["", f"not proved by this run, left as they were: {', '.join(steps.left_alone)}; to prove them again:",
+                  f"  {steps.prove_again}"]
+    return "\n".join(lines)
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
     everything = args.family == "all"
     jobs = [(producer(name), producer(name).options_from(args, everything))
             for name in (FAMILIES if everything else (args.family,))]
-    res = prove.prove(jobs, backend=args.backend, out_dir=args.out, timeout=args.timeout,
-                      progress=Progress(enabled=not args.json, force=True))
-    emit(args.json, res, lambda: render(res))
+    out = args.out or default_certificate_dir()
+    made = missing_dirs(out)
+    try:
+        res = prove.prove(jobs, backend=args.backend, out_dir=args.out, timeout=args.timeout,
+                          progress=Progress(enabled=not args.json, force=True))
+    except BaseException:  # Ctrl-C or a refusal: a first run leaves no empty --out behind
+        remove_empty(made)
+        raise
+    steps = next_steps([Path(w) for w in res.written], out, getattr(args, "trace", []))
+    emit(args.json, {**res.model_dump(mode="json"), "next": steps.model_dump()}, lambda: render(res, steps))
     if res.rejected:
         return EXIT_REJECTED
     if res.unchecked:  # nothing was refused: a check ran out of memory or time

@@ -11,12 +11,14 @@ problem (under ``--json``: the error object, with the per-certificate results un
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from pycert.certify.verify import VerifyResult, refuse_unused_inputs, verify_certificate
 from pycert.cli import add_backend, add_common, add_root, help_of
 from pycert.core.console import Progress, emit, to_jsonable
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError, UsageError
 from pycert.core.limits import in_path, seconds
+from pycert.lean.build import fresh_build_cache
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("certs", nargs="+", type=in_path, metavar="CERT", help="certificate JSON files")
     p.add_argument("--kernel", action="store_true",
                    help="also rebuild the library and the certificate's Lean files, re-run the axiom audit on the "
-                        "named theorems and recompute their statements and type digests")
+                        "named theorems and recompute their statements and type digests (Lean files unchanged "
+                        "since an earlier run are answered from the build cache, $PYCERT_BUILD_CACHE, and the "
+                        "result says so)")
+    p.add_argument("--fresh", action="store_true",
+                   help="with --kernel: an empty build cache for this run, so Lean checks every file again "
+                        "(minutes: the library is 12 modules)")
     p.add_argument("--manifest", type=in_path, default=None,
                    help="manifest to check against (default: MANIFEST.sha256 beside each certificate)")
     p.add_argument("--timeout", type=seconds, default=1800.0, help="seconds per Lean file under --kernel")
@@ -55,20 +62,23 @@ def render(results: list[VerifyResult]) -> str:
         label = {"ok": "ok", "rejected": "REJECTED", "missing-input": "MISSING", "input-error": "BAD INPUT"}[r.status]
         lines.append(f"{label:<9} {r.certificate}" + (f"  (checked: {', '.join(r.checked)})" if r.ok else ""))
         lines += [f"  {r.certificate}: {f.render()}" for f in r.failures]
-        lines += [f"  {r.certificate}: missing input: {m}" for m in r.missing]
         lines += [f"  {r.certificate}: {e}" for e in r.errors]
+        lines += [f"  {r.certificate}: missing input: {m}" for m in r.missing]
         lines += [f"  note: {n}" for n in r.notes]
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.fresh and not args.kernel:
+        raise UsageError("--fresh only means something with --kernel (a plain verify runs no Lean)", where="--fresh")
     refuse_unused_inputs(dict(args.input), args.certs)
-    progress = Progress(enabled=not args.json)
-    results = [
-        verify_certificate(c, root=args.root, manifest=args.manifest, kernel=args.kernel,
-                           backend=args.backend, timeout=args.timeout, inputs=dict(args.input), progress=progress)
-        for c in args.certs
-    ]
+    progress = Progress(enabled=not args.json, force=args.kernel)  # --kernel runs Lean for minutes: say so
+    with fresh_build_cache() if args.fresh else contextlib.nullcontext():
+        results = [
+            verify_certificate(c, root=args.root, manifest=args.manifest, kernel=args.kernel,
+                               backend=args.backend, timeout=args.timeout, inputs=dict(args.input), progress=progress)
+            for c in args.certs
+        ]
     code = exit_code(results)
     if code != EXIT_USAGE:
         emit(args.json, results, human=lambda: render(results))

@@ -54,7 +54,8 @@ class UsageError(InputError):
 
 
 class ToolchainMissing(PycertError):
-    """No usable Lean backend."""
+    """A tool a check needs is missing here: no usable Lean backend, or no chromium for ``pycert
+    mutate``'s report-verifier checker. Nothing was rejected (exit 2)."""
 
 
 class ResourcesExhausted(Located):

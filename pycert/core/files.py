@@ -46,6 +46,33 @@ def open_input(path: Path, what: str, missing: str = "no such file") -> BinaryIO
         raise InputError(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from None
 
 
+def check_input(path: Path, what: str, missing: str = "no such file") -> None:
+    """Refuse, with :func:`open_input`'s one-line errors, an input that cannot be read, before the work
+    that reads it later begins."""
+    open_input(path, what, missing).close()
+
+
+def missing_dirs(path: Path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, deepest first: what writing into
+    ``path`` would create."""
+    out, p = [], Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def remove_empty(dirs: list[Path]) -> None:
+    """Remove each of ``dirs`` (deepest first) that is empty, stopping at the first that is not."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except FileNotFoundError:  # never made (a run may stop before it writes into --out)
+            continue
+        except OSError:  # not empty: what is left is someone's
+            return
+
+
 def read_input(path: Path, what: str, missing: str = "no such file") -> bytes:
     """The bytes of an input file, with :func:`open_input`'s one-line errors."""
     with open_input(path, what, missing) as f:

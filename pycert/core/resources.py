@@ -76,6 +76,14 @@ def committed_certificates() -> Path:
     return data_root() / "certificates"
 
 
+def shared_traces_dir() -> Path | None:
+    """Where the README's Data section keeps the Mooncake traces, ``../shared/traces/mooncake-fast25/``
+    beside a checkout, when pycert runs from one (else None): where pycert looks for a committed
+    certificate's trace to name it in a command."""
+    root = checkout_root()
+    return None if root is None else root.parent / "shared" / "traces" / "mooncake-fast25"
+
+
 def default_certificate_dir() -> Path:
     """Where ``pycert prove`` writes without ``--out``: the checkout's ``certificates/``, else
     ``certificates/`` in the working directory (never into an installed package)."""

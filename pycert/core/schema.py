@@ -204,12 +204,20 @@ class Certificate(_Strict):
         return self.model_dump_json(indent=2, by_alias=True) + "\n"
 
 
-def declared_inputs(path: Path) -> list[dict[str, Any]] | None:
-    """The ``inputs`` a certificate file declares, read without validating it (to plan a run or check
-    flags before the real checks); None when the file cannot be read as a certificate at all, which
-    those checks then report."""
+def declared(path: Path) -> dict[str, Any] | None:
+    """A certificate file's JSON object, read without validating it (to plan a run, check flags before
+    the real checks, or name what it holds in a command); None when it is no JSON object, which those
+    checks then report."""
     try:
-        inputs = json.loads(Path(path).read_bytes())["inputs"]
-        return [i for i in inputs if isinstance(i, dict) and isinstance(i.get("path"), str)]
-    except (OSError, ValueError, TypeError, KeyError):
+        doc = json.loads(Path(path).read_bytes())
+    except (OSError, ValueError):
         return None
+    return doc if isinstance(doc, dict) else None
+
+
+def declared_inputs(path: Path) -> list[dict[str, Any]] | None:
+    """The ``inputs`` a certificate file declares (:func:`declared`); None when it has none to read."""
+    inputs = (declared(path) or {}).get("inputs")
+    if not isinstance(inputs, list):
+        return None
+    return [i for i in inputs if isinstance(i, dict) and isinstance(i.get("path"), str)]

@@ -117,20 +117,29 @@ def trace_from_bytes(data: bytes, name: str, fmt: FormatChoice = "auto") -> Trac
 
 
 def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
-    """Numbered non-blank lines (blank ones, e.g. a trailing empty line, carry no reference).
+    """Numbered lines, each one request (Mooncake) or one reference (ids).
 
-    A UTF-8 byte-order mark before the first line is dropped (CRLF ends are whitespace to both
-    readers); a line longer than :data:`~pycert.core.limits.MAX_LINE_BYTES` is refused before it is parsed.
+    Blank lines (empty or whitespace only) are allowed at the end of the file alone: one before a
+    later line is an input error naming it, since it stands where a request or a reference should
+    be (a line lost in an edit or a merge), and a reader that skipped it would certify a trace
+    nobody wrote. A UTF-8 byte-order mark before the first line is dropped (CRLF ends are
+    whitespace to both readers); a line longer than :data:`~pycert.core.limits.MAX_LINE_BYTES` is
+    refused before it is parsed.
     """
-    lineno = 0
+    lineno, blank = 0, None
     while line := stream.readline(MAX_LINE_BYTES + 1):
         lineno += 1
         if len(line) > MAX_LINE_BYTES:
             raise InputError(f"line longer than the limit of {MAX_LINE_BYTES:,} bytes", where=f"{name}:{lineno}")
         if lineno == 1 and line.startswith(_BOM):
             line = line[len(_BOM):]
-        if line.strip():
-            yield lineno, line
+        if not line.strip():
+            blank = blank or lineno
+            continue
+        if blank:
+            raise InputError(f"blank line in the middle of the trace (line {lineno} follows it): blank lines "
+                             "are allowed only at the end of the file", where=f"{name}:{blank}")
+        yield lineno, line
 
 
 def _parse(stream: BinaryIO, name: str, fmt: FormatChoice) -> tuple[np.ndarray, np.ndarray | None, Format]:

@@ -16,6 +16,7 @@ import graphlib
 import hashlib
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -25,17 +26,11 @@ from pydantic import BaseModel
 
 from pycert.core.errors import InputError
 from pycert.core.files import link_or_copy, publish_dir
-from pycert.core.resources import cache_dir, library_dir
+from pycert.core.resources import cache_dir, library_dir, scratch_root
 from pycert.lean.backend import Backend, BuildOptions, Kind, resolve
 from pycert.lean.diagnostics import CheckResult
-from pycert.lean.process import kill_running
-from pycert.lean.sources import (
-    Unit,
-    file_units,
-    library_units,
-    module_path,
-    parse_imports,
-)
+from pycert.lean.process import stopping
+from pycert.lean.sources import Unit, file_units, library_units, module_path, parse_imports
 
 DEFAULT_TIMEOUT = 1800.0
 OLEAN_SUFFIXES = (".olean", ".olean.private", ".olean.server", ".ilean", ".ir")
@@ -71,13 +66,14 @@ def topo_order(deps: dict[str, list[str]]) -> list[str]:
 
 @contextlib.contextmanager
 def _interruptible(pool: ThreadPoolExecutor) -> Iterator[None]:
-    """On Ctrl-C or SIGTERM in the main thread: drop queued units and kill the running Lean processes, so
-    the pool's exit does not wait for them to finish."""
+    """On Ctrl-C or SIGTERM in the main thread: drop queued units, kill the running Lean processes and
+    keep the ones waiting for a slot from starting, so the pool's exit does not wait for any Lean run."""
     try:
         yield
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
-        kill_running()
+        with stopping():
+            pool.shutdown(wait=True)
         raise
 
 
@@ -137,6 +133,32 @@ def link_outputs(src_dir: Path, dst_dir: Path, module: str) -> None:
 def build_cache_dir() -> Path:
     """Compiled modules by content key: ``$PYCERT_BUILD_CACHE``, else ``<cache>/build``."""
     return Path(os.environ.get("PYCERT_BUILD_CACHE") or cache_dir() / "build")
+
+
+@contextlib.contextmanager
+def fresh_build_cache() -> Iterator[Path]:
+    """An empty build cache while the block runs (``$PYCERT_BUILD_CACHE`` pointed at a new directory
+    beside the olean trees, so links work, and removed after): Lean checks every module again."""
+    before = os.environ.get("PYCERT_BUILD_CACHE")
+    fresh = Path(tempfile.mkdtemp(prefix="build-fresh-", dir=scratch_root()))
+    os.environ["PYCERT_BUILD_CACHE"] = str(fresh)
+    try:
+        yield fresh
+    finally:
+        if before is None:
+            os.environ.pop("PYCERT_BUILD_CACHE", None)
+        else:
+            os.environ["PYCERT_BUILD_CACHE"] = before
+        shutil.rmtree(fresh, ignore_errors=True)
+
+
+def cache_note(results: Sequence[CheckResult]) -> str | None:
+    """How many of ``results`` the build cache answered, and what that means; None when Lean ran on all."""
+    cached = sum(r.cached for r in results)
+    if not cached:
+        return None
+    return (f"{cached} of {len(results)} Lean files answered from the build cache ({build_cache_dir()}): the "
+            "verdicts Lean gave earlier for the same source, imports and toolchain")
 
 
 class BuildCache:

@@ -38,7 +38,7 @@ class Diagnostic(BaseModel):
         return f"{self.file}:{self.line}:{self.column}: {self.severity}: {first}"
 
 
-Status = Literal["ok", "failed", "resources", "crashed", "skipped"]
+Status = Literal["ok", "failed", "resources", "crashed", "interrupted", "skipped"]
 """``failed``: Lean refused the file (an error, ``sorry``); ``resources``: the check did not run to its
 end (``cause``), which says nothing about the file; ``crashed``: Lean died for another reason."""
 Cause = Literal["heap", "killed", "timeout"]
@@ -116,10 +116,12 @@ def _size(path: str) -> str:
 
 def check_result(module: str, user_file: str, run: ProcessRun, staged_name: str) -> CheckResult:
     """The verdict on one module from its Lean run: ok, failed (an error or ``sorry``), resources (out
-    of memory, killed, timed out: the check did not run to its end), crashed."""
+    of memory, killed, timed out: the check did not run to its end), crashed, or interrupted (pycert killed it on Ctrl-C or SIGTERM: no verdict)."""
     diags = parse_diagnostics(run.stdout, {staged_name: user_file})
     common = dict(module=module, file=user_file, seconds=run.seconds, diagnostics=diags, exit_code=run.exit_code,
                   cpu_s=run.cpu_s, peak_rss_mib=run.peak_rss_mib)
+    if run.interrupted:
+        return CheckResult(ok=False, status="interrupted", detail="killed by pycert on Ctrl-C or SIGTERM", **common)
     failed = any(d.is_failure for d in diags)
     finished = run.exit_code == 0 or (run.exit_code == 1 and failed)
     where = f"{Path(user_file).name} ({_size(user_file)})"

@@ -42,6 +42,8 @@ class ProcessRun(BaseModel):
     seconds: float
     timed_out: bool
     timeout: float = 0.0
+    interrupted: bool = False
+    """Killed by :func:`kill_running` (Ctrl-C or SIGTERM in pycert), so its exit says nothing about Lean."""
     cpu_s: float = 0.0
     """CPU seconds of the process, as last read while it ran (up to half a second short)."""
     peak_rss_mib: int = 0
@@ -72,11 +74,21 @@ class ProcessRun(BaseModel):
         return lines[-1] if lines else f"exit {self.exit_code}"
 
 
+class NotStarted(Exception):
+    """A Lean run that was still waiting to start when its build was interrupted (:func:`stopping`)."""
+
+
+_STOP = threading.Event()
+"""Set while an interrupted build winds down: a run waiting for a slot gives up instead of starting."""
+
+
 @contextlib.contextmanager
 def machine_slot(slot_dir: Path, poll_s: float = 0.5) -> Iterator[None]:
     """Hold one of ``$PYCERT_LEAN_SLOTS`` machine-wide slots (flock'd files in ``slot_dir``)."""
     slots = max(1, int(os.environ.get("PYCERT_LEAN_SLOTS", os.cpu_count() or 1)))
     while True:
+        if _STOP.is_set():
+            raise NotStarted("interrupted while waiting for a Lean slot")
         for i in range(slots):
             fh = open(slot_dir / f"slot-{i}.lock", "a")
             try:
@@ -95,6 +107,8 @@ def machine_slot(slot_dir: Path, poll_s: float = 0.5) -> Iterator[None]:
 
 _LIVE: set[int] = set()
 """Process groups of Lean runs in flight (worker threads start them; the main thread may kill them)."""
+_KILLED: set[int] = set()
+"""Those of them :func:`kill_running` killed: their runs were interrupted, not crashed."""
 _LIVE_LOCK = threading.Lock()
 
 
@@ -103,9 +117,23 @@ def kill_running() -> None:
     Lean in its own session not at all: without this the interrupted run would wait for each one."""
     with _LIVE_LOCK:
         groups = list(_LIVE)
+        _KILLED.update(groups)
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def stopping() -> Iterator[None]:
+    """While an interrupted build waits for its worker threads: the Lean processes in flight are
+    killed, and a run still waiting for a slot does not start (it raises :class:`NotStarted`), so
+    Ctrl-C takes effect at once rather than after the next module's run."""
+    _STOP.set()
+    try:
+        kill_running()
+        yield
+    finally:
+        _STOP.clear()
 
 
 def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> ProcessRun:
@@ -148,12 +176,14 @@ class _Usage:
 
 def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> ProcessRun:
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, errors="replace",
-    )
-    usage = _Usage(proc.pid)
-    with _LIVE_LOCK:
+    with _LIVE_LOCK:  # so that kill_running, which holds it, sees every process that starts
+        if _STOP.is_set():
+            raise NotStarted("interrupted before the Lean process started")
+        proc = subprocess.Popen(
+            list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True, errors="replace",
+        )
+        usage = _Usage(proc.pid)
         _LIVE.add(proc.pid)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -170,6 +200,8 @@ def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: f
         usage.stop()
         with _LIVE_LOCK:
             _LIVE.discard(proc.pid)
+            interrupted = proc.pid in _KILLED
+            _KILLED.discard(proc.pid)
     return ProcessRun(exit_code=None if timed_out else proc.returncode, stdout=out, stderr=err,
-                      seconds=time.monotonic() - t0, timed_out=timed_out, timeout=timeout,
+                      seconds=time.monotonic() - t0, timed_out=timed_out, timeout=timeout, interrupted=interrupted,
                       cpu_s=round(usage.cpu_s, 1), peak_rss_mib=usage.peak_kib // 1024)

@@ -17,7 +17,7 @@ from pycert.core.errors import InputError
 from pycert.lean.backend import resolve
 from pycert.mutation import operators as ops
 from pycert.mutation.batches import LeanBatches
-from pycert.mutation.context import Context
+from pycert.mutation.context import Context, unavailable
 from pycert.mutation.report import CampaignReport, Outcome
 
 Progress = Callable[[str], None]
@@ -43,6 +43,9 @@ def _run_python(ctx: Context, chosen: list[ops.Planned], progress: Progress) -> 
     outcomes = []
     for p in chosen:
         if p.run is None:
+            continue
+        if why := unavailable(p.mutant.checker):
+            outcomes.append(_outcome(p, "not-run", why, 0.0))
             continue
         s0 = time.monotonic()
         ctx.fresh(p.mutant.id)

@@ -13,7 +13,8 @@ from fractions import Fraction
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pycert.certify.browser import CHROMIUM, Browser
+from pycert.certify import browser
+from pycert.certify.browser import Browser
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest
 from pycert.certify.report import write_report
 from pycert.certify.verify import verify_certificate
@@ -145,8 +146,6 @@ class Context:
         return status, f"figures {_figs(before)} -> {_figs(after)}; {detail}"
 
     def page_expect(self, cert: str, how: str) -> ops.Verdict:
-        if CHROMIUM is None:
-            return "error", "chromium is not installed: the report verifier cannot be run"
         cert_dir = self.repo / ops.CERT_DIR
         page = self.repo / "site" / "report.html"
         page.parent.mkdir(parents=True, exist_ok=True)
@@ -181,6 +180,13 @@ class Context:
         if state == "mismatch":
             return "killed", f"verdict {state} ({colour}): {lines[0] if lines else ''}"
         return "survived", f"the page said {state} for a tampered certificate"
+
+
+def unavailable(checker: str) -> str | None:
+    """Why ``checker`` cannot run on this machine (a tool it needs is missing), or None."""
+    if checker == "report-verifier" and browser.CHROMIUM is None:
+        return "chromium is not installed (Debian: apt-get install chromium; or put a chromium on PATH)"
+    return None
 
 
 def _figs(figs: dict[str, Fraction]) -> str:

@@ -10,13 +10,15 @@ from pydantic import BaseModel
 
 from pycert.core.console import table
 
-Status = Literal["killed", "survived", "timeout", "error", "equivalent"]
-STATUSES: tuple[Status, ...] = ("killed", "survived", "timeout", "error", "equivalent")
+Status = Literal["killed", "survived", "timeout", "error", "equivalent", "not-run"]
+STATUSES: tuple[Status, ...] = ("killed", "survived", "timeout", "error", "equivalent", "not-run")
+"""``not-run``: the mutant's checker could not run here (a tool it needs is missing): no verdict either
+way, left out of the score and listed once per checker."""
 CHECKERS = ("lean-kernel", "audit", "solver-checks", "verify", "trace-engine", "report-verifier")
 
 # https://github.com/stryker-mutator/mutation-testing-elements/ (mutation-testing-report-schema)
 _STRYKER_STATUS = {"killed": "Killed", "survived": "Survived", "timeout": "Timeout", "error": "RuntimeError",
-                   "equivalent": "Ignored"}
+                   "equivalent": "Ignored", "not-run": "Ignored"}
 
 
 class Mutant(BaseModel):
@@ -52,13 +54,27 @@ class CampaignReport(BaseModel):
 
     @property
     def score(self) -> float:
-        scored = [o for o in self.outcomes if o.status != "equivalent"]
+        scored = [o for o in self.outcomes if o.status not in ("equivalent", "not-run")]
         return 100.0 * sum(o.status == "killed" for o in scored) / len(scored) if scored else 0.0
 
     @property
     def failing(self) -> list[Outcome]:
         """Mutants that survived, timed out or crashed their checker."""
         return [o for o in self.outcomes if o.status in ("survived", "timeout", "error")]
+
+    def not_run(self) -> dict[str, tuple[int, str]]:
+        """Checker -> (mutants, why) for each checker that could not run here."""
+        out: dict[str, tuple[int, str]] = {}
+        for o in self.outcomes:
+            if o.status == "not-run":
+                out[o.mutant.checker] = (out.get(o.mutant.checker, (0, ""))[0] + 1, o.detail)
+        return out
+
+    def not_run_line(self) -> str | None:
+        """One line naming every checker that did not run, with its mutants and why (None when all ran)."""
+        parts = [f"the {checker} checker was not run ({n} mutants, no verdict): {why}"
+                 for checker, (n, why) in self.not_run().items()]
+        return "; ".join(parts) or None
 
     def summary(self) -> dict[str, Any]:
         return {"mutants": len(self.outcomes), **{s: self.count(s) for s in STATUSES},
@@ -73,13 +89,15 @@ def _rows(outcomes: list[Outcome], key: str) -> list[tuple[Any, ...]]:
         groups.setdefault(getattr(o.mutant, key), Counter())[o.status] += 1
     rows = []
     for name, c in groups.items():
-        scored = sum(c.values()) - c["equivalent"]
+        scored = sum(c.values()) - c["equivalent"] - c["not-run"]
         rows.append((name, *(c[s] for s in STATUSES), f"{100.0 * c['killed'] / scored:.1f}%" if scored else "-"))
     return rows
 
 
-def render(report: CampaignReport) -> str:
-    headers = ("killed", "survived", "timeout", "error", "equivalent", "score")
+def render(report: CampaignReport, not_run: bool = True) -> str:
+    """The tables and the verdict; ``not_run``: end with the line naming the checkers that did not run
+    (the command line leaves it to its error line when that exits on it)."""
+    headers = (*STATUSES, "score")
     out = [table(("operator class", *headers), _rows(report.outcomes, "operator")), "",
            table(("checker", *headers), _rows(report.outcomes, "checker"))]
     if report.failing:
@@ -89,9 +107,13 @@ def render(report: CampaignReport) -> str:
     if eq:
         out += ["", table(("equivalent mutant", "reason"), [(o.mutant.id, o.mutant.equivalent) for o in eq])]
     s = report.summary()
-    out += ["", f"{'PASS' if not report.failing else 'FAIL'}: {s['mutants']} mutants over {s['operators']} operator "
-                f"classes, {s['killed']} killed, {len(report.failing)} not killed, {s['equivalent']} equivalent; "
-                f"score {s['score']:.1f}%; {s['kernel_runs']} kernel runs on {s['backend']}; {s['wall_s']:.0f} s"]
+    verdict = "FAIL" if report.failing else "INCOMPLETE" if s["not-run"] else "PASS"
+    out += ["", f"{verdict}: {s['mutants']} mutants over {s['operators']} operator "
+                f"classes, {s['killed']} killed, {len(report.failing)} not killed, {s['equivalent']} equivalent"
+                + (f", {s['not-run']} not run" if s["not-run"] else "")
+                + f"; score {s['score']:.1f}%; {s['kernel_runs']} kernel runs on {s['backend']}; {s['wall_s']:.0f} s"]
+    if not_run and (line := report.not_run_line()):
+        out.append(line)
     return "\n".join(out)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from pycert.core.errors import InputError, Rejection
+from pycert.core.files import check_input
 from pycert.core.limits import MAX_SHARD_REFS, in_path, int_range
 from pycert.core.schema import declared_inputs
 from pycert.data import synthetic
@@ -77,8 +78,7 @@ class CeilingProducer(Producer):
         each other, and so would a trace of another name over an earlier run's certificate in ``--out``."""
         claimed: dict[str, Path] = {}
         for trace in setting.options.trace:  # type: ignore[attr-defined]
-            if not trace.is_file():
-                raise InputError("no such trace file", where=str(trace))
+            check_input(trace, "a trace file", missing="no such trace file")
         for trace in self.traces(setting):
             if not slug(trace.stem):
                 raise InputError("a trace's file name needs a letter or digit (it names the certificate)", where=str(trace))

@@ -1,0 +1,115 @@
+"""The commands pycert prints for what comes next: after prove, the verify and report of what it wrote
+(``--input`` where a trace lives elsewhere) and the prove of what it left alone; on the report page,
+the verify of the real directory. Each printed command is run here as a newcomer would paste it."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from pycert.certify import hints
+from pycert.certify.manifest import write_certificates
+from pycert.certify.report import write_report
+from pycert.cli import main
+from pycert.cli.prove import next_steps, render
+from pycert.core.files import file_sha256
+from pycert.core.schema import InputFile
+from pycert.data.traces import read_trace
+from pycert.families.ceiling import ceiling_figures
+from pycert.families.isolation import isolation_figures
+from pycert.lean.emit import packed_trace
+from pycert.prove import ProveResult
+from tests.conftest import REPO, SHARED_TRACES
+from tests.test_verify import make_cert
+
+
+def ceiling_cert(cert_dir: Path, trace: Path) -> Path:
+    """A ceiling certificate of ``trace``, from outside ``cert_dir`` (as prove names it: by file name)."""
+    inp = InputFile(role="trace", path=trace.name, sha256=file_sha256(trace), external=True)
+    cert = make_cert(f"ceiling-{trace.stem}", "ceiling", ceiling_figures(read_trace(trace)),
+                     {"lean_encoding": packed_trace.ENCODING}, inputs=[inp])
+    write_certificates([cert], cert_dir)
+    return cert_dir / cert.filename
+
+
+def run_printed(command: str, capsys: pytest.CaptureFixture[str]) -> int:
+    argv = shlex.split(command)
+    assert argv[0] == "pycert"
+    rc = main(argv[1:])
+    capsys.readouterr()
+    return rc
+
+
+@pytest.fixture()
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A newcomer's working directory, with their trace in a directory of its own beside it."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "t.ids").write_text("5\n6\n5\n7\n5\n6\n")
+    monkeypatch.chdir(tmp_path / "work")
+    return tmp_path / "work"
+
+
+def test_prove_prints_the_verify_and_report_that_work(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = Path("../elsewhere/t.ids")
+    written = ceiling_cert(Path("certs"), trace)
+    steps = next_steps([written], Path("certs"), [trace])
+    assert steps.verify == "pycert verify certs/*.json --input t.ids=../elsewhere/t.ids"
+    assert steps.report == "pycert report --certs certs --input t.ids=../elsewhere/t.ids"
+    assert (steps.left_alone, steps.prove_again) == ([], None)
+    assert run_printed("pycert verify certs/ceiling-t.json", capsys) == 2  # what the newcomer tried first
+    assert run_printed(steps.verify.replace("*.json", "ceiling-t.json"), capsys) == 0
+    assert run_printed(steps.report, capsys) == 0
+    page = (work / "report.html").read_text()
+    assert "Re-check them offline with <code>pycert verify certs/*.json --input t.ids=../elsewhere/t.ids</code>" in page
+    text = render(ProveResult(ok=True, stages=[], rows=[], written=[str(written)]), steps)
+    assert text.endswith(f"check them, offline:\n  {steps.verify}\n  {steps.report}")
+
+
+def test_a_trace_beside_the_directory_needs_no_input_and_an_unknown_one_is_named(work: Path) -> None:
+    (work / "t.ids").write_bytes((work.parent / "elsewhere" / "t.ids").read_bytes())
+    written = ceiling_cert(work / "certs", Path("t.ids"))
+    assert next_steps([written], Path("certs"), [Path("t.ids")]).verify == "pycert verify certs/*.json"
+    write_report(Path("certs"), Path("r.html"), curves=False)
+    assert "<code>pycert verify certs/*.json</code>" in (work / "r.html").read_text()
+    (work / "t.ids").unlink()
+    write_report(Path("certs"), Path("r.html"), curves=False)  # the trace is nowhere pycert can see
+    assert "<code>pycert verify certs/*.json --input t.ids=PATH/t.ids</code>" in (work / "r.html").read_text()
+    far = Path("/tmp") if not Path.cwd().is_relative_to("/tmp") else Path("/")
+    assert hints.shown(far) == str(far.absolute()) and hints.shown("a b/c") == "'a b/c'"
+
+
+def test_prove_names_what_it_left_alone_and_the_command_that_would_prove_it(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    iso = make_cert("isolation-t3-n4", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4})
+    write_certificates([iso], work / "certs")
+    old = ceiling_cert(work / "certs", work.parent / "elsewhere" / "t.ids")  # an earlier run's, trace elsewhere
+    steps = next_steps([work / "certs" / iso.filename], Path("certs"), [])
+    assert steps.verify == "pycert verify certs/isolation-t3-n4.json"
+    assert steps.left_alone == ["ceiling-t.json"]
+    assert steps.prove_again == "pycert prove ceiling --trace PATH/t.ids --out certs"
+    assert steps.report == "pycert report --certs certs --no-curves"  # runs as printed; the curve needs t.ids
+    assert run_printed(steps.report, capsys) == 0
+    text = render(ProveResult(ok=True, stages=[], rows=[], written=[iso.filename]), steps)
+    assert text.endswith("not proved by this run, left as they were: ceiling-t.json; to prove them again:\n"
+                         "  pycert prove ceiling --trace PATH/t.ids --out certs")
+    (work / "t.ids").write_bytes((work.parent / "elsewhere" / "t.ids").read_bytes())  # now beside the directory
+    again = next_steps([work / "certs" / iso.filename], Path("certs"), [])
+    assert again.prove_again == "pycert prove ceiling --trace t.ids --out certs" and again.report.endswith("certs")
+    assert old.is_file()
+
+
+def test_make_prove_names_the_committed_mooncake_certificates_it_leaves_alone() -> None:
+    """``make prove`` is ``pycert prove all`` without the Mooncake traces: it says which two it did not
+    prove again, and the command that would (the traces where the README's Data section keeps them)."""
+    out = REPO / "certificates"
+    written = [out / n for n in ("first-touch-c256-n4000.json", "isolation-t8-n1024.json", "pooling-committed.json",
+                                 "ceiling-synthetic-seed0.json")]
+    steps = next_steps(written, out, [])
+    assert steps.left_alone == ["ceiling-conversation-trace.json", "ceiling-synthetic-trace.json"]
+    traces = [hints.shown(SHARED_TRACES / n) if (SHARED_TRACES / n).is_file() else f"PATH/{n}"
+              for n in ("conversation_trace.jsonl", "synthetic_trace.jsonl")]
+    assert steps.prove_again == (f"pycert prove ceiling --trace {traces[0]} --trace {traces[1]} "
+                                 f"--out {hints.shown(out)}")
