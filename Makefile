@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 $(BIN)/pycert: pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,leak]'
 	touch $@
 
 setup: $(BIN)/pycert

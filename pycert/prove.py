@@ -28,11 +28,11 @@ from pydantic import BaseModel
 
 from pycert.audit.axioms import AuditReport, audit_build
 from pycert.audit.per_theorem import certificate_audit
-from pycert.audit.statements import STATEMENTS_MODULE, printed_statements, probe_source
+from pycert.audit.statements import STATEMENTS_MODULE, printed_headline, printed_statements, probe_source
 from pycert.certify.assemble import assemble
 from pycert.certify.manifest import certificate_files
 from pycert.certify.provenance import certificate_provenance, collect, write_run_record
-from pycert.core.errors import InputError, Rejection
+from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import publish_files
 from pycert.core.memo import code_sha256, memo
 from pycert.core.resources import default_certificate_dir, library_dir
@@ -40,7 +40,7 @@ from pycert.core.schema import AuditInfo, BackendInfo, TheoremStatement
 from pycert.families.base import Options, Prepared, Producer, Progress, Setting
 from pycert.lean import build
 from pycert.lean.backend import Backend, resolve
-from pycert.lean.sources import library_signatures
+from pycert.lean.sources import library_modules, library_signatures, theorem_signatures
 
 StageStatus = Literal["ok", "rejected", "resources", "skipped"]
 
@@ -100,8 +100,11 @@ class Run:
         if p.rejection is None:
             p.rejection = Rejection(subject=subject, reason=reason, detail=detail)
 
-    def theorem_names(self) -> list[str]:
-        return sorted({t for p in self.prepared for t in p.derived().theorems})
+    def library_theorems(self) -> list[str]:
+        return sorted({t for p in self.prepared for t in p.claim.library_theorems(p.parameters)})
+
+    def headlines(self) -> list[str]:
+        return [p.instance.headline for p in self.prepared if p.instance is not None]
 
 
 StageFn = Callable[[Run], tuple[StageStatus, str]]
@@ -124,16 +127,20 @@ def prepare(producer: Producer, options: Options) -> StageFn:
 def kernel(run: Run) -> tuple[StageStatus, str]:
     """One build: the library, every instance file and the statement probe, in one dependency graph."""
     run.unchecked.update({p.id: p.unchecked for p in run.prepared if p.unchecked})
-    files = [f for p in run.prepared for f in p.lean_files]
+    files = [f for p in run.prepared if p.lean_file is not None for f in [*p.parts, p.lean_file]]
     probe = run.stage_dir / ".probe" / f"{STATEMENTS_MODULE}.lean"
     probe.parent.mkdir(parents=True, exist_ok=True)
-    probe.write_text(probe_source(run.theorem_names()), encoding="utf-8")
+    probe.write_text(probe_source(run.library_theorems()), encoding="utf-8")
     res = build.build(library=library_dir(), files=[*files, probe], backend=run.backend, timeout=run.timeout,
                       progress=lambda m: run.say("  " + m))
     run.built = res
     by_file = {Path(r.file).resolve(): r for r in res.results}
     for p in run.prepared:
-        for f in p.lean_files:
+        if p.lean_file is None:
+            if p.instance is not None and p.id not in run.unchecked:
+                run.reject(p, p.id, "kernel", f"kernel: {p.instance.path} was not written")
+            continue
+        for f in [*p.parts, p.lean_file]:
             r = by_file.get(f.resolve())
             if r is not None and r.status == "resources":
                 run.unchecked.setdefault(p.id, f"{p.id} was not checked: {r.detail}")
@@ -164,32 +171,73 @@ def audit(run: Run) -> tuple[StageStatus, str]:
     # What the kernel accepted is audited even when another file was refused or its check did not run,
     # so that each certificate is judged on its own evidence.
     built = run.built.model_copy(update={"results": [r for r in run.built.results if r.ok], "ok": True})
-    names = run.theorem_names()
+    accepted = {r.module for r in built.results}
+    headlines = [p.instance.headline for p in run.prepared if p.instance is not None and p.instance.module in accepted]
+    names = run.library_theorems() + headlines
     key = [olean_sha256(built), run.backend.info().model_dump_json(), code_sha256("pycert.audit", "pycert.lean"),
            "\n".join(names)]
     report, kept = memo("audit", key, AuditReport,
-                        lambda: audit_build(built, run.backend, library_dir(), digests=names))
+                        lambda: audit_build(built, run.backend, library_dir(), digests=names, headlines=headlines))
     run.audit = report
-    if not report.ok:
-        for p in run.prepared:
-            run.reject(p, p.id, "audit", "audit failed")
+    library = set(library_modules(library_dir()))
+    for p in run.prepared:  # each certificate by what it rests on: the library and its own instance
+        own = {p.instance.module, *(f.stem for f in p.parts)} if p.instance is not None else set()
+        if found := [f for f in report.findings if f.module in library or f.module in own]:
+            run.reject(p, p.id, "audit", "; ".join(f"{f.subject}: {f.reason} ({f.constant})" for f in found[:3]))
     return ("ok" if report.ok else "rejected"), report.summary() + (" (kept: same compiled files)" if kept else "")
 
 
+def figures(run: Run) -> tuple[StageStatus, str]:
+    """Every certificate's figures off its headline's kernel type; pycert's own engines are a cross-check,
+    and where they differ the kernel has caught a defect in an engine: the claim is not written."""
+    if run.audit is None:
+        return "skipped", "the audit did not run"
+    caught = []
+    for p in run.prepared:
+        if p.id in run.unchecked or p.rejection is not None and p.rejection.reason in ("kernel", "audit"):
+            continue  # no kernel answer to read (a claim another check refused is still compared: see below)
+        try:
+            kernel_figures: dict[str, int] = {}
+            if p.instance is not None:
+                name = p.instance.headline
+                stated = run.audit.headlines.get(name)
+                if stated is None or stated.head != p.claim.headline_predicate:
+                    raise Rejected(Rejection.mismatch(name, f"a theorem stating {p.claim.headline_predicate}",
+                                                      stated.head if stated else "no such theorem built"))
+                kernel_figures = p.claim.kernel_figures(stated.literals, name)
+            p.figures = p.claim.figures(p.parameters, kernel_figures, p.inputs, p)
+        except Rejected as err:
+            run.reject(p, err.rejection.subject, err.rejection.reason, err.rejection.render())
+            continue
+        if disagree := p.claim.disagreements(p.figures, p.engine):
+            caught += [f"{p.id}: {d.render()}" for d in disagree]
+            run.reject(p, p.id, "engine-disagrees", "; ".join(d.render() for d in disagree))
+    if caught:
+        return "rejected", "the kernel caught an engine defect: " + "; ".join(caught)
+    if any(p.rejection is not None for p in run.prepared):
+        return "rejected", f"{sum(p.rejection is None for p in run.prepared)} of {len(run.prepared)} certificates hold"
+    return "ok", f"{len(run.prepared)} certificates, figures from their headlines"
+
+
 def pin_statements(run: Run) -> tuple[StageStatus, str]:
-    """Every named theorem's source signature, printed statement (from the probe the build ran) and
-    type digest (from the audit's read)."""
+    """Every named theorem's source signature, printed statement (from the probe the build ran, and each
+    instance's own ``#check`` of its headline) and type digest (from the audit's read)."""
     if run.built is None or run.audit is None:
         return "skipped", "the kernel or the audit did not run"
-    names = run.theorem_names()
+    names = run.library_theorems() + run.headlines()
     signatures = library_signatures(library_dir())
-    printed = printed_statements(run.built, names)
+    printed = printed_statements(run.built, run.library_theorems())
+    for p in run.prepared:
+        if p.lean_file is not None and p.instance is not None:
+            signatures.update(theorem_signatures(p.lean_file.read_text(encoding="utf-8")))
+            if r := run.built.by_module().get(p.instance.module):
+                printed.update(printed_headline(r, p.instance.headline))
     digests = run.audit.type_sha256
     run.statements = {n: TheoremStatement(signature=signatures[n], statement=printed[n], type_sha256=digests[n])
                       for n in names if n in signatures and n in printed and n in digests}
     missing = [n for n in names if n not in run.statements]
     for p in run.prepared:
-        if lost := [t for t in p.derived().theorems if t in missing]:
+        if lost := [t for t in p.claim.theorems(p.parameters, p.inputs) if t in missing]:
             run.reject(p, p.id, "statements", f"no pinned statement for {', '.join(lost)}")
     return ("rejected", f"not pinned: {', '.join(missing)}") if missing else ("ok", f"{len(names)} theorems")
 
@@ -220,7 +268,7 @@ def audit_of(report: AuditReport | None, p: Prepared) -> AuditInfo:
 def stages(jobs: list[tuple[Producer, Options]]) -> list[tuple[str, StageFn]]:
     """The stages of a run over ``jobs`` (a producer and its options each), in order."""
     return [*((f"instances: {p.claim.name}", prepare(p, o)) for p, o in jobs), ("kernel", kernel),
-            ("axiom audit", audit), ("statements", pin_statements), ("certificates", write)]
+            ("axiom audit", audit), ("figures", figures), ("statements", pin_statements), ("certificates", write)]
 
 
 # ---------------------------------------------------------------------------- a check without certificates
@@ -290,7 +338,7 @@ def prove(jobs: list[tuple[Producer, Options]], *, backend: str | None = None, o
         shutil.rmtree(stage_dir, ignore_errors=True)
     record.written, record.stages = run.written, [s.model_dump() for s in done]
     write_run_record(record, out)
-    rows = [Row(certificate=p.id, claim=p.derived().claim, figure=p.headline,
+    rows = [Row(certificate=p.id, claim=p.rejection.render() if p.rejection else p.derived().claim, figure=p.headline,
                 status="rejected" if p.rejection else "not checked" if p.id in run.unchecked else "holds")
             for p in run.prepared]
     rejected = any(s.status == "rejected" for s in done) or any(p.rejection for p in run.prepared)

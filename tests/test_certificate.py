@@ -31,12 +31,11 @@ from pycert.core.errors import InputError, Rejected
 from pycert.core.files import atomic_write, file_sha256
 from pycert.core.schema import Certificate, Figure
 from pycert.families import FAMILIES
-from tests.test_verify import make_cert
+from tests.certs import make_cert
 
 
 def certs(n: int, tag: str = "a") -> list[Certificate]:
-    return [make_cert(f"ft-{tag}{i}", "first-touch", {"cut": Fraction(i + 1, i + 2)}, {"c": 1, "n": 1})
-            for i in range(n)]
+    return [make_cert(f"ft-{tag}{i}", "first-touch", {"c": 1, "n": i + 1}) for i in range(n)]
 
 
 # ---------------------------------------------------------------------------- schema
@@ -50,7 +49,7 @@ def test_schema_names_its_id_and_one_shape_per_family() -> None:
     schema = json.loads(schema_text())
     assert schema["$id"] == "pycert-cert/1"
     assert schema["discriminator"]["propertyName"] == "family"
-    assert set(schema["discriminator"]["mapping"]) == set(FAMILIES) == {"isolation", "ceiling", "pooling", "first-touch"}
+    assert set(schema["discriminator"]["mapping"]) == set(FAMILIES) == {"isolation", "ceiling", "pooling", "first-touch", "leak"}
     for name, ref in schema["discriminator"]["mapping"].items():
         shape = schema["$defs"][ref.rsplit("/", 1)[-1]]
         assert set(shape["required"]) >= {"id", "family", "claim", "theorems", "parameters", "figures", "backend",
@@ -213,7 +212,7 @@ def test_crash_while_staging_changes_nothing(tmp_path: Path, monkeypatch: pytest
         return real_stage(directory, name, data)
 
     monkeypatch.setattr(files, "_stage", failing_stage)
-    newer = [make_cert(f"ft-a{i}", "first-touch", {"cut": Fraction(1, 7)}, {"c": 1, "n": 1}) for i in range(3)]
+    newer = [make_cert(f"ft-a{i}", "first-touch", {"c": 2, "n": 7}) for i in range(3)]
     with pytest.raises(OSError):
         write_certificates(newer, tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == snapshot  # no temporaries left either

@@ -24,10 +24,9 @@ from pycert.core import console, files
 from pycert.core.files import file_sha256
 from pycert.core.limits import MAX_ID, MAX_INSTANCE_ID
 from pycert.core.schema import InputFile
-from pycert.families.isolation import isolation_figures
-from pycert.families.pooling import instance_figures
+from pycert.lean.emit.packed_trace import ENCODING
 from pycert.solvers.instance import COMMITTED
-from tests.test_verify import make_cert
+from tests.certs import make_cert, trace_input
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = {"timestamp": 0, "input_length": 1024, "output_length": 3, "hash_ids": [1, 2, 1]}
@@ -109,28 +108,35 @@ def test_verify_manifest_is_a_directory(tmp_path: Path, capsys) -> None:
                  "is a directory, not a manifest file")
 
 
-def _mini_repo(root: Path, lean_bytes: bytes | None = None, instance: Path | None = None) -> Path:
+def _mini_repo(root: Path, kept: bytes | None = None, instance: Path | None = None, trace: bytes | None = None) -> Path:
+    """A certificate directory under ``root``: an isolation certificate (``kept``: bytes left at its
+    instance's place), a pooling one resting on ``instance``, or a ceiling one of a ``trace``."""
     root.mkdir(parents=True, exist_ok=True)
-    inputs = []
-    if lean_bytes is not None:
-        (root / "Inst.lean").write_bytes(lean_bytes)
-        inputs.append(InputFile(role="lean", path="Inst.lean", sha256=file_sha256(root / "Inst.lean")))
     if instance is not None:
-        (root / "inst.json").write_bytes(instance.read_bytes())
-        inputs.append(InputFile(role="instance", path="inst.json", sha256=file_sha256(root / "inst.json")))
-        figures = instance_figures(2, 1, 1, 1, 1, 1)
-        cert = make_cert("pool-demo", "pooling", figures, {"hosts": 1, "pool_capacity": 1}, inputs=inputs)
+        (root / "inputs").mkdir(exist_ok=True)
+        (root / "inputs" / "committed.json").write_bytes(instance.read_bytes())
+        primary = [InputFile(role="instance", path="inputs/committed.json", sha256=file_sha256(instance))]
+        cert = make_cert("pool-demo", "pooling", {"hosts": 16, "pool_capacity": 32, "load_limit": 32},
+                         [InputFile(role="instance", path="inputs/committed.json", sha256=file_sha256(COMMITTED))],
+                         root=REPO / "certificates")
+        cert = cert.model_copy(update={"inputs": [*primary, *cert.inputs[1:]]})
+    elif trace is not None:
+        (root / "t.ids").write_bytes(trace)
+        cert = make_cert("ceiling-t", "ceiling", {"lean_encoding": ENCODING}, [trace_input(root / "t.ids", root)], root=root)
     else:
-        cert = make_cert("iso-demo", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4}, inputs=inputs)
+        cert = make_cert("iso-demo", "isolation", {"T": 3, "n": 4})
+        if kept is not None:
+            (root / cert.inputs[-1].path).parent.mkdir(parents=True, exist_ok=True)
+            (root / cert.inputs[-1].path).write_bytes(kept)
     write_certificates([cert], root / "certificates")
     return root / "certificates" / cert.filename
 
 
-def test_certificate_whose_lean_input_is_not_utf8(tmp_path: Path, capsys) -> None:
-    path = _mini_repo(tmp_path, lean_bytes=b"theorem x : True := True.intro -- \xff\xfe\n")
+def test_a_kept_instance_that_is_not_what_pycert_writes_is_rejected(tmp_path: Path, capsys) -> None:
+    path = _mini_repo(tmp_path, kept=b"theorem x : True := True.intro -- \xff\xfe\n")
     rc, out, err = cli(capsys, "verify", "--root", str(tmp_path), str(path))
-    assert rc == 1 and err == "", (out, err)  # the input hashes as recorded but is not Lean source: rejected
-    assert "lean source" in out and "expected UTF-8 Lean source, found undecodable bytes at offset 34" in out
+    assert rc == 1 and err == "", (out, err)  # Lean never sees it: verify compiles only what it regenerates
+    assert "lean/IsolationT3N4.lean (the copy beside the certificate): expected the bytes pycert regenerates" in out
 
 
 def test_pooling_block_id_past_64_bits(tmp_path: Path, capsys) -> None:
@@ -140,7 +146,8 @@ def test_pooling_block_id_past_64_bits(tmp_path: Path, capsys) -> None:
     repo = tmp_path / "repo"
     cert = _mini_repo(repo, instance=huge)
     rc, out, err = cli(capsys, "verify", "--root", str(repo), str(cert))
-    assert rc == 2 and "64 bits" in one_line(err), (out, err)
+    # a pooling certificate speaks of the committed instance: another file is rejected before it is read
+    assert rc == 1 and "(the committed instance)" in out, (out, err)
     assert MAX_INSTANCE_ID == 2**63 - 1 and MAX_ID == 2**64 - 1
 
 
@@ -265,10 +272,10 @@ def test_malformed_certificates_are_input_errors(tmp_path: Path, capsys) -> None
 
 
 def test_a_directory_as_a_certificate_input_is_not_missing(tmp_path: Path, capsys) -> None:
-    path = _mini_repo(tmp_path, lean_bytes=b"-- fine\n")
-    (tmp_path / "Inst.lean").unlink()
-    (tmp_path / "Inst.lean").mkdir()
-    line = expect_error(capsys, ["verify", "--root", str(tmp_path), str(path)], 2, "is a directory, not a file")
+    path = _mini_repo(tmp_path, trace=b"1\n2\n1\n")
+    (tmp_path / "t.ids").unlink()
+    (tmp_path / "t.ids").mkdir()
+    line = expect_error(capsys, ["verify", "--root", str(tmp_path), str(path)], 2, "is a directory, not a trace file")
     assert "missing" not in line
 
 

@@ -108,7 +108,7 @@ class Run:
 
 
 ACTIONS = {"trace": {"stats", "mrc", "offload", "plot", "generate"}, "pooling": {"solve", "generate", "check"},
-           "toolchain": {"install", "selfcheck"}}
+           "toolchain": {"install", "selfcheck"}, "leak": {"run"}}
 
 
 def command_of(argv: list[str]) -> str:
@@ -560,6 +560,11 @@ LEAN_REFUSED = [  # each must be refused before a Lean process starts
     ["toolchain", "install", "--from"], ["verify", "--kernel", "--timeout", "nan", "c.json"],
     ["verify", "--kernel", "--backend", "jvm", "c.json"], ["verify", "--fresh", "c.json"],
     ["verify", "--kernel", "--fresh", "--timeout", "0", "c.json"], ["nonsense"], [], ["--json"], ["trace"], ["pooling"],
+    ["leak"], ["leak", "run", "--prompts", "0"], ["leak", "run", "--prompts", "9" * 5000], ["leak", "run", "--seed", "x"],
+    ["leak", "run", "--confidence", "1"], ["leak", "run", "--confidence", "nan"], ["leak", "run", "--device", "tpu"],
+    ["leak", "run", "--page-size", "2"], ["leak", "run", "--replay", ""], ["leak", "run", "--backend", "jvm"],
+    ["leak", "run", "--endpoint", "http://127.0.0.1:9"], ["leak", "run", "--min-tokens", "800"],
+    ["leak", "run", "--replay", "/nonexistent-pycert-fuzz/c.json"], ["leak", "run", "--secret-file", "/nonexistent-x"],
 ]
 
 

@@ -16,20 +16,17 @@ from pycert.cli import main
 from pycert.cli.prove import next_steps, render
 from pycert.core.files import file_sha256
 from pycert.core.schema import InputFile
-from pycert.data.traces import read_trace
-from pycert.families.ceiling import ceiling_figures
-from pycert.families.isolation import isolation_figures
 from pycert.lean.emit import packed_trace
 from pycert.prove import ProveResult
+from tests.certs import make_cert
 from tests.conftest import REPO, SHARED_TRACES
-from tests.test_verify import make_cert
 
 
 def ceiling_cert(cert_dir: Path, trace: Path) -> Path:
     """A ceiling certificate of ``trace``, from outside ``cert_dir`` (as prove names it: by file name)."""
     inp = InputFile(role="trace", path=trace.name, sha256=file_sha256(trace), external=True)
-    cert = make_cert(f"ceiling-{trace.stem}", "ceiling", ceiling_figures(read_trace(trace)),
-                     {"lean_encoding": packed_trace.ENCODING}, inputs=[inp])
+    cert = make_cert(f"ceiling-{trace.stem}", "ceiling", {"lean_encoding": packed_trace.ENCODING}, [inp],
+                     external={trace.name: trace})
     write_certificates([cert], cert_dir)
     return cert_dir / cert.filename
 
@@ -83,7 +80,7 @@ def test_a_trace_beside_the_directory_needs_no_input_and_an_unknown_one_is_named
 
 def test_prove_names_what_it_left_alone_and_the_command_that_would_prove_it(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    iso = make_cert("isolation-t3-n4", "isolation", isolation_figures(3, 4), {"T": 3, "n": 4})
+    iso = make_cert("isolation-t3-n4", "isolation", {"T": 3, "n": 4})
     write_certificates([iso], work / "certs")
     old = ceiling_cert(work / "certs", work.parent / "elsewhere" / "t.ids")  # an earlier run's, trace elsewhere
     steps = next_steps([work / "certs" / iso.filename], Path("certs"), [])
@@ -106,7 +103,7 @@ def test_make_prove_names_the_committed_mooncake_certificates_it_leaves_alone() 
     prove again, and the command that would (the traces where the README's Data section keeps them)."""
     out = REPO / "certificates"
     written = [out / n for n in ("first-touch-c256-n4000.json", "isolation-t8-n1024.json", "pooling-committed.json",
-                                 "ceiling-synthetic-seed0.json")]
+                                 "ceiling-synthetic-seed0.json", "leak-transformers-cpu-k12-seed0.json")]
     steps = next_steps(written, out, [])
     assert steps.left_alone == ["ceiling-conversation-trace.json", "ceiling-synthetic-trace.json"]
     traces = [hints.shown(SHARED_TRACES / n) if (SHARED_TRACES / n).is_file() else f"PATH/{n}"

@@ -29,7 +29,7 @@ def jobs(*names: str, traces: list[Path] | None = None) -> list[tuple[Producer, 
 
 
 def test_every_family_is_one_package_with_its_lean_file_and_its_theorems() -> None:
-    assert set(FAMILIES) == {"ceiling", "first-touch", "isolation", "pooling"}
+    assert set(FAMILIES) == {"ceiling", "first-touch", "isolation", "leak", "pooling"}
     modules = library_modules(REPO / "lean")
     for family in FAMILIES.values():
         assert isinstance(family, Claim)
@@ -59,8 +59,8 @@ def test_emitted_instance_files_are_the_committed_ones() -> None:
 
 def test_the_stages_in_order() -> None:
     names = [name for name, _ in stages(jobs(*FAMILIES))]
-    assert names == ["instances: ceiling", "instances: first-touch", "instances: isolation", "instances: pooling",
-                     "kernel", "axiom audit", "statements", "certificates"]
+    assert names == ["instances: ceiling", "instances: first-touch", "instances: isolation", "instances: leak",
+                     "instances: pooling", "kernel", "axiom audit", "figures", "statements", "certificates"]
 
 
 def _comparable(text: str) -> dict:
@@ -78,7 +78,7 @@ def test_prove_writes_what_the_committed_certificates_say(wasm, tmp_path: Path) 
     assert res.ok, res.stages
     assert [(s.name, s.status) for s in res.stages] == [
         ("instances: isolation", "ok"), ("instances: first-touch", "ok"), ("kernel", "ok"),
-        ("axiom audit", "ok"), ("statements", "ok"), ("certificates", "ok")]
+        ("axiom audit", "ok"), ("figures", "ok"), ("statements", "ok"), ("certificates", "ok")]
     written = sorted(Path(p).name for p in res.written)
     assert written == ["first-touch-c256-n4000.json", "isolation-t8-n1024.json"]
     for name in written:

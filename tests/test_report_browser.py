@@ -17,10 +17,9 @@ import pytest
 from pycert.certify.browser import CHROMIUM, GREEN, RED, Browser
 from pycert.certify.manifest import MANIFEST_NAME, write_certificates
 from pycert.cli import main
-from pycert.core.schema import InputFile
-from pycert.data.traces import read_trace
-from pycert.families.ceiling import ceiling_figures
-from tests.test_verify import build_repo, make_cert
+from pycert.lean.emit.packed_trace import ENCODING
+from tests.certs import make_cert, trace_input
+from tests.test_verify import build_repo
 
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (as root: apt-get install -y chromium)")
@@ -31,9 +30,8 @@ def site(tmp_path: Path) -> dict[str, Path]:
     root = tmp_path / "repo"
     cert_dir = build_repo(root)
     (root / "tiny.ids").write_text("1\n2\n1\n3\n1\n2\n4\n1\n")
-    trace = read_trace(root / "tiny.ids")
-    write_certificates([make_cert("ceiling-tiny", "ceiling", ceiling_figures(trace), {"lean_encoding": "packed-whole/1"},
-                                  inputs=[InputFile(role="trace", path="tiny.ids", sha256=trace.sha256)])], cert_dir)
+    write_certificates([make_cert("ceiling-tiny", "ceiling", {"lean_encoding": ENCODING},
+                                  [trace_input(root / "tiny.ids", root)], root=root)], cert_dir)
     out = tmp_path / "site" / "report.html"
     assert main(["report", "--certs", str(cert_dir), "--root", str(root), "--out", str(out)]) == 0
     good = cert_dir / "isolation-demo.json"
@@ -79,7 +77,7 @@ def test_embedded_json_cannot_end_the_script(site: dict[str, Path]) -> None:
     cert, digest = certs[0]
     certs = [(cert.model_copy(update={"claim": "a </script> b <!-- c"}), digest), *certs[1:]]
     page = render_page(manifest, certs, {}, verify="pycert verify certs/*.json")
-    assert page.count("</script>") == 3 and "<!--" not in page
+    assert page.count("</script>") == 4 and "<!--" not in page  # manifest, library, headlines, the script
     blob = re.search(r'<script type="application/json" id="manifest">(.*?)</script>', page, re.S).group(1)
     assert json.loads(blob)[evil] == "0" * 64
 

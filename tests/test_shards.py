@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pycert.certify.verify import verify_certificate
 from pycert.core.errors import InputError
@@ -102,7 +103,7 @@ def test_a_64_bit_trace_in_three_shards_is_proved_on_ray(wasm, tmp_path: Path) -
     assert lean == ["CeilingBig64.lean", "CeilingBig64Sched0.lean", "CeilingBig64Shard0.lean",
                     "CeilingBig64Shard1.lean", "CeilingBig64Shard2.lean"]
     whole = (out / "lean" / "derived" / "CeilingBig64.lean").read_text()
-    assert f"public theorem ceiling : trace.length = {n} ∧ Pycert.distinct trace = {d} ∧" in whole
+    assert f"public theorem headline : Pycert.Ceiling.Bounded trace {n} {d} {n - d} :=" in whole
     assert "Pycert.Shards.merge_figures" in cert["theorems"]
     res = verify_certificate(out / "ceiling-big64.json", inputs={"big64.txt": trace})
     assert res.ok, res.failures

@@ -49,7 +49,8 @@ def test_type_digests_are_stable_and_tell_statements_apart(wasm) -> None:
 
     res = build.build(library=REPO / "lean", backend="wasm")
     pinned = {t: s["type_sha256"] for p in (REPO / "certificates").glob("*.json")
-              for t, s in json.loads(p.read_text())["statements"].items()}
+              for t, s in json.loads(p.read_text())["statements"].items()
+              if not t.startswith("Pycert.Instance.")}  # the instances' headlines: test_kernel_link's
     digests = type_digests(Path(res.olean_dir), [r.module for r in res.results], list(pinned))
     assert digests == pinned
     assert len(set(digests.values())) == len(digests)

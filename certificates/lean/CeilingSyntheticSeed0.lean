@@ -7,7 +7,7 @@ import Pycert.Ceiling
 -- its own memory (DEVELOPERS.md: 19.4 GB against 3.6 GB for one file).
 set_option Elab.async false
 
-namespace Pycert.Trace.CeilingSyntheticSeed0
+namespace Pycert.Instance.CeilingSyntheticSeed0
 open Pycert.Packed Pycert.PackedTrace
 
 /-- sha256 of the trace file these references were read from. -/
@@ -62,7 +62,7 @@ noncomputable def S : Nat := (Nat.lor (Nat.lor
 noncomputable def net : List (Nat × Nat) := []
 
 /-- The trace: its references' block ids, in order. -/
-noncomputable def trace : List Nat := decode 11 5339 X 11 1356 S net
+public noncomputable def trace : List Nat := decode 11 5339 X 11 1356 S net
 
 theorem checked : traceOK 11 5339 X K 11 1356 S = true := by decide +kernel
 
@@ -70,11 +70,11 @@ theorem refs_eq : trace.length = 5339 := (traceOK_sound net checked).1
 
 theorem distinct_eq : Pycert.distinct trace = 1356 := (traceOK_sound net checked).2
 
-/-- On this trace every demand-fetch policy, of any capacity and eviction rule, hits at most
-refs - distinct = 3983 times (the general ceiling, instantiated). -/
-theorem hits_le (P : Pycert.Ceiling.Policy) : Pycert.Ceiling.hits P trace ≤ 3983 := by
-  have h := Pycert.Ceiling.hits_add_distinct_le P trace
-  rw [refs_eq, distinct_eq] at h
-  exact Nat.le_sub_of_add_le h
+/-- **Headline.** The trace has 5339 references over 1356 distinct blocks, and no demand-fetch policy,
+of any capacity or eviction rule, hits more than 3983 times on it (`Pycert.Ceiling.Bounded`). -/
+public theorem headline : Pycert.Ceiling.Bounded trace 5339 1356 3983 :=
+  Pycert.Ceiling.bounded_of_counts refs_eq distinct_eq
 
-end Pycert.Trace.CeilingSyntheticSeed0
+end Pycert.Instance.CeilingSyntheticSeed0
+
+#check @Pycert.Instance.CeilingSyntheticSeed0.headline

@@ -112,4 +112,19 @@ public theorem hitRatio_unbounded (r : List Nat) : hitRatio unbounded r = ceilin
   have e : hits unbounded r = r.length - distinct r := by omega
   rw [e]
 
+/-! ## What a whole-trace instance proves -/
+
+/-- **The headline of a ceiling certificate.** The trace `r` has `n` references and `d` distinct
+blocks, and no demand-fetch policy, of any capacity or eviction rule, hits more than `h` times on it.
+An instance file proves it for one trace with literals (`theorem headline : Bounded trace 5339 1356
+3983`), and pycert reads the certificate's figures off those literals. It says nothing about a cache
+that prefetches, nor about other traces. -/
+@[expose] public def Bounded (r : List Nat) (n d h : Nat) : Prop :=
+  r.length = n ∧ distinct r = d ∧ ∀ P : Policy, hits P r ≤ h
+
+/-- `Bounded` from a trace's two counts: the hit bound is `n - d` (`hits_add_distinct_le`). -/
+public theorem bounded_of_counts {r : List Nat} {n d : Nat} (hn : r.length = n) (hd : distinct r = d) :
+    Bounded r n d (n - d) :=
+  ⟨hn, hd, fun P => by have := hits_add_distinct_le P r; omega⟩
+
 end Pycert.Ceiling

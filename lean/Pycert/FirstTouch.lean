@@ -74,4 +74,18 @@ says nothing about prompts shorter than that. -/
 public theorem lmcache_floor_vacuous {n : Nat} (hn : 512 ≤ n) : 3 * (cut 256 n).2 ≤ 10 * (cut 256 n).1 :=
   floor_met (by decide) (by omega) (by decide)
 
+/-! ## What an instance proves -/
+
+/-- **The headline of a first-touch certificate.** A store pre-warmed in chunks of `c` tokens serves
+`served` of an `n`-token prompt, and for every prompt of at least `2 * c` tokens the cut exceeds one
+half and meets a floor of 0.30. An instance file proves it with literals, and pycert reads the
+certificate's figures off them. It says nothing about prompts shorter than `2 * c`. -/
+@[expose] public def CutAt (c n served : Nat) : Prop :=
+  cut c n = (served, n) ∧
+    ∀ m, 2 * c ≤ m → (cut c m).2 < 2 * (cut c m).1 ∧ 3 * (cut c m).2 ≤ 10 * (cut c m).1
+
+/-- `CutAt` from the served count `c * (n / c)` (`cut_eq`, `cut_gt_half`, `floor_met`). -/
+public theorem cutAt {c n served : Nat} (hc : 0 < c) (hs : c * (n / c) = served) : CutAt c n served :=
+  ⟨by rw [cut_eq, hs], fun _ h => ⟨cut_gt_half hc h, floor_met hc (by omega) (by decide)⟩⟩
+
 end Pycert.FirstTouch

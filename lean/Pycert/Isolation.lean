@@ -144,4 +144,24 @@ public theorem owner_floor_log2 {T n s : Nat} (σ : (Fin n → Fin T) → Fin s)
       _ ≤ T ^ n := Nat.pow_le_pow_left (Nat.log2_self_le hT) n
       _ ≤ s := owner_floor σ serve h
 
+/-! ## What an instance proves -/
+
+/-- **The headline of an isolation certificate.** For `T` tenants and `n` blocks: a manager that
+serves every rights matrix exactly needs at least `bits` bits of state, and one that serves every
+single-owner map exactly at least `ownerBits` bits (`Nat.log2` of its number of states). An instance
+file proves it with literals, and pycert reads the certificate's figures off them. It says nothing
+about managers allowed to err. -/
+@[expose] public def FloorAt (T n bits ownerBits : Nat) : Prop :=
+  (∀ {s : Nat} (σ : Auth T n → Fin s) (serve : Fin s → Fin T → Fin n → Bool),
+      (∀ M t b, serve (σ M) t b = M t b) → bits ≤ Nat.log2 s) ∧
+    ∀ {s : Nat} (σ : (Fin n → Fin T) → Fin s) (serve : Fin s → Fin T → Fin n → Bool),
+      (∀ owner t b, serve (σ owner) t b = ownerAuth owner t b) → ownerBits ≤ Nat.log2 s
+
+/-- `FloorAt` for any figures below the two floors, `T * n` and `n * Nat.log2 T` (`floor_log2`,
+`owner_floor_log2`). -/
+public theorem floorAt {T n bits ownerBits : Nat} (hb : bits ≤ T * n) (ho : ownerBits ≤ n * Nat.log2 T) :
+    FloorAt T n bits ownerBits :=
+  ⟨fun σ serve h => Nat.le_trans hb (floor_log2 σ serve h),
+    fun σ serve h => Nat.le_trans ho (owner_floor_log2 σ serve h)⟩
+
 end Pycert.Isolation

@@ -395,4 +395,20 @@ public theorem inRange_routed {H : Nat} {route : Nat → Nat} (hr : ∀ i, route
     InRange H (routed route rs) :=
   inRange_routeFrom hr 0 rs
 
+/-! ## What an instance proves -/
+
+/-- **The headline of a pooling certificate.** On the host-tagged trace `t` over hosts below `H`:
+`refs` references over `d` distinct blocks, per-host distinct counts summing to `w`; every pooled
+policy misses at least `d` times and per-instance caches, whatever policy each host runs, at least
+`w` times. An instance file proves it with literals, and pycert reads the certificate's walls off
+them. It says nothing about routings other than the one in `t`. -/
+@[expose] public def Walls (t : List (Nat × Nat)) (H refs d w : Nat) : Prop :=
+  (blocks t).length = refs ∧ distinct (blocks t) = d ∧ sumDistinct H t = w ∧
+    (∀ P : Policy, d ≤ pooledMisses P t) ∧ ∀ Q : Nat → Policy, w ≤ perInstanceMisses Q H t
+
+/-- `Walls` from the three counts (`distinct_le_pooledMisses`, `sumDistinct_le_perInstanceMisses`). -/
+public theorem walls_of_counts {t : List (Nat × Nat)} {H refs d w : Nat} (hr : (blocks t).length = refs)
+    (hd : distinct (blocks t) = d) (hw : sumDistinct H t = w) : Walls t H refs d w :=
+  ⟨hr, hd, hw, fun P => hd ▸ distinct_le_pooledMisses P t, fun Q => hw ▸ sumDistinct_le_perInstanceMisses Q H t⟩
+
 end Pycert.Pooling

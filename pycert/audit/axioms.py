@@ -32,7 +32,7 @@ from pycert.audit.graph import (
     marks,
     reachable,
 )
-from pycert.audit.statement import expr_digest
+from pycert.audit.statement import Headline, expr_digest, headline_of
 from pycert.core.errors import InputError, Rejection
 from pycert.lean.backend import Backend, PrintedAxioms
 from pycert.lean.build import DEFAULT_TIMEOUT, BuildResult
@@ -112,6 +112,8 @@ class AuditReport(BaseModel):
     type_sha256: dict[str, str] = {}
     """The digest of each requested theorem's kernel type (:func:`pycert.audit.statement.expr_digest`),
     read in the same pass as the axioms."""
+    headlines: dict[str, Headline] = {}
+    """What each requested headline theorem states (:func:`pycert.audit.statement.headline_of`)."""
 
     @property
     def ok(self) -> bool:
@@ -186,6 +188,7 @@ def audit_modules(
     declared_theorems: list[str] | dict[str, list[str]] | None = None,
     allowed_axioms: Iterable[str] | None = None,
     digests: Sequence[str] = (),
+    headlines: Sequence[str] = (),
 ) -> AuditReport:
     """Audit every theorem of ``modules`` (found on ``search_path``: the build dir, then the toolchain).
 
@@ -221,19 +224,21 @@ def audit_modules(
         axioms_by_theorem={thm: sorted(display_name(c) for c in reached.get(thm, ())
                                        if c not in unknown and env.nodes[c].axiom)
                            for _, thm in theorems if not thm.startswith("_private.") and not is_auxiliary(thm)},
-        type_sha256=_digests(env, audited, digests),
+        type_sha256={n: expr_digest(heap, ptr) for n, (heap, ptr) in _types(env, audited, digests).items()},
+        headlines={n: headline_of(heap.expr(ptr)) for n, (heap, ptr) in _types(env, audited, headlines).items()},
     )
 
 
-def _digests(env: Environment, audited: list[str], names: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _types(env: Environment, audited: list[str], names: Sequence[str]) -> dict[str, tuple[olean.Heap, int]]:
+    """Where the kernel type of each of ``names`` that the audited modules hold as a theorem is."""
+    out: dict[str, tuple[olean.Heap, int]] = {}
     wanted = set(names)
     for m in audited:
         mod = env.modules[m]
         for name in wanted & mod.by_name.keys():
             ci = mod.constant(name)
             if ci is not None and ci.kind == "thm":
-                out[name] = expr_digest(mod.heap, ci.type_ptr)
+                out[name] = (mod.heap, ci.type_ptr)
     return out
 
 
@@ -294,7 +299,7 @@ def module_declarations(sources: dict[str, Path]) -> dict[str, list[str]]:
 
 
 def audit_build(build: BuildResult, backend: Backend, library: Path | None = None, digests: Sequence[str] = (),
-                timeout: float = DEFAULT_TIMEOUT) -> AuditReport:
+                headlines: Sequence[str] = (), timeout: float = DEFAULT_TIMEOUT) -> AuditReport:
     """Audit every module a :class:`pycert.lean.build.BuildResult` compiled (library and instance files),
     and compute the type digests of ``digests`` in the same read.
 
@@ -310,7 +315,7 @@ def audit_build(build: BuildResult, backend: Backend, library: Path | None = Non
     sources = {r.module: Path(r.file) for r in build.results}
     modules = list(sources)
     report = audit_modules(modules, [Path(build.olean_dir), backend.toolchain_library()],
-                           declared_theorems=module_declarations(sources), digests=digests)
+                           declared_theorems=module_declarations(sources), digests=digests, headlines=headlines)
     cross_check(report, backend.print_axioms(library.parent if library else None, modules,
                                              sorted(report.axioms_by_theorem), timeout))
     return report

@@ -5,6 +5,10 @@ decodes it: each node hashes its kind, its name, universe levels, binder info or
 children's digests, so it does not depend on where the compactor put the objects, on sharing, or on
 the word size (the 32-bit wasm and the 64-bit native oleans of one source give one digest). ``mdata``
 (elaborator annotations) is transparent. Iterative, each shared node hashed once.
+
+An instance's headline theorem states a library predicate applied to literals; :func:`headline_of`
+reads the predicate and the literals off the kernel type, which is where ``pycert prove`` and
+``verify --kernel`` take a certificate's kernel-checked figures from.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from pycert.audit import olean
 from pycert.audit.olean_format import Expr
@@ -68,3 +74,42 @@ def type_digests(olean_dir: Path, modules: Sequence[str], names: Sequence[str]) 
             if ci is not None and ci.kind == "thm":
                 out[name] = expr_digest(mod.heap, ci.type_ptr)
     return out
+
+
+class Headline(BaseModel):
+    """What an instance's headline theorem states, read off its kernel type: the predicate it applies
+    (the head constant) and the natural-number literals of the statement, in order."""
+
+    head: str
+    literals: list[int]
+
+
+def _spine(e: Expr) -> tuple[Expr, list[Expr]]:
+    args: list[Expr] = []
+    while e.kind in ("app", "mdata"):
+        if e.kind == "mdata":
+            e = e.args[0]
+            continue
+        args.append(e.args[1])
+        e = e.args[0]
+    return e, args[::-1]
+
+
+def headline_of(root: Expr) -> Headline:
+    """The head constant and the literals of a statement, pre-order: ``OfNat.ofNat _ n _`` and a raw
+    literal each give ``n`` once (what the source and Lean's printed form show, in the same order)."""
+    head, _ = _spine(root)
+    literals: list[int] = []
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        fn, args = _spine(node)
+        if fn.kind == "const" and fn.name == "OfNat.ofNat" and len(args) == 3 and args[1].kind == "lit":
+            literals.append(int(args[1].value))  # type: ignore[arg-type]
+            continue
+        if fn.kind == "lit" and isinstance(fn.value, int) and not args:
+            literals.append(fn.value)
+            continue
+        children = [fn, *args] if args else list(fn.args)
+        todo.extend(reversed(children))
+    return Headline(head=head.name or head.kind, literals=literals)

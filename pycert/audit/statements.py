@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from pycert.core.errors import InputError
 from pycert.lean.build import BuildResult
+from pycert.lean.diagnostics import CheckResult
 
 STATEMENTS_MODULE = "PycertStatements"
 
@@ -33,3 +34,12 @@ def printed_statements(built: BuildResult, names: Sequence[str]) -> dict[str, st
         raise InputError(f"Lean could not print the statements: {first}")
     by_line = {d.line: " ".join(d.message.split()) for d in mine.diagnostics if d.severity == "info"}
     return {n: by_line[i] for i, n in enumerate(dict.fromkeys(names), 2) if i in by_line}
+
+
+def printed_headline(result: CheckResult, name: str) -> dict[str, str]:
+    """What an instance's own ``#check @name`` printed (its last line), whitespace normalised."""
+    for d in reversed(result.diagnostics):
+        text = " ".join(d.message.split())
+        if d.severity == "info" and text.startswith(f"{name} :"):
+            return {name: text}
+    return {}

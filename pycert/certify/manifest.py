@@ -13,11 +13,14 @@ import re
 from pathlib import Path
 
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import atomic_write_many, read_input
+from pycert.core.files import atomic_write_many, read_regular
+from pycert.core.limits import MAX_MANIFEST_BYTES
 from pycert.core.schema import Certificate
 
 MANIFEST_NAME = "MANIFEST.sha256"
 _MANIFEST_LINE = re.compile(r"^([0-9a-f]{64}) [ *](\S(?:.*\S)?)$")
+_PLAIN_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.json")
+"""What a manifest may name: a certificate file beside it (the id pattern of ``Certificate``)."""
 
 
 def parse_manifest(text: str, where: str = MANIFEST_NAME) -> dict[str, str]:
@@ -29,6 +32,9 @@ def parse_manifest(text: str, where: str = MANIFEST_NAME) -> dict[str, str]:
         m = _MANIFEST_LINE.match(line)
         if not m or m.group(2) in entries:
             raise Rejected(Rejection.mismatch(f"{where}:{n}", "a sha256sum line naming a file once", repr(line[:100])))
+        if not _PLAIN_NAME.fullmatch(m.group(2)):  # never a path: nothing outside the directory is read
+            raise Rejected(Rejection.mismatch(f"{where}:{n}", "a certificate's plain file name (<id>.json)",
+                                              repr(m.group(2)[:100])))
         entries[m.group(2)] = m.group(1)
     return entries
 
@@ -38,7 +44,9 @@ def render_manifest(entries: dict[str, str]) -> str:
 
 
 def read_manifest(path: Path) -> dict[str, str]:
-    data = read_input(path, "a manifest file", missing="no manifest beside the certificate")
+    if not path.exists() and not path.is_symlink():
+        raise InputError("no manifest beside the certificate", where=str(path))
+    data = read_regular(path, "a manifest file", MAX_MANIFEST_BYTES)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

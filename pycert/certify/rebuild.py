@@ -13,32 +13,15 @@ from pathlib import Path
 
 from pycert.audit.axioms import audit_build
 from pycert.audit.per_theorem import audit_rejections, certificate_audit
-from pycert.audit.statements import STATEMENTS_MODULE, printed_statements, probe_source
-from pycert.certify.inputs import Locator
-from pycert.core.errors import Rejection
+from pycert.audit.statements import STATEMENTS_MODULE, printed_headline, printed_statements, probe_source
+from pycert.core.errors import Rejected, Rejection
 from pycert.core.schema import Certificate
+from pycert.families import FAMILIES
 from pycert.lean import build
 from pycert.lean.backend import resolve
 from pycert.lean.build import cache_note
 from pycert.lean.diagnostics import CheckResult
-from pycert.lean.sources import library_signatures
-
-
-def _kernel_files(cert: Certificate, where: Locator, regenerated: dict[str, bytes], scratch: Path) -> list[Path]:
-    """The certificate's Lean files: on disk (inside the root), or as regenerated when nobody kept one."""
-    files = []
-    for inp in cert.inputs:
-        if inp.role != "lean":
-            continue
-        if inp.path in regenerated:
-            path = scratch / Path(inp.path).name
-            path.write_bytes(regenerated[inp.path])
-        else:
-            path = where.locate(inp)
-            if not path.is_file() and inp.derived_from:
-                continue  # it did not regenerate to its hash: already a failure, nothing to check
-        files.append(path)
-    return files
+from pycert.lean.sources import library_modules, library_signatures
 
 
 def statement_rejections(cert: Certificate, digests: dict[str, str], printed: dict[str, str]) -> list[Rejection]:
@@ -57,31 +40,105 @@ def statement_rejections(cert: Certificate, digests: dict[str, str], printed: di
     return out
 
 
-def rebuild(cert: Certificate, where: Locator, library: Path, regenerated: dict[str, bytes],
-            backend: str | None, timeout: float, progress: Callable[[str], None] = lambda _m: None,
-            notes: list[str] | None = None) -> list[Rejection]:
-    """The rejections; ``notes`` gets one line saying whether Lean ran now or the build cache answered."""
+def rebuild_all(items: list[tuple[Certificate, dict[str, bytes] | None]], library: Path, backend: str | None, timeout: float,
+                progress: Callable[[str], None] = lambda _m: None) -> list[tuple[list[Rejection], str]]:
+    """The kernel, the audit of every declaration built and the figures read off each rebuilt headline,
+    for every certificate at once: one build of the library, every regenerated instance and one
+    ``#check`` probe of the library theorems they name, and one read of the compiled files. Each
+    instance is the bytes verify regenerated from the primary inputs, written here under the module name
+    the family derives, so no code and no module name can come from a certificate's directory. Returns,
+    per certificate, its rejections and a note saying whether Lean ran now or the build cache answered.
+    (Two certificates whose Lean files share a module name go to separate builds.)"""
+    groups: list[list[int]] = []
+    modules = [set(_modules(files)) for _, files in items]
+    for k, mine in enumerate(modules):
+        group = next((g for g in groups if all(not (modules[m] & mine) for m in g)), None)
+        if group is None:
+            groups.append(group := [])
+        group.append(k)
+    out: dict[int, tuple[list[Rejection], str]] = {}
+    for group in groups:
+        for k, result in zip(group, _rebuild_group([items[k] for k in group], library, backend, timeout, progress)):
+            out[k] = result
+    return [out[k] for k in range(len(items))]
+
+
+def _modules(files: dict[str, bytes] | None) -> list[str]:
+    """The module names of a certificate's derived Lean files (its instance and the shards it imports)."""
+    return [Path(path).stem for path in files or {}]
+
+
+def _instance(cert: Certificate):  # noqa: ANN202
+    claim = FAMILIES[cert.family]
+    return claim.instance(cert.parameters, claim.primary_inputs(cert.inputs))
+
+
+def _rebuild_group(items: list[tuple[Certificate, dict[str, bytes] | None]], library: Path, backend: str | None, timeout: float,
+                   progress: Callable[[str], None]) -> list[tuple[list[Rejection], str]]:
     chosen = resolve(backend)
+    signatures = library_signatures(library)
     # a name the library does not declare is already rejected offline; Lean is asked only about the rest
-    known = [t for t in cert.theorems if t in library_signatures(library)]
+    known = sorted({t for cert, _ in items for t in cert.theorems if t in signatures})
+    instances = [_instance(cert) for cert, _ in items]
     with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:  # the audit reads the sources too
-        files = _kernel_files(cert, where, regenerated, Path(scratch))
+        sources = []
+        for _, files in items:
+            for module, data in zip(_modules(files), (files or {}).values()):
+                sources.append(Path(scratch) / f"{module}.lean")
+                sources[-1].write_bytes(data)
         probe = Path(scratch) / "probe" / f"{STATEMENTS_MODULE}.lean"
         probe.parent.mkdir()
         probe.write_text(probe_source(known), encoding="utf-8")
-        progress(f"{cert.id}: rebuilding the library and {len(files)} instance file(s)")
-        res = build.build(library=library, files=[*files, probe], backend=chosen, timeout=timeout,
+        progress(f"rebuilding the library and {', '.join(inst.path for inst in instances if inst) or 'no instance'}")
+        res = build.build(library=library, files=[*sources, probe], backend=chosen, timeout=timeout,
                           progress=lambda m: progress("  " + m))
-        failures = [Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file", f"{r.status}: " + (
-                    r.failures[0].render() if r.failures else (r.detail or r.status))) for r in res.results if not r.ok]
-        if not res.ok:
-            return failures
-        progress(f"{cert.id}: axiom audit")
-        report = audit_build(res, chosen, library, digests=known, timeout=timeout)
-    failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
-    if notes is not None:
-        notes.append(kernel_note(res.results))
-    return failures + statement_rejections(cert, report.type_sha256, printed_statements(res, known))
+        note = kernel_note(res.results)
+        by_module = res.by_module()
+        lib_modules = set(library_modules(library))
+        bad = {r.module: Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file", f"{r.status}: " + (
+               r.failures[0].render() if r.failures else (r.detail or r.status))) for r in res.results if not r.ok}
+        if bad:  # each certificate by what it rests on: the library, the probe and its own instance
+            return [([v for m, v in bad.items() if m in lib_modules or m == STATEMENTS_MODULE or m in _modules(files)],
+                     note) for _, files in items]
+        progress("axiom audit of every declaration built")
+        heads = [inst.headline for inst in instances if inst is not None]
+        report = audit_build(res, chosen, library, digests=[*known, *heads], headlines=heads, timeout=timeout)
+    printed = printed_statements(res, known)
+    out = []
+    for (cert, files), inst in zip(items, instances):
+        own = lib_modules | set(_modules(files))
+        failures = [Rejection(subject=f.subject, reason=f.reason, detail=f"{f.module}: {f.detail} ({f.constant})")
+                    for f in report.findings if f.module in own]
+        failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
+        mine = {**printed, **(printed_headline(by_module[inst.module], inst.headline) if inst else {})}
+        failures += statement_rejections(cert, report.type_sha256, mine)
+        if inst is not None:
+            failures += _kernel_figures(cert, inst, report.headlines.get(inst.headline))
+        out.append((failures, note))
+    return out
+
+
+def _kernel_figures(cert: Certificate, inst, stated) -> list[Rejection]:  # noqa: ANN001
+    claim = FAMILIES[cert.family]
+    if stated is None or stated.head != claim.headline_predicate:
+        return [Rejection.mismatch(f"{inst.headline} (rebuilt)", f"a theorem stating {claim.headline_predicate}",
+                                   stated.head if stated else "no such theorem built")]
+    try:
+        return kernel_rejections(cert, claim.kernel_figures(stated.literals, inst.headline))
+    except Rejected as err:
+        return [err.rejection]
+
+
+def kernel_rejections(cert: Certificate, kernel: dict[str, int]) -> list[Rejection]:
+    """Each literal of the rebuilt headline against the certificate's figure or parameter of that name."""
+    out = []
+    figures, params = cert.figure_map(), cert.parameters.model_dump()
+    for name, value in kernel.items():
+        if name in figures and figures[name].value != value:
+            out.append(Rejection.mismatch(f"figures.{name} (off the rebuilt kernel type)", str(value), figures[name].render()))
+        elif name not in figures and params.get(name, value) != value:
+            out.append(Rejection.mismatch(f"parameters.{name} (off the rebuilt kernel type)", str(value), str(params[name])))
+    return out
 
 
 def kernel_note(results: list[CheckResult]) -> str:

@@ -6,7 +6,8 @@ Content-Security-Policy of ``default-src 'none'`` (the script admitted by its ow
 makes no network request at all. The verifier hashes a dropped or chosen file with WebCrypto
 (``crypto.subtle.digest``) and shows green only when that sha256 is an entry of the manifest embedded
 at generation time and every theorem the certificate names is a public theorem of the library the
-page was made with, pinned with the signature its source declares (embedded beside the manifest).
+page was made with, pinned with the signature its source declares (embedded beside the manifest), or
+its instance's headline, stating its family's predicate (``pycert verify`` regenerates the instance).
 Embedded JSON escapes every ``<``, so no ``</script>`` or ``<!--`` in it can end or bend the script.
 """
 
@@ -25,14 +26,18 @@ from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
 from pycert.certify.verify import own_library
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import atomic_write, certificate_root, read_input
+from pycert.core.files import atomic_write, certificate_root, read_regular, regular_size
+from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
 from pycert.core.schema import Certificate
+from pycert.families import FAMILIES
 from pycert.lean.sources import library_signatures
 
 _SCRIPT = r"""
 "use strict";
 const manifest = JSON.parse(document.getElementById("manifest").textContent);
 const library = JSON.parse(document.getElementById("library").textContent);
+const headlines = JSON.parse(document.getElementById("headlines").textContent);
+const headlineName = /^Pycert\.Instance\.[A-Za-z0-9_]+\.headline$/;
 const nameOf = new Map(Object.entries(manifest).map(([name, hash]) => [hash, name]));
 const verdict = document.getElementById("verdict");
 const details = document.getElementById("verdict-details");
@@ -49,6 +54,12 @@ function theoremProblems(bytes) {
   const pinned = (cert.statements && typeof cert.statements === "object") ? cert.statements : {};
   const out = names.length ? [] : ["names no theorem"];
   for (const name of names) {
+    if (headlineName.test(name)) {  // the instance's headline: it states the family's predicate
+      const predicate = Object.prototype.hasOwnProperty.call(headlines, cert.family) ? headlines[cert.family] : undefined;
+      if (predicate === undefined || !pinned[name] || !String(pinned[name].signature).startsWith(`theorem headline : ${predicate} `))
+        out.push(`theorem ${name} does not state the family's headline predicate`);
+      continue;
+    }
     const sig = Object.prototype.hasOwnProperty.call(library, name) ? library[name] : undefined;
     if (sig === undefined) out.push(`theorem ${name} is not a public theorem of the library`);
     else if (!pinned[name] || pinned[name].signature !== sig) out.push(`theorem ${name}: statement differs from the library's`);
@@ -141,6 +152,7 @@ def curve_png(trace_path: Path, sha256: str, label: str) -> bytes:
     from pycert.analysis.plot import hit_rate_png, trace_curves
     from pycert.data.traces import read_trace
 
+    regular_size(trace_path, "a trace file", MAX_TRACE_BYTES)
     trace = read_trace(trace_path)
     if trace.sha256 != sha256:
         raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
@@ -202,8 +214,9 @@ def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certifica
     certs = []
     for name in sorted(manifest):
         path = cert_dir / name
-        data = read_input(path, "a certificate file (the manifest lists it)",
-                          missing="listed in the manifest but absent")
+        if not path.exists() and not path.is_symlink():
+            raise InputError("listed in the manifest but absent", where=str(path))
+        data = read_regular(path, "a certificate file (the manifest lists it)", MAX_JSON_BYTES)
         if rejection := manifest_rejection(manifest, name, data, cert_dir / MANIFEST_NAME):
             raise Rejected(rejection)
         try:
@@ -247,6 +260,7 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 {"".join(render_certificate(c, h, curves) for c, h in certs)}
 <script type="application/json" id="manifest">{embedded_json(manifest)}</script>
 <script type="application/json" id="library">{embedded_json(library)}</script>
+<script type="application/json" id="headlines">{embedded_json({n: c.headline_predicate for n, c in FAMILIES.items()})}</script>
 <script>{_SCRIPT}</script>
 </body></html>
 """
@@ -267,7 +281,7 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
         for i in cert.inputs:
             if curves and i.role == "trace" and i.sha256 not in pngs:
                 path = where.locate(i)
-                if not path.is_file():
+                if not path.exists():
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")
                 pngs[i.sha256] = curve_png(path, i.sha256, i.path)

@@ -33,11 +33,18 @@ from pycert.certify.documents import not_a_certificate, parse_certificate
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, lists, manifest_rejection, read_manifest
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import certificate_root, file_sha256
+from pycert.core.files import certificate_root, read_regular, regular_sha256, time_box
+from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
 from pycert.core.resources import library_dir, library_sha256
-from pycert.core.schema import Certificate, InputFile, decimal_of, declared_inputs
+from pycert.core.schema import Certificate, decimal_of, declared_inputs
 from pycert.families import FAMILIES
-from pycert.lean.sources import Declaration, library_signatures, scan_declarations
+from pycert.lean.sources import (
+    Declaration,
+    library_signatures,
+    scan_declarations,
+    statement_literals,
+    theorem_signatures,
+)
 
 NOT_RERUN = "kernel and axiom audit: not re-run (run verify --kernel to rebuild and re-audit the named theorems)"
 
@@ -127,96 +134,105 @@ def _check_manifest(path: Path, data: bytes, manifest: Path, result: VerifyResul
         result.failures.append(rejection)
 
 
-def _check_inputs(cert: Certificate, where: Locator, result: VerifyResult) -> bool:
-    """Locate and hash every input; True when all are present and match. Nothing outside the root is
-    opened. A derived input need not be on disk: ``_check_derived_inputs`` regenerates it."""
+def _check_required(cert: Certificate, result: VerifyResult) -> bool:
+    """The inputs the certificate names against those its family derives from its parameters and primary
+    inputs: a missing, extra or relabelled input is a rejection. Nothing a certificate says decides what
+    verify checks."""
+    result.checked.append("required inputs")
+    wrong = FAMILIES[cert.family].required(cert.parameters, cert.inputs)
+    result.failures += wrong
+    return not wrong
+
+
+def _check_primary(cert: Certificate, where: Locator, result: VerifyResult) -> bool:
+    """Locate and hash every primary input (a trace, an instance file): a regular file, inside the root
+    unless external, its sha256 as recorded. True when all are there and match."""
     result.checked.append("inputs")
     clean = True
-    for i, inp in enumerate(cert.inputs):
+    for i, inp in enumerate(FAMILIES[cert.family].primary_inputs(cert.inputs)):
         try:
             p = where.locate(inp)
+            actual = regular_sha256(p, f"a {inp.role} file", MAX_TRACE_BYTES)
         except InputError as err:  # an external input not found is missing; an escaping path is malformed
-            (result.missing if inp.external else result.errors).append(f"inputs[{i}]: {err.message}")
+            missing = err.message == "no such file" or "--input" in err.message
+            (result.missing if missing else result.errors).append(f"inputs[{i}] ({inp.path}): {err.message}")
             clean = False
             continue
-        if p.is_dir():
-            result.errors.append(f"inputs[{i}] ({inp.path}): is a directory, not a file")
-            clean = False
-        elif not p.is_file():
-            if inp.derived_from is None:
-                result.missing.append(str(p))
-                clean = False
-        elif (actual := file_sha256(p)) != inp.sha256:
+        if actual != inp.sha256:
             result.failures.append(Rejection.mismatch(f"inputs[{i}].sha256 ({inp.path})", actual, inp.sha256))
             clean = False
-        elif inp.role == "lean" and (bad := _not_utf8(p)) is not None:
-            result.failures.append(Rejection.mismatch(f"lean source {inp.path}", "UTF-8 Lean source",
-                                                      f"undecodable bytes at offset {bad}"))
     return clean
 
 
-def _not_utf8(path: Path) -> int | None:
-    """Where a file that hashes as recorded stops being text, so cannot be the Lean it claims to be."""
+def _regenerate(cert: Certificate, where: Locator, timeout: float, result: VerifyResult) -> dict[str, bytes] | None:
+    """Every derived Lean file (the instance and the shards it imports), written again from the primary
+    inputs by the one function prove wrote them with, each sha256 compared with the certificate's; a copy
+    kept beside the certificate must equal it too. The files by path, or None when one differs."""
+    result.checked.append("instance regenerated")
+    claim = FAMILIES[cert.family]
+    inst = claim.instance(cert.parameters, claim.primary_inputs(cert.inputs))
     try:
-        path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start
-    return None
-
-
-def regenerate(cert: Certificate, inp: InputFile, where: Locator) -> bytes:
-    """The bytes a derived input must have; raises :class:`Rejected` when they cannot be made."""
-    if not any(o.role == inp.derived_from for o in cert.inputs):
-        raise Rejected(Rejection.mismatch(f"inputs[{inp.path}].derived_from", f"a {cert.family} {inp.role} file "
-                                          "pycert can regenerate", f"{inp.role} derived from {inp.derived_from}"))
-    return FAMILIES[cert.family].regenerate(cert.parameters, cert.inputs, inp, where)
-
-
-def _check_derived(cert: Certificate, i: int, inp: InputFile, where: Locator) -> tuple[bytes, Rejection | None]:
-    try:
-        data = regenerate(cert, inp, where)
-    except Rejected as err:
-        return b"", err.rejection
-    except InputError as err:
-        return b"", Rejection.mismatch(f"inputs[{i}] ({inp.path})", f"regenerable from the {inp.derived_from}", str(err))
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != inp.sha256:
-        return b"", Rejection.mismatch(f"inputs[{i}].sha256 ({inp.path}, regenerated from the {inp.derived_from})",
-                                       actual, inp.sha256)
-    return data, None
-
-
-def _check_derived_inputs(cert: Certificate, where: Locator, result: VerifyResult) -> dict[str, bytes]:
-    """Regenerate every derived input; returns path -> bytes for those whose hash matches."""
-    good: dict[str, bytes] = {}
-    if not any(inp.derived_from for inp in cert.inputs):
-        return good
-    result.checked.append("derived inputs")
-    for i, inp in enumerate(cert.inputs):
-        if inp.derived_from:
-            data, err = _check_derived(cert, i, inp, where)
-            if err:
-                result.failures.append(err)
-            else:
-                good[inp.path] = data
-    return good
-
-
-def _check_figures(cert: Certificate, where: Locator, result: VerifyResult) -> dict[str, Fraction] | None:
-    result.checked.append("figures")
-    try:
-        recomputed = FAMILIES[cert.family].figures(cert.parameters, cert.inputs, where)
+        with time_box(timeout, f"regenerating {inst.path}"):
+            files = claim.derived_files(cert.parameters, cert.inputs, where)
     except Rejected as err:
         result.failures.append(err.rejection)
         return None
-    except FileNotFoundError as err:
-        result.missing.append(str(err))
-        return None
     except InputError as err:
-        result.errors.append(str(err))
+        result.errors.append(f"{inst.path}: {err.message}")
         return None
-    result.failures += compare_figures(cert, recomputed)
-    return recomputed
+    recorded = {i.path: i for i in cert.inputs if i.derived_from is not None and i.role == "lean"}
+    clean = True
+    for path in sorted(recorded.keys() - files.keys()):
+        result.failures.append(Rejection.mismatch(f"inputs[{path}]", f"no such derived file (pycert derives "
+                                                  f"{len(files)} from the {inst.derived_from})", "one",
+                                                  reason="extra-input"))
+        clean = False
+    for path, data in files.items():
+        if path not in recorded:
+            result.failures.append(Rejection.mismatch("inputs", f"lean {path} derived from the {inst.derived_from}",
+                                                      "absent", reason="missing-input"))
+            clean = False
+        elif (actual := hashlib.sha256(data).hexdigest()) != recorded[path].sha256:
+            result.failures.append(Rejection.mismatch(f"inputs[{path}].sha256 (regenerated from the "
+                                                      f"{inst.derived_from})", actual, recorded[path].sha256))
+            clean = False
+        elif (kept := where.root / path).is_file() or kept.is_symlink():
+            try:
+                same = read_regular(kept, "a Lean file", len(data)) == data
+            except InputError:
+                same = False
+            if not same:
+                result.failures.append(Rejection.mismatch(f"{path} (the copy beside the certificate)",
+                                                          "the bytes pycert regenerates", "other bytes"))
+    return files if clean else None
+
+
+def headline_literals(cert: Certificate, source: bytes) -> list[int] | Rejection:
+    """The literals of the regenerated instance's headline, from its source (plain verify)."""
+    claim = FAMILIES[cert.family]
+    name = claim.headline(cert.parameters, cert.inputs)
+    signature = theorem_signatures(source.decode("utf-8")).get(name)
+    if signature is None:
+        return Rejection.mismatch(name, "a theorem of the regenerated instance", "no such theorem")
+    stated = statement_literals(signature, claim.headline_predicate)
+    if stated is None:
+        return Rejection.mismatch(f"{name} (source)", f"a statement of {claim.headline_predicate}", signature)
+    return stated
+
+
+def recompute(cert: Certificate, literals: list[int], where: Locator, timeout: float,
+              result: VerifyResult) -> dict[str, Fraction] | None:
+    """Every figure from the headline's literals and the inputs (the claim's one function)."""
+    claim = FAMILIES[cert.family]
+    try:
+        kernel = claim.kernel_figures(literals, claim.headline(cert.parameters, cert.inputs))
+        with time_box(timeout, "recomputing the figures"):
+            return claim.figures(cert.parameters, kernel, cert.inputs, where)
+    except Rejected as err:
+        result.failures.append(err.rejection)
+    except InputError as err:
+        result.errors.append(err.message)
+    return None
 
 
 def check_derived_text(cert: Certificate, figures: dict[str, Fraction]) -> list[Rejection]:
@@ -254,13 +270,18 @@ def _check_library(cert: Certificate, library: Path, result: VerifyResult) -> No
             cert.provenance.library_sha256, reason="library-mismatch"))
 
 
-def _check_theorems(cert: Certificate, library: Path, result: VerifyResult) -> None:
-    """Every named theorem must be a public declaration of the verifier's own library, with the
-    statement its source declares there."""
+def _check_theorems(cert: Certificate, library: Path, instance: bytes | None, result: VerifyResult) -> None:
+    """Every named theorem but the headline must be a public declaration of the verifier's own library,
+    and the headline one of the regenerated instance, each with the statement its source declares."""
     result.checked.append("theorems")
     files = sorted((library / "Pycert").rglob("*.lean")) if (library / "Pycert").is_dir() else []
-    result.failures += check_theorems(cert.theorems, library_declarations(files, result.failures))
-    result.failures += check_signatures(cert, library_signatures(library))
+    headline = FAMILIES[cert.family].headline(cert.parameters, cert.inputs)
+    result.failures += check_theorems([t for t in cert.theorems if t != headline],
+                                      library_declarations(files, result.failures))
+    signatures = library_signatures(library)
+    if instance is not None:
+        signatures.update(theorem_signatures(instance.decode("utf-8")))
+    result.failures += check_signatures(cert, signatures)
 
 
 def check_signatures(cert: Certificate, signatures: dict[str, str]) -> list[Rejection]:
@@ -282,13 +303,13 @@ def _check_audit_record(cert: Certificate, result: VerifyResult) -> None:
 
 def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certificate | None:
     """The certificate, once its bytes are checked against the manifest and parsed; None when that failed."""
-    try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        result.errors.append("is a directory, not a certificate file")
+    if not path.exists() and not path.is_symlink():
+        result.missing.append(f"{path} (no such file)")
         return None
-    except OSError as err:
-        result.missing.append(f"{path} ({err.strerror})")
+    try:
+        data = read_regular(path, "a certificate file", MAX_JSON_BYTES)
+    except InputError as err:
+        result.errors.append(err.message)
         return None
     if (why := not_a_certificate(data)) and not lists(manifest, path.name):
         result.errors.append(why)  # no certificate, and no manifest vouches for one here: nothing to reject
@@ -315,37 +336,79 @@ def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certifica
     return cert
 
 
-def verify_certificate(path: Path, root: Path | None = None, manifest: Path | None = None, kernel: bool = False,
-                       backend: str | None = None, timeout: float = 1800.0, inputs: dict[str, Path] | None = None,
-                       library: Path | None = None, progress: Callable[[str], None] = lambda _m: None) -> VerifyResult:
+def _offline(path: Path, root: Path | None, manifest: Path | None, timeout: float, inputs: dict[str, Path] | None,
+             library: Path) -> tuple[VerifyResult, Certificate | None, dict[str, bytes] | None]:
+    """Every check that needs no Lean; the certificate and its regenerated Lean files, for ``--kernel``."""
     result = VerifyResult(certificate=str(path), status="ok")
     cert = _read_checked(path, manifest or path.parent / MANIFEST_NAME, result)
     if cert is None:
-        return _finish(result)
+        return result, None, None
     where = Locator(root=root or certificate_root(path.parent), external=dict(inputs or {}))
-    library = library or own_library()
-    regenerated: dict[str, bytes] = {}
-    recomputed = None
-    if _check_inputs(cert, where, result):
-        recomputed = _check_figures(cert, where, result)
-        regenerated = _check_derived_inputs(cert, where, result)
+    instance = recomputed = derived = None
+    claim = FAMILIES[cert.family]
+    primary_ok = _check_required(cert, result) and _check_primary(cert, where, result)
+    if primary_ok and claim.instance(cert.parameters, claim.primary_inputs(cert.inputs)) is None:
+        result.checked.append("figures")  # no Lean instance: every figure from the inputs
+        recomputed = recompute(cert, [], where, timeout, result)
+        if recomputed is not None:
+            result.failures += compare_figures(cert, recomputed)
+    elif primary_ok:
+        derived = _regenerate(cert, where, timeout, result)
+        instance = derived[claim.instance(cert.parameters, claim.primary_inputs(cert.inputs)).path] if derived else None
+    if instance is not None:
+        literals = headline_literals(cert, instance)
+        if isinstance(literals, Rejection):
+            result.failures.append(literals)
+        else:
+            result.checked.append("figures")
+            recomputed = recompute(cert, literals, where, timeout, result)
+            if recomputed is not None:
+                result.failures += compare_figures(cert, recomputed)
     result.checked.append("derived text")
     result.failures += check_derived_text(cert, recomputed or {f.name: f.value for f in cert.figures})
     _check_library(cert, library, result)
-    _check_theorems(cert, library, result)
+    _check_theorems(cert, library, instance, result)
     _check_audit_record(cert, result)
-    if not kernel:
-        result.notes.append(NOT_RERUN)
-    elif result.missing or result.errors:
-        result.notes.append("kernel and axiom audit: not re-run (an input is missing or malformed)")
-    else:
-        from pycert.certify.rebuild import (
-            rebuild,  # the build and the audit: only under --kernel (start-up)
-        )
+    return result, cert, derived
 
-        result.checked += ["kernel", "audit", "statements"]
-        result.failures += rebuild(cert, where, library, regenerated, backend, timeout, progress, result.notes)
-    return _finish(result)
+
+def verify_certificates(paths: list[Path], root: Path | None = None, manifest: Path | None = None,
+                        kernel: bool = False, backend: str | None = None, timeout: float = 1800.0,
+                        inputs: dict[str, Path] | None = None, library: Path | None = None,
+                        progress: Callable[[str], None] = lambda _m: None) -> list[VerifyResult]:
+    """Every certificate offline; with ``kernel``, then one Lean build for all of them (the library,
+    every regenerated instance, one statement probe) and one audit."""
+    library = library or own_library()
+    done = [_offline(p, root, manifest, timeout, inputs, library) for p in paths]
+    ready = []
+    for result, cert, instance in done:
+        if cert is None:
+            continue
+        lean_less = FAMILIES[cert.family].headline_predicate is None
+        if not kernel:
+            result.notes.append(NOT_RERUN)
+        elif result.missing or result.errors or (instance is None and not lean_less):
+            if cert is not None:
+                result.notes.append("kernel and axiom audit: not re-run (an input is missing or malformed, or "
+                                    "the instance did not regenerate)")
+        else:
+            ready.append((result, cert, instance))
+    if ready:
+        from pycert.certify.rebuild import rebuild_all  # the build and the audit: only under --kernel (start-up)
+
+        for (result, _, _), (failures, note) in zip(ready, rebuild_all([(c, i) for _, c, i in ready], library,
+                                                                       backend, timeout, progress)):
+            result.checked += ["kernel", "audit", "statements", "figures off the kernel"]
+            result.failures += failures
+            result.notes.append(note)
+    return [_finish(result) for result, _, _ in done]
+
+
+def verify_certificate(path: Path, root: Path | None = None, manifest: Path | None = None, kernel: bool = False,
+                       backend: str | None = None, timeout: float = 1800.0, inputs: dict[str, Path] | None = None,
+                       library: Path | None = None, progress: Callable[[str], None] = lambda _m: None) -> VerifyResult:
+    """:func:`verify_certificates` of one certificate."""
+    return verify_certificates([path], root, manifest, kernel, backend, timeout, inputs, library, progress)[0]
 
 
 def refuse_unused_inputs(given: dict[str, Path], certs: Iterable[Path]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 
-from pycert.certify.verify import VerifyResult, refuse_unused_inputs, verify_certificate
+from pycert.certify.verify import VerifyResult, refuse_unused_inputs, verify_certificates
 from pycert.cli import add_backend, add_common, add_root, help_of
 from pycert.core.console import Progress, emit, to_jsonable
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError, UsageError
@@ -74,11 +74,9 @@ def run(args: argparse.Namespace) -> int:
     refuse_unused_inputs(dict(args.input), args.certs)
     progress = Progress(enabled=not args.json, force=args.kernel)  # --kernel runs Lean for minutes: say so
     with fresh_build_cache() if args.fresh else contextlib.nullcontext():
-        results = [
-            verify_certificate(c, root=args.root, manifest=args.manifest, kernel=args.kernel,
-                               backend=args.backend, timeout=args.timeout, inputs=dict(args.input), progress=progress)
-            for c in args.certs
-        ]
+        results = verify_certificates(args.certs, root=args.root, manifest=args.manifest, kernel=args.kernel,
+                                      backend=args.backend, timeout=args.timeout, inputs=dict(args.input),
+                                      progress=progress)
     code = exit_code(results)
     if code != EXIT_USAGE:
         emit(args.json, results, human=lambda: render(results))

@@ -13,6 +13,7 @@ import hashlib
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -80,6 +81,61 @@ def read_input(path: Path, what: str, missing: str = "no such file") -> bytes:
             return f.read()
         except OSError as exc:
             raise InputError(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from None
+
+
+def regular_size(path: Path, what: str, limit: int) -> int:
+    """The size of ``path`` when it is a regular file of at most ``limit`` bytes, else an input error: a
+    device (``/dev/zero``), a FIFO or a socket is never opened, so it can neither fill memory nor hang."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError("no such file", where=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"is a directory, not {what}", where=str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"is not a regular file (a device, a FIFO or a socket), not {what}: refused, not read",
+                         where=str(path))
+    if st.st_size > limit:
+        raise InputError(f"{st.st_size} bytes, above the limit of {limit} for {what}", where=str(path))
+    return st.st_size
+
+
+def read_regular(path: Path, what: str, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (:func:`regular_size`), read with the cap."""
+    regular_size(path, what, limit)
+    with open_input(path, what) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:  # it grew after the check
+        raise InputError(f"above the limit of {limit} bytes for {what}", where=str(path))
+    return data
+
+
+def regular_sha256(path: Path, what: str, limit: int) -> str:
+    """:func:`file_sha256` of a regular file of at most ``limit`` bytes (:func:`regular_size`)."""
+    regular_size(path, what, limit)
+    return file_sha256(path)
+
+
+@contextlib.contextmanager
+def time_box(seconds: float, what: str) -> Iterator[None]:
+    """Stop the block after ``seconds`` of wall time with an :class:`InputError` naming ``what`` (in the
+    main thread, where Python delivers signals; elsewhere the block runs unbounded)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise InputError(f"{what} took more than {seconds:g} s: stopped (raise --timeout to allow more)")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def certificate_root(cert_dir: Path) -> Path:

@@ -38,6 +38,16 @@ MAX_FAMILY_SIZE = 65_536
 """``pooling solve --family-sizes``: references per capacitated-family case."""
 MAX_SECONDS = 86_400.0
 """Timeouts and ``pooling solve --time-limit``: a day."""
+MAX_POOL_HOSTS = 64
+MAX_POOL_REQUESTS = 512
+MAX_POOL_REFS = 16_384
+"""A pooling instance, bounded when it is read, before any solver or graph algorithm sees it: the best
+routing is a matching over up to hosts x requests edges, and CP-SAT models grow with the references
+(the committed instance: 16 hosts, 32 requests, 512 references)."""
+MAX_MANIFEST_BYTES = 1 << 20
+"""Largest ``MANIFEST.sha256``."""
+MAX_TRACE_BYTES = 64 << 30
+"""Largest trace file verify or report reads (a day of one fleet's block references is about 2 GB)."""
 
 
 def json_depth_error(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | None:

@@ -23,7 +23,10 @@ from pydantic import (
     model_validator,
 )
 
+from pycert.core.errors import InputError
 from pycert.core.exact import Exact
+from pycert.core.files import read_regular
+from pycert.core.limits import MAX_JSON_BYTES
 
 SCHEMA_ID = "pycert-cert/1"
 DECIMAL_DIGITS = 20
@@ -31,10 +34,13 @@ MAX_FIGURE_BITS = 13_000
 """pydantic's JSON parser refuses integers past ~4,300 digits; stay below so every written figure reads back."""
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-EvidenceState = Literal["kernel-checked", "solver-certified", "computed-cross-checked", "computed"]
+EvidenceState = Literal["kernel-checked", "solver-certified", "computed-cross-checked", "computed", "observed"]
 """How a figure is known, strongest first: the Lean kernel checked it (``known_by`` names the theorem);
 a solver proved it OPTIMAL with its bound, a second solver and a replay agreeing; it was computed and
-checked against another library (``known_by`` names it); it was computed only."""
+checked against another library (``known_by`` names it); it was computed only. Apart from these,
+``observed``: measured on a named engine, model, device and seed (the certificate's claim names
+them) and re-derived by verify from the recorded measurements, but not proved: another run may
+measure otherwise."""
 
 
 class _Strict(BaseModel):
@@ -87,14 +93,15 @@ class InputFile(_Strict):
     that lives outside it (``external``), by its file name alone; verify finds it beside that directory
     or is given it (``--input NAME=PATH``) and checks its sha256 like any other."""
 
-    role: Literal["trace", "instance", "lean"]
+    role: Literal["trace", "instance", "lean", "log"]
     path: str = Field(min_length=1)
     sha256: Sha256
     external: bool = False
-    derived_from: Literal["trace"] | None = Field(
+    derived_from: Literal["trace", "instance", "parameters"] | None = Field(
         default=None,
-        description="the role of the input this file is generated from; verify regenerates it and compares "
-                    "the sha256, so the file itself need not be kept (e.g. a Lean file encoding a shared trace)",
+        description="the role of the input this file is generated from (or the certificate's parameters); verify "
+                    "regenerates it and compares the sha256, so the file itself need not be kept (e.g. a Lean file "
+                    "encoding a shared trace)",
     )
 
     @model_validator(mode="after")
@@ -209,8 +216,8 @@ def declared(path: Path) -> dict[str, Any] | None:
     the real checks, or name what it holds in a command); None when it is no JSON object, which those
     checks then report."""
     try:
-        doc = json.loads(Path(path).read_bytes())
-    except (OSError, ValueError):
+        doc = json.loads(read_regular(Path(path), "a certificate file", MAX_JSON_BYTES))
+    except (InputError, ValueError):  # not a regular file, too big, not JSON: the real checks say so
         return None
     return doc if isinstance(doc, dict) else None
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import heapq
 import json
 import random
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from pycert.core.files import atomic_write

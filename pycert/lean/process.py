@@ -26,7 +26,6 @@ from pydantic import BaseModel
 
 from pycert.core.resources import scratch_root
 
-
 HEAP_MARKERS = ("out of memory", "Out of memory", "Aborted(OOM)", "Cannot enlarge memory", "Maximum memory size",
                 "bad_alloc", "Cannot allocate memory", "Array buffer allocation failed", "memory access out of bounds")
 """What Node, Emscripten, GMP and Lean print when the heap runs out (the wasm heap stops at 2 GiB)."""

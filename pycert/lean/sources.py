@@ -245,3 +245,17 @@ def library_signatures(library: Path) -> dict[str, str]:
         for name, sig in theorem_signatures(path.read_text(encoding="utf-8")).items():
             out.setdefault(name, sig)
     return out
+
+
+_NUMERAL = re.compile(r"(?<![\w.])\d+(?![\w.])")
+
+
+def statement_literals(signature: str, predicate: str) -> list[int] | None:
+    """The natural-number literals of a headline's statement as its source writes it (``theorem headline :
+    Pycert.Ceiling.Bounded trace 5339 1356 3983``), in order; None when the statement is not an application
+    of ``predicate`` (its full name, or its last component under an ``open``)."""
+    _, sep, statement = signature.partition(" : ")
+    words = statement.split()
+    if not sep or not words or words[0] not in (predicate, predicate.rsplit(".", 1)[-1]):
+        return None
+    return [int(m) for m in _NUMERAL.findall(statement)]

@@ -6,6 +6,7 @@ trace engine, the report page in headless Chromium).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Callable
@@ -21,7 +22,12 @@ from pycert.certify.verify import verify_certificate
 from pycert.core.errors import InputError
 from pycert.core.files import file_sha256
 from pycert.data.traces import read_trace
-from pycert.families.ceiling import ceiling_figures
+from pycert.families.base import Setting
+from pycert.families.ceiling import engine_figures
+from pycert.families.leak import log_path
+from pycert.families.leak.produce import PRODUCER as LEAK
+from pycert.leak.log import render
+from pycert.leak.run import Plan, run_arms
 from pycert.mutation import operators as ops
 from pycert.solvers.capacitated import capacitated_cases
 from pycert.solvers.instance_io import load_instance
@@ -31,6 +37,8 @@ from pycert.solvers.pooled import Cache, paging_model, schedules
 from pycert.solvers.replay import replay_schedule
 
 COPIED = ("lean", "certificates")
+LEAK_PROMPTS = 2
+"""Prompts per arm when a leak mutant runs the engine: each arm's verdict is all or nothing."""
 PAGE_TIMEOUT_S = 60.0
 
 
@@ -129,21 +137,41 @@ class Context:
 
     def trace_expect(self, transform: Callable[[list[bytes]], list[bytes]]) -> ops.Verdict:
         path = self.repo / ops.TRACE_INPUT
-        before = ceiling_figures(read_trace(path))
+        before = engine_figures(read_trace(path))
         path.write_bytes(b"".join(transform(path.read_bytes().splitlines(keepends=True))))
         trace = read_trace(path)
-        after = ceiling_figures(trace)
+        after = engine_figures(trace)
         if after == before:
             return "survived", f"the figures did not change ({_figs(after)})"
         cert = self.repo / ops.CERT_DIR / ops.CEILING_CERT
         doc = json.loads(cert.read_text())
         for i in doc["inputs"]:
             if i["path"] == PurePosixPath(ops.TRACE_INPUT).relative_to(ops.CERT_DIR).as_posix():
-                i["sha256"] = trace.sha256  # forge the hash: only the recomputed figures can object
+                i["sha256"] = trace.sha256  # forge the hash: the instance regenerated from it must object
         cert.write_text(json.dumps(doc, indent=2) + "\n")
         self.forge_manifest()
-        status, detail = self.verify_expect(ops.CEILING_CERT, r"^figures")
+        status, detail = self.verify_expect(ops.CEILING_CERT, r"regenerated from the trace")
         return status, f"figures {_figs(before)} -> {_figs(after)}; {detail}"
+
+    def leak_expect(self, admission: Callable[[bytes], Any], subject: str) -> ops.Verdict:
+        """Run the arms on the real engine with a defective admission layer: killed when the family
+        refuses the observation for ``subject`` (the arm that must catch the defect)."""
+        try:  # torch and transformers: 8-10 s of import, only for the leak mutants (and optional: the extra)
+            from pycert.leak.engines.transformers import TransformersEngine
+        except ImportError as exc:
+            return "error", f"the leak extra is not installed ({exc.name}): pip install 'pycert[leak]'"
+        engine = TransformersEngine()
+        try:
+            log = run_arms(engine, Plan(prompts=LEAK_PROMPTS), admission(os.urandom(32)))
+        finally:
+            engine.close()
+        out = self.repo / ops.CERT_DIR
+        path = log_path(out, "leak-mutant")
+        path.write_bytes(render(log))
+        [prepared] = [p for p in LEAK.prepare(Setting(out_dir=out)) if p.id == "leak-mutant"]
+        if prepared.rejection is None:
+            return "survived", f"the observation holds: {prepared.headline}"
+        return ops.expect_failure([prepared.rejection], subject, "the leak family")
 
     def page_expect(self, cert: str, how: str) -> ops.Verdict:
         cert_dir = self.repo / ops.CERT_DIR

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 from pycert.core.errors import InputError
 from pycert.core.limits import MAX_INSTANCE_ID as MAX_ID
-from pycert.core.limits import MAX_PARAM
+from pycert.core.limits import MAX_PARAM, MAX_POOL_HOSTS, MAX_POOL_REFS, MAX_POOL_REQUESTS
 from pycert.core.resources import committed_instance
 from pycert.solvers.pooled import peak_live
 
@@ -52,7 +52,7 @@ class Host(_Frozen):
 
 class Request(_Frozen):
     id: Id
-    blocks: list[int] = Field(min_length=1, description="block ids referenced in order")
+    blocks: list[int] = Field(min_length=1, max_length=MAX_POOL_REFS, description="block ids referenced in order")
 
     @model_validator(mode="after")
     def _non_negative(self) -> Request:
@@ -66,8 +66,8 @@ class Request(_Frozen):
 class GeneratorParams(_Frozen):
     """Parameters of :func:`generate` (recorded in every generated instance)."""
 
-    hosts: int = Field(16, ge=1, le=4096)
-    requests: int = Field(32, ge=1, le=65_536)
+    hosts: int = Field(16, ge=1, le=MAX_POOL_HOSTS)
+    requests: int = Field(32, ge=1, le=MAX_POOL_REQUESTS)
     request_blocks: int = Field(16, ge=2, le=4096, description="blocks per request (prefix-tree depth)")
     blocks: int = Field(32, ge=2, le=1 << 20, description="distinct blocks (prefix-tree nodes)")
     shared_prefix: int = Field(8, ge=1, le=4096, description="system-prompt blocks every request starts with")
@@ -110,8 +110,8 @@ class Instance(_Frozen):
     provenance: Provenance | None = None
     published: Published = Published()
     pool_capacity: Count = Field(description="blocks the shared pool holds")
-    hosts: list[Host] = Field(min_length=1)
-    requests: list[Request] = Field(min_length=1)
+    hosts: list[Host] = Field(min_length=1, max_length=MAX_POOL_HOSTS)
+    requests: list[Request] = Field(min_length=1, max_length=MAX_POOL_REQUESTS)
     routing: dict[Annotated[Id, Strict(False)], Id] = Field(description="request id -> host id (the committed routing)")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
@@ -147,6 +147,8 @@ class Instance(_Frozen):
 def consistency_errors(inst: Instance) -> list[tuple[tuple[Any, ...], str]]:
     """What makes an instance unusable, each with the JSON path it concerns (for file:line)."""
     errs: list[tuple[tuple[Any, ...], str]] = []
+    if len(inst.trace) > MAX_POOL_REFS:
+        errs.append((("requests",), f"{len(inst.trace)} block references in all, above the limit of {MAX_POOL_REFS}"))
     if inst.schema_id != SCHEMA:
         errs.append((("schema",), f"unknown schema {inst.schema_id!r}, expected {SCHEMA!r}"))
     for field, items in (("hosts", inst.hosts), ("requests", inst.requests)):

@@ -7,16 +7,14 @@ This module is the claim; :mod:`pycert.families.ceiling.produce` makes the certi
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pycert.core.errors import Rejected, Rejection
-from pycert.core.files import file_sha256
 from pycert.core.schema import Certificate, InputFile, Params
-from pycert.families.base import Claim, Reader, input_path
+from pycert.families.base import Claim, Instance, Reader, input_path
 
 if TYPE_CHECKING:
     from pycert.data.traces import Trace
@@ -58,15 +56,23 @@ def names(trace: Path | PurePosixPath) -> tuple[str, str]:
     return f"ceiling-{name}", f"Ceiling{lean_ident(name)}"
 
 
-def ceiling_figures(trace: Trace) -> dict[str, Fraction]:
-    """The trace engine's capacity-free figures: refs, distinct, ceiling = 1 - distinct/refs (only first
-    references must miss). prove and verify both compute them here."""
+def ceiling_figures(refs: int, distinct: int, max_hits: int) -> dict[str, Fraction]:
+    """The certificate's figures from the headline's three literals: refs, distinct, the hit bound, and
+    the ceiling max_hits / refs (only first references must miss)."""
+    if refs == 0:
+        raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
+    return {"refs": Fraction(refs), "distinct": Fraction(distinct), "max_hits": Fraction(max_hits),
+            "ceiling": Fraction(max_hits, refs)}
+
+
+def engine_figures(trace: Trace) -> dict[str, Fraction]:
+    """What the trace engine (a numpy sort, :func:`pycert.analysis.cachesim.trace_stats`) says of the
+    headline's figures: prove compares them with the kernel's literals."""
     from pycert.analysis.cachesim import trace_stats  # numpy: see instance_text
 
-    if trace.n_refs == 0:
-        raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
     stats = trace_stats(trace)
-    return {"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct), "ceiling": stats.ceiling.value}
+    return {"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct),
+            "max_hits": Fraction(stats.refs - stats.distinct)}
 
 
 def instance_text(ids: Sequence[int] | object, sha256: str, module: str) -> bytes:
@@ -87,6 +93,9 @@ class Ceiling(Claim):
                      "Pycert.Ceiling.hitRatio_le_ceiling", "Pycert.PackedTrace.traceOK_sound",
                      "Pycert.PackedTrace.distinctFrom_map", "Pycert.Route.route_inj")
     shard_theorems = ("Pycert.Shards.shardOK_sound", "Pycert.Shards.merge_figures", "Pycert.Shards.merge_perm")
+    primary = ("trace",)
+    headline_predicate = "Pycert.Ceiling.Bounded"
+    headline_figures = ("refs", "distinct", "max_hits")
     limits = (
         "A ceiling is per trace: it says nothing about other traffic.",
         "It bounds demand-fetch caches only: a prefetching cache is outside the model.",
@@ -98,12 +107,13 @@ class Ceiling(Claim):
         "instance decodes to; a reader bug would make the theorem about another list.",
     )
     evidence_of = {
-        "refs": ("kernel-checked", "Lean kernel: refs_eq (trace.length) of the emitted instance, every reference decoded"),
-        "distinct": ("kernel-checked", "Lean kernel: distinct_eq of the emitted instance, every reference decoded"),
-        "ceiling": ("computed", "exact arithmetic (refs - distinct) / refs of the two kernel-checked figures"),
+        "refs": ("kernel-checked", "Lean kernel: a literal of {headline} (trace.length), every reference decoded"),
+        "distinct": ("kernel-checked", "Lean kernel: a literal of {headline} (distinct trace), every reference decoded"),
+        "max_hits": ("kernel-checked", "Lean kernel: a literal of {headline} (hits P trace ≤ it for every policy P)"),
+        "ceiling": ("computed", "exact arithmetic max_hits / refs of the two kernel-checked figures"),
     }
 
-    def theorems(self, params: CeilingParams) -> tuple[str, ...]:
+    def library_theorems(self, params: CeilingParams) -> tuple[str, ...]:
         return self.theorem_names + (self.shard_theorems if params.shards > 1 else ())
 
     def does_not_prove(self, params: CeilingParams, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
@@ -113,29 +123,52 @@ class Ceiling(Claim):
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
         refs, distinct, ceiling = int(figures["refs"]), int(figures["distinct"]), figures["ceiling"]
         return (f"On trace {trace} ({refs} block references, {distinct} distinct), no demand-fetch cache of any "
-                f"capacity or eviction policy hits more than {refs - distinct} times: a hit-rate ceiling of "
-                f"{float(ceiling):.6f}.")
+                f"capacity or eviction policy hits more than {int(figures['max_hits'])} times: a hit-rate ceiling "
+                f"of {float(ceiling):.6f}.")
 
-    def figures(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> dict[str, Fraction]:
+    def instance(self, params: CeilingParams, primary: Sequence[InputFile]) -> Instance:
+        """``lean/Ceiling<Name>.lean`` from the trace's file name; for a trace from outside the certificate
+        directory, ``lean/derived/``: full-resolution data derived from it, which verify regenerates."""
+        [trace] = primary
+        module = names(PurePosixPath(trace.path))[1]
+        return Instance(path=((LEAN_DERIVED if trace.external else LEAN_OUT) / f"{module}.lean").as_posix(),
+                        derived_from="trace")
+
+    def figures(self, params: CeilingParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
+                read: Reader) -> dict[str, Fraction]:
+        if kernel["max_hits"] != kernel["refs"] - kernel["distinct"]:
+            raise Rejected(Rejection.mismatch("headline (max_hits)", str(kernel["refs"] - kernel["distinct"]),
+                                              str(kernel["max_hits"])))
+        return ceiling_figures(kernel["refs"], kernel["distinct"], kernel["max_hits"])
+
+    def regenerate(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
+        inst = self.instance(params, self.primary_inputs(inputs))
+        return self.derived_files(params, inputs, read)[inst.path]
+
+    def imported(self, params: CeilingParams, instance: Instance, inp: InputFile) -> bool:
+        """A shard or schedule module of the instance's trace, beside it (``<Module>Shard<i>.lean``)."""
+        path = PurePosixPath(inp.path)
+        tail = path.stem.removeprefix(instance.module)
+        return (params.shards > 1 and inp.role == "lean" and inp.derived_from == "trace" and not inp.external
+                and path.parent == PurePosixPath(instance.path).parent and path.suffix == ".lean"
+                and tail != path.stem and tail.startswith(("Shard", "Sched")) and tail[5:].isdigit())
+
+    def derived_files(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> dict[str, bytes]:
+        """The instance file, and for a sharded trace every shard and schedule module beside it."""
         from pycert.data.traces import read_trace  # numpy: see instance_text
+        from pycert.lean.emit import packed_trace, shards  # numpy: see instance_text
 
-        return ceiling_figures(read_trace(input_path(inputs, "trace", read)))
-
-    def regenerate(self, params: CeilingParams, inputs: Sequence[InputFile], inp: InputFile, read: Reader) -> bytes:
-        from pycert.data.traces import read_trace  # numpy: see instance_text
-        from pycert.lean.emit import packed_trace, shards
-
-        if inp.role != "lean":
-            return super().regenerate(params, inputs, inp, read)
         expected = shards.ENCODING if params.shards > 1 else packed_trace.ENCODING
         if params.lean_encoding != expected:
             raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(expected), repr(params.lean_encoding)))
+        inst = self.instance(params, self.primary_inputs(inputs))
         path = input_path(inputs, "trace", read)
         if params.shards == 1:
             trace = read_trace(path)
-            return instance_text(trace.refs, trace.sha256, Path(inp.path).stem)
-        module = names(PurePosixPath(next(i.path for i in inputs if i.role == "trace")))[1]
-        return shard_file_text(path, file_sha256(path), module, params.shards, Path(inp.path).stem).encode()
+            return {inst.path: instance_text(trace.refs, trace.sha256, inst.module)}
+        where = PurePosixPath(inst.path).parent
+        return {(where / f"{m}.lean").as_posix(): text.encode()
+                for m, text in shard_files(path, inst.module, params.shards).items()}
 
 
 def shard_limit(count: int) -> str:
@@ -147,35 +180,22 @@ def shard_limit(count: int) -> str:
             "references (Pycert.Shards.merge_perm).")
 
 
-@functools.lru_cache(maxsize=1)
-def _split(path: Path, sha256: str, module: str, count: int) -> tuple[Trace, Any, list[Any]]:
-    """The trace read once, its layout and its shards, for the many files of one certificate (keyed by the
-    file's sha256 too: a trace edited between two calls is read again)."""
-    from pycert.data.traces import read_trace  # numpy: see instance_text
+def shard_files(path: Path, module: str, count: int) -> dict[str, str]:
+    """The Lean source of every module of a sharded certificate, by module name, from the trace alone:
+    what verify regenerates and compares with the files prove wrote (the same emitters)."""
+    import numpy as np  # see instance_text
+
+    from pycert.data.traces import read_trace
     from pycert.lean.emit import shards
 
     trace = read_trace(path)
     lay = shards.layout(trace.refs, trace.sha256, module, count)
-    return trace, lay, shards.shard_refs(trace.refs, lay)
-
-
-def shard_file_text(path: Path, sha256: str, module: str, count: int, stem: str) -> str:
-    """The Lean source prove wrote for module ``stem`` of a sharded certificate, from the trace alone: the
-    one function prove's composition and verify's regeneration both rest on."""
-    import numpy as np  # see instance_text
-
-    from pycert.lean.emit import shards
-
-    _, lay, parts = _split(path, sha256, module, count)
-    for i, part in enumerate(parts):
-        if stem == lay.shard_name(i):
-            return shards.emit_shard(part, lay.sha256, stem, lay.cuts[i], lay.cuts[i + 1])[0]
+    parts = shards.shard_refs(trace.refs, lay)
+    out = {lay.shard_name(i): shards.emit_shard(part, lay.sha256, lay.shard_name(i), lay.cuts[i], lay.cuts[i + 1])[0]
+           for i, part in enumerate(parts)}
     for t in range(lay.sched_modules):
-        if stem == lay.sched_name(t):
-            return shards.emit_sched(lay.sched_part(t), lay.shards, stem, t * shards.SCHED_REFS)
-    if stem == lay.name:
-        return shards.emit_whole(lay, [(len(part), len(np.unique(part))) for part in parts])
-    raise Rejected(Rejection.mismatch(f"inputs[{stem}.lean]", f"a module of {lay.name}'s {lay.shards} shards", stem))
-
-
+        out[lay.sched_name(t)] = shards.emit_sched(lay.sched_part(t), lay.shards, lay.sched_name(t),
+                                                    t * shards.SCHED_REFS)
+    out[lay.name] = shards.emit_whole(lay, [(len(part), len(np.unique(part))) for part in parts])
+    return out
 CLAIM = Ceiling()

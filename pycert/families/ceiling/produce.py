@@ -14,18 +14,8 @@ from pycert.core.limits import MAX_SHARD_REFS, in_path, int_range
 from pycert.core.schema import declared_inputs
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace
-from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.families.ceiling import (
-    CLAIM,
-    DEFAULT_TRACE,
-    LEAN_DERIVED,
-    LEAN_OUT,
-    CeilingParams,
-    ceiling_figures,
-    instance_text,
-    names,
-    slug,
-)
+from pycert.families.base import Instance, Options, Prepared, Producer, Setting, input_file
+from pycert.families.ceiling import CLAIM, DEFAULT_TRACE, CeilingParams, engine_figures, instance_text, names, slug
 from pycert.lean import cluster
 from pycert.lean.emit import shards
 from pycert.lean.emit.packed_trace import ENCODING
@@ -106,36 +96,37 @@ class CeilingProducer(Producer):
     def _prepare_trace(self, trace_path: Path, setting: Setting, emitted: Path | None = None) -> Prepared:
         opts: CeilingOptions = setting.options  # type: ignore[assignment]
         trace = read_trace(trace_path)
-        figures = ceiling_figures(trace)
-        cert_id, module = names(trace_path)
+        cert_id, _ = names(trace_path)
         trace_input = (setting.emitted("trace", emitted, sha256=trace.sha256) if emitted is not None
                        else input_file("trace", trace_path, setting.root, sha256=trace.sha256))
-        # A file encoding a trace from outside the root is full-resolution data derived from it: it goes
-        # to a folder the repository ignores, and verify regenerates it from the trace instead of reading it.
-        lean_dir = LEAN_DERIVED if trace_input.external else LEAN_OUT
-        count = shards.shard_count(int(figures["refs"]), int(figures["distinct"]), opts.shard_refs,
-                                   *shards.shape(trace.refs))
+        engine = engine_figures(trace)
+        refs, distinct = int(engine["refs"]), int(engine["distinct"])
+        count = shards.shard_count(refs, distinct, opts.shard_refs, *shards.shape(trace.refs)) if refs else 1
+        params = CeilingParams(lean_encoding=shards.ENCODING if count > 1 else ENCODING, shards=count)
+        instance = CLAIM.instance(params, [trace_input])
         prepared = Prepared(
-            claim=CLAIM, id=cert_id, figures=figures, headline=f"ceiling {float(figures['ceiling']):.6f}",
-            parameters=CeilingParams(lean_encoding=shards.ENCODING if count > 1 else ENCODING, shards=count),
-            inputs=[trace_input])
+            claim=CLAIM, id=cert_id, parameters=params, engine=engine,
+            headline=f"ceiling {float(engine['max_hits'] / engine['refs']):.6f}" if refs else "empty",
+            inputs=[trace_input], located={trace_input.path: trace_path})
         if count > 1:
-            return self._prepare_shards(prepared, trace, lean_dir, module, setting)
-        lean_rel = lean_dir / f"{module}.lean"
-        prepared.lean_files = [setting.emit(lean_rel, instance_text(trace.refs, trace.sha256, module))]
-        prepared.inputs.append(setting.emitted("lean", lean_rel, derived_from="trace"))
+            return self._prepare_shards(prepared, trace, instance, setting)
+        lean_path = setting.emit(Path(instance.path), instance_text(trace.refs, trace.sha256, instance.module))
+        prepared.inputs.append(setting.emitted("lean", Path(instance.path), derived_from="trace"))
+        prepared.lean_file, prepared.located[instance.path] = lean_path, lean_path
         return prepared
 
-    def _prepare_shards(self, p: Prepared, trace: Trace, lean_dir: Path, module: str, setting: Setting) -> Prepared:
-        """Emit and check the shards and the schedule as Ray tasks, then the composition; the kernel stage
-        finds the shards in the build cache and checks the composition."""
+    def _prepare_shards(self, p: Prepared, trace: Trace, instance: Instance, setting: Setting) -> Prepared:
+        """Emit and check the shards and the schedule as Ray tasks, then the composition (the instance);
+        the kernel stage finds the shards in the build cache and checks the composition."""
         opts: CeilingOptions = setting.options  # type: ignore[assignment]
-        lay = shards.layout(trace.refs, trace.sha256, module, p.parameters.shards)  # type: ignore[attr-defined]
-        setting.progress(f"{module}: {trace.n_refs:,} references in {lay.shards} shards by id range, "
+        lean_dir = PurePosixPath(instance.path).parent
+        lay = shards.layout(trace.refs, trace.sha256, instance.module, p.parameters.shards)  # type: ignore[attr-defined]
+        setting.progress(f"{instance.module}: {trace.n_refs:,} references in {lay.shards} shards by id range, "
                          f"{lay.sched_modules} schedule modules")
         outcomes = cluster.check_all(shard_works(trace, lay), backend=setting.backend, timeout=setting.timeout,
                                      address=opts.ray_address, progress=setting.progress)
-        written = {o.module: setting.emit(lean_dir / f"{o.module}.lean", o.source.encode()) for o in outcomes if o.source}
+        written = {o.module: setting.emit(Path(lean_dir, f"{o.module}.lean"), o.source.encode())
+                   for o in outcomes if o.source}
         if bad := [o.result for o in outcomes if not o.result.ok]:
             if refused := [r for r in bad if r.status != "resources"]:
                 r = refused[0]
@@ -144,11 +135,13 @@ class CeilingProducer(Producer):
             else:
                 p.unchecked = f"{p.id} was not checked: " + "; ".join(r.detail for r in bad)
             return p
-        written[lay.name] = setting.emit(lean_dir / f"{lay.name}.lean",
+        written[lay.name] = setting.emit(Path(instance.path),
                                          shards.emit_whole(lay, [o.extra for o in outcomes[:lay.shards]]).encode())
-        order = [lay.name, *lay.module_names()[:-1]]
-        p.inputs += [setting.emitted("lean", lean_dir / f"{m}.lean", derived_from="trace") for m in order]
-        p.lean_files = [written[m] for m in lay.module_names()]
+        for m in [lay.name, *lay.module_names()[:-1]]:
+            rel = Path(lean_dir, f"{m}.lean")
+            p.inputs.append(setting.emitted("lean", rel, derived_from="trace"))
+            p.located[rel.as_posix()] = written[m]
+        p.lean_file, p.parts = written[lay.name], [written[m] for m in lay.module_names()[:-1]]
         return p
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pycert.families.base import Prepared, Producer, Setting
-from pycert.families.first_touch import CLAIM, FirstTouchParams, first_touch_figures
+from pycert.families.first_touch import CLAIM, FirstTouchParams, engine_figures, instance_text
 
 DEFAULT = FirstTouchParams(c=256, n=4000)
 
@@ -13,9 +15,12 @@ class FirstTouchProducer(Producer):
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         c, n = DEFAULT.c, DEFAULT.n
-        figures = first_touch_figures(c, n)
+        instance = CLAIM.instance(DEFAULT, [])
+        lean = setting.emit(Path(instance.path), instance_text(DEFAULT).encode())
         return [Prepared(claim=CLAIM, id=f"first-touch-c{c}-n{n}", parameters=DEFAULT,
-                         figures=figures, headline=f"cut {float(figures['cut']):.4f}")]
+                         headline=f"cut {c * (n // c) / n:.4f}", engine=engine_figures(c, n),
+                         inputs=[setting.emitted("lean", Path(instance.path), derived_from="parameters")],
+                         lean_file=lean, located={instance.path: lean})]
 
 
 PRODUCER = FirstTouchProducer()

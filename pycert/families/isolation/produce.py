@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pycert.families.base import Prepared, Producer, Setting
-from pycert.families.isolation import CLAIM, IsolationParams, isolation_figures
+from pycert.families.isolation import CLAIM, IsolationParams, engine_figures, instance_text
 
 DEFAULT = IsolationParams(T=8, n=1024)
 
@@ -13,8 +15,11 @@ class IsolationProducer(Producer):
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         T, n = DEFAULT.T, DEFAULT.n
-        return [Prepared(claim=CLAIM, id=f"isolation-t{T}-n{n}", parameters=DEFAULT,
-                         figures=isolation_figures(T, n), headline=f"{T * n} bits")]
+        instance = CLAIM.instance(DEFAULT, [])
+        lean = setting.emit(Path(instance.path), instance_text(DEFAULT).encode())
+        return [Prepared(claim=CLAIM, id=f"isolation-t{T}-n{n}", parameters=DEFAULT, headline=f"{T * n} bits",
+                         inputs=[setting.emitted("lean", Path(instance.path), derived_from="parameters")],
+                         lean_file=lean, engine=engine_figures(T, n), located={instance.path: lean})]
 
 
 PRODUCER = IsolationProducer()

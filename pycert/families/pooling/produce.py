@@ -11,6 +11,7 @@ import hashlib
 import tempfile
 import time
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Literal
 
@@ -237,15 +238,21 @@ class PoolingProducer(Producer):
             objective=pooled.cpsat.objective, bound=pooled.cpsat.bound,
             parameters={**res.parameters.model_dump(mode="json"), "cross_check": f"HiGHS {res.solvers['HiGHS']}"},
         )
-        rejection = None if res.holds else Rejection(subject="pooling-committed", reason="solvers-disagree",
-                                                     detail="solver checks disagree")
+        failed = [k for k, v in res.agreement.model_dump().items() if v is False or v == "failed"]
+        rejection = None if res.holds else Rejection(
+            subject="pooling-committed", reason="solvers-disagree",
+            detail=f"solver checks disagree ({', '.join(failed) or 'a wall or the best routing'}): pooled "
+                   f"{pooled.optimum}, per-instance {per.optimum} against the wall {res.sharing.per_instance_wall}")
+        limits = sorted({h.load_limit for h in load_instance(instance).hosts})
         return [Prepared(
             claim=CLAIM, id="pooling-committed",
-            parameters=PoolingParams(hosts=res.hosts, pool_capacity=res.pool_capacity),
-            figures={f.name: f.value for f in res.figures}, headline=f"OPT {pooled.optimum} vs {per.optimum}",
+            parameters=PoolingParams(hosts=res.hosts, pool_capacity=res.pool_capacity, load_limit=limits[-1]),
+            engine={"hosts": Fraction(res.hosts), **{f.name: f.value for f in res.figures}},
+            headline=f"OPT {pooled.optimum} vs {per.optimum}",
             inputs=[setting.emitted("instance", Path("inputs") / COMMITTED.name, sha256=res.instance_sha256),
-                    setting.emitted("lean", LEAN_WALL)],
-            lean_files=[lean_path], solver=solver, rejection=rejection,
+                    setting.emitted("lean", LEAN_WALL, derived_from="instance")],
+            lean_file=lean_path, solver=solver, rejection=rejection,
+            located={f"inputs/{COMMITTED.name}": instance, LEAN_WALL.as_posix(): lean_path},
         )]
 
 

@@ -32,9 +32,9 @@ from pydantic import BaseModel
 
 from pycert.core.errors import InputError, PycertError
 from pycert.core.limits import MAX_ID
-from pycert.lean.emit import benes
+from pycert.lean.emit import INSTANCE_NAMESPACE, benes
 
-ENCODING = "packed-whole/2"
+ENCODING = "packed-whole/3"
 """Names this file layout in certificates; verify regenerates only the layout it knows."""
 PIECE_BITS = 4096
 """Bits per literal piece (a multiple of 4); DEVELOPERS.md has the measured choice."""
@@ -236,7 +236,7 @@ def render(inst: Packed, piece_bits: int = PIECE_BITS) -> str:
         "import Pycert.Ceiling",
         "",
         *ASYNC_OFF,
-        f"namespace Pycert.Trace.{inst.name}",
+        f"namespace {INSTANCE_NAMESPACE}.{inst.name}",
         "open Pycert.Packed Pycert.PackedTrace",
         "",
         "/-- sha256 of the trace file these references were read from. -/",
@@ -244,7 +244,7 @@ def render(inst: Packed, piece_bits: int = PIECE_BITS) -> str:
         "",
         *data_defs(inst, piece_bits),
         "/-- The trace: its references' block ids, in order. -/",
-        f"noncomputable def trace : List Nat := decode {inst.w} {n} X {inst.wt} {d} S net",
+        f"public noncomputable def trace : List Nat := decode {inst.w} {n} X {inst.wt} {d} S net",
         "",
         f"theorem checked : traceOK {inst.w} {n} X K {inst.wt} {d} S = true := by decide +kernel",
         "",
@@ -252,14 +252,14 @@ def render(inst: Packed, piece_bits: int = PIECE_BITS) -> str:
         "",
         f"theorem distinct_eq : Pycert.distinct trace = {d} := (traceOK_sound net checked).2",
         "",
-        "/-- On this trace every demand-fetch policy, of any capacity and eviction rule, hits at most",
-        f"refs - distinct = {n - d} times (the general ceiling, instantiated). -/",
-        f"theorem hits_le (P : Pycert.Ceiling.Policy) : Pycert.Ceiling.hits P trace ≤ {n - d} := by",
-        "  have h := Pycert.Ceiling.hits_add_distinct_le P trace",
-        "  rw [refs_eq, distinct_eq] at h",
-        "  exact Nat.le_sub_of_add_le h",
+        f"/-- **Headline.** The trace has {n} references over {d} distinct blocks, and no demand-fetch policy,",
+        f"of any capacity or eviction rule, hits more than {n - d} times on it (`Pycert.Ceiling.Bounded`). -/",
+        f"public theorem headline : Pycert.Ceiling.Bounded trace {n} {d} {n - d} :=",
+        "  Pycert.Ceiling.bounded_of_counts refs_eq distinct_eq",
         "",
-        f"end Pycert.Trace.{inst.name}",
+        f"end {INSTANCE_NAMESPACE}.{inst.name}",
+        "",
+        f"#check @{INSTANCE_NAMESPACE}.{inst.name}.headline",
         "",
     ])
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pycert.core.errors import InputError, PycertError
-from pycert.lean.emit import benes
+from pycert.lean.emit import INSTANCE_NAMESPACE, benes
 from pycert.lean.emit import packed_trace as pt
 
 ENCODING = "packed-shards/1"
@@ -232,7 +232,7 @@ def render_shard(inst: pt.Packed, lo: int, hi: int, piece_bits: int = pt.PIECE_B
         "public import Pycert.Shards",
         "",
         *pt.ASYNC_OFF,
-        f"namespace Pycert.Trace.{inst.name}",
+        f"namespace {INSTANCE_NAMESPACE}.{inst.name}",
         "open Pycert.Packed Pycert.PackedTrace Pycert.Shards",
         "",
         *pt.data_defs(inst, piece_bits),
@@ -246,7 +246,7 @@ def render_shard(inst: pt.Packed, lo: int, hi: int, piece_bits: int = pt.PIECE_B
         f"    ∀ x, x ∈ trace → Within {lo} {hi} {TOP} x :=",
         "  shardOK_sound net checked",
         "",
-        f"end Pycert.Trace.{inst.name}",
+        f"end {INSTANCE_NAMESPACE}.{inst.name}",
         "",
     ])
 
@@ -276,13 +276,13 @@ def emit_sched(part: np.ndarray, shards: int, name: str, first: int, piece_bits:
         "public import Pycert.Packed",
         "",
         *pt.ASYNC_OFF,
-        f"namespace Pycert.Trace.{name}",
+        f"namespace {INSTANCE_NAMESPACE}.{name}",
         "",
         *pt.nat_defs("Q", f"Field `j` ({bits} bits) is the shard of reference {first} + `j`.", q, piece_bits),
         f"/-- The shard of each of references {first} to {first + len(part) - 1}, in order. -/",
         f"public noncomputable def sched : List Nat := Pycert.Packed.fields (2 ^ {bits}) {len(part)} Q",
         "",
-        f"end Pycert.Trace.{name}",
+        f"end {INSTANCE_NAMESPACE}.{name}",
         "",
     ])
 
@@ -295,8 +295,8 @@ def emit_whole(lay: Layout, figures: Sequence[tuple[int, int]]) -> str:
         raise PycertError(f"{lay.name}: {len(figures)} shard figures for {lay.shards} shards")
     n = sum(f[0] for f in figures)
     d = sum(f[1] for f in figures)
-    shards = [f"Pycert.Trace.{lay.shard_name(i)}" for i in range(lay.shards)]
-    scheds = [f"Pycert.Trace.{lay.sched_name(t)}.sched" for t in range(lay.sched_modules)]
+    shards = [f"{INSTANCE_NAMESPACE}.{lay.shard_name(i)}" for i in range(lay.shards)]
+    scheds = [f"{INSTANCE_NAMESPACE}.{lay.sched_name(t)}.sched" for t in range(lay.sched_modules)]
     chain = "(Shards.nil _)"
     for s in reversed(shards):
         chain = f"(Shards.cons {s}.shard\n    {chain})"
@@ -312,7 +312,7 @@ def emit_whole(lay: Layout, figures: Sequence[tuple[int, int]]) -> str:
         *(f"public import {lay.sched_name(t)}" for t in range(lay.sched_modules)),
         "",
         *pt.ASYNC_OFF,
-        f"namespace Pycert.Trace.{lay.name}",
+        f"namespace {INSTANCE_NAMESPACE}.{lay.name}",
         "open Pycert.Shards",
         "",
         "/-- sha256 of the trace file these references were read from. -/",
@@ -332,26 +332,18 @@ def emit_whole(lay: Layout, figures: Sequence[tuple[int, int]]) -> str:
         "    Pycert.distinct trace = total [" + ", ".join(str(f[1]) for f in figures) + "] :=",
         f"  merge_figures sched cuts_ok\n    {chain}",
         "",
-        f"/-- The trace has {n} references and {d} distinct blocks, so every demand-fetch policy, of any",
-        f"capacity and eviction rule, hits at most {n - d} times on it. -/",
-        f"public theorem ceiling : trace.length = {n} ∧ Pycert.distinct trace = {d} ∧",
-        f"    ∀ P : Pycert.Ceiling.Policy, Pycert.Ceiling.hits P trace ≤ {n - d} := by",
-        "  obtain ⟨hl, hd⟩ := parts",
-        f"  have hl : trace.length = {n} := hl.trans (by decide +kernel)",
-        f"  have hd : Pycert.distinct trace = {d} := hd.trans (by decide +kernel)",
-        "  refine ⟨hl, hd, fun P => ?_⟩",
-        "  have h := Pycert.Ceiling.hits_add_distinct_le P trace",
-        "  rw [hl, hd] at h",
-        "  exact Nat.le_sub_of_add_le h",
+        f"theorem refs_eq : trace.length = {n} := parts.1.trans (by decide +kernel)",
         "",
-        "-- The names a one-file instance gives the same facts.",
-        f"public theorem refs_eq : trace.length = {n} := ceiling.1",
+        f"theorem distinct_eq : Pycert.distinct trace = {d} := parts.2.trans (by decide +kernel)",
         "",
-        f"public theorem distinct_eq : Pycert.distinct trace = {d} := ceiling.2.1",
+        f"/-- **Headline.** The trace has {n} references over {d} distinct blocks, and no demand-fetch policy,",
+        f"of any capacity or eviction rule, hits more than {n - d} times on it (`Pycert.Ceiling.Bounded`). -/",
+        f"public theorem headline : Pycert.Ceiling.Bounded trace {n} {d} {n - d} :=",
+        "  Pycert.Ceiling.bounded_of_counts refs_eq distinct_eq",
         "",
-        f"public theorem hits_le (P : Pycert.Ceiling.Policy) : Pycert.Ceiling.hits P trace ≤ {n - d} := ceiling.2.2 P",
+        f"end {INSTANCE_NAMESPACE}.{lay.name}",
         "",
-        f"end Pycert.Trace.{lay.name}",
+        f"#check @{INSTANCE_NAMESPACE}.{lay.name}.headline",
         "",
     ])
 

@@ -25,6 +25,8 @@ from pycert.mutation.operators.certificate import CertificateTamper
 from pycert.mutation.operators.forgery import Forgery
 from pycert.mutation.operators.instance_data import InstanceData
 from pycert.mutation.operators.kernel_forgery import KernelForgery
+from pycert.mutation.operators.kernel_link import KernelLink
+from pycert.mutation.operators.leak import LeakRun
 from pycert.mutation.operators.lean_statement import LeanStatement
 from pycert.mutation.operators.proof import Proof
 from pycert.mutation.operators.report_verifier import ReportVerifier
@@ -33,7 +35,8 @@ from pycert.mutation.operators.solver import Solver
 from pycert.mutation.operators.trace_engine import TraceEngine
 
 OPERATORS: tuple[type[Operator], ...] = (LeanStatement, Proof, InstanceData, ShardDefects, Solver, CertificateTamper,
-                                         Forgery, KernelForgery, AuditSelfTest, TraceEngine, ReportVerifier)
+                                         Forgery, KernelForgery, KernelLink, AuditSelfTest, TraceEngine, ReportVerifier,
+                                         LeakRun)
 
 __all__ = ["AUDIT_HEADER", "CEILING_CERT", "CERT_DIR", "OPERATORS", "TRACE_INPUT", "WINDOW", "Operator", "Planned",
            "Verdict", "expect_failure"]

@@ -86,7 +86,7 @@ def proof_to_sorry(source: str, decl: str) -> tuple[str, str]:
 
 def strip_header(lean: str) -> str:
     """An emitted instance file without its import lines and leading comments (for a batch file)."""
-    return "\n".join(line for line in lean.splitlines() if not line.startswith(("import ", "-- "))).strip()
+    return "\n".join(line for line in lean.splitlines() if not line.startswith(("import ", "-- ", "#check "))).strip()
 
 
 def sub_once(text: str, old: str, new: str) -> str:
@@ -109,7 +109,8 @@ def ceiling_instance(refs: list[int], sha: str, name: str, claims: tuple[int, in
         n2, d2 = claims
         text = sub_once(text, f"theorem refs_eq : trace.length = {n} :=", f"theorem refs_eq : trace.length = {n2} :=")
         text = sub_once(text, f"Pycert.distinct trace = {d} :=", f"Pycert.distinct trace = {d2} :=")
-        text = sub_once(text, f"Pycert.Ceiling.hits P trace ≤ {n - d} :=", f"Pycert.Ceiling.hits P trace ≤ {n2 - d2} :=")
+        text = sub_once(text, f"Pycert.Ceiling.Bounded trace {n} {d} {n - d} :=",
+                        f"Pycert.Ceiling.Bounded trace {n2} {d2} {n2 - d2} :=")
     for old, new in edits:
         text = sub_once(text, old, new)
     return text

@@ -24,11 +24,12 @@ from pycert.mutation.operators.base import (
 ISOLATION_CERT = "isolation-t8-n1024.json"
 LIBRARY_FILE = "lean/Pycert/Isolation.lean"
 FLOOR = "Pycert.Isolation.floor"
-WEAKENED = "Pycert.Isolation.floor_log2"  # nothing in the library uses it, so the rest still builds
-STRONG_LOG2 = "(h : ∀ M t b, serve (σ M) t b = M t b) : T * n ≤ Nat.log2 s := by\n  have hs"
-WEAK_LOG2 = ("(h : ∀ M t b, serve (σ M) t b = M t b) : 0 ≤ Nat.log2 s := Nat.zero_le _\n"
-             "theorem floor_log2_old {T n s : Nat} (σ : Auth T n → Fin s) (serve : Fin s → Fin T → Fin n → Bool)\n"
-             "    (h : ∀ M t b, serve (σ M) t b = M t b) : T * n ≤ Nat.log2 s := by\n  have hs")
+WEAKENED = "Pycert.Isolation.leak_or_refusal"  # nothing in the library uses it, so the rest still builds
+DICHOTOMY = "∃ M t b, (serve (σ M) t b = true ∧ M t b = false) ∨ (serve (σ M) t b = false ∧ M t b = true) := by\n"
+STRONG_LOG2 = f"    (hs : s < 2 ^ (T * n)) :\n    {DICHOTOMY}  apply Classical.byContradiction"
+WEAK_LOG2 = ("    (hs : s < 2 ^ (T * n)) :\n    True := trivial\n"
+             "theorem leak_or_refusal_old {T n s : Nat} (σ : Auth T n → Fin s) (serve : Fin s → Fin T → Fin n → Bool)\n"
+             f"    (hs : s < 2 ^ (T * n)) :\n    {DICHOTOMY}  apply Classical.byContradiction")
 STRONG = "(h : ∀ M t b, serve (σ M) t b = M t b) : 2 ^ (T * n) ≤ s := by\n  apply le_of_inj"
 CHEAT = ("axiom floor_cheat : False\n\npublic theorem floor {T n s : Nat}",
          "(h : ∀ M t b, serve (σ M) t b = M t b) : 2 ^ (T * n) ≤ s := floor_cheat.elim\n"
@@ -55,7 +56,7 @@ def _verify_kernel(ctx: Any, library: Path, field: str) -> Verdict:
 
 
 def weakened_theorem(ctx: Any) -> Verdict:
-    """The forger weakens floor_log2 to 0 ≤ log2 s, rebuilds, pins the weakened statement into the certificate and
+    """The forger weakens leak_or_refusal to True, rebuilds, pins the weakened statement into the certificate and
     re-forges the manifest; the verifier rebuilds its own library and compares the type digest."""
 
 
@@ -67,7 +68,7 @@ def weakened_theorem(ctx: Any) -> Verdict:
     path = ctx.repo / CERT_DIR / ISOLATION_CERT
     doc = json.loads(path.read_text())
     doc["statements"][WEAKENED].update(signature=library_signatures(ctx.repo / "lean")[WEAKENED], type_sha256=digest,
-                                       statement=f"{WEAKENED} : ∀ {{T n s : Nat}}, 0 ≤ Nat.log2 s")
+                                       statement=f"{WEAKENED} : ∀ {{T n s : Nat}}, True")
     path.write_text(json.dumps(doc, indent=2) + "\n")
     ctx.forge_manifest()
     return _verify_kernel(ctx, ctx.root / "lean", rf"^statements\[{WEAKENED}\]\.type_sha256$")
@@ -86,7 +87,7 @@ class KernelForgery(Operator):
     name = "kernel-forgery"
 
     def plan(self, ctx: Any) -> list[Planned]:
-        self.add("forge-weakened-theorem", "verify-kernel", "same-name floor_log2 weakened to 0 ≤ log2 s with a new proof, "
+        self.add("forge-weakened-theorem", "verify-kernel", "same-name leak_or_refusal weakened to True with a new proof, "
                  "rebuilt and re-pinned (manifest re-forged)", "verify --kernel rejects the type digest",
                  LIBRARY_FILE, run=weakened_theorem)
         self.add("kernel-axiom-reached", "verify-kernel", "floor proved from an axiom in the library verify builds",

@@ -80,10 +80,11 @@ class LeanStatement(Operator):
             self.add(f"stmt-ceiling-{mid}", "lean-kernel", desc, f"kernel error in {decl}", target,
                      instance=Snippet(f"stmt-ceiling-{mid}", ceiling_instance(refs, sha, f"Mut_{mid.replace('+', 'p').replace('-', 'm')}", claims),
                                       decl, KERNEL_REJECTS))
-        self.add("stmt-ceiling-hits-1", "lean-kernel", f"claim hits <= {n - d - 1}", "kernel error in hits_le", target,
+        self.add("stmt-ceiling-hits-1", "lean-kernel", f"the headline claims hits <= {n - d - 1}",
+                 "kernel error in headline", target,
                  instance=Snippet("stmt-ceiling-hits-1", ceiling_instance(
-                     refs, sha, "Mut_hitsm1", edits=((f"hits P trace ≤ {n - d} :=", f"hits P trace ≤ {n - d - 1} :="),)),
-                     "hits_le", KERNEL_REJECTS))
+                     refs, sha, "Mut_hitsm1", edits=((f"Bounded trace {n} {d} {n - d} :=", f"Bounded trace {n} {d} {n - d - 1} :="),)),
+                     "headline", KERNEL_REJECTS))
         for mid, desc, old in (
             ("stmt-ceiling-checked-d+1", f"the kernel test told distinct = {d + 1}", f" {d} S = true"),
             ("stmt-ceiling-checked-n+1", f"the kernel test told |r| = {n + 1}", f" {n} X K "),
@@ -101,8 +102,9 @@ class LeanStatement(Operator):
              (("distinct (blocks trace) = 32 :=", "distinct (blocks trace) = 31 :="),), "distinct_eq", set()),
             ("pool-sum-337", "claim Σ_h distinct = 337 under the committed routing",
              (("sumDistinct 16 trace = 338 :=", "sumDistinct 16 trace = 337 :="),), "sumDistinct_eq", set()),
-            ("pool-wall-33", "claim every pooled policy misses at least 33 times",
-             (("32 ≤ pooledMisses P trace", "33 ≤ pooledMisses P trace"),), "pooled_wall", {"distinct_eq"}),
+            ("pool-wall-33", "the headline claims every pooled policy misses at least 33 times",
+             (("Pycert.Pooling.Walls trace 16 512 32 338 :=", "Pycert.Pooling.Walls trace 16 512 33 338 :="),), "headline",
+             {"refs_eq", "distinct_eq", "sumDistinct_eq"}),
         ):
             text = pooling_instance(inst, mid.replace("-", "_"), edits, keep={decl} | keep)
             self.add(f"stmt-{mid}", "lean-kernel", desc, f"kernel error in {decl}", wall,

@@ -1,0 +1,184 @@
+"""transformers' continuous batching, in process: the default engine of ``pycert leak run``.
+
+``model.init_continuous_batching()`` gives a manager whose paged cache hashes every full block of a
+prompt (``page_size`` tokens, 256 by default) chained to its prefix, and shares a block with any
+later request whose prompt has the same prefix (``allow_block_sharing``, on by default).
+
+**Where the cached-token count comes from.** transformers reports no per-request cache figure (vLLM
+has ``usage.prompt_tokens_details.cached_tokens``). The one place the engine decides it is
+``PagedAttentionCache.search_prefix_match(request_id, prompt_ids)``, which its scheduler calls once
+for every new request and whose return value is the number of prompt tokens it will not recompute
+(the request's ``position_offset`` is advanced by exactly that). :class:`TransformersEngine` wraps
+that bound method on the live cache object: the wrapper calls the engine's own method and records
+what it returned, keyed by request id. A request the scheduler never asked about is an error, never
+a zero.
+
+**Measured facts** (transformers 5.25.0, torch 2.13.0, CPU): a request with ``max_new_tokens=1``
+finishes in the step that completes its prompt blocks, before ``mark_complete_blocks`` hashes them
+(it returns early for a finished request), so such a request leaves nothing to share; the engine
+generates 2 tokens per request for that reason. The time to first token is the first generated
+token's timestamp minus the request's creation time, both the engine's ``perf_counter`` readings
+(``record_timestamps=True``).
+
+A salt is prepended as :data:`SALT_TOKENS` token ids drawn from its bytes: the engine has no salt
+field, and a prefix that differs in its first block changes every block hash after it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+import transformers
+from transformers import AutoModelForCausalLM, GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+from transformers.generation.configuration_utils import ContinuousBatchingConfig
+
+from pycert.core.errors import InputError
+from pycert.leak.admission import EngineRequest
+from pycert.leak.engines import Served
+
+SALT_TOKENS = 8
+GENERATED = 2
+"""Tokens generated per request: with 1 the engine never hashes the prompt's blocks (module docstring)."""
+FIRST_ID = 16
+"""Prompt and salt token ids start here, clear of the special ids a tokenizer may reserve at the bottom."""
+RESULT_TIMEOUT_S = 600.0
+SMALL = {"vocab_size": 8192, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096}
+"""The default model: Qwen2-shaped, random weights (no download), small enough for a CPU in CI."""
+
+
+def salt_tokens(salt: bytes, vocab: int) -> list[int]:
+    """:data:`SALT_TOKENS` token ids from a salt's bytes (two bytes each, folded into the vocabulary)."""
+    need = 2 * SALT_TOKENS
+    stream = (salt * (need // len(salt) + 1))[:need] if salt else bytes(need)
+    return [FIRST_ID + int.from_bytes(stream[i:i + 2], "big") % (vocab - FIRST_ID) for i in range(0, need, 2)]
+
+
+def _small_model(seed: int) -> tuple[torch.nn.Module, str]:
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(Qwen2Config(**SMALL))
+    s = SMALL
+    return model, (f"random-weight Qwen2 ({s['num_hidden_layers']} layers, hidden {s['hidden_size']}, "
+                   f"{s['num_attention_heads']} heads / {s['num_key_value_heads']} KV, vocab {s['vocab_size']}, "
+                   f"torch seed {seed})")
+
+
+def _local_model(path: Path) -> tuple[torch.nn.Module, str]:
+    if not (path / "config.json").is_file():
+        raise InputError("no config.json: --model names a local checkpoint directory (transformers layout)",
+                         where=str(path))
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot load the checkpoint: {' '.join(str(exc).split())[:300]}", where=str(path)) from None
+    digest = hashlib.sha256((path / "config.json").read_bytes()).hexdigest()[:12]
+    return model, f"local checkpoint {path.name} (config.json sha256 {digest}...)"
+
+
+class TransformersEngine:
+    """One continuous-batching manager over one model, with the cache tap of the module docstring."""
+
+    name = "transformers continuous batching"
+    salt_form = f"{SALT_TOKENS} prepended tokens from the salt's bytes"
+
+    def __init__(self, *, model_dir: Path | None = None, device: str = "cpu", seed: int = 0, page_size: int = 256,
+                 num_blocks: int = 32, max_batch_tokens: int = 2048) -> None:
+        if device == "cuda" and not torch.cuda.is_available():
+            raise InputError(f"--device cuda: this torch ({torch.__version__}) sees no CUDA device", where="--device")
+        self.version = f"transformers {transformers.__version__}, torch {torch.__version__}"
+        self.device = device
+        self.page_size = page_size
+        model, self.model = _local_model(model_dir) if model_dir else _small_model(seed)
+        self.vocab = int(model.config.get_text_config().vocab_size)
+        self._model = model.to(device).eval()
+        self._served: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._count = 0
+        generation = GenerationConfig(max_new_tokens=GENERATED, do_sample=False, eos_token_id=-1)
+        config = ContinuousBatchingConfig(page_size=page_size, num_blocks=num_blocks, max_batch_tokens=max_batch_tokens,
+                                          seed=seed)
+        self._manager = self._model.init_continuous_batching(generation_config=generation,
+                                                             continuous_batching_config=config)
+        self._manager.start()
+        deadline = time.monotonic() + RESULT_TIMEOUT_S
+        while self._manager.batch_processor is None:
+            if not self._manager.is_running() or time.monotonic() > deadline:
+                raise InputError("the continuous-batching manager did not start", where="engine")
+            time.sleep(0.01)
+        self._cache = self._manager.batch_processor.cache
+        if not self._cache.use_prefix_sharing:
+            self.close()
+            raise InputError(f"{self.model}: this model's cache cannot share blocks (not every layer is full "
+                             "attention), so there is no prefix cache to observe", where="engine")
+        engine_match = self._cache.search_prefix_match
+
+        def tap(request_id: str, prompt_ids: list[int]) -> int:
+            matched = engine_match(request_id, prompt_ids)
+            with self._lock:
+                self._served[request_id] = matched
+            return matched
+
+        self._cache.search_prefix_match = tap
+
+    def _tokens(self, request: EngineRequest) -> list[int]:
+        if any(not 0 <= t < self.vocab for t in request.tokens):
+            raise InputError(f"a prompt token id lies outside the model's vocabulary of {self.vocab}", where="engine")
+        salt = salt_tokens(request.salt, self.vocab) if request.salt is not None else []
+        return salt + list(request.tokens)
+
+    def _submit(self, request: EngineRequest) -> tuple[str, int]:
+        with self._lock:
+            rid = f"pycert-{self._count}"
+            self._count += 1
+        tokens = self._tokens(request)
+        self._manager.add_request(tokens, request_id=rid, max_new_tokens=GENERATED, record_timestamps=True,
+                                  eos_token_id=-1)
+        return rid, len(tokens)
+
+    def _collect(self, pending: dict[str, int]) -> dict[str, Served]:
+        done: dict[str, Served] = {}
+        deadline = time.monotonic() + RESULT_TIMEOUT_S
+        while len(done) < len(pending):
+            if time.monotonic() > deadline:
+                raise InputError(f"the engine answered {len(done)} of {len(pending)} requests in "
+                                 f"{RESULT_TIMEOUT_S:.0f} s", where="engine")
+            out = self._manager.get_result(timeout=1.0)
+            if out is None:
+                if not self._manager.is_running():
+                    raise InputError("the engine's generation loop stopped", where="engine")
+                continue
+            if out.request_id not in pending or not out.is_finished():
+                continue
+            if out.error:
+                raise InputError(f"request {out.request_id} failed: {out.error}", where="engine")
+            with self._lock:
+                matched = self._served.pop(out.request_id, None)
+            if matched is None:
+                raise InputError(f"the scheduler never looked request {out.request_id} up in the prefix cache",
+                                 where="engine")
+            first = out.timestamps[0] if out.timestamps else out.lifespan[1]
+            done[out.request_id] = Served(cached_tokens=matched, engine_tokens=pending[out.request_id],
+                                          ttft_s=max(0.0, first - out.created_time), generated=len(out.generated_tokens))
+        return done
+
+    def serve(self, request: EngineRequest) -> Served:
+        return self.serve_many([request])[0]
+
+    def serve_many(self, requests: Sequence[EngineRequest]) -> list[Served]:
+        submitted = [self._submit(r) for r in requests]
+        done = self._collect(dict(submitted))
+        return [done[rid] for rid, _ in submitted]
+
+    def empty_cache(self) -> None:
+        # only between requests, with the generation loop paused: the engine's own reset, ledgers included
+        with self._manager.pause():
+            self._cache.reset()
+
+    def close(self) -> None:
+        if self._manager.is_running():
+            self._manager.stop(block=True, timeout=60)

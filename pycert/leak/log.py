@@ -1,0 +1,160 @@
+"""The per-request log of a ``pycert leak run``: what a leak certificate names as its input.
+
+JSON Lines: a header line (the engine, model, device and seed the run measured on, the prompt
+plan, the levels the claim uses), then one line per request in the order they were sent. Each
+request says which arm and prompt it belongs to, whether it primed the cache or probed it, the
+tenant, the salt the admission layer was asked for and a short fingerprint of the salt the engine
+actually received, and the two numbers the engine reported: ``cached_tokens`` (prompt tokens it
+served from its cache) and ``ttft_s`` (time to first token, by the engine's own clock).
+Everything a certificate says is re-derived from these lines (:mod:`pycert.leak.observation`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pycert.core.errors import InputError
+from pycert.core.files import read_input
+from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
+
+LOG_SCHEMA = "pycert-leak-log/1"
+MAX_PROMPTS = 10_000
+MAX_PROMPT_TOKENS = 1 << 20
+
+ArmName = Literal["unsalted-cross", "keyed-cross", "keyed-own", "attacker-unkeyed", "attacker-keyed"]
+SaltKind = Literal["none", "keyed", "unkeyed", "forged-unkeyed"]
+Level = Annotated[str, Field(pattern=r"^0\.[0-9]{1,6}$", description="a level in (0, 1), as written: 0.95")]
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
+
+
+class Header(_Line):
+    """What the run measured on, and the levels its claim uses."""
+
+    kind: Literal["header"] = "header"
+    schema_id: Literal["pycert-leak-log/1"] = Field(default=LOG_SCHEMA, alias="schema")
+    engine: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
+    engine_version: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
+    model: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
+    device: str = Field(min_length=1, max_length=40, pattern=r"^[a-z0-9:_-]+$")
+    seed: int = Field(ge=-(1 << 63), le=(1 << 63) - 1)
+    prompts: int = Field(ge=1, le=MAX_PROMPTS)
+    min_tokens: int = Field(ge=1, le=MAX_PROMPT_TOKENS)
+    max_tokens: int = Field(ge=1, le=MAX_PROMPT_TOKENS)
+    page_size: int | None = Field(default=None, ge=1, le=MAX_PROMPT_TOKENS,
+                                  description="tokens per cache block, where the engine says")
+    salt_form: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$",
+                           description="how the engine receives a salt (prepended tokens, a request field)")
+    confidence: Level = "0.95"
+    underpowered_above: Level = "0.05"
+
+    @model_validator(mode="after")
+    def _lengths(self) -> Header:
+        if self.min_tokens > self.max_tokens:
+            raise ValueError(f"min_tokens {self.min_tokens} exceeds max_tokens {self.max_tokens}")
+        return self
+
+    def level(self, name: Literal["confidence", "underpowered_above"]) -> Fraction:
+        return Fraction(getattr(self, name))
+
+
+class Request(_Line):
+    """One request as the engine served it."""
+
+    kind: Literal["request"] = "request"
+    arm: ArmName
+    prompt: int = Field(ge=0, lt=MAX_PROMPTS)
+    role: Literal["prime", "probe"]
+    tenant: str = Field(min_length=1, max_length=100, pattern=r"^[a-z0-9-]+$")
+    salt: SaltKind = Field(description="the salt the request was meant to carry")
+    salt_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$",
+                                description="first 16 hex digits of sha256 of the salt the engine received; "
+                                            "null when it received none")
+    prompt_tokens: int = Field(ge=1, le=MAX_PROMPT_TOKENS)
+    prompt_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the prompt's token ids")
+    engine_tokens: int = Field(ge=1, le=2 * MAX_PROMPT_TOKENS, description="prompt tokens the engine received")
+    cached_tokens: int = Field(ge=0, description="prompt tokens the engine reported serving from its cache")
+    ttft_s: float = Field(ge=0, le=86_400, description="time to first token, by the engine's clock")
+
+    @field_validator("ttft_s", mode="before")
+    @classmethod
+    def _number(cls, v: object) -> object:
+        return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Request:
+        if self.cached_tokens > self.engine_tokens:
+            raise ValueError(f"cached_tokens {self.cached_tokens} exceeds the {self.engine_tokens} tokens the engine received")
+        return self
+
+
+class Log(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    header: Header
+    requests: tuple[Request, ...]
+
+
+def prompt_digest(tokens: Sequence[int]) -> str:
+    """sha256 of a prompt's token ids, written as decimal numbers joined by commas."""
+    return hashlib.sha256(",".join(map(str, tokens)).encode()).hexdigest()
+
+
+def salt_id(salt: bytes | None) -> str | None:
+    """A short public fingerprint of a salt: shows whether two requests carried the same salt, and
+    nothing of the secret it was keyed with."""
+    return None if salt is None else hashlib.sha256(salt).hexdigest()[:16]
+
+
+def render(log: Log) -> bytes:
+    """The log as JSON Lines, fields in schema order: the same log gives the same bytes."""
+    lines = [log.header.model_dump_json(by_alias=True)]
+    lines += [r.model_dump_json() for r in log.requests]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def parse(data: bytes, where: str) -> Log:
+    """A log from its bytes; any malformed line is an :class:`InputError` naming ``where:line``."""
+    if len(data) > MAX_JSON_BYTES:
+        raise InputError(f"larger than {MAX_JSON_BYTES >> 20} MiB: not a leak log", where=where)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 (byte {exc.start}): not a leak log", where=where) from None
+    lines = text.splitlines()
+    if not lines:
+        raise InputError("empty: a leak log starts with its header line", where=where)
+    header: Header | None = None
+    requests = []
+    for i, line in enumerate(lines, 1):
+        if (deep := json_depth_error(line)) is not None:
+            raise InputError(deep, where=f"{where}:{i}")
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not JSON ({exc.msg})", where=f"{where}:{i}") from None
+        try:
+            if i == 1:
+                header = Header.model_validate(obj)
+            else:
+                requests.append(Request.model_validate(obj))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "(line)"
+            what = "the header" if i == 1 else "a request"
+            raise InputError(f"{what}: {field}: {err['msg']}", where=f"{where}:{i}") from None
+    assert header is not None
+    return Log(header=header, requests=tuple(requests))
+
+
+def read(path: Path) -> Log:
+    return parse(read_input(path, "a leak log"), str(path))

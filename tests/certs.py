@@ -1,0 +1,71 @@
+"""Certificates for tests, made the way ``pycert prove`` makes them but without Lean: the family's own
+instance file regenerated, the figures read off its headline's literals, :func:`assemble` on top, and
+a fixture audit record and fixture statements (which only ``verify --kernel`` can find wrong)."""
+
+from __future__ import annotations
+
+import hashlib
+from fractions import Fraction
+from pathlib import Path
+
+from pycert.certify.assemble import assemble
+from pycert.certify.inputs import Locator
+from pycert.certify.provenance import certificate_provenance
+from pycert.certify.verify import own_library
+from pycert.core.files import file_sha256
+from pycert.core.schema import AuditInfo, BackendInfo, Certificate, InputFile, TheoremStatement
+from pycert.families import FAMILIES
+from pycert.families.base import Prepared
+from pycert.lean.sources import library_signatures, statement_literals, theorem_signatures
+
+SIGNATURES = library_signatures(own_library())
+BACKEND = BackendInfo(kind="wasm", lean_version="4.28.0-pre", lean_commit="38f3c0c45b8df6da2652faff6dcaa15afb5a6981",
+                      node_version="v24.0.0")
+
+
+def fixture_statements(theorems: tuple[str, ...] | list[str], extra: dict[str, str] | None = None
+                       ) -> dict[str, TheoremStatement]:
+    """The real source signatures (the library's, and ``extra``'s: the instance's headline), what plain
+    verify checks; a printed statement and type digest that only ``--kernel`` can find wrong."""
+    signatures = {**SIGNATURES, **(extra or {})}
+    return {t: TheoremStatement(signature=signatures[t], statement=f"{t} : (fixture)", type_sha256="0" * 64)
+            for t in theorems}
+
+
+def trace_input(path: Path, root: Path) -> InputFile:
+    """A trace as a certificate in ``root`` names it: inside, by its path; outside, by its name."""
+    inside = path.resolve().is_relative_to(root.resolve())
+    return InputFile(role="trace", path=path.resolve().relative_to(root.resolve()).as_posix() if inside else path.name,
+                     sha256=file_sha256(path), external=not inside)
+
+
+def make_cert(cert_id: str, family: str, parameters: dict | None = None, primary: list[InputFile] | None = None,
+              root: Path | None = None, library: str | None = None, figures: dict[str, Fraction] | None = None,
+              external: dict[str, Path] | None = None) -> Certificate:
+    """A genuine certificate of ``family`` with these parameters and primary inputs (found under ``root``,
+    an external one in ``external``); ``figures`` replaces the figures (a forgery)."""
+    claim = FAMILIES[family]
+    params = claim.params.model_validate(parameters or {})
+    primary = primary or []
+    read = Locator(root=root or Path("/nonexistent"), external=external or {})
+    inst = claim.instance(params, primary)
+    data = claim.regenerate(params, primary, read)
+    inputs = [*primary, inst.input(hashlib.sha256(data).hexdigest())]
+    signatures = theorem_signatures(data.decode("utf-8"))
+    literals = statement_literals(signatures[inst.headline], claim.headline_predicate)
+    assert literals is not None, signatures[inst.headline]
+    if figures is None:
+        figures = claim.figures(params, claim.kernel_figures(literals, inst.headline), inputs, read)
+    p = Prepared(claim=claim, id=cert_id, parameters=params, headline="", inputs=inputs, figures=figures)
+    theorems = p.derived().theorems
+    return assemble(p, BACKEND,
+                    AuditInfo(verdict="pass", axioms=["propext"], axioms_by_theorem={t: ["propext"] for t in theorems}),
+                    fixture_statements(theorems, signatures),
+                    certificate_provenance().model_copy(update={"library_sha256": library} if library else {}))
+
+
+def instance_bytes(cert: Certificate, root: Path | None = None, external: dict[str, Path] | None = None) -> bytes:
+    """The instance file a certificate rests on, as the family regenerates it."""
+    claim = FAMILIES[cert.family]
+    return claim.regenerate(cert.parameters, cert.inputs, Locator(root=root or Path("/nonexistent"),
+                                                                 external=external or {}))
