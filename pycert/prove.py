@@ -104,7 +104,7 @@ class Run:
         return sorted({t for p in self.prepared for t in p.claim.library_theorems(p.parameters)})
 
     def headlines(self) -> list[str]:
-        return [p.instance.headline for p in self.prepared if p.instance is not None]
+        return [p.instance.headline for p in self.prepared if p.instance is not None and p.id not in self.unchecked]
 
 
 StageFn = Callable[[Run], tuple[StageStatus, str]]
@@ -338,9 +338,10 @@ def prove(jobs: list[tuple[Producer, Options]], *, backend: str | None = None, o
         shutil.rmtree(stage_dir, ignore_errors=True)
     record.written, record.stages = run.written, [s.model_dump() for s in done]
     write_run_record(record, out)
-    rows = [Row(certificate=p.id, claim=p.rejection.render() if p.rejection else p.derived().claim, figure=p.headline,
-                status="rejected" if p.rejection else "not checked" if p.id in run.unchecked else "holds")
-            for p in run.prepared]
+    rows = [Row(certificate=p.id, figure=p.headline, status="rejected", claim=p.rejection.render()) if p.rejection else
+            Row(certificate=p.id, figure=p.headline, status="not checked", claim=run.unchecked[p.id])
+            if p.id in run.unchecked else
+            Row(certificate=p.id, figure=p.headline, status="holds", claim=p.derived().claim) for p in run.prepared]
     rejected = any(s.status == "rejected" for s in done) or any(p.rejection for p in run.prepared)
     return ProveResult(ok=not rejected and not run.unchecked, stages=done, rows=rows, written=run.written,
                        rejected=rejected, unchecked=list(run.unchecked.values()))

@@ -74,12 +74,12 @@ theorem perm_append_left' (a : List Nat) {l l' : List Nat} (h : List.Perm l l') 
   | cons x a ih => exact List.Perm.cons x ih
 
 theorem perm_middle' (x : Nat) : ∀ (b c : List Nat), List.Perm (x :: (b ++ c)) (b ++ x :: c)
-  | [], c => perm_refl' _
+  | [], _ => perm_refl' _
   | y :: b, c => List.Perm.trans (List.Perm.swap y x (b ++ c)) (List.Perm.cons y (perm_middle' x b c))
 
 /-- Moving a block over another keeps the multiset. -/
 theorem perm_over : ∀ (a b c : List Nat), List.Perm (a ++ (b ++ c)) (b ++ (a ++ c))
-  | [], b, c => perm_refl' _
+  | [], _, _ => perm_refl' _
   | x :: a, b, c => List.Perm.trans (List.Perm.cons x (perm_over a b c)) (perm_middle' x b (a ++ c))
 
 theorem pick_perm : ∀ (ts : List (List Nat)) (s : Nat), List.Perm ((pick ts s).1 ++ flat (pick ts s).2) (flat ts)
