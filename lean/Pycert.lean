@@ -15,6 +15,7 @@ public import Pycert.FirstTouch
 public import Pycert.Packed
 public import Pycert.Route
 public import Pycert.PackedTrace
+public import Pycert.Shards
 public import Pycert.Bits
 public import Pycert.Transpose
 public import Pycert.Planes
@@ -25,6 +26,6 @@ public import Pycert.SortedTrace
 
 The root of `lean_lib Pycert`: importing it imports every file. The list facts and the cache model
 come first, then one file per family of claims, then the packed vectors a whole-trace instance
-rests on. It is a `prelude` file, so it adds no import of all of `Init` beyond what the files
+rests on, and the shards a trace too big for one Lean process is checked in (`Shards`). It is a `prelude` file, so it adds no import of all of `Init` beyond what the files
 themselves import (without it, `pycert audit` loaded all 517 modules of the toolchain, not 100).
 -/

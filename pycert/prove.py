@@ -42,7 +42,7 @@ from pycert.lean import build
 from pycert.lean.backend import Backend, resolve
 from pycert.lean.sources import library_modules, library_signatures, theorem_signatures
 
-StageStatus = Literal["ok", "rejected", "skipped"]
+StageStatus = Literal["ok", "rejected", "resources", "skipped"]
 
 
 class Stage(BaseModel):
@@ -56,7 +56,7 @@ class Row(BaseModel):
     certificate: str
     claim: str
     figure: str
-    status: Literal["holds", "rejected"]
+    status: Literal["holds", "rejected", "not checked"]
 
 
 class ProveResult(BaseModel):
@@ -64,6 +64,11 @@ class ProveResult(BaseModel):
     stages: list[Stage]
     rows: list[Row]
     written: list[str]
+    rejected: bool = False
+    """A checker refused something (exit 1)."""
+    unchecked: list[str] = []
+    """Why each claim whose check did not run to its end (out of memory, killed, timed out) was neither
+    written nor rejected (exit 3 when nothing was rejected)."""
 
 
 @dataclass
@@ -75,15 +80,18 @@ class Run:
     jobs: list[tuple[Producer, Options]]
     backend: Backend
     progress: Progress
+    timeout: float = build.DEFAULT_TIMEOUT
     prepared: list[Prepared] = field(default_factory=list)
     built: build.BuildResult | None = None
     audit: AuditReport | None = None
     statements: dict[str, TheoremStatement] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
+    unchecked: dict[str, str] = field(default_factory=dict)
+    """Certificate id -> why its check did not run to its end: it is neither written nor rejected."""
 
     def setting(self, options: Options) -> Setting:
         return Setting(out_dir=self.out_dir, stage=self.stage_dir, options=options,
-                       progress=lambda m: self.progress("  " + m))
+                       progress=lambda m: self.progress("  " + m), backend=self.backend.kind, timeout=self.timeout)
 
     def say(self, message: str) -> None:
         self.progress(message)
@@ -93,10 +101,10 @@ class Run:
             p.rejection = Rejection(subject=subject, reason=reason, detail=detail)
 
     def library_theorems(self) -> list[str]:
-        return sorted({t for p in self.prepared for t in p.claim.theorem_names})
+        return sorted({t for p in self.prepared for t in p.claim.library_theorems(p.parameters)})
 
     def headlines(self) -> list[str]:
-        return [p.instance.headline for p in self.prepared if p.instance is not None]
+        return [p.instance.headline for p in self.prepared if p.instance is not None and p.id not in self.unchecked]
 
 
 StageFn = Callable[[Run], tuple[StageStatus, str]]
@@ -118,24 +126,29 @@ def prepare(producer: Producer, options: Options) -> StageFn:
 
 def kernel(run: Run) -> tuple[StageStatus, str]:
     """One build: the library, every instance file and the statement probe, in one dependency graph."""
-    files = [p.lean_file for p in run.prepared if p.lean_file is not None]
+    run.unchecked.update({p.id: p.unchecked for p in run.prepared if p.unchecked})
+    files = [f for p in run.prepared if p.lean_file is not None for f in [*p.parts, p.lean_file]]
     probe = run.stage_dir / ".probe" / f"{STATEMENTS_MODULE}.lean"
     probe.parent.mkdir(parents=True, exist_ok=True)
     probe.write_text(probe_source(run.library_theorems()), encoding="utf-8")
-    res = build.build(library=library_dir(), files=[*files, probe], backend=run.backend,
+    res = build.build(library=library_dir(), files=[*files, probe], backend=run.backend, timeout=run.timeout,
                       progress=lambda m: run.say("  " + m))
     run.built = res
     by_file = {Path(r.file).resolve(): r for r in res.results}
     for p in run.prepared:
-        if (f := p.lean_file) is None:
-            if p.instance is not None:
+        if p.lean_file is None:
+            if p.instance is not None and p.id not in run.unchecked:
                 run.reject(p, p.id, "kernel", f"kernel: {p.instance.path} was not written")
             continue
-        r = by_file.get(f.resolve())
-        if r is None or not r.ok:
-            run.reject(p, f.name, "kernel", f"kernel: {f.name} {r.status if r else 'not checked'}")
+        for f in [*p.parts, p.lean_file]:
+            r = by_file.get(f.resolve())
+            if r is not None and r.status == "resources":
+                run.unchecked.setdefault(p.id, f"{p.id} was not checked: {r.detail}")
+            elif r is None or not r.ok:
+                run.reject(p, f.name, "kernel", f"kernel: {f.name} {r.status if r else 'not checked'}")
     if bad := [r for r in res.results if not r.ok]:
-        return "rejected", "; ".join(f"{r.module}: {r.status}" for r in bad)
+        status = "resources" if all(r.status == "resources" for r in bad) else "rejected"
+        return status, "; ".join(f"{r.module}: {r.status}" + (f" ({r.cause})" if r.cause else "") for r in bad)
     return "ok", (f"{len(res.results)} modules ({sum(r.cached for r in res.results)} cached), "
                   f"{len(files)} instance files")
 
@@ -153,9 +166,13 @@ def olean_sha256(built: build.BuildResult) -> str:
 def audit(run: Run) -> tuple[StageStatus, str]:
     """The axioms of every declaration built, and the type digest of every named theorem, from one read
     of the compiled files (kept by the files' content, the toolchain and the audit's code)."""
-    if run.built is None or not run.built.ok:
-        return "skipped", "the kernel did not accept every file"
-    built, headlines = run.built, run.headlines()
+    if run.built is None or not any(r.ok for r in run.built.results):
+        return "skipped", "the kernel accepted no file"
+    # What the kernel accepted is audited even when another file was refused or its check did not run,
+    # so that each certificate is judged on its own evidence.
+    built = run.built.model_copy(update={"results": [r for r in run.built.results if r.ok], "ok": True})
+    accepted = {r.module for r in built.results}
+    headlines = [p.instance.headline for p in run.prepared if p.instance is not None and p.instance.module in accepted]
     names = run.library_theorems() + headlines
     key = [olean_sha256(built), run.backend.info().model_dump_json(), code_sha256("pycert.audit", "pycert.lean"),
            "\n".join(names)]
@@ -164,7 +181,7 @@ def audit(run: Run) -> tuple[StageStatus, str]:
     run.audit = report
     library = set(library_modules(library_dir()))
     for p in run.prepared:  # each certificate by what it rests on: the library and its own instance
-        own = {p.instance.module} if p.instance is not None else set()
+        own = {p.instance.module, *(f.stem for f in p.parts)} if p.instance is not None else set()
         if found := [f for f in report.findings if f.module in library or f.module in own]:
             run.reject(p, p.id, "audit", "; ".join(f"{f.subject}: {f.reason} ({f.constant})" for f in found[:3]))
     return ("ok" if report.ok else "rejected"), report.summary() + (" (kept: same compiled files)" if kept else "")
@@ -177,7 +194,7 @@ def figures(run: Run) -> tuple[StageStatus, str]:
         return "skipped", "the audit did not run"
     caught = []
     for p in run.prepared:
-        if p.rejection is not None and p.rejection.reason in ("kernel", "audit"):
+        if p.id in run.unchecked or p.rejection is not None and p.rejection.reason in ("kernel", "audit"):
             continue  # no kernel answer to read (a claim another check refused is still compared: see below)
         try:
             kernel_figures: dict[str, int] = {}
@@ -229,13 +246,13 @@ def write(run: Run) -> tuple[StageStatus, str]:
     """Assemble every certificate that holds and publish it, with the files it names, in one batch."""
     backend = BackendInfo.from_toolchain(run.backend.info())
     provenance = certificate_provenance()
-    certs = [assemble(p, backend, audit_of(run.audit, p), run.statements, provenance)
-             for p in run.prepared if p.rejection is None]
+    holding = [p for p in run.prepared if p.rejection is None and p.id not in run.unchecked]
+    certs = [assemble(p, backend, audit_of(run.audit, p), run.statements, provenance) for p in holding]
     if bad := [c.id for c in certs if c.audit.verdict != "pass"]:
         return "rejected", f"the audit of their own theorems did not pass: {', '.join(bad)}"
     if not certs:
         return "skipped", "no certificate holds"
-    emitted = {run.stage_dir / i.path: run.out_dir / i.path for p in run.prepared if p.rejection is None
+    emitted = {run.stage_dir / i.path: run.out_dir / i.path for p in holding
                for i in p.inputs if not i.external and (run.stage_dir / i.path).is_file()}
     publish_files(emitted, certificate_files(certs, run.out_dir))
     run.written += [str(run.out_dir / c.filename) for c in certs]
@@ -296,7 +313,7 @@ def run_stages(run: Run, steps: list[tuple[str, StageFn]]) -> list[Stage]:
 
 
 def prove(jobs: list[tuple[Producer, Options]], *, backend: str | None = None, out_dir: Path | None = None,
-          progress: Progress = lambda _m: None) -> ProveResult:
+          timeout: float = build.DEFAULT_TIMEOUT, progress: Progress = lambda _m: None) -> ProveResult:
     """Run ``jobs`` (each a family's producer with its options) into ``out_dir`` (default
     :func:`default_certificate_dir`). Inputs are named relative to ``out_dir`` itself, where the emitted
     instance files, the embedded default trace and the shipped pooling instance go (``lean/``,
@@ -311,7 +328,7 @@ def prove(jobs: list[tuple[Producer, Options]], *, backend: str | None = None, o
     except OSError as exc:
         raise InputError(f"cannot write beside the certificate directory: {exc.strerror or exc}",
                          where=str(out.parent)) from None
-    run = Run(out_dir=out, stage_dir=stage_dir, jobs=jobs, backend=chosen, progress=progress)
+    run = Run(out_dir=out, stage_dir=stage_dir, jobs=jobs, backend=chosen, progress=progress, timeout=timeout)
     record = collect()
     try:
         for producer, options in jobs:
@@ -321,7 +338,10 @@ def prove(jobs: list[tuple[Producer, Options]], *, backend: str | None = None, o
         shutil.rmtree(stage_dir, ignore_errors=True)
     record.written, record.stages = run.written, [s.model_dump() for s in done]
     write_run_record(record, out)
-    rows = [Row(certificate=p.id, claim=p.rejection.render() if p.rejection else p.derived().claim, figure=p.headline,
-                status="rejected" if p.rejection else "holds") for p in run.prepared]
-    ok = all(s.status != "rejected" for s in done) and not any(p.rejection for p in run.prepared)
-    return ProveResult(ok=ok, stages=done, rows=rows, written=run.written)
+    rows = [Row(certificate=p.id, figure=p.headline, status="rejected", claim=p.rejection.render()) if p.rejection else
+            Row(certificate=p.id, figure=p.headline, status="not checked", claim=run.unchecked[p.id])
+            if p.id in run.unchecked else
+            Row(certificate=p.id, figure=p.headline, status="holds", claim=p.derived().claim) for p in run.prepared]
+    rejected = any(s.status == "rejected" for s in done) or any(p.rejection for p in run.prepared)
+    return ProveResult(ok=not rejected and not run.unchecked, stages=done, rows=rows, written=run.written,
+                       rejected=rejected, unchecked=list(run.unchecked.values()))

@@ -94,7 +94,7 @@ def test_lake_output_gives_each_library_module_its_verdict(tmp_path: Path) -> No
     clean = failed.model_copy(update={"exit_code": 0, "stdout": "✔ [3/3] Built Lib.C\n"})
     assert all(r.ok for r in lake_verdicts(clean, units, tmp_path))
     late = failed.model_copy(update={"exit_code": None, "timed_out": True})
-    assert {r.status for r in lake_verdicts(late, units, tmp_path)} == {"timeout"}
+    assert {(r.status, r.cause) for r in lake_verdicts(late, units, tmp_path)} == {("resources", "timeout")}
 
 
 @pytest.mark.slow

@@ -171,10 +171,26 @@ def test_timeout_kills_the_process_group(wasm, lean_dir: Path) -> None:
     f.write_text(nonce() + PRELUDE + "theorem t : True := True.intro\n")
     res = build.check_files([f], backend="wasm", timeout=3)
     (r,) = res.results
-    assert r.status == "timeout" and not r.ok and "timed out" in r.detail
+    assert r.status == "resources" and r.cause == "timeout" and not r.ok, r
+    assert "ran past its time limit of 3 s" in r.detail and "--backend native" in r.detail
     time.sleep(1)
     leftovers = subprocess.run(["pgrep", "-f", str(lean_dir)], capture_output=True, text=True).stdout.split()
     assert leftovers == []
+
+
+@pytest.mark.slow
+def test_out_of_heap_is_not_a_rejection(wasm, lean_dir: Path) -> None:
+    """A real Lean process past the wasm heap's 2 GiB (an array of 700 million pointers) ends with exit 3
+    and a message naming the cause, the file's size and the remedies; a refused file still exits 1."""
+    f = lean_dir / "Oom.lean"
+    f.write_text(nonce() + "#eval (Array.replicate 700000000 (0 : Nat)).size\n")
+    proc = subprocess.run([sys.executable, "-m", "pycert", "check", str(f), "--backend", "wasm"],
+                          capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Oom.lean (0.0 MiB of Lean): ran out of memory after" in proc.stdout, proc.stdout
+    assert "the wasm Lean's heap stops at 2 GiB: INTERNAL PANIC: out of memory" in proc.stdout
+    assert "shards" in proc.stdout and "--backend native" in proc.stdout
+    assert "resources" in proc.stdout and "failed" not in proc.stdout
 
 
 def test_missing_toolchain_is_one_line(tmp_path: Path) -> None:

@@ -306,7 +306,7 @@ def test_report_names_the_invalid_certificate(tmp_path: Path, capsys) -> None:
     (["trace", "mrc", "-c", ","], "no number in ','"),
     (["trace", "stats", "--granularity=--1"], "not an integer: '--1'"),
     (["trace", "stats", "--granularity", "٣"], "not an integer"),
-    (["trace", "generate", "-o", "x.jsonl", "--requests", "1000001"], "must be between 1 and 1,000,000"),
+    (["trace", "generate", "-o", "x.jsonl", "--requests", "10000001"], "must be between 1 and 10,000,000"),
     (["trace", "plot", "--points", "1001"], "must be between 0 and 1,000"),
     (["pooling", "solve", "--time-limit", "nan"], "must be > 0"),
     (["pooling", "solve", "--family-sizes", "0"], "must be between 1 and"),

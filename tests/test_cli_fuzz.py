@@ -552,6 +552,8 @@ LEAN_REFUSED = [  # each must be refused before a Lean process starts
     ["check"], ["check", "x.lean", "--jobs", "0"], ["check", "x.lean", "--timeout", "nan"], ["check", "", "--json"],
     ["check", "x.lean", "--backend", "jvm"], ["build", "--jobs", "-1"], ["build", "--timeout", "0"],
     ["build", "--jobs", "9" * 5000], ["prove"], ["prove", "everything"], ["prove", "all", "--backend", "jvm"],
+    ["prove", "ceiling", "--shard-refs", "0"], ["prove", "ceiling", "--shard-refs", "9" * 5000],
+    ["prove", "ceiling", "--timeout", "-1"], ["prove", "ceiling", "--ray-address"],
     ["audit", "--module", "Pycert.Basic"], ["audit", "--olean-dir", "/nonexistent-pycert-fuzz"],
     ["audit", "--timeout", "-1"], ["audit", "--sarif", ""], ["mutate", "--only", "nonsense"],
     ["mutate", "--timeout", "x"], ["toolchain", "--backend", "jvm"], ["toolchain", "selfcheck", "--backend", "jvm"],

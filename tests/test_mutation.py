@@ -60,9 +60,9 @@ def test_compose_maps_each_snippet_to_its_lines() -> None:
     assert lines[loc["m2"].start - 1].startswith("theorem t : False")
 
 
-def _result(diags: list[Diagnostic], status: str = "failed") -> CheckResult:
+def _result(diags: list[Diagnostic], status: str = "failed", cause: str | None = None) -> CheckResult:
     return CheckResult(module="Batch", file="Batch.lean", ok=False, status=status, exit_code=1, seconds=1.0,
-                       diagnostics=diags)
+                       diagnostics=diags, cause=cause)
 
 
 def test_kernel_verdict_needs_the_expected_reason_in_the_declaration() -> None:
@@ -74,7 +74,8 @@ def test_kernel_verdict_needs_the_expected_reason_in_the_declaration() -> None:
     status, detail = kernel_verdict(_result([other]), where)
     assert status == "survived" and "not for the expected reason" in detail
     assert kernel_verdict(_result([outside]), where)[0] == "survived"
-    assert kernel_verdict(_result([], status="timeout"), where)[0] == "timeout"
+    assert kernel_verdict(_result([], status="resources", cause="timeout"), where)[0] == "timeout"
+    assert kernel_verdict(_result([], status="resources", cause="heap"), where)[0] == "error"
     assert kernel_verdict(_result([], status="crashed"), where)[0] == "error"
     assert kernel_verdict(None, where)[0] == "error"
 
@@ -179,7 +180,7 @@ def test_full_campaign_kills_every_mutant(wasm, capsys: pytest.CaptureFixture[st
     s = out["summary"]
     assert s["mutants"] >= 40 and s["operators"] >= 8 and s["score"] == 100.0
     assert set(s["checkers"]) == {"lean-kernel", "audit", "solver-checks", "verify", "verify-kernel", "trace-engine",
-                                  "report-verifier", "leak-run", "prove"}
+                                  "report-verifier", "leak-run", "emitter", "prove"}
     # Each theorem family's file really is checked: a copy with a hypothesis weakened (or the
     # statement strengthened) is rejected by the kernel inside the mutated declaration.
     files = {o["mutant"]["target"] for o in out["outcomes"]

@@ -4,6 +4,7 @@ it proves now is what the committed certificates say (provenance and the audit's
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -126,6 +127,32 @@ def test_a_certificate_directory_can_be_renamed_and_sent(wasm, tmp_path: Path) -
         prove(jobs("ceiling", traces=[_ids_trace(work / "my-trace.txt", 1), _ids_trace(work / "my_trace.txt", 2)]),
               backend="wasm", out_dir=work / "clash")
     assert not (work / "clash").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_check_that_runs_out_of_time_rejects_nothing(wasm, tmp_path: Path) -> None:
+    """One trace's kernel check cut short by a deliberately tiny limit: the run ends with exit 3 and
+    says why, that trace gets no certificate and no rejection, and the other trace's certificate is
+    judged on its own evidence and written."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "certs"
+    seen = _ids_trace(tmp_path / "seen.txt", seed=26)
+    assert prove(jobs("ceiling", traces=[seen]), backend="wasm", out_dir=out).ok  # in the build cache from here on
+    trace = _ids_trace(tmp_path / "fresh.txt", seed=int.from_bytes(os.urandom(4), "little"))
+    proc = subprocess.run([sys.executable, "-m", "pycert", "prove", "ceiling", "--trace", str(seen), "--trace", str(trace),
+                           "--out", str(out), "--timeout", "4", "--backend", "wasm"],
+                          capture_output=True, text=True, cwd=REPO, timeout=1200)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "NOT CHECKED: 1 certificates written" in proc.stdout and "REJECTED" not in proc.stdout, proc.stdout
+    line = proc.stderr.strip().splitlines()[-1]  # after the progress lines
+    assert line.startswith("pycert: ceiling-fresh was not checked: CeilingFresh.lean (") and "MiB of Lean)" in line
+    assert "ran past its time limit of 4 s" in line and "--backend native" in line, line
+    assert sorted(p.name for p in out.glob("*.json")) == ["ceiling-seen.json"]
+    assert verify_certificate(out / "ceiling-seen.json", inputs={"seen.txt": seen}).ok
+    assert not (out / "lean" / "derived" / "CeilingFresh.lean").exists()
 
 
 def test_a_trace_that_would_replace_an_earlier_certificate_is_refused(tmp_path: Path) -> None:

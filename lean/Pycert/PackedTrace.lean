@@ -302,7 +302,7 @@ theorem increasing_of_OK {wt m T : Nat} (h : increasingOK wt m T = true) :
 
 /-- The counts of a densely numbered trace renamed by a map injective below `D`, from the tests of
 `denseOK` and the counter's ends. Both soundness theorems end here. -/
-theorem decoded_counts {w n X K D : Nat} (f : Nat → Nat) (hdense : denseOK w n X K = true)
+public theorem decoded_counts {w n X K D : Nat} (f : Nat → Nat) (hdense : denseOK w n X K = true)
     (h0 : fld (2 ^ (w + 1)) K 0 = 0) (hD : fld (2 ^ (w + 1)) K n = D)
     (inj : ∀ a b, a < D → b < D → f a = f b → a = b) :
     ((fields (2 ^ (w + 1)) n X).map f).length = n ∧ distinct ((fields (2 ^ (w + 1)) n X).map f) = D := by

@@ -40,16 +40,7 @@ def statement_rejections(cert: Certificate, digests: dict[str, str], printed: di
     return out
 
 
-def rebuild(cert: Certificate, library: Path, instance: bytes, backend: str | None, timeout: float,
-            progress: Callable[[str], None] = lambda _m: None, notes: list[str] | None = None) -> list[Rejection]:
-    """:func:`rebuild_all` of one certificate."""
-    failures, note = rebuild_all([(cert, instance)], library, backend, timeout, progress)[0]
-    if notes is not None and note:
-        notes.append(note)
-    return failures
-
-
-def rebuild_all(items: list[tuple[Certificate, bytes | None]], library: Path, backend: str | None, timeout: float,
+def rebuild_all(items: list[tuple[Certificate, dict[str, bytes] | None]], library: Path, backend: str | None, timeout: float,
                 progress: Callable[[str], None] = lambda _m: None) -> list[tuple[list[Rejection], str]]:
     """The kernel, the audit of every declaration built and the figures read off each rebuilt headline,
     for every certificate at once: one build of the library, every regenerated instance and one
@@ -57,15 +48,11 @@ def rebuild_all(items: list[tuple[Certificate, bytes | None]], library: Path, ba
     instance is the bytes verify regenerated from the primary inputs, written here under the module name
     the family derives, so no code and no module name can come from a certificate's directory. Returns,
     per certificate, its rejections and a note saying whether Lean ran now or the build cache answered.
-    (Two certificates whose instances share a module name go to separate builds.)"""
+    (Two certificates whose Lean files share a module name go to separate builds.)"""
     groups: list[list[int]] = []
-    def module(cert: Certificate) -> str | None:
-        inst = _instance(cert)
-        return inst.module if inst is not None else None
-
-    for k, (cert, _) in enumerate(items):
-        mine = module(cert)
-        group = next((g for g in groups if mine is None or all(module(items[m][0]) != mine for m in g)), None)
+    modules = [set(_modules(files)) for _, files in items]
+    for k, mine in enumerate(modules):
+        group = next((g for g in groups if all(not (modules[m] & mine) for m in g)), None)
         if group is None:
             groups.append(group := [])
         group.append(k)
@@ -76,12 +63,17 @@ def rebuild_all(items: list[tuple[Certificate, bytes | None]], library: Path, ba
     return [out[k] for k in range(len(items))]
 
 
+def _modules(files: dict[str, bytes] | None) -> list[str]:
+    """The module names of a certificate's derived Lean files (its instance and the shards it imports)."""
+    return [Path(path).stem for path in files or {}]
+
+
 def _instance(cert: Certificate):  # noqa: ANN202
     claim = FAMILIES[cert.family]
     return claim.instance(cert.parameters, claim.primary_inputs(cert.inputs))
 
 
-def _rebuild_group(items: list[tuple[Certificate, bytes | None]], library: Path, backend: str | None, timeout: float,
+def _rebuild_group(items: list[tuple[Certificate, dict[str, bytes] | None]], library: Path, backend: str | None, timeout: float,
                    progress: Callable[[str], None]) -> list[tuple[list[Rejection], str]]:
     chosen = resolve(backend)
     signatures = library_signatures(library)
@@ -90,9 +82,9 @@ def _rebuild_group(items: list[tuple[Certificate, bytes | None]], library: Path,
     instances = [_instance(cert) for cert, _ in items]
     with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:  # the audit reads the sources too
         sources = []
-        for inst, (_, data) in zip(instances, items):
-            if inst is not None and data is not None:
-                sources.append(Path(scratch) / f"{inst.module}.lean")
+        for _, files in items:
+            for module, data in zip(_modules(files), (files or {}).values()):
+                sources.append(Path(scratch) / f"{module}.lean")
                 sources[-1].write_bytes(data)
         probe = Path(scratch) / "probe" / f"{STATEMENTS_MODULE}.lean"
         probe.parent.mkdir()
@@ -106,16 +98,17 @@ def _rebuild_group(items: list[tuple[Certificate, bytes | None]], library: Path,
         bad = {r.module: Rejection.mismatch(f"kernel[{r.module}]", "Lean accepts the file", f"{r.status}: " + (
                r.failures[0].render() if r.failures else (r.detail or r.status))) for r in res.results if not r.ok}
         if bad:  # each certificate by what it rests on: the library, the probe and its own instance
-            return [([v for m, v in bad.items() if m in lib_modules or m in (STATEMENTS_MODULE, inst and inst.module)],
-                     note) for inst in instances]
+            return [([v for m, v in bad.items() if m in lib_modules or m == STATEMENTS_MODULE or m in _modules(files)],
+                     note) for _, files in items]
         progress("axiom audit of every declaration built")
         heads = [inst.headline for inst in instances if inst is not None]
         report = audit_build(res, chosen, library, digests=[*known, *heads], headlines=heads, timeout=timeout)
     printed = printed_statements(res, known)
     out = []
-    for (cert, _), inst in zip(items, instances):
+    for (cert, files), inst in zip(items, instances):
+        own = lib_modules | set(_modules(files))
         failures = [Rejection(subject=f.subject, reason=f.reason, detail=f"{f.module}: {f.detail} ({f.constant})")
-                    for f in report.findings if f.module in lib_modules or (inst and f.module == inst.module)]
+                    for f in report.findings if f.module in own]
         failures += audit_rejections(cert.audit, certificate_audit(report, cert.theorems))
         mine = {**printed, **(printed_headline(by_module[inst.module], inst.headline) if inst else {})}
         failures += statement_rejections(cert, report.type_sha256, mine)

@@ -164,36 +164,47 @@ def _check_primary(cert: Certificate, where: Locator, result: VerifyResult) -> b
     return clean
 
 
-def _regenerate(cert: Certificate, where: Locator, timeout: float, result: VerifyResult) -> bytes | None:
-    """The instance file, written again from the primary inputs by the one function prove wrote it with,
-    its sha256 compared with the certificate's; a copy kept beside the certificate must equal it too."""
+def _regenerate(cert: Certificate, where: Locator, timeout: float, result: VerifyResult) -> dict[str, bytes] | None:
+    """Every derived Lean file (the instance and the shards it imports), written again from the primary
+    inputs by the one function prove wrote them with, each sha256 compared with the certificate's; a copy
+    kept beside the certificate must equal it too. The files by path, or None when one differs."""
     result.checked.append("instance regenerated")
     claim = FAMILIES[cert.family]
     inst = claim.instance(cert.parameters, claim.primary_inputs(cert.inputs))
-    [recorded] = [i for i in cert.inputs if i.path == inst.path]
     try:
         with time_box(timeout, f"regenerating {inst.path}"):
-            data = claim.regenerate(cert.parameters, cert.inputs, where)
+            files = claim.derived_files(cert.parameters, cert.inputs, where)
     except Rejected as err:
         result.failures.append(err.rejection)
         return None
     except InputError as err:
         result.errors.append(f"{inst.path}: {err.message}")
         return None
-    if (actual := hashlib.sha256(data).hexdigest()) != recorded.sha256:
-        result.failures.append(Rejection.mismatch(f"inputs[{inst.path}].sha256 (regenerated from the "
-                                                  f"{inst.derived_from})", actual, recorded.sha256))
-        return None
-    kept = where.root / inst.path
-    if kept.is_file() or kept.is_symlink():
-        try:
-            same = read_regular(kept, "a Lean file", len(data)) == data
-        except InputError:
-            same = False
-        if not same:
-            result.failures.append(Rejection.mismatch(f"{inst.path} (the copy beside the certificate)",
-                                                      "the bytes pycert regenerates", "other bytes"))
-    return data
+    recorded = {i.path: i for i in cert.inputs if i.derived_from is not None and i.role == "lean"}
+    clean = True
+    for path in sorted(recorded.keys() - files.keys()):
+        result.failures.append(Rejection.mismatch(f"inputs[{path}]", f"no such derived file (pycert derives "
+                                                  f"{len(files)} from the {inst.derived_from})", "one",
+                                                  reason="extra-input"))
+        clean = False
+    for path, data in files.items():
+        if path not in recorded:
+            result.failures.append(Rejection.mismatch("inputs", f"lean {path} derived from the {inst.derived_from}",
+                                                      "absent", reason="missing-input"))
+            clean = False
+        elif (actual := hashlib.sha256(data).hexdigest()) != recorded[path].sha256:
+            result.failures.append(Rejection.mismatch(f"inputs[{path}].sha256 (regenerated from the "
+                                                      f"{inst.derived_from})", actual, recorded[path].sha256))
+            clean = False
+        elif (kept := where.root / path).is_file() or kept.is_symlink():
+            try:
+                same = read_regular(kept, "a Lean file", len(data)) == data
+            except InputError:
+                same = False
+            if not same:
+                result.failures.append(Rejection.mismatch(f"{path} (the copy beside the certificate)",
+                                                          "the bytes pycert regenerates", "other bytes"))
+    return files if clean else None
 
 
 def headline_literals(cert: Certificate, source: bytes) -> list[int] | Rejection:
@@ -326,14 +337,14 @@ def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certifica
 
 
 def _offline(path: Path, root: Path | None, manifest: Path | None, timeout: float, inputs: dict[str, Path] | None,
-             library: Path) -> tuple[VerifyResult, Certificate | None, bytes | None]:
-    """Every check that needs no Lean; the certificate and its regenerated instance, for ``--kernel``."""
+             library: Path) -> tuple[VerifyResult, Certificate | None, dict[str, bytes] | None]:
+    """Every check that needs no Lean; the certificate and its regenerated Lean files, for ``--kernel``."""
     result = VerifyResult(certificate=str(path), status="ok")
     cert = _read_checked(path, manifest or path.parent / MANIFEST_NAME, result)
     if cert is None:
         return result, None, None
     where = Locator(root=root or certificate_root(path.parent), external=dict(inputs or {}))
-    instance = recomputed = None
+    instance = recomputed = derived = None
     claim = FAMILIES[cert.family]
     primary_ok = _check_required(cert, result) and _check_primary(cert, where, result)
     if primary_ok and claim.instance(cert.parameters, claim.primary_inputs(cert.inputs)) is None:
@@ -342,7 +353,8 @@ def _offline(path: Path, root: Path | None, manifest: Path | None, timeout: floa
         if recomputed is not None:
             result.failures += compare_figures(cert, recomputed)
     elif primary_ok:
-        instance = _regenerate(cert, where, timeout, result)
+        derived = _regenerate(cert, where, timeout, result)
+        instance = derived[claim.instance(cert.parameters, claim.primary_inputs(cert.inputs)).path] if derived else None
     if instance is not None:
         literals = headline_literals(cert, instance)
         if isinstance(literals, Rejection):
@@ -357,7 +369,7 @@ def _offline(path: Path, root: Path | None, manifest: Path | None, timeout: floa
     _check_library(cert, library, result)
     _check_theorems(cert, library, instance, result)
     _check_audit_record(cert, result)
-    return result, cert, instance
+    return result, cert, derived
 
 
 def verify_certificates(paths: list[Path], root: Path | None = None, manifest: Path | None = None,

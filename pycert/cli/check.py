@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pycert.cli import add_backend, add_common, help_of
 from pycert.core.console import Progress, emit, table
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_RESOURCES
 from pycert.core.limits import in_path, int_range, seconds
 from pycert.core.resources import library_dir
 from pycert.lean import build
@@ -56,4 +56,9 @@ def render(res: build.BuildResult) -> str:
 
 def _report(args: argparse.Namespace, res: build.BuildResult) -> int:
     emit(args.json, res, lambda: render(res))
-    return EXIT_OK if res.ok else EXIT_REJECTED
+    if res.ok:
+        return EXIT_OK
+    bad = [r.status for r in res.results if not r.ok]
+    if "resources" in bad and set(bad) <= {"resources", "skipped"}:
+        return EXIT_RESOURCES  # nothing was refused: a check ran out of memory or time
+    return EXIT_REJECTED

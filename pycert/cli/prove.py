@@ -12,13 +12,14 @@ from pydantic import BaseModel
 from pycert import prove
 from pycert.certify.hints import external_inputs, input_paths, prove_command, report_command, verify_command
 from pycert.certify.manifest import MANIFEST_NAME, read_manifest
-from pycert.cli import add_backend, add_common, help_of
+from pycert.cli import add_backend, add_common, help_of, report_error
 from pycert.core.console import Progress, emit, table
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_RESOURCES, InputError, Rejected
 from pycert.core.files import missing_dirs, remove_empty
-from pycert.core.limits import out_dir
+from pycert.core.limits import out_dir, seconds
 from pycert.core.resources import default_certificate_dir
 from pycert.families import FAMILIES, producer
+from pycert.lean.build import DEFAULT_TIMEOUT
 
 OUT_HELP = ("certificate directory (default: ./certificates, or certificates/ when run from a checkout); "
             "everything a certificate names is kept under it (emitted Lean, the synthetic trace, the pooling "
@@ -36,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         for chosen in FAMILIES if name == "all" else (*host, *_run_by(name)):
             producer(chosen).add_options(f)
         f.add_argument("--out", type=out_dir, default=None, help=OUT_HELP)
+        f.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, help="seconds per Lean process")
         add_common(f)
         add_backend(f)
         f.set_defaults(func=cmd_prove)
@@ -80,7 +82,9 @@ def render(res: prove.ProveResult, steps: NextSteps) -> str:
                    [(s.name, s.status, f"{s.seconds:.1f}", s.detail[:90]) for s in res.stages])
     rows = table(["certificate", "figure", "status", "claim"],
                  [(r.certificate, r.figure, r.status, r.claim[:110]) for r in res.rows])
-    lines = [f"{stages}\n\n{rows}\n\n{'ALL HOLD' if res.ok else 'REJECTED'}: {len(res.written)} certificates written"]
+    verdict = "ALL HOLD" if res.ok else "REJECTED" if res.rejected else "NOT CHECKED"
+    lines = [f"{stages}\n\n{rows}\n\n{verdict}: {len(res.written)} certificates written"]
+    lines += [f"not checked: {u}" for u in res.unchecked]
     if steps.verify:
         lines += ["", "check them, offline:", f"  {steps.verify}", f"  {steps.report}"]
     if steps.left_alone:
@@ -96,10 +100,17 @@ def cmd_prove(args: argparse.Namespace) -> int:
     out = args.out or default_certificate_dir()
     made = missing_dirs(out)
     try:
-        res = prove.prove(jobs, backend=args.backend, out_dir=args.out, progress=Progress(enabled=not args.json, force=True))
+        res = prove.prove(jobs, backend=args.backend, out_dir=args.out, timeout=args.timeout,
+                          progress=Progress(enabled=not args.json, force=True))
     except BaseException:  # Ctrl-C or a refusal: a first run leaves no empty --out behind
         remove_empty(made)
         raise
     steps = next_steps([Path(w) for w in res.written], out, getattr(args, "trace", []))
     emit(args.json, {**res.model_dump(mode="json"), "next": steps.model_dump()}, lambda: render(res, steps))
-    return EXIT_OK if res.ok else EXIT_REJECTED
+    if res.rejected:
+        return EXIT_REJECTED
+    if res.unchecked:  # nothing was refused: a check ran out of memory or time
+        if not args.json:
+            report_error(res.unchecked[0], None, EXIT_RESOURCES, as_json=False)
+        return EXIT_RESOURCES
+    return EXIT_OK

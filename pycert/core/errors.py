@@ -14,6 +14,9 @@ EXIT_REJECTED = 1
 """A checker rejected: a false theorem, a tampered certificate, a failed audit."""
 EXIT_USAGE = 2
 """Usage or input error: bad flags, a missing or malformed file, no usable toolchain."""
+EXIT_RESOURCES = 3
+"""A check did not run to its end: a Lean process ran out of memory, was killed or timed out.
+Nothing was refused; the message names the cause, the size and the remedy."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT), at any point, imports included."""
 EXIT_TERMINATED = 143
@@ -34,12 +37,16 @@ class PycertError(Exception):
         return getattr(self, "_message", None) or str(self)
 
 
-class InputError(PycertError):
-    """The user's input is missing or malformed (``where`` names file:line when known)."""
+class Located(PycertError):
+    """An error about a place (``where``: a file, file:line, a flag), printed before the message."""
 
     def __init__(self, message: str, where: str | None = None) -> None:
         self.where, self._message = where, message
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class InputError(Located):
+    """The user's input is missing or malformed (``where`` names file:line when known)."""
 
 
 class UsageError(InputError):
@@ -49,6 +56,12 @@ class UsageError(InputError):
 class ToolchainMissing(PycertError):
     """A tool a check needs is missing here: no usable Lean backend, or no chromium for ``pycert
     mutate``'s report-verifier checker. Nothing was rejected (exit 2)."""
+
+
+class ResourcesExhausted(Located):
+    """A check that did not run to its end for want of memory or time (exit 3): not a rejection."""
+
+    exit_code = EXIT_RESOURCES
 
 
 class Rejection(BaseModel):

@@ -16,7 +16,7 @@ import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -176,12 +176,14 @@ def signals_deferred() -> Iterator[None]:
                 signal.raise_signal(signum)
 
 
-def _stage(directory: Path, name: str, data: bytes) -> Path:
-    """Write ``data`` to a hidden temporary in ``directory`` (same file system: the rename is atomic)."""
+def _stage(directory: Path, name: str, data: bytes | Iterable[bytes]) -> Path:
+    """Write ``data`` (bytes, or chunks of them as they are made) to a hidden temporary in ``directory``
+    (same file system: the rename is atomic)."""
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for chunk in [data] if isinstance(data, bytes) else data:
+                f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
@@ -225,8 +227,9 @@ def atomic_write_many(files: dict[Path, bytes]) -> None:
     publish_files({}, files)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Write one file by temporary-then-rename: readers see the old file or the new one, never half.
+    ``data`` may be an iterable of chunks, written as it yields them (a file bigger than memory).
 
     Missing parent directories are created. A path that cannot be written (a directory, no
     permission, disk full) is the caller's input error, named by path.

@@ -28,8 +28,10 @@ MAX_JSON_BYTES = 64 << 20
 MAX_PARAM = 1 << 40
 """Largest integer flag (capacities, tokens, granularity and control factors, request counts): about 1.1e12,
 so that products of two of them still fit in 64 bits."""
-MAX_GENERATE_REQUESTS = 1_000_000
-"""``trace generate --requests``: about 20 million references, a few minutes."""
+MAX_GENERATE_REQUESTS = 10_000_000
+"""``trace generate --requests``: about 185 million references (10 GB of JSONL), streamed to the file."""
+MAX_SHARD_REFS = 1 << 40
+"""``prove --shard-refs``: references per shard."""
 MAX_BELADY_POINTS = 1_000
 """``trace plot --points``: each is one O(n log n) Belady pass."""
 MAX_FAMILY_SIZE = 65_536

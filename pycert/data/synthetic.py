@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,16 @@ DEFAULT_REQUESTS = 250
 figure to be instant, large enough to show prefix and session reuse."""
 
 
-def generate(seed: int, requests: int = DEFAULT_REQUESTS, *, system_prompts: int = 12, mean_turns: float = 2.5,
-             session_gap_ms: float = 2_000.0, think_ms: float = 20_000.0,
-             max_context_blocks: int = 64) -> list[dict]:
+def generate(seed: int, requests: int = DEFAULT_REQUESTS, **options: Any) -> list[dict]:
     """``requests`` Mooncake records (dicts with timestamp, input_length, output_length, hash_ids)."""
+    return list(records(seed, requests, **options))
+
+
+def records(seed: int, requests: int = DEFAULT_REQUESTS, *, system_prompts: int = 12, mean_turns: float = 2.5,
+            session_gap_ms: float = 2_000.0, think_ms: float = 20_000.0,
+            max_context_blocks: int = 64) -> Iterator[dict]:
+    """The records of :func:`generate`, one at a time: memory stays bounded by the live sessions, so a
+    trace of 10^8 references streams to its file."""
     if requests < 0 or system_prompts < 1 or mean_turns < 1 or max_context_blocks < 20:
         raise ValueError("need requests >= 0, system_prompts >= 1, mean_turns >= 1, max_context_blocks >= 20")
     rng = random.Random(seed)
@@ -54,9 +61,8 @@ def generate(seed: int, requests: int = DEFAULT_REQUESTS, *, system_prompts: int
     history: dict[int, tuple[int, list[int], int]] = {}
     # Events: (time ms, sequence, session or -1 for "a new session arrives").
     events: list[tuple[float, int, int]] = [(0.0, 0, -1)]
-    seq = n_sessions = 0
-    out: list[dict] = []
-    while len(out) < requests:
+    seq = n_sessions = made = 0
+    while made < requests:
         now, _, session = heapq.heappop(events)
         seq += 1
         if session < 0:
@@ -69,12 +75,13 @@ def generate(seed: int, requests: int = DEFAULT_REQUESTS, *, system_prompts: int
             prompts[p] = fresh(prompt_len[p])
         blocks = prompts[p] + conversation + fresh(answered) + fresh(rng.randint(1, 8))
         output_length = rng.randint(1, 2 * MOONCAKE_BLOCK_TOKENS)
-        out.append({
+        made += 1
+        yield {
             "timestamp": int(now),
             "input_length": (len(blocks) - 1) * MOONCAKE_BLOCK_TOKENS + rng.randint(1, MOONCAKE_BLOCK_TOKENS),
             "output_length": output_length,
             "hash_ids": blocks,
-        })
+        }
         answer = output_length // MOONCAKE_BLOCK_TOKENS
         conversation = blocks[len(prompts[p]):]
         if rng.random() < 1 - 1 / mean_turns and len(blocks) + answer + 8 <= max_context_blocks:
@@ -82,7 +89,6 @@ def generate(seed: int, requests: int = DEFAULT_REQUESTS, *, system_prompts: int
             heapq.heappush(events, (now + rng.expovariate(1.0 / think_ms), seq, session))
         else:
             del history[session]
-    return out
 
 
 def to_jsonl(records: list[dict]) -> bytes:
@@ -95,7 +101,7 @@ def write_trace(path: Path, seed: int = 0, requests: int = DEFAULT_REQUESTS, **o
     interrupted run leaves the old file or none, never half a trace)."""
 
     path = Path(path)
-    atomic_write(path, to_jsonl(generate(seed, requests, **options)))
+    atomic_write(path, ((json.dumps(r) + "\n").encode() for r in records(seed, requests, **options)))
     return path
 
 

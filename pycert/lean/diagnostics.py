@@ -8,7 +8,9 @@ and ``[DEBUG`` lines). The "declaration uses sorry" warning counts as a failure.
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -36,22 +38,43 @@ class Diagnostic(BaseModel):
         return f"{self.file}:{self.line}:{self.column}: {self.severity}: {first}"
 
 
+Status = Literal["ok", "failed", "resources", "crashed", "interrupted", "skipped"]
+"""``failed``: Lean refused the file (an error, ``sorry``); ``resources``: the check did not run to its
+end (``cause``), which says nothing about the file; ``crashed``: Lean died for another reason."""
+Cause = Literal["heap", "killed", "timeout"]
+
+REMEDY = ("make the work smaller (a trace: more, smaller shards, `--shard-refs`) or run `--backend native`, whose "
+          "heap is the machine's")
+
+
 class CheckResult(BaseModel):
     """One Lean process (or one cache hit): a library module or a standalone file."""
 
     module: str
     file: str
     ok: bool
-    status: Literal["ok", "failed", "timeout", "crashed", "interrupted", "skipped"]
+    status: Status
     exit_code: int | None
     seconds: float
     cached: bool = False
     diagnostics: list[Diagnostic] = []
     detail: str = ""
+    cause: Cause | None = None
+    """Why a check with status ``resources`` did not run to its end."""
+    cpu_s: float = 0.0
+    peak_rss_mib: int = 0
+    """The Lean process's CPU seconds and peak resident memory (0 when not measured, or cached)."""
 
     @property
     def failures(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.is_failure]
+
+    def summary(self) -> str:
+        """``ok (41.2 s, 38.0 s CPU, 2,840 MiB peak)``: a progress line's verdict."""
+        if self.cached:
+            return f"{self.status} (cached)"
+        usage = f", {self.cpu_s:.1f} s CPU, {self.peak_rss_mib:,} MiB peak" if self.peak_rss_mib else ""
+        return f"{self.status} ({self.seconds:.1f} s{usage})"
 
 
 def lean_messages(output: str) -> Iterator[dict[str, Any]]:
@@ -84,19 +107,37 @@ def parse_diagnostics(stdout: str, file_map: dict[str, str]) -> list[Diagnostic]
     return diags
 
 
+def _size(path: str) -> str:
+    try:
+        return f"{Path(path).stat().st_size / 2**20:,.1f} MiB of Lean"
+    except OSError:
+        return "size unknown"
+
+
 def check_result(module: str, user_file: str, run: ProcessRun, staged_name: str) -> CheckResult:
-    """The verdict on one module from its Lean run: ok, failed (an error or ``sorry``), timeout, crashed,
-    or interrupted (pycert killed it on Ctrl-C or SIGTERM: no verdict)."""
+    """The verdict on one module from its Lean run: ok, failed (an error or ``sorry``), resources (out
+    of memory, killed, timed out: the check did not run to its end), crashed, or interrupted (pycert killed it on Ctrl-C or SIGTERM: no verdict)."""
     diags = parse_diagnostics(run.stdout, {staged_name: user_file})
-    common = dict(module=module, file=user_file, seconds=run.seconds, diagnostics=diags)
+    common = dict(module=module, file=user_file, seconds=run.seconds, diagnostics=diags, exit_code=run.exit_code,
+                  cpu_s=run.cpu_s, peak_rss_mib=run.peak_rss_mib)
     if run.interrupted:
-        return CheckResult(ok=False, status="interrupted", exit_code=run.exit_code,
-                           detail="killed by pycert on Ctrl-C or SIGTERM", **common)
-    if run.timed_out:
-        return CheckResult(ok=False, status="timeout", exit_code=None,
-                           detail=f"timed out after {run.seconds:.0f} s; process group killed", **common)
+        return CheckResult(ok=False, status="interrupted", detail="killed by pycert on Ctrl-C or SIGTERM", **common)
     failed = any(d.is_failure for d in diags)
-    if run.exit_code not in (0, 1) or (run.exit_code == 1 and not failed):
-        return CheckResult(ok=False, status="crashed", exit_code=run.exit_code, detail=run.crash_detail(), **common)
+    finished = run.exit_code == 0 or (run.exit_code == 1 and failed)
+    where = f"{Path(user_file).name} ({_size(user_file)})"
+    if run.timed_out:
+        return CheckResult(ok=False, status="resources", cause="timeout", detail=(
+            f"{where}: ran past its time limit of {run.timeout:.0f} s and was killed; {REMEDY}"), **common)
+    if not finished and (line := run.heap_exhausted()):
+        return CheckResult(ok=False, status="resources", cause="heap", detail=(
+            f"{where}: ran out of memory after {run.seconds:.0f} s (the wasm Lean's heap stops at 2 GiB: {line}); "
+            f"{REMEDY}"), **common)
+    if run.exit_code is not None and run.exit_code < 0:
+        name = signal.Signals(-run.exit_code).name if -run.exit_code in signal.valid_signals() else str(-run.exit_code)
+        return CheckResult(ok=False, status="resources", cause="killed", detail=(
+            f"{where}: killed by {name} after {run.seconds:.0f} s (the out-of-memory killer, or a person); {REMEDY}"),
+            **common)
+    if not finished:
+        return CheckResult(ok=False, status="crashed", detail=run.crash_detail(), **common)
     ok = run.exit_code == 0 and not failed
-    return CheckResult(ok=ok, status="ok" if ok else "failed", exit_code=run.exit_code, **common)
+    return CheckResult(ok=ok, status="ok" if ok else "failed", **common)

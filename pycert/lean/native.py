@@ -50,7 +50,8 @@ def lake_verdicts(run: ProcessRun, units: list[Unit], project: Path) -> list[Che
         bad = [ln for ln in mine if "error" in ln or any(m in ln for m in SORRY_MARKERS)]
         common = dict(module=u.module, file=str(u.path), exit_code=run.exit_code, seconds=run.seconds)
         if run.timed_out:
-            out.append(CheckResult(ok=False, status="timeout", detail="lake build timed out", **common))
+            out.append(CheckResult(ok=False, status="resources", cause="timeout", detail="lake build timed out",
+                                   **common))
         elif bad:
             out.append(CheckResult(ok=False, status="failed", detail=bad[0].strip(), **common))
         elif run.exit_code != 0:

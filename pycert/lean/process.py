@@ -26,24 +26,51 @@ from pydantic import BaseModel
 
 from pycert.core.resources import scratch_root
 
+HEAP_MARKERS = ("out of memory", "Out of memory", "Aborted(OOM)", "Cannot enlarge memory", "Maximum memory size",
+                "bad_alloc", "Cannot allocate memory", "Array buffer allocation failed", "memory access out of bounds")
+"""What Node, Emscripten, GMP and Lean print when the heap runs out (the wasm heap stops at 2 GiB)."""
+_LONG_LINE = 400
+"""Longer lines are code, not messages: Node prints the offending line of the one-line ``lean.js``."""
+
 
 class ProcessRun(BaseModel):
     exit_code: int | None
+    """None after a timeout; negative (``-signal``) when a signal ended the process."""
     stdout: str
     stderr: str
     seconds: float
     timed_out: bool
+    timeout: float = 0.0
     interrupted: bool = False
     """Killed by :func:`kill_running` (Ctrl-C or SIGTERM in pycert), so its exit says nothing about Lean."""
+    cpu_s: float = 0.0
+    """CPU seconds of the process, as last read while it ran (up to half a second short)."""
+    peak_rss_mib: int = 0
+    """Its peak resident memory (``VmHWM``), as last read while it ran."""
+
+    def _lines(self) -> list[str]:
+        return [ln.strip() for ln in (self.stderr + "\n" + self.stdout).splitlines()
+                if ln.strip() and not ln.startswith("[DEBUG") and len(ln) <= _LONG_LINE]
+
+    def heap_exhausted(self) -> str | None:
+        """The line saying the heap ran out, if one does. Out of memory in a pthread worker, the wasm
+        Lean dies with an uncaught C++ exception (``std::bad_alloc``) that Node can only print as the
+        exception's address, a bare number on stderr after "worker sent an error!" (seen here on a
+        7,999,395-reference trace, at 5 GB of RSS, after 335 s)."""
+        said = next((ln for ln in self._lines() if any(m in ln for m in HEAP_MARKERS)), None)
+        if said is None and "worker sent an error!" in self.stderr:
+            thrown = next((ln.strip() for ln in self.stderr.splitlines() if ln.strip().isdigit()), None)
+            if thrown is not None:
+                said = f"an uncaught C++ exception at {thrown}, as std::bad_alloc is reported"
+        return said
 
     def crash_detail(self) -> str:
         """The line that best says why the process died (Lean's PANIC, Node's out-of-memory ...)."""
-        lines = [ln for ln in (self.stderr + "\n" + self.stdout).splitlines()
-                 if ln.strip() and not ln.startswith("[DEBUG")]
+        lines = self._lines()
         for ln in lines:
             if "PANIC" in ln or "out of memory" in ln or "RangeError" in ln or "Error:" in ln:
-                return ln.strip()
-        return lines[-1].strip() if lines else f"exit {self.exit_code}"
+                return ln
+        return lines[-1] if lines else f"exit {self.exit_code}"
 
 
 class NotStarted(Exception):
@@ -117,6 +144,35 @@ def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: fl
         return _run_process(argv, cwd, env, timeout)
 
 
+class _Usage:
+    """The peak resident memory and the CPU seconds of one process, read from ``/proc`` every half
+    second while it runs (Linux; elsewhere both stay 0). ``getrusage`` cannot tell one child's peak
+    from another's, and a shard's own peak is what its size is chosen by."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak_kib, self.cpu_s = pid, 0, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        while True:
+            try:
+                status = Path(f"/proc/{self.pid}/status").read_text()
+                stat = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                return
+            hwm = next((int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("VmHWM:")), 0)
+            self.peak_kib = max(self.peak_kib, hwm)
+            self.cpu_s = (int(stat[11]) + int(stat[12])) / tick
+            if self._stop.wait(0.5):
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> ProcessRun:
     t0 = time.monotonic()
     with _LIVE_LOCK:  # so that kill_running, which holds it, sees every process that starts
@@ -126,6 +182,7 @@ def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: f
             list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True, errors="replace",
         )
+        usage = _Usage(proc.pid)
         _LIVE.add(proc.pid)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -139,9 +196,11 @@ def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: f
         proc.wait()
         raise
     finally:
+        usage.stop()
         with _LIVE_LOCK:
             _LIVE.discard(proc.pid)
             interrupted = proc.pid in _KILLED
             _KILLED.discard(proc.pid)
     return ProcessRun(exit_code=None if timed_out else proc.returncode, stdout=out, stderr=err,
-                      seconds=time.monotonic() - t0, timed_out=timed_out, interrupted=interrupted)
+                      seconds=time.monotonic() - t0, timed_out=timed_out, timeout=timeout, interrupted=interrupted,
+                      cpu_s=round(usage.cpu_s, 1), peak_rss_mib=usage.peak_kib // 1024)

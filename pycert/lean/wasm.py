@@ -51,7 +51,7 @@ class WasmBackend(Backend):
                 return hit
             options.progress(f"{u.module}: checking ...")
             res = self._compile(u, tree, cache, options.timeout)
-            options.progress(f"{u.module}: {res.status} ({res.seconds:.1f} s)")
+            options.progress(f"{u.module}: {res.summary()}")
             return res
 
         return schedule(units, options.jobs, compile_unit, options.progress), tree

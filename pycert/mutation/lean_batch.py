@@ -115,9 +115,9 @@ def kernel_verdict(result: CheckResult | None, where: Located) -> tuple[str, str
     """(status, detail) of a mutant the kernel must reject, from its module's diagnostics."""
     if result is None:
         return "error", f"{where.module} was not checked"
-    if result.status == "timeout":
+    if result.status == "resources" and result.cause == "timeout":
         return "timeout", result.detail
-    if result.status in ("crashed", "interrupted", "skipped"):
+    if result.status in ("resources", "crashed", "interrupted", "skipped"):
         return "error", f"{where.module} {result.status}: {result.detail[:200]}"
     inside = [d for d in result.failures if where.start <= d.line <= where.end]
     hit = next((d for d in inside if re.search(where.expect, d.message)), None)

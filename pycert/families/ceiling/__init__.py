@@ -29,7 +29,10 @@ derived from that trace (ignored by git in the repository) that verify regenerat
 
 class CeilingParams(Params):
     lean_encoding: str
-    """The layout of the emitted instance file (:data:`pycert.lean.emit.packed_trace.ENCODING`)."""
+    """The layout of the emitted instance files: one file (:data:`pycert.lean.emit.packed_trace.ENCODING`) or
+    shards (:data:`pycert.lean.emit.shards.ENCODING`)."""
+    shards: int = 1
+    """How many shards the split was asked for (the cuts are a function of the trace and this number)."""
 
 
 class CeilingCertificate(Certificate):
@@ -89,6 +92,7 @@ class Ceiling(Claim):
     theorem_names = ("Pycert.Ceiling.hits_add_distinct_le", "Pycert.Ceiling.hits_unbounded",
                      "Pycert.Ceiling.hitRatio_le_ceiling", "Pycert.PackedTrace.traceOK_sound",
                      "Pycert.PackedTrace.distinctFrom_map", "Pycert.Route.route_inj")
+    shard_theorems = ("Pycert.Shards.shardOK_sound", "Pycert.Shards.merge_figures", "Pycert.Shards.merge_perm")
     primary = ("trace",)
     headline_predicate = "Pycert.Ceiling.Bounded"
     headline_figures = ("refs", "distinct", "max_hits")
@@ -108,6 +112,12 @@ class Ceiling(Claim):
         "max_hits": ("kernel-checked", "Lean kernel: a literal of {headline} (hits P trace ≤ it for every policy P)"),
         "ceiling": ("computed", "exact arithmetic max_hits / refs of the two kernel-checked figures"),
     }
+
+    def library_theorems(self, params: CeilingParams) -> tuple[str, ...]:
+        return self.theorem_names + (self.shard_theorems if params.shards > 1 else ())
+
+    def does_not_prove(self, params: CeilingParams, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
+        return self.limits + ((shard_limit(params.shards),) if params.shards > 1 else ())
 
     def sentence(self, params: CeilingParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
@@ -132,13 +142,60 @@ class Ceiling(Claim):
         return ceiling_figures(kernel["refs"], kernel["distinct"], kernel["max_hits"])
 
     def regenerate(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
+        inst = self.instance(params, self.primary_inputs(inputs))
+        return self.derived_files(params, inputs, read)[inst.path]
+
+    def imported(self, params: CeilingParams, instance: Instance, inp: InputFile) -> bool:
+        """A shard or schedule module of the instance's trace, beside it (``<Module>Shard<i>.lean``)."""
+        path = PurePosixPath(inp.path)
+        tail = path.stem.removeprefix(instance.module)
+        return (params.shards > 1 and inp.role == "lean" and inp.derived_from == "trace" and not inp.external
+                and path.parent == PurePosixPath(instance.path).parent and path.suffix == ".lean"
+                and tail != path.stem and tail.startswith(("Shard", "Sched")) and tail[5:].isdigit())
+
+    def derived_files(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> dict[str, bytes]:
+        """The instance file, and for a sharded trace every shard and schedule module beside it."""
         from pycert.data.traces import read_trace  # numpy: see instance_text
-        from pycert.lean.emit.packed_trace import ENCODING
+        from pycert.lean.emit import packed_trace, shards  # numpy: see instance_text
 
-        if params.lean_encoding != ENCODING:
-            raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(ENCODING), repr(params.lean_encoding)))
-        trace = read_trace(input_path(inputs, "trace", read))
-        return instance_text(trace.refs, trace.sha256, self.instance(params, self.primary_inputs(inputs)).module)
+        expected = shards.ENCODING if params.shards > 1 else packed_trace.ENCODING
+        if params.lean_encoding != expected:
+            raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(expected), repr(params.lean_encoding)))
+        inst = self.instance(params, self.primary_inputs(inputs))
+        path = input_path(inputs, "trace", read)
+        if params.shards == 1:
+            trace = read_trace(path)
+            return {inst.path: instance_text(trace.refs, trace.sha256, inst.module)}
+        where = PurePosixPath(inst.path).parent
+        return {(where / f"{m}.lean").as_posix(): text.encode()
+                for m, text in shard_files(path, inst.module, params.shards).items()}
 
 
+def shard_limit(count: int) -> str:
+    return (f"The trace is checked in {count} shards by id range, each a packed instance in a Lean module of its own, and "
+            "the composition module proves the figures from the shards' headlines (Pycert.Shards.merge_figures): the "
+            "kernel checks each shard's counts and that its ids lie in its range, and that the cuts increase. Python "
+            "computes the split (the cuts, and which shard each reference comes from), and verify recomputes it from "
+            "the trace and regenerates every file; the kernel never tests the schedule, which can only order the "
+            "references (Pycert.Shards.merge_perm).")
+
+
+def shard_files(path: Path, module: str, count: int) -> dict[str, str]:
+    """The Lean source of every module of a sharded certificate, by module name, from the trace alone:
+    what verify regenerates and compares with the files prove wrote (the same emitters)."""
+    import numpy as np  # see instance_text
+
+    from pycert.data.traces import read_trace
+    from pycert.lean.emit import shards
+
+    trace = read_trace(path)
+    lay = shards.layout(trace.refs, trace.sha256, module, count)
+    parts = shards.shard_refs(trace.refs, lay)
+    out = {lay.shard_name(i): shards.emit_shard(part, lay.sha256, lay.shard_name(i), lay.cuts[i], lay.cuts[i + 1])[0]
+           for i, part in enumerate(parts)}
+    for t in range(lay.sched_modules):
+        out[lay.sched_name(t)] = shards.emit_sched(lay.sched_part(t), lay.shards, lay.sched_name(t),
+                                                    t * shards.SCHED_REFS)
+    out[lay.name] = shards.emit_whole(lay, [(len(part), len(np.unique(part))) for part in parts])
+    return out
 CLAIM = Ceiling()

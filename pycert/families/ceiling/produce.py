@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path, PurePosixPath
 
-from pycert.core.errors import InputError
+import numpy as np
+
+from pycert.core.errors import InputError, Rejection
 from pycert.core.files import check_input
-from pycert.core.limits import in_path
+from pycert.core.limits import MAX_SHARD_REFS, in_path, int_range
 from pycert.core.schema import declared_inputs
 from pycert.data import synthetic
-from pycert.data.traces import read_trace
-from pycert.families.base import Options, Prepared, Producer, Setting, input_file
+from pycert.data.traces import Trace, read_trace
+from pycert.families.base import Instance, Options, Prepared, Producer, Setting, input_file
 from pycert.families.ceiling import CLAIM, DEFAULT_TRACE, CeilingParams, engine_figures, instance_text, names, slug
+from pycert.lean import cluster
+from pycert.lean.emit import shards
 from pycert.lean.emit.packed_trace import ENCODING
 
 
@@ -21,6 +26,10 @@ class CeilingOptions(Options):
     """Traces to certify."""
     synthetic: bool = False
     """Certify the embedded synthetic trace too (``prove all``; alone when no trace is given)."""
+    shard_refs: int | None = None
+    """References per shard of a big trace (None: chosen from measured memory)."""
+    ray_address: str | None = None
+    """The Ray cluster shards are checked on (None: a local one pycert starts)."""
 
 
 def _certified_trace(cert: Path) -> str | None:
@@ -37,9 +46,16 @@ class CeilingProducer(Producer):
         parser.add_argument("--trace", type=in_path, action="append", default=[], metavar="PATH",
                             help="certify the hit ceiling of this trace (repeatable; Mooncake JSONL or one 64-bit "
                                  "block id per line); default: the embedded synthetic trace")
+        parser.add_argument("--shard-refs", type=int_range(1, MAX_SHARD_REFS), default=None, metavar="N",
+                            help="references per shard of a trace (default: chosen from measured memory; a trace "
+                                 "that fits one Lean process is one file)")
+        parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                            help="the Ray cluster that checks the shards of a big trace (default: a local one on "
+                                 "this machine's cores, started by pycert and stopped when it exits)")
 
     def options_from(self, args: argparse.Namespace, everything: bool = False) -> CeilingOptions:
-        return CeilingOptions(trace=args.trace, synthetic=everything)
+        return CeilingOptions(trace=args.trace, synthetic=everything, shard_refs=args.shard_refs,
+                              ray_address=args.ray_address)
 
     def traces(self, setting: Setting) -> list[Path]:
         """The traces of this run; the embedded default by its place in the certificate directory."""
@@ -78,20 +94,73 @@ class CeilingProducer(Producer):
         return out
 
     def _prepare_trace(self, trace_path: Path, setting: Setting, emitted: Path | None = None) -> Prepared:
+        opts: CeilingOptions = setting.options  # type: ignore[assignment]
         trace = read_trace(trace_path)
         cert_id, _ = names(trace_path)
         trace_input = (setting.emitted("trace", emitted, sha256=trace.sha256) if emitted is not None
                        else input_file("trace", trace_path, setting.root, sha256=trace.sha256))
-        params = CeilingParams(lean_encoding=ENCODING)
-        instance = CLAIM.instance(params, [trace_input])
-        lean_path = setting.emit(Path(instance.path), instance_text(trace.refs, trace.sha256, instance.module))
         engine = engine_figures(trace)
-        return Prepared(
+        refs, distinct = int(engine["refs"]), int(engine["distinct"])
+        count = shards.shard_count(refs, distinct, opts.shard_refs, *shards.shape(trace.refs)) if refs else 1
+        params = CeilingParams(lean_encoding=shards.ENCODING if count > 1 else ENCODING, shards=count)
+        instance = CLAIM.instance(params, [trace_input])
+        prepared = Prepared(
             claim=CLAIM, id=cert_id, parameters=params, engine=engine,
-            headline=f"ceiling {float(engine['max_hits'] / engine['refs']):.6f}" if engine["refs"] else "empty",
-            inputs=[trace_input, setting.emitted("lean", Path(instance.path), derived_from="trace")], lean_file=lean_path,
-            located={trace_input.path: trace_path, instance.path: lean_path},
-        )
+            headline=f"ceiling {float(engine['max_hits'] / engine['refs']):.6f}" if refs else "empty",
+            inputs=[trace_input], located={trace_input.path: trace_path})
+        if count > 1:
+            return self._prepare_shards(prepared, trace, instance, setting)
+        lean_path = setting.emit(Path(instance.path), instance_text(trace.refs, trace.sha256, instance.module))
+        prepared.inputs.append(setting.emitted("lean", Path(instance.path), derived_from="trace"))
+        prepared.lean_file, prepared.located[instance.path] = lean_path, lean_path
+        return prepared
+
+    def _prepare_shards(self, p: Prepared, trace: Trace, instance: Instance, setting: Setting) -> Prepared:
+        """Emit and check the shards and the schedule as Ray tasks, then the composition (the instance);
+        the kernel stage finds the shards in the build cache and checks the composition."""
+        opts: CeilingOptions = setting.options  # type: ignore[assignment]
+        lean_dir = PurePosixPath(instance.path).parent
+        lay = shards.layout(trace.refs, trace.sha256, instance.module, p.parameters.shards)  # type: ignore[attr-defined]
+        setting.progress(f"{instance.module}: {trace.n_refs:,} references in {lay.shards} shards by id range, "
+                         f"{lay.sched_modules} schedule modules")
+        outcomes = cluster.check_all(shard_works(trace, lay), backend=setting.backend, timeout=setting.timeout,
+                                     address=opts.ray_address, progress=setting.progress)
+        written = {o.module: setting.emit(Path(lean_dir, f"{o.module}.lean"), o.source.encode())
+                   for o in outcomes if o.source}
+        if bad := [o.result for o in outcomes if not o.result.ok]:
+            if refused := [r for r in bad if r.status != "resources"]:
+                r = refused[0]
+                p.rejection = Rejection(subject=f"{r.module}.lean", reason="kernel", detail=f"kernel: {r.module} "
+                                        f"{r.status}: {(r.failures[0].render() if r.failures else r.detail)[:300]}")
+            else:
+                p.unchecked = f"{p.id} was not checked: " + "; ".join(r.detail for r in bad)
+            return p
+        written[lay.name] = setting.emit(Path(instance.path),
+                                         shards.emit_whole(lay, [o.extra for o in outcomes[:lay.shards]]).encode())
+        for m in [lay.name, *lay.module_names()[:-1]]:
+            rel = Path(lean_dir, f"{m}.lean")
+            p.inputs.append(setting.emitted("lean", rel, derived_from="trace"))
+            p.located[rel.as_posix()] = written[m]
+        p.lean_file, p.parts = written[lay.name], [written[m] for m in lay.module_names()[:-1]]
+        return p
+
+
+def shard_works(trace: Trace, lay: shards.Layout) -> list[cluster.Work]:
+    """One task per shard (its references and nothing else) and per schedule module."""
+    parts = shards.shard_refs(trace.refs, lay)
+    shards.check_merge(trace.refs, lay, parts)
+    works = [cluster.Work(lay.shard_name(i), functools.partial(shards.emit_shard, part, lay.sha256, lay.shard_name(i),
+                                                               lay.cuts[i], lay.cuts[i + 1]),
+                          size=f"{len(part):,} references") for i, part in enumerate(parts)]
+    for t in range(lay.sched_modules):
+        part = lay.sched_part(t)
+        works.append(cluster.Work(lay.sched_name(t), functools.partial(
+            _sched_source, part, lay.shards, lay.sched_name(t), t * shards.SCHED_REFS), size=f"{len(part):,} references"))
+    return works
+
+
+def _sched_source(part: np.ndarray, count: int, name: str, first: int) -> tuple[str, None]:
+    return shards.emit_sched(part, count, name, first), None
 
 
 PRODUCER = CeilingProducer()

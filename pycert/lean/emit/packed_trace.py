@@ -196,7 +196,7 @@ def nat_defs(name: str, doc: str, value: int, piece_bits: int = PIECE_BITS,
 
 def data_defs(inst: Packed, piece_bits: int = PIECE_BITS) -> list[str]:
     """The definitions of a packed instance's vectors ``X``, ``K``, ``S`` and its network ``net``
-    (what a whole-trace file and a capacity file both hold)."""
+    (what a whole-trace file, a shard's file and a capacity file hold)."""
     n, d = inst.refs, inst.distinct
     layers = []
     for i, (k, c) in enumerate(inst.net):

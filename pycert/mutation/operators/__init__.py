@@ -31,12 +31,13 @@ from pycert.mutation.operators.leak import LeakRun
 from pycert.mutation.operators.lean_statement import LeanStatement
 from pycert.mutation.operators.proof import Proof
 from pycert.mutation.operators.report_verifier import ReportVerifier
+from pycert.mutation.operators.shards import ShardDefects
 from pycert.mutation.operators.solver import Solver
 from pycert.mutation.operators.trace_engine import TraceEngine
 
-OPERATORS: tuple[type[Operator], ...] = (LeanStatement, Proof, InstanceData, Solver, CertificateTamper, Forgery,
-                                         KernelForgery, KernelLink, Capacity, AuditSelfTest, TraceEngine, ReportVerifier,
-                                         LeakRun)
+OPERATORS: tuple[type[Operator], ...] = (LeanStatement, Proof, InstanceData, ShardDefects, Solver, CertificateTamper,
+                                         Forgery, KernelForgery, KernelLink, Capacity, AuditSelfTest, TraceEngine,
+                                         ReportVerifier, LeakRun)
 
 __all__ = ["AUDIT_HEADER", "CEILING_CERT", "CERT_DIR", "OPERATORS", "TRACE_INPUT", "WINDOW", "Operator", "Planned",
            "Verdict", "expect_failure"]
