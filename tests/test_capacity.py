@@ -4,10 +4,12 @@ kernel (a small trace of 64-bit ids in the fast suite, both Mooncake traces at 1
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
 import shutil
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +21,10 @@ import pycert.analysis.cachesim as cachesim
 import pycert.analysis.optcurve as optcurve
 from pycert import prove
 from pycert.analysis.capacity import belady_hit_flags, bound, bound_pairs, cut_list
+from pycert.analysis.offload import offload_report
 from pycert.analysis.optcurve import opt_hit_curve
+from pycert.certify import report
+from pycert.certify.evidence import with_evidence
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest
 from pycert.certify.verify import verify_certificate
@@ -191,6 +196,9 @@ class OffByOne:
     def hits(self, c: int) -> int:
         return self.curve.hits(c) + 1  # type: ignore[attr-defined]
 
+    def hit_rate(self, c: int) -> Fraction:
+        return Fraction(self.hits(c), self.curve.refs)  # type: ignore[attr-defined]
+
 
 def test_a_belady_engine_off_by_one_is_caught(proved: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """The OPT curve one hit high: the second engine (a direct MIN simulation) disagrees. Both one high:
@@ -215,3 +223,44 @@ def test_mooncake_traces_at_128_blocks(name: str, tmp_path: Path) -> None:
     cert = tmp_path / "certs" / f"capacity-{name.removesuffix('.jsonl').replace('_', '-')}-c128.json"
     assert figures_of(cert)["max_hits"] == opt_hit_curve(read_trace(trace).refs).hits(128)
     assert verify_certificate(cert, inputs={name: trace}).status == "ok"
+
+
+def test_the_offload_report_marks_what_a_capacity_certificate_proves(proved: tuple[Path, Path]) -> None:
+    """At the certified capacity, Belady's GPU-only hit rate is kernel-checked (its certificate verified);
+    every other figure stays computed, and the two headrooms add up to the whole."""
+    trace_path, certs = proved
+    trace = dataclasses.replace(read_trace(trace_path), block_tokens=16)
+    rep = with_evidence(offload_report(trace, 2 * 16, control_k=None), trace_path, certs)
+    assert rep.evidence["gpu_only_belady_hit_rate"] == "kernel-checked"
+    assert rep.evidence_by["gpu_only_belady_hit_rate"] == "capacity-ids-c2.json"
+    assert {k for k, v in rep.evidence.items() if v == "kernel-checked"} == {"gpu_only_belady_hit_rate"}
+    p = rep.primary
+    assert p.policy_headroom_pp.value + p.tier_headroom_pp.value == p.headroom_pp.value
+    assert p.gpu_only_belady_hit_rate.value == Fraction(figures_of(certs / "capacity-ids-c2.json")["max_hits"], p.refs)
+    at_three = with_evidence(offload_report(trace, 3 * 16, control_k=None), trace_path, certs)
+    assert set(at_three.evidence.values()) == {"computed"}  # no certificate at 3 blocks
+
+
+def test_an_offload_engine_off_by_one_is_refused_against_the_certificate(proved: tuple[Path, Path],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report's Belady figure one hit high, the certificate verified with the real engine: the two
+    disagree, and the report names both numbers instead of marking either."""
+    trace_path, certs = proved
+    trace = dataclasses.replace(read_trace(trace_path), block_tokens=16)
+    real = optcurve.opt_hit_curve
+    with monkeypatch.context() as m:
+        m.setattr(optcurve, "opt_hit_curve", lambda refs: OffByOne(real(refs)))
+        rep = offload_report(trace, 2 * 16, control_k=None)
+    with pytest.raises(Rejected, match="gpu_only_belady_hit_rate.*kernel-checked in capacity-ids-c2.json"):
+        with_evidence(rep, trace_path, certs)
+
+
+def test_the_report_marks_each_certified_capacity_on_its_trace(proved: tuple[Path, Path], tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    trace, certs = proved
+    drawn: dict[str, list[tuple[int, int]]] = {}
+    monkeypatch.setattr(report, "curve_png", lambda path, sha, label, marks=(): drawn.setdefault(label, list(marks))
+                        and b"png")
+    report.write_report(certs, tmp_path / "r.html", inputs={"ids.txt": trace})
+    h = {c: figures_of(certs / f"capacity-ids-c{c}.json")["max_hits"] for c in (2, 16)}
+    assert drawn == {"ids.txt": [(2, h[2]), (16, h[16])]}

@@ -23,6 +23,13 @@ blocks (unbounded when not given):
   rate that GPU-only LRU leaves on the table.
 - ``gpu_share_of_achievable`` = gpu_only_hit_rate / max_achievable_hit_rate (absent when nothing is
   achievable, i.e. no block is ever reused).
+- ``policy_headroom_pp`` = 100 * (gpu_only_belady_hit_rate - gpu_only_hit_rate): what a better eviction
+  policy can still win at ``G`` (OPT(G) - LRU(G)), and ``tier_headroom_pp`` = 100 *
+  (max_achievable_hit_rate - gpu_only_belady_hit_rate): what only an extra tier can win (ceiling -
+  OPT(G)). The two add up to ``headroom_pp``.
+
+Each figure is computed; ``pycert trace offload --certs DIR`` marks those that certificates in DIR
+prove for the same trace (its sha256) as kernel-checked (``OffloadReport.evidence``).
 
 The **granularity control** arm repeats the report on the trace coarsened by ``k``
 (:func:`pycert.data.traces.coarsen`: blocks of ``k`` times the tokens) at the same token capacities. A
@@ -38,6 +45,7 @@ from pydantic import BaseModel
 from pycert.analysis.cachesim import lru_hit_curve
 from pycert.core.errors import InputError
 from pycert.core.exact import Ratio
+from pycert.core.schema import EvidenceState
 from pycert.data.traces import Trace, coarsen
 
 
@@ -59,6 +67,8 @@ class OffloadArm(BaseModel):
     host_load_frac: Ratio
     headroom_pp: Ratio
     gpu_share_of_achievable: Ratio | None
+    policy_headroom_pp: Ratio
+    tier_headroom_pp: Ratio
 
 
 class OffloadReport(BaseModel):
@@ -71,6 +81,11 @@ class OffloadReport(BaseModel):
     primary: OffloadArm
     control_k: int | None
     control: OffloadArm | None
+    evidence: dict[str, EvidenceState] = {}
+    """How each figure of the primary arm is known: ``computed`` unless a certificate proves it
+    (filled in by ``trace offload --certs``); the control arm's figures are computed."""
+    evidence_by: dict[str, str] = {}
+    """The certificate each kernel-checked figure comes from."""
 
 
 def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = None) -> OffloadArm:
@@ -107,6 +122,8 @@ def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = No
         host_load_frac=Ratio.of(Fraction(host_hits - gpu_hits, refs)),
         headroom_pp=Ratio.of(100 * (achievable - gpu)),
         gpu_share_of_achievable=Ratio.of(gpu / achievable) if achievable else None,
+        policy_headroom_pp=Ratio.of(100 * (opt.hit_rate(g) - gpu)),
+        tier_headroom_pp=Ratio.of(100 * (achievable - opt.hit_rate(g))),
     )
 
 

@@ -1,9 +1,11 @@
-"""PNG of hit rate against capacity: LRU and Belady/MIN, both exact at every capacity, and the
-ceiling (1 - cold-miss floor) as a horizontal line."""
+"""PNG of hit rate against capacity: LRU and Belady/MIN, both exact at every capacity, the ceiling
+(1 - cold-miss floor) as a horizontal line, and the capacities whose ceiling a certificate proves as
+marked points on the Belady line."""
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -28,8 +30,10 @@ def _rates(curve: HitCurve, caps: np.ndarray) -> np.ndarray:
     return curve.hits_at[np.minimum(caps, curve.max_distance)] / curve.refs
 
 
-def plot_hit_rates(path: Path, curve: HitCurve, opt: HitCurve | None, title: str) -> Path:
-    """Write the figure to ``path``: the LRU curve ``curve`` and the Belady/MIN curve ``opt``."""
+def plot_hit_rates(path: Path, curve: HitCurve, opt: HitCurve | None, title: str,
+                   proved: Sequence[tuple[int, int]] = ()) -> Path:
+    """Write the figure to ``path``: the LRU curve ``curve`` and the Belady/MIN curve ``opt``, and each
+    ``(capacity, hits)`` of ``proved`` (the kernel-checked ceiling at that capacity) as a marked point."""
     ceiling = (curve.refs - curve.distinct) / curve.refs
     right = max(curve.max_distance, 0 if opt is None else opt.max_distance, 2)
     caps = np.arange(1, right + 1)
@@ -39,6 +43,9 @@ def plot_hit_rates(path: Path, curve: HitCurve, opt: HitCurve | None, title: str
         ax.step(caps, _rates(opt, caps), where="post", color="tab:orange",
                 label="Belady/MIN (exact, every capacity; demand paging)")
     ax.axhline(ceiling, color="tab:red", ls="--", label=f"ceiling 1 - distinct/refs = {ceiling:.4f}")
+    if proved:
+        ax.scatter([c for c, _ in proved], [h / curve.refs for _, h in proved], marker="D", s=36, zorder=3,
+                   color="black", label="ceiling at a capacity, kernel-checked (capacity certificates)")
     ax.set_xscale("log")
     ax.set_xlim(1, right)
     ax.set_ylim(0, min(1.0, ceiling * 1.1 + 0.02))
@@ -63,8 +70,8 @@ def trace_curves(trace: Trace) -> tuple[HitCurve, HitCurve]:
     return lru_hit_curve(trace.refs), opt_hit_curve(trace.refs)
 
 
-def hit_rate_png(curve: HitCurve, opt: HitCurve, title: str) -> bytes:
+def hit_rate_png(curve: HitCurve, opt: HitCurve, title: str, proved: Sequence[tuple[int, int]] = ()) -> bytes:
     """The figure as PNG bytes (what ``trace plot`` writes and the report page shows), drawn aside for
     the caller's atomic write."""
     with tempfile.TemporaryDirectory(prefix="pycert-plot-") as scratch:
-        return plot_hit_rates(Path(scratch) / "plot.png", curve, opt, title).read_bytes()
+        return plot_hit_rates(Path(scratch) / "plot.png", curve, opt, title, proved).read_bytes()

@@ -17,7 +17,7 @@ import base64
 import hashlib
 import html
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pycert.certify.documents import parse_certificate
@@ -146,8 +146,9 @@ def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
 
 
-def curve_png(trace_path: Path, sha256: str, label: str) -> bytes:
-    """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling)."""
+def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[int, int]] = ()) -> bytes:
+    """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling),
+    with the ``(capacity, hits)`` that capacity certificates of the page prove marked on it."""
     # matplotlib and numba: only when a page draws a curve
     from pycert.analysis.plot import hit_rate_png, trace_curves
     from pycert.data.traces import read_trace
@@ -156,7 +157,7 @@ def curve_png(trace_path: Path, sha256: str, label: str) -> bytes:
     trace = read_trace(trace_path)
     if trace.sha256 != sha256:
         raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
-    return hit_rate_png(*trace_curves(trace), f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)")
+    return hit_rate_png(*trace_curves(trace), f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved)
 
 
 def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
@@ -277,6 +278,13 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     manifest, certs = load_directory(cert_dir)
     where = Locator(root=root or certificate_root(cert_dir), external=dict(inputs or {}))
     pngs: dict[str, bytes] = {}
+    proved: dict[str, list[tuple[int, int]]] = {}  # trace sha256 -> (capacity, hits) its capacity certificates prove
+    for cert, _ in certs:
+        if cert.family == "capacity":
+            figs = {f.name: f.numerator for f in cert.figures if f.denominator == 1}
+            for i in cert.inputs:
+                if i.role == "trace":
+                    proved.setdefault(i.sha256, []).append((figs["capacity_blocks"], figs["max_hits"]))
     for cert, _ in certs:
         for i in cert.inputs:
             if curves and i.role == "trace" and i.sha256 not in pngs:
@@ -284,7 +292,7 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                 if not path.exists():
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")
-                pngs[i.sha256] = curve_png(path, i.sha256, i.path)
+                pngs[i.sha256] = curve_png(path, i.sha256, i.path, sorted(proved.get(i.sha256, [])))
     externals = {i.path: i.sha256 for cert, _ in certs for i in cert.inputs if i.external}
     verify = verify_command(cert_dir, None, input_paths(externals, cert_dir, inputs), root=root)
     atomic_write(out, render_page(manifest, certs, pngs, verify=verify).encode("utf-8"))

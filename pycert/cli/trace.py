@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from pycert.analysis.cachesim import HitCurve, TraceStats, lru_hit_curve, trace_stats
 from pycert.analysis.offload import OffloadArm, OffloadReport, offload_report
 from pycert.analysis.plot import hit_rate_png, log_capacities, trace_curves
+from pycert.certify.evidence import with_evidence
 from pycert.cli import add_common, help_of
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, InputError
@@ -118,6 +119,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="granularity-control factor: the report again with K-times larger blocks (1: none; default 4)")
     o.add_argument("--block-tokens", type=_positive_int, default=None, metavar="B",
                    help="tokens per block (needed for one-id-per-line traces; Mooncake: 512)")
+    o.add_argument("--certs", type=in_path, default=None, metavar="DIR",
+                   help="certificates of this trace (pycert prove ceiling --trace T --capacity-blocks G): each "
+                        "figure they prove, verified offline, is marked kernel-checked (default: every figure computed)")
     o.set_defaults(func=cmd_offload)
 
     g = tsub.add_parser("plot", help="PNG of LRU and Belady hit rate at every capacity, with the ceiling")
@@ -219,16 +223,24 @@ def _render_offload(rep: OffloadReport) -> str:
     arms: list[OffloadArm] = [rep.primary] + ([rep.control] if rep.control else [])
     fields = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
               "cold_miss_floor", "max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
-              "host_backed_hit_rate", "host_load_frac", "headroom_pp", "gpu_share_of_achievable"]
+              "host_backed_hit_rate", "host_load_frac", "headroom_pp", "policy_headroom_pp", "tier_headroom_pp",
+              "gpu_share_of_achievable"]
 
     def cell(v: object) -> str:
         if isinstance(v, Ratio):
             return f"{v.decimal:.6f}"
         return "unbounded" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
 
-    rows = [(f, *(cell(getattr(a, f)) for a in arms)) for f in fields]
+    def known(f: str) -> list[str]:
+        if not rep.evidence:
+            return []
+        state = rep.evidence.get(f, "")
+        return [f"{state} ({rep.evidence_by[f]})" if f in rep.evidence_by else state]
+
+    rows = [(f, *(cell(getattr(a, f)) for a in arms), *known(f)) for f in fields]
     heads = ["figure", f"x{rep.primary.granularity} (as read)"]
     heads += [f"x{rep.control_k} (control)"] if rep.control else []
+    heads += [f"evidence (x{rep.primary.granularity})"] if rep.evidence else []
     host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
     return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows)])
 
@@ -240,6 +252,8 @@ def cmd_offload(args: argparse.Namespace) -> int:
             raise InputError("give --block-tokens for the trace as read, without --granularity")
         trace = replace(trace, block_tokens=args.block_tokens)
     rep = offload_report(trace, args.capacity_tokens, args.host_tokens, args.control_k)
+    if args.certs is not None:
+        rep = with_evidence(rep, trace.path, args.certs)
     emit(args.json, rep, lambda: _render_offload(rep))
     return EXIT_OK
 

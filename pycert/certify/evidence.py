@@ -1,0 +1,71 @@
+"""Which figures of an offload report certificates prove: the ceiling of the trace (any capacity) and
+its ceiling at the report's GPU capacity (the capacity family), each found in a certificate directory,
+about the same trace (its sha256), and verified offline before it counts."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path, PurePosixPath
+
+from pycert.analysis.offload import OffloadReport
+from pycert.certify.documents import load_certificate
+from pycert.certify.manifest import MANIFEST_NAME
+from pycert.certify.verify import verify_certificate
+from pycert.core.errors import InputError, Rejected, Rejection
+from pycert.core.schema import Certificate
+
+CEILING_FIGURES = ("refs", "distinct", "cold_miss_floor", "max_achievable_hit_rate")
+"""What a ceiling certificate proves of the report: its kernel-checked counts, and the rates exact
+arithmetic makes of them."""
+CAPACITY_FIGURES = ("gpu_only_belady_hit_rate",)
+"""What a capacity certificate at the report's capacity proves: no policy beats this hit rate (kernel),
+and Belady's MIN reaches it (computed, cross-checked)."""
+
+
+def _figure(cert: Certificate, name: str) -> Fraction:
+    f = next(f for f in cert.figures if f.name == name)
+    return Fraction(f.numerator, f.denominator)
+
+
+def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> OffloadReport:
+    """``rep`` with each primary figure's evidence state: ``kernel-checked`` where a certificate in
+    ``certs`` about this trace verifies (``trace``: where the trace lies, for a certificate that names it
+    as an external input) and proves it, else ``computed``. A certificate whose proved
+    figure differs from the report's is a defect in one engine or the other: refused, naming both."""
+    if not certs.is_dir():
+        raise InputError("is not a certificate directory", where=str(certs))
+    fields = [n for n, v in rep.primary if not isinstance(v, str) and n not in ("granularity", "block_tokens",
+                                                                                 "capacity_blocks", "host_blocks")]
+    evidence = dict.fromkeys(fields, "computed")
+    by: dict[str, str] = {}
+    if rep.primary.granularity != 1:
+        return rep.model_copy(update={"evidence": evidence})
+    for path in sorted(certs.glob("*.json")):
+        if path.name == MANIFEST_NAME:
+            continue
+        try:
+            cert = load_certificate(path)
+        except (InputError, Rejected):
+            continue  # not a certificate this report can use; verify names what is wrong with it
+        traces = [i for i in cert.inputs if i.role == "trace" and i.sha256 == rep.sha256]
+        proves = (CEILING_FIGURES if cert.family == "ceiling" else CAPACITY_FIGURES
+                  if cert.family == "capacity" and cert.parameters.capacity_blocks == rep.primary.capacity_blocks
+                  else ())
+        if not traces or not proves:
+            continue
+        given = {PurePosixPath(traces[0].path).name: trace} if trace is not None else None
+        if verify_certificate(path, inputs=given).status != "ok":
+            continue
+        if cert.family == "ceiling":
+            proved = {"refs": _figure(cert, "refs"), "distinct": _figure(cert, "distinct")}
+        else:
+            proved = {"gpu_only_belady_hit_rate": _figure(cert, "ceiling")}
+        for name, value in proved.items():
+            ours = getattr(rep.primary, name)
+            ours = Fraction(ours) if isinstance(ours, int) else ours.value
+            if ours != value:
+                raise Rejected(Rejection.mismatch(f"{rep.name}: {name}", f"{value} (kernel-checked in {path.name})",
+                                                  f"{ours} (pycert's engine)", reason="engine-disagrees"))
+        for name in proves:
+            evidence[name], by[name] = "kernel-checked", path.name
+    return rep.model_copy(update={"evidence": evidence, "evidence_by": by})
