@@ -28,7 +28,7 @@ from pycert.certify.evidence import with_evidence
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest
 from pycert.certify.verify import verify_certificate
-from pycert.core.errors import PycertError, Rejected
+from pycert.core.errors import InputError, PycertError, Rejected
 from pycert.data.traces import read_trace
 from pycert.families import producer
 from pycert.families.capacity import CLAIM
@@ -85,6 +85,12 @@ def test_the_emitter_states_the_pair_bound(seed: int, n: int, v: int, capacity: 
     text, plan = emit_capacity.emit_instance(refs, "0" * 64, "T", capacity, cuts)
     assert plan.max_hits == bound_pairs(refs, capacity, cuts) == opt_hit_curve(refs).hits(capacity)
     assert f"Pycert.Capacity.Bounded trace {n} {capacity} {plan.max_hits} :=" in text
+
+
+def test_a_trace_whose_sort_would_not_fit_the_heap_is_refused_before_lean() -> None:
+    refs = np.arange(524_289, dtype=np.uint64) % 40_000  # 2^20 places of 32-bit fields: 2^25 bits
+    with pytest.raises(InputError, match="need a sort of 2\\^25 bits"):
+        emit_capacity.emit_instance(refs, "0" * 64, "T", 128, [])
 
 
 def test_the_emitter_refuses_an_unsorted_cut_list() -> None:

@@ -31,11 +31,15 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel
 
-from pycert.core.errors import PycertError
+from pycert.core.errors import InputError, PycertError
 from pycert.lean.emit import INSTANCE_NAMESPACE, benes, packed_trace
 
 ENCODING = "packed-sorted-cuts/1"
 """Names this file layout in certificates; verify regenerates only the layout it knows."""
+MAX_SORT_BITS = 1 << 24
+"""The largest vector the kernel transposes within the wasm heap: ``2 ** M`` places of ``2 ** f``-bit
+fields. Measured: the conversation trace's 2^24 bits check at 3.6 GB of RSS; a million references'
+2^25 run out of the 2 GiB heap (DEVELOPERS.md), so such a file is refused before Lean runs."""
 
 
 def rotation_pairs(f: int, m: int) -> list[tuple[int, int]]:
@@ -191,6 +195,10 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
         raise PycertError(f"{name}: the cut list is not strictly increasing below {n} (a bug in the recipe)")
     f = w.bit_length()  # fields of 2 ** f bits
     m_log = places_log2(n)
+    if 1 << (m_log + f) > MAX_SORT_BITS:
+        raise InputError(f"{n} references over {d} blocks need a sort of 2^{m_log + f} bits, and one capacity "
+                         f"instance holds 2^{MAX_SORT_BITS.bit_length() - 1} (the wasm Lean's heap): a trace this "
+                         "long is not certified at a capacity yet", where=name)
     wx = max(1, d.bit_length())
     x = np.asarray(packed_trace.unpack(inst.x, w + 1, n), dtype=np.int64)
     sigma = sorted_order(x, m_log)
