@@ -24,15 +24,17 @@ from pycert.analysis.capacity import belady_hit_flags, bound, bound_pairs, cut_l
 from pycert.analysis.offload import offload_report
 from pycert.analysis.optcurve import opt_hit_curve
 from pycert.certify import report
+from pycert.cli import main
 from pycert.certify.evidence import with_evidence
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest
 from pycert.certify.verify import verify_certificate
 from pycert.core.errors import InputError, PycertError, Rejected
+from pycert.data import synthetic
 from pycert.data.traces import read_trace
 from pycert.families import producer
 from pycert.families.capacity import CLAIM
-from pycert.families.capacity.produce import CapacityOptions
+from pycert.families.capacity.produce import CapacityOptions, capacities
 from pycert.lean.emit import capacity as emit_capacity
 from tests.conftest import SHARED_TRACES
 from tests.test_cachesim import optimal_hits  # the exhaustive optimum: every eviction tried
@@ -97,6 +99,19 @@ def test_the_emitter_refuses_an_unsorted_cut_list() -> None:
     refs = [1, 2, 3, 1, 2, 3, 1, 2, 3]
     with pytest.raises(PycertError, match="strictly increasing"):
         emit_capacity.emit_instance(refs, "0" * 64, "T", 2, [4, 2])
+
+
+def test_capacities_in_tokens_become_whole_blocks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = synthetic.default_trace()  # Mooncake format: 512 tokens a block
+    opts = CapacityOptions(capacity_blocks=[128, 4], capacity_tokens=[65_536, 1_000, 2_048])
+    assert capacities(opts, trace) == [128, 4, 1]
+    assert capacities(opts.model_copy(update={"block_tokens": 1_000}), trace) == [128, 4, 65, 1, 2]
+    ids = write_ids(tmp_path / "ids.txt", 10, 3, seed=1)
+    assert main(["prove", "capacity", "--trace", str(ids), "--capacity-tokens", "1000", "--out",
+                 str(tmp_path / "c")]) == 2
+    assert "give --block-tokens" in capsys.readouterr().err and not (tmp_path / "c").exists()
+    assert main(["prove", "capacity", "--trace", str(ids), "--out", str(tmp_path / "c")]) == 2
+    assert "--capacity-blocks" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------- on the kernel
