@@ -107,6 +107,10 @@ def test_a_64_bit_trace_in_three_shards_is_proved_on_ray(wasm, tmp_path: Path) -
     assert "Pycert.Shards.merge_figures" in cert["theorems"]
     res = verify_certificate(out / "ceiling-big64.json", inputs={"big64.txt": trace})
     assert res.ok, res.failures
+    # --kernel rebuilds every regenerated module (shards, schedule, composition) and reads the figures
+    # off the composition's rebuilt headline
+    res = verify_certificate(out / "ceiling-big64.json", inputs={"big64.txt": trace}, kernel=True, backend="wasm")
+    assert res.ok and "figures off the kernel" in res.checked, res.failures
     shard = out / "lean" / "derived" / "CeilingBig64Shard1.lean"
     kept = shard.read_text()
     shard.write_text(kept.replace("theorem shard", "theorem shard ", 1))
