@@ -82,7 +82,8 @@ def report_command(cert_dir: Path, inputs: Mapping[str, Path | None]) -> str:
 
 def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> str:
     """The ``pycert prove`` that would write ``cert_files`` (of ``cert_dir``) again: their family (``all``
-    when they are of several) and a ``--trace`` for each trace but the embedded default."""
+    when they are of several), a ``--trace`` for each trace but the embedded default and the capacities of
+    capacity certificates (which may make a few more: every trace at every capacity named)."""
     families = sorted({str((declared(f) or {}).get("family")) for f in cert_files})
     externals = input_paths(external_inputs(cert_files), cert_dir)
     beside = certificate_root(cert_dir).parent
@@ -98,5 +99,8 @@ def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> str:
                 traces.append(shown(found) if found else shlex.quote(f"{UNKNOWN}/{i['path']}"))
             else:
                 traces.append(shown(beside / i["path"]))
-    return (f"pycert prove {families[0] if len(families) == 1 else 'all'}" + "".join(f" --trace {t}" for t in traces)
-            + f" --out {shown(cert_dir)}")
+    capacities = sorted({int(c) for f in cert_files
+                         if isinstance(c := ((declared(f) or {}).get("parameters") or {}).get("capacity_blocks"), int)})
+    return (f"pycert prove {families[0] if len(families) == 1 else 'all'}"
+            + "".join(f" --trace {t}" for t in dict.fromkeys(traces))
+            + (f" --capacity-blocks {','.join(map(str, capacities))}" if capacities else "") + f" --out {shown(cert_dir)}")
