@@ -9,6 +9,8 @@ import hashlib
 import json
 import random
 import shutil
+from collections import OrderedDict
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 
@@ -24,11 +26,11 @@ from pycert.analysis.capacity import belady_hit_flags, bound, bound_pairs, cut_l
 from pycert.analysis.offload import offload_report
 from pycert.analysis.optcurve import opt_hit_curve
 from pycert.certify import report
-from pycert.cli import main
 from pycert.certify.evidence import with_evidence
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest
 from pycert.certify.verify import verify_certificate
+from pycert.cli import main
 from pycert.core.errors import InputError, PycertError, Rejected
 from pycert.data import synthetic
 from pycert.data.traces import read_trace
@@ -38,7 +40,6 @@ from pycert.families.capacity.produce import CapacityOptions, capacities
 from pycert.lean.emit import capacity as emit_capacity
 from tests.conftest import SHARED_TRACES
 from tests.test_cachesim import optimal_hits  # the exhaustive optimum: every eviction tried
-
 
 small_traces = st.lists(st.integers(0, 4), min_size=1, max_size=12)
 
@@ -280,8 +281,28 @@ def test_the_report_marks_each_certified_capacity_on_its_trace(proved: tuple[Pat
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     trace, certs = proved
     drawn: dict[str, list[tuple[int, int]]] = {}
-    monkeypatch.setattr(report, "curve_png", lambda path, sha, label, marks=(): drawn.setdefault(label, list(marks))
-                        and b"png")
+    real = report.curve_png
+
+    def spy(path: Path, sha: str, label: str, marks: Sequence[tuple[int, int]] = ()) -> report.Curve:
+        drawn[label] = list(marks)
+        return real(path, sha, label, marks)
+
+    monkeypatch.setattr(report, "curve_png", spy)
     report.write_report(certs, tmp_path / "r.html", inputs={"ids.txt": trace})
     h = {c: figures_of(certs / f"capacity-ids-c{c}.json")["max_hits"] for c in (2, 16)}
     assert drawn == {"ids.txt": [(2, h[2]), (16, h[16])]}
+    # each capacity's two headrooms, against an LRU simulated here
+    page, refs = (tmp_path / "r.html").read_text(), read_trace(trace).refs.tolist()
+    for c in (2, 16):
+        cache: OrderedDict[int, None] = OrderedDict()
+        lru = 0
+        for x in refs:
+            lru += x in cache
+            cache[x] = None
+            cache.move_to_end(x)
+            if len(cache) > c:
+                cache.popitem(last=False)
+        assert f"Headroom at {c:,} blocks.</strong> LRU {lru:,} hits" in page
+        assert f"win at most <strong>{100 * (h[c] - lru) / len(refs):.2f} points</strong>" in page
+        ceiling = len(refs) - len(set(refs))
+        assert f"the other <strong>{100 * (ceiling - h[c]) / len(refs):.2f}</strong>" in page

@@ -18,7 +18,9 @@ import hashlib
 import html
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pycert.certify.documents import parse_certificate
 from pycert.certify.hints import input_paths, verify_command
@@ -31,6 +33,9 @@ from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
 from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
 from pycert.lean.sources import library_signatures
+
+if TYPE_CHECKING:  # numpy: the page imports the trace engine only when it draws a curve
+    from pycert.analysis.cachesim import HitCurve
 
 _SCRIPT = r"""
 "use strict";
@@ -146,7 +151,17 @@ def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
 
 
-def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[int, int]] = ()) -> bytes:
+@dataclass(frozen=True)
+class Curve:
+    """One trace's figure for the page, and what its capacity certificates' headroom lines need."""
+
+    png: bytes
+    refs: int
+    distinct: int
+    lru: HitCurve
+
+
+def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[int, int]] = ()) -> Curve:
     """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling),
     with the ``(capacity, hits)`` that capacity certificates of the page prove marked on it."""
     # matplotlib and numba: only when a page draws a curve
@@ -157,7 +172,31 @@ def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[
     trace = read_trace(trace_path)
     if trace.sha256 != sha256:
         raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
-    return hit_rate_png(*trace_curves(trace), f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved)
+    lru, opt = trace_curves(trace)
+    png = hit_rate_png(lru, opt, f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved)
+    return Curve(png=png, refs=trace.n_refs, distinct=len(set(trace.refs.tolist())), lru=lru)
+
+
+def headroom(cert: Certificate, curve: Curve, ceilings: dict[str, tuple[int, str]]) -> str:
+    """A capacity certificate's two headrooms at its capacity: what a better eviction policy can still win
+    (OPT(C) - LRU(C)) and what only an extra tier can win (ceiling - OPT(C)), each figure with how it
+    is known. ``ceilings``: trace sha256 -> (max hits, certificate id) of a ceiling certificate on the page."""
+    figs = {f.name: f.numerator for f in cert.figures if f.denominator == 1}
+    [trace] = [i for i in cert.inputs if i.role == "trace"]
+    c, opt, n = figs["capacity_blocks"], figs["max_hits"], curve.refs
+    lru = curve.lru.hits(c)
+    ceiling, by = ceilings.get(trace.sha256, (n - curve.distinct, ""))
+    known = (f"kernel-checked in <a href=\"#cert-{_e(by)}\">{_e(by)}</a>" if by
+             else "computed by pycert's trace engine: no ceiling certificate of this trace is on the page")
+
+    def pct(hits: int) -> str:
+        return f"{100 * hits / n:.2f}%"
+
+    return (f"<p><strong>Headroom at {c:,} blocks.</strong> LRU {lru:,} hits ({pct(lru)}, computed by pycert's "
+            f"trace engine); Belady's MIN {opt:,} ({pct(opt)}, this certificate's kernel-checked bound, attained "
+            f"as computed); the capacity-free ceiling {ceiling:,} ({pct(ceiling)}, {known}). A better eviction "
+            f"policy can win at most <strong>{100 * (opt - lru) / n:.2f} points</strong> (OPT - LRU); only an extra "
+            f"tier can win the other <strong>{100 * (ceiling - opt) / n:.2f}</strong> (ceiling - OPT).</p>")
 
 
 def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
@@ -166,7 +205,7 @@ def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, bytes]) -> str:
+def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, bytes], extra: str = "") -> str:
     figures = _rows(
         [(f"<code>{_e(f.name)}</code>", _e(f"{f.numerator}/{f.denominator}" if f.denominator != 1 else f.numerator),
           _e(f.decimal), _e(f.unit), f'<span class="evidence">{_e(f.evidence)}</span>', _e(f.known_by))
@@ -192,6 +231,7 @@ def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, byte
 <p class="claim"><strong>Claim.</strong> {_e(cert.claim)}</p>
 {figures}
 <p><strong>Rests on:</strong> {theorems}</p>
+{extra}
 {images}
 <h3>Inputs</h3>
 {inputs}
@@ -234,7 +274,7 @@ def embedded_json(value: object) -> str:
 
 
 def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], curves: dict[str, bytes],
-                library: dict[str, str] | None = None, *, verify: str) -> str:
+                library: dict[str, str] | None = None, *, verify: str, extras: dict[str, str] | None = None) -> str:
     """``library``: theorem -> source signature of the library the page's verifier checks against
     (default: pycert's own); ``verify``: the command that re-checks the certificates offline."""
     if library is None:
@@ -258,7 +298,7 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 <ul id="verdict-details"></ul>
 <h2>Index</h2>
 {index}
-{"".join(render_certificate(c, h, curves) for c, h in certs)}
+{"".join(render_certificate(c, h, curves, (extras or {}).get(c.id, "")) for c, h in certs)}
 <script type="application/json" id="manifest">{embedded_json(manifest)}</script>
 <script type="application/json" id="library">{embedded_json(library)}</script>
 <script type="application/json" id="headlines">{embedded_json({n: c.headline_predicate for n, c in FAMILIES.items()})}</script>
@@ -277,7 +317,7 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
 
     manifest, certs = load_directory(cert_dir)
     where = Locator(root=root or certificate_root(cert_dir), external=dict(inputs or {}))
-    pngs: dict[str, bytes] = {}
+    drawn: dict[str, Curve] = {}
     proved: dict[str, list[tuple[int, int]]] = {}  # trace sha256 -> (capacity, hits) its capacity certificates prove
     for cert, _ in certs:
         if cert.family == "capacity":
@@ -287,13 +327,18 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                     proved.setdefault(i.sha256, []).append((figs["capacity_blocks"], figs["max_hits"]))
     for cert, _ in certs:
         for i in cert.inputs:
-            if curves and i.role == "trace" and i.sha256 not in pngs:
+            if curves and i.role == "trace" and i.sha256 not in drawn:
                 path = where.locate(i)
                 if not path.exists():
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")
-                pngs[i.sha256] = curve_png(path, i.sha256, i.path, sorted(proved.get(i.sha256, [])))
+                drawn[i.sha256] = curve_png(path, i.sha256, i.path, sorted(proved.get(i.sha256, [])))
+    ceilings = {i.sha256: (f.numerator, cert.id) for cert, _ in certs if cert.family == "ceiling"
+                for i in cert.inputs if i.role == "trace" for f in cert.figures if f.name == "max_hits"}
+    extras = {cert.id: headroom(cert, drawn[i.sha256], ceilings) for cert, _ in certs if cert.family == "capacity"
+              for i in cert.inputs if i.role == "trace" and i.sha256 in drawn}
     externals = {i.path: i.sha256 for cert, _ in certs for i in cert.inputs if i.external}
     verify = verify_command(cert_dir, None, input_paths(externals, cert_dir, inputs), root=root)
-    atomic_write(out, render_page(manifest, certs, pngs, verify=verify).encode("utf-8"))
+    pngs = {sha: curve.png for sha, curve in drawn.items()}
+    atomic_write(out, render_page(manifest, certs, pngs, verify=verify, extras=extras).encode("utf-8"))
     return out, len(certs)
