@@ -115,6 +115,22 @@ def test_capacities_in_tokens_become_whole_blocks(tmp_path: Path, capsys: pytest
     assert "--capacity-blocks" in capsys.readouterr().err
 
 
+
+def test_a_trace_that_would_replace_another_traces_certificates_is_refused(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A stranger's session: `prove capacity` silently overwrote another trace's certificate of the same name."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "capacity-ids-c2.json").write_text(json.dumps({"inputs": [{"role": "trace", "path": "ids.txt"}]}))
+    other = write_ids(tmp_path / "ids.dat", 10, 3, seed=2)
+    assert main(["prove", "capacity", "--trace", str(other), "--capacity-blocks", "2", "--out", str(out)]) == 2
+    assert "capacity-ids-c2.json certifies trace ids.txt" in capsys.readouterr().err
+    a, b = write_ids(tmp_path / "t.txt", 10, 3, seed=3), write_ids(tmp_path / "t.dat", 10, 3, seed=4)
+    assert main(["prove", "capacity", "--trace", str(a), "--trace", str(b), "--capacity-blocks", "2",
+                 "--out", str(tmp_path / "o2")]) == 2
+    assert "would both make capacity-t-c<C>" in capsys.readouterr().err and not (tmp_path / "o2").exists()
+
+
 # ---------------------------------------------------------------------------- on the kernel
 
 

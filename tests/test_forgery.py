@@ -13,6 +13,7 @@ import pytest
 
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest
 from pycert.certify.verify import verify_certificate
+from pycert.cli import main
 from pycert.mutation.operators.forgery import set_theorems, sorry_in_audit
 from tests.conftest import REPO as REPO_ROOT
 
@@ -163,3 +164,44 @@ def test_prove_refuses_two_traces_with_one_file_name(tmp_path: Path) -> None:
               out_dir=tmp_path / "certs")
     assert err.value.where == str(tmp_path / "b" / "t.jsonl")
     assert not (tmp_path / "certs").exists()
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d.update(inputs=[]),
+    lambda d: d["inputs"].pop(0),
+    lambda d: d["inputs"].insert(0, dict(d["inputs"][0])),
+], ids=["no-inputs", "no-trace", "two-traces"])
+def test_an_input_list_without_one_trace_is_rejected_not_a_crash(tmp_path: Path, edit: Callable[[dict], None],
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A stranger's session: verify (and the report) crashed on a certificate naming no trace or two."""
+    root = copy_repo(tmp_path / "copy")
+    path = forge(root, CEILING, edit)
+    assert main(["verify", "--json", str(path)]) == 1
+    [res] = json.loads(capsys.readouterr().out)
+    assert any(f["subject"] == "inputs[role=trace]" for f in res["failures"]), res
+
+
+@pytest.mark.parametrize("shards", [0, 1 << 17, 10**30])
+def test_an_absurd_shard_count_is_rejected_before_any_arithmetic(tmp_path: Path, shards: int) -> None:
+    root = copy_repo(tmp_path / "copy")
+    path = forge(root, CEILING, lambda d: d["parameters"].update(shards=shards))
+    res = verify_certificate(path, root=root / "certificates")
+    assert res.status == "rejected" and res.failures[0].subject == "parameters.shards", res.failures
+
+
+@pytest.mark.parametrize("value", ["5339", 5339.0, True])
+def test_a_figure_must_be_a_json_integer(tmp_path: Path, value: object) -> None:
+    root = copy_repo(tmp_path / "copy")
+    path = forge(root, CEILING, lambda d: next(f for f in d["figures"] if f["name"] == "refs").update(numerator=value))
+    res = verify_certificate(path, root=root / "certificates")
+    assert res.status == "rejected" and "must be a JSON integer" in res.failures[0].detail, res.failures
+
+
+def test_a_manifest_that_vouches_for_bytes_that_are_no_certificate_means_tampering(tmp_path: Path) -> None:
+    root = copy_repo(tmp_path / "copy")
+    path = root / "certificates" / CEILING
+    path.write_text('{"schema": "pycert-cert/1", "id": ')
+    manifest = root / "certificates" / MANIFEST_NAME
+    entries = dict(reversed(line.split("  ", 1)) for line in manifest.read_text().splitlines())
+    manifest.write_text(render_manifest({**entries, CEILING: hashlib.sha256(path.read_bytes()).hexdigest()}))
+    assert verify_certificate(path, root=root / "certificates").status == "rejected"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,14 @@ def test_a_task_lost_on_every_try_is_reported_by_module() -> None:
     assert f"lost on every one of {cluster.RETRIES + 1} tries" in r.detail and "12 references" in r.detail
     with pytest.raises(InputError, match="Shard9: no such shard"):
         cluster.check_all([cluster.Work("CeilingXShard9", _refuses)], backend="wasm", timeout=60)
+
+
+def test_an_unreachable_ray_address_is_refused_at_once(tmp_path: Path) -> None:
+    """A stranger's session: an address nothing listens on made Ray retry for minutes."""
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(InputError, match="cannot reach the Ray cluster") as err:
+        cluster.reachable(f"127.0.0.1:{port}", timeout=5)
+    assert err.value.where == f"--ray-address 127.0.0.1:{port}"
+    cluster.reachable("auto")  # no host and port: left to Ray

@@ -319,12 +319,15 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     where = Locator(root=root or certificate_root(cert_dir), external=dict(inputs or {}))
     drawn: dict[str, Curve] = {}
     proved: dict[str, list[tuple[int, int]]] = {}  # trace sha256 -> (capacity, hits) its capacity certificates prove
-    for cert, _ in certs:
-        if cert.family == "capacity":
-            figs = {f.name: f.numerator for f in cert.figures if f.denominator == 1}
-            for i in cert.inputs:
-                if i.role == "trace":
-                    proved.setdefault(i.sha256, []).append((figs["capacity_blocks"], figs["max_hits"]))
+    # A capacity certificate whose inputs or figures are not what its family names gets no mark and no
+    # headroom line (the page's own verifier, and pycert verify, say what is wrong with it).
+    capacity = [c for c, _ in certs if c.family == "capacity" and not FAMILIES["capacity"].required(c.parameters, c.inputs)
+                and {"capacity_blocks", "max_hits"} <= {f.name for f in c.figures if f.denominator == 1}]
+    for cert in capacity:
+        figs = {f.name: f.numerator for f in cert.figures if f.denominator == 1}
+        for i in cert.inputs:
+            if i.role == "trace":
+                proved.setdefault(i.sha256, []).append((figs["capacity_blocks"], figs["max_hits"]))
     for cert, _ in certs:
         for i in cert.inputs:
             if curves and i.role == "trace" and i.sha256 not in drawn:
@@ -335,7 +338,7 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                 drawn[i.sha256] = curve_png(path, i.sha256, i.path, sorted(proved.get(i.sha256, [])))
     ceilings = {i.sha256: (f.numerator, cert.id) for cert, _ in certs if cert.family == "ceiling"
                 for i in cert.inputs if i.role == "trace" for f in cert.figures if f.name == "max_hits"}
-    extras = {cert.id: headroom(cert, drawn[i.sha256], ceilings) for cert, _ in certs if cert.family == "capacity"
+    extras = {cert.id: headroom(cert, drawn[i.sha256], ceilings) for cert in capacity
               for i in cert.inputs if i.role == "trace" and i.sha256 in drawn}
     externals = {i.path: i.sha256 for cert, _ in certs for i in cert.inputs if i.external}
     verify = verify_command(cert_dir, None, input_paths(externals, cert_dir, inputs), root=root)

@@ -32,6 +32,8 @@ MAX_GENERATE_REQUESTS = 10_000_000
 """``trace generate --requests``: about 185 million references (10 GB of JSONL), streamed to the file."""
 MAX_SHARD_REFS = 1 << 40
 """``prove --shard-refs``: references per shard."""
+MAX_SHARDS = 1 << 16
+"""The most shards a certificate may name (10^8 references took 31): bounds what verify emits again."""
 MAX_BELADY_POINTS = 1_000
 """``trace plot --points``: each is one O(n log n) Belady pass."""
 MAX_FAMILY_SIZE = 65_536

@@ -77,6 +77,9 @@ class Figure(_Strict, Exact):
     def _bounded(cls, data: Any) -> Any:
         # before the lowest-terms check, which would reduce a number of any size first
         if isinstance(data, dict):
+            for k in ("numerator", "denominator"):  # a JSON integer, not a string, float or bool coerced to one
+                if isinstance(data.get(k), str | float | bool):
+                    raise ValueError(f"figure {data.get('name')}: {k} must be a JSON integer, got {data[k]!r}")
             sizes = [abs(v).bit_length() for k in ("numerator", "denominator")
                      if isinstance(v := data.get(k), int)]
             if max(sizes, default=0) > MAX_FIGURE_BITS:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -81,6 +82,19 @@ def _check_one(make: Callable[[], tuple[str, Any]], module: str, backend: str | 
     return {"source": text, "extra": extra, "result": r.model_dump(), "node": ray.get_runtime_context().get_node_id()}
 
 
+def reachable(address: str, timeout: float = 10.0) -> None:
+    """Refuse, in seconds, a ``HOST:PORT`` (or ``ray://HOST:PORT``) that accepts no connection: Ray itself
+    retries an unreachable head for minutes before it gives up."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto", "local" and the like: Ray's own answer
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot reach the Ray cluster: {getattr(exc, 'strerror', None) or exc}",
+                         where=f"--ray-address {address}") from None
+
+
 def connect(address: str | None) -> str:
     """Join the cluster at ``address``, or start a local one on this machine's cores; what was joined."""
     import ray  # 0.3 s to import, and only a sharded proof needs it
@@ -91,6 +105,7 @@ def connect(address: str | None) -> str:
     options: dict[str, Any] = dict(log_to_driver=False, configure_logging=False, runtime_env={"env_vars": env})
     try:
         if address:
+            reachable(address)
             ray.init(address=address, **options)
             return f"the Ray cluster at {address}"
         ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, **options)

@@ -4,17 +4,19 @@ whole-trace Lean instance and record what pycert's engines expect the kernel to 
 from __future__ import annotations
 
 import argparse
+import re
 from fractions import Fraction
 from pathlib import Path
 
 from pycert.core.errors import InputError
 from pycert.core.files import check_input
-from pycert.core.limits import in_path, int_list, int_range
+from pycert.core.limits import int_list, int_range
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
 from pycert.families.capacity import CLAIM, CapacityParams, instance_text, names
 from pycert.families.ceiling import DEFAULT_TRACE, slug
+from pycert.families.ceiling.produce import certified_trace
 from pycert.lean.emit.capacity import ENCODING
 
 
@@ -82,6 +84,21 @@ class CapacityProducer(Producer):
             check_input(trace, "a trace file", missing="no such trace file")
             if not slug(trace.stem):
                 raise InputError("a trace's file name needs a letter or digit (it names the certificate)", where=str(trace))
+        # As the ceiling family: two traces folding to one name, or a trace over an earlier run's
+        # certificate of another trace in --out, would overwrite each other's certificates.
+        claimed: dict[str, Path] = {}
+        for trace in self.traces(setting):
+            name = slug(trace.stem)
+            for key in (name, names(trace, 0)[1]):
+                if (other := claimed.setdefault(key, trace)) != trace:
+                    raise InputError(f"this trace and {other} would both make capacity-{name}-c<C>: rename one of them "
+                                     "(a certificate is named by its trace's file name)", where=str(trace))
+            mine = re.compile(rf"capacity-{re.escape(name)}-c[0-9]+\.json")
+            for cert in sorted(setting.out_dir.glob(f"capacity-{name}-c*.json")):
+                earlier = certified_trace(cert) if mine.fullmatch(cert.name) else None
+                if earlier is not None and earlier != trace.name:
+                    raise InputError(f"{cert} certifies trace {earlier}, which this trace's certificates would replace: "
+                                     "rename the trace or prove into another --out", where=str(trace))
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         out = []

@@ -12,7 +12,10 @@ from fractions import Fraction
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field
+
 from pycert.core.errors import Rejected, Rejection
+from pycert.core.limits import MAX_SHARDS
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Instance, Reader, input_path
 
@@ -31,7 +34,7 @@ class CeilingParams(Params):
     lean_encoding: str
     """The layout of the emitted instance files: one file (:data:`pycert.lean.emit.packed_trace.ENCODING`) or
     shards (:data:`pycert.lean.emit.shards.ENCODING`)."""
-    shards: int = 1
+    shards: int = Field(1, ge=1, le=MAX_SHARDS)
     """How many shards the split was asked for (the cuts are a function of the trace and this number)."""
 
 

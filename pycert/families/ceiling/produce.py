@@ -10,7 +10,7 @@ import numpy as np
 
 from pycert.core.errors import InputError, Rejection
 from pycert.core.files import check_input
-from pycert.core.limits import MAX_SHARD_REFS, in_path, int_range
+from pycert.core.limits import MAX_SHARD_REFS, MAX_SHARDS, in_path, int_range
 from pycert.core.schema import declared_inputs
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace
@@ -32,7 +32,7 @@ class CeilingOptions(Options):
     """The Ray cluster shards are checked on (None: a local one pycert starts)."""
 
 
-def _certified_trace(cert: Path) -> str | None:
+def certified_trace(cert: Path) -> str | None:
     """The file name of the trace an existing ceiling certificate names, or None (no such certificate,
     or one that cannot be read: writing over it then loses nothing a verifier could check)."""
     return next((PurePosixPath(i["path"]).name for i in declared_inputs(cert) or [] if i.get("role") == "trace"), None)
@@ -77,7 +77,7 @@ class CeilingProducer(Producer):
                 if (other := claimed.setdefault(key, trace)) != trace:
                     raise InputError(f"this trace and {other} would both make {key}: rename one of them "
                                      "(a certificate is named by its trace's file name)", where=str(trace))
-            earlier = _certified_trace(setting.out_dir / f"{cert_id}.json")
+            earlier = certified_trace(setting.out_dir / f"{cert_id}.json")
             if earlier is not None and earlier != trace.name:
                 raise InputError(f"{setting.out_dir / f'{cert_id}.json'} certifies trace {earlier}, which this "
                                  "trace's certificate would replace: rename the trace or prove into another --out",
@@ -102,6 +102,9 @@ class CeilingProducer(Producer):
         engine = engine_figures(trace)
         refs, distinct = int(engine["refs"]), int(engine["distinct"])
         count = shards.shard_count(refs, distinct, opts.shard_refs, *shards.shape(trace.refs)) if refs else 1
+        if count > MAX_SHARDS:
+            raise InputError(f"the trace would need {count:,} shards; a certificate names at most {MAX_SHARDS:,} "
+                             "(raise --shard-refs)", where=str(trace_path))
         params = CeilingParams(lean_encoding=shards.ENCODING if count > 1 else ENCODING, shards=count)
         instance = CLAIM.instance(params, [trace_input])
         prepared = Prepared(
