@@ -205,3 +205,12 @@ def test_a_manifest_that_vouches_for_bytes_that_are_no_certificate_means_tamperi
     entries = dict(reversed(line.split("  ", 1)) for line in manifest.read_text().splitlines())
     manifest.write_text(render_manifest({**entries, CEILING: hashlib.sha256(path.read_bytes()).hexdigest()}))
     assert verify_certificate(path, root=root / "certificates").status == "rejected"
+
+
+def test_a_certificate_under_another_id_is_rejected(tmp_path: Path) -> None:
+    """A stranger's session: an id edited (or one certificate copied over another's file) verified ok, and
+    the report then showed two certificates under one id."""
+    root = copy_repo(tmp_path / "copy")
+    path = forge(root, CEILING, lambda d: d.update(id="ceiling-other"))
+    res = verify_certificate(path, root=root / "certificates")
+    assert res.status == "rejected" and [f.subject for f in res.failures] == ["id"], res.failures

@@ -333,6 +333,8 @@ def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certifica
         return None
     result.id = cert.id
     result.checked.append("schema")
+    if path.name != cert.filename:  # the manifest and the page name a certificate by its id: one id, one file
+        result.failures.append(Rejection.mismatch("id", path.name.removesuffix(".json"), cert.id))
     return cert
 
 
