@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pycert.core.errors import InputError, PycertError
+from pycert.core.errors import InputError, PycertError, Terminated
 from pycert.core.resources import library_dir
 from pycert.lean import build
 from pycert.lean.diagnostics import CheckResult
@@ -103,6 +105,9 @@ def connect(address: str | None) -> str:
         return "the cluster this process joined before"
     env = {k: v for k, v in os.environ.items() if k.startswith(_PASSED)}
     options: dict[str, Any] = dict(log_to_driver=False, configure_logging=False, runtime_env={"env_vars": env})
+    # Ray's driver installs its own SIGTERM handler (a crash dump, exit 1): pycert's (remove the
+    # temporaries, exit 143) is put back once the cluster is joined.
+    on_term = signal.getsignal(signal.SIGTERM)
     try:
         if address:
             reachable(address)
@@ -112,6 +117,9 @@ def connect(address: str | None) -> str:
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise InputError(f"cannot start or join a Ray cluster: {str(exc).splitlines()[0]}",
                          where=f"--ray-address {address}" if address else None) from None
+    finally:
+        if on_term is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_term)
     return f"a local Ray cluster of {os.cpu_count()} cores"
 
 
@@ -127,7 +135,12 @@ def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, add
     pending = {task.remote(w.make, w.module, backend, timeout): i for i, w in enumerate(works)}
     out: dict[int, Outcome] = {}
     while pending:
-        done, _ = ray.wait(list(pending), num_returns=1)
+        try:
+            done, _ = ray.wait(list(pending), num_returns=1)
+        except SystemError as exc:  # pycert's SIGTERM handler raised inside Ray's C code: it comes back wrapped
+            if isinstance(exc.__cause__, Terminated):
+                raise exc.__cause__ from None
+            raise
         i = pending.pop(done[0])
         w = works[i]
         try:
