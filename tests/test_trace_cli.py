@@ -104,6 +104,9 @@ def test_offload_needs_block_size_for_plain_ids(tmp_path: Path, capsys: pytest.C
     assert data["primary"]["capacity_blocks"] == 2 and data["primary"]["gpu_only_hit_rate"]["numerator"] == 1
     rc, _, err = run(capsys, "offload", "--capacity-tokens", "100")
     assert rc == 2 and "holds no whole block" in err
+    # the x4 control arm alone cannot hold a block: say so, and how to drop it
+    rc, _, err = run(capsys, "offload", str(p), "--capacity-tokens", "32", "--block-tokens", "16")
+    assert rc == 2 and "--capacity-tokens: the x4 control arm's blocks of 64 tokens" in err and "--control-k 1" in err
 
 
 GOOD = '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n'

@@ -137,6 +137,10 @@ def offload_report(trace: Trace, capacity_tokens: int, host_tokens: int | None =
     if control_k is not None and control_k < 1:
         raise InputError(f"the control granularity factor must be >= 1, got {control_k}")
     k = control_k if control_k and control_k > 1 else None
+    if k is not None and trace.block_tokens is not None and trace.block_tokens <= capacity_tokens < trace.block_tokens * k:
+        raise InputError(f"the x{k} control arm's blocks of {trace.block_tokens * k} tokens do not fit a capacity of "
+                         f"{capacity_tokens} tokens: give --control-k 1 (no control arm) or a smaller factor",
+                         where="--capacity-tokens")
     return OffloadReport(
         name=trace.name, sha256=trace.sha256, capacity_tokens=capacity_tokens, host_tokens=host_tokens,
         primary=offload_arm(trace, capacity_tokens, host_tokens), control_k=k,
