@@ -156,9 +156,8 @@ class Curve:
     """One trace's figure for the page, and what its capacity certificates' headroom lines need."""
 
     png: bytes
-    refs: int
-    distinct: int
     lru: HitCurve
+    """The trace's LRU hit counts at every capacity, with its reference and distinct counts."""
 
 
 def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[int, int]] = ()) -> Curve:
@@ -174,7 +173,7 @@ def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[
         raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
     lru, opt = trace_curves(trace)
     png = hit_rate_png(lru, opt, f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved)
-    return Curve(png=png, refs=trace.n_refs, distinct=len(set(trace.refs.tolist())), lru=lru)
+    return Curve(png=png, lru=lru)
 
 
 def headroom(cert: Certificate, curve: Curve, ceilings: dict[str, tuple[int, str]]) -> str:
@@ -183,9 +182,9 @@ def headroom(cert: Certificate, curve: Curve, ceilings: dict[str, tuple[int, str
     is known. ``ceilings``: trace sha256 -> (max hits, certificate id) of a ceiling certificate on the page."""
     figs = {f.name: f.numerator for f in cert.figures if f.denominator == 1}
     [trace] = [i for i in cert.inputs if i.role == "trace"]
-    c, opt, n = figs["capacity_blocks"], figs["max_hits"], curve.refs
+    c, opt, n = figs["capacity_blocks"], figs["max_hits"], curve.lru.refs
     lru = curve.lru.hits(c)
-    ceiling, by = ceilings.get(trace.sha256, (n - curve.distinct, ""))
+    ceiling, by = ceilings.get(trace.sha256, (n - curve.lru.distinct, ""))
     known = (f"kernel-checked in <a href=\"#cert-{_e(by)}\">{_e(by)}</a>" if by
              else "computed by pycert's trace engine: no ceiling certificate of this trace is on the page")
 

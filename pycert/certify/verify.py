@@ -350,8 +350,7 @@ def _offline(path: Path, root: Path | None, manifest: Path | None, timeout: floa
     claim = FAMILIES[cert.family]
     required_ok = _check_required(cert, result)
     primary_ok = required_ok and _check_primary(cert, where, result)
-    # the text, the theorems and the headline are derived from the primary inputs: one of each role
-    one_each = all(sum(i.role == r for i in claim.primary_inputs(cert.inputs)) == 1 for r in claim.primary)
+    one_each = not claim.primary_count_errors(cert.inputs)  # what the text, theorems and headline derive from
     if primary_ok and claim.instance(cert.parameters, claim.primary_inputs(cert.inputs)) is None:
         result.checked.append("figures")  # no Lean instance: every figure from the inputs
         recomputed = recompute(cert, [], where, timeout, result)

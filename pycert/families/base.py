@@ -177,16 +177,18 @@ class Claim(ABC):
     def primary_inputs(self, inputs: Sequence[InputFile]) -> list[InputFile]:
         return [i for i in inputs if i.role in self.primary and i.derived_from is None]
 
+    def primary_count_errors(self, inputs: Sequence[InputFile]) -> list[Rejection]:
+        """A primary role named other than exactly once: nothing about the instance can be derived then."""
+        primary = self.primary_inputs(inputs)
+        return [Rejection.mismatch(f"inputs[role={role}]", f"exactly one {role} input", str(n))
+                for role in self.primary if (n := sum(i.role == role for i in primary)) != 1]
+
     def required(self, params: Params, inputs: Sequence[InputFile]) -> list[Rejection]:
         """Every way ``inputs`` differ from what a certificate with these parameters must name: exactly
         one input of each primary role, then the instance derived from them, nothing else."""
-        primary = self.primary_inputs(inputs)
-        out = []
-        for role in self.primary:
-            if (n := sum(i.role == role for i in primary)) != 1:
-                out.append(Rejection.mismatch(f"inputs[role={role}]", f"exactly one {role} input", str(n)))
-        if out:
+        if out := self.primary_count_errors(inputs):
             return out
+        primary = self.primary_inputs(inputs)
         want = [(i.role, i.path, i.external, i.derived_from) for i in primary]
         if (inst := self.instance(params, primary)) is not None:
             want.append(("lean", inst.path, False, inst.derived_from))

@@ -256,16 +256,24 @@ def render(inst: Packed, piece_bits: int = PIECE_BITS) -> str:
         "",
         f"theorem distinct_eq : Pycert.distinct trace = {d} := (traceOK_sound net checked).2",
         "",
+        *headline_lines(inst.name, n, d),
+    ])
+
+
+def headline_lines(name: str, n: int, d: int) -> list[str]:
+    """The end of a trace's instance module (one file or the composition of shards), once ``refs_eq`` and
+    ``distinct_eq`` are proved: the headline carrying both counts and the hit bound, and its ``#check``."""
+    return [
         f"/-- **Headline.** The trace has {n} references over {d} distinct blocks, and no demand-fetch policy,",
         f"of any capacity or eviction rule, hits more than {n - d} times on it (`Pycert.Ceiling.Bounded`). -/",
         f"public theorem headline : Pycert.Ceiling.Bounded trace {n} {d} {n - d} :=",
         "  Pycert.Ceiling.bounded_of_counts refs_eq distinct_eq",
         "",
-        f"end {INSTANCE_NAMESPACE}.{inst.name}",
+        f"end {INSTANCE_NAMESPACE}.{name}",
         "",
-        f"#check @{INSTANCE_NAMESPACE}.{inst.name}.headline",
+        f"#check @{INSTANCE_NAMESPACE}.{name}.headline",
         "",
-    ])
+    ]
 
 
 def emit_instance(refs: Sequence[int], sha256: str, name: str, piece_bits: int = PIECE_BITS) -> str:

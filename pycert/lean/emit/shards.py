@@ -336,15 +336,7 @@ def emit_whole(lay: Layout, figures: Sequence[tuple[int, int]]) -> str:
         "",
         f"theorem distinct_eq : Pycert.distinct trace = {d} := parts.2.trans (by decide +kernel)",
         "",
-        f"/-- **Headline.** The trace has {n} references over {d} distinct blocks, and no demand-fetch policy,",
-        f"of any capacity or eviction rule, hits more than {n - d} times on it (`Pycert.Ceiling.Bounded`). -/",
-        f"public theorem headline : Pycert.Ceiling.Bounded trace {n} {d} {n - d} :=",
-        "  Pycert.Ceiling.bounded_of_counts refs_eq distinct_eq",
-        "",
-        f"end {INSTANCE_NAMESPACE}.{lay.name}",
-        "",
-        f"#check @{INSTANCE_NAMESPACE}.{lay.name}.headline",
-        "",
+        *pt.headline_lines(lay.name, n, d),
     ])
 
 
