@@ -21,6 +21,7 @@ public import Pycert.Bits
 public import Pycert.Transpose
 public import Pycert.Planes
 public import Pycert.SortedTrace
+public import Pycert.SortedOptimum
 
 /-!
 # pycert: the theorem library

@@ -102,9 +102,9 @@ earlier one plus its own cut: no cut lies strictly between them. -/
 
 /-! ## Bits of the planes -/
 
-theorem and_bool {a b : Bool} : (a && b) = true ↔ a = true ∧ b = true := by simp
+public theorem and_bool {a b : Bool} : (a && b) = true ↔ a = true ∧ b = true := by simp
 
-theorem testBit_ones {M p : Nat} : (2 ^ 2 ^ M - 1).testBit p = decide (p < 2 ^ M) := Nat.testBit_two_pow_sub_one _ _
+public theorem testBit_ones {M p : Nat} : (2 ^ 2 ^ M - 1).testBit p = decide (p < 2 ^ M) := Nat.testBit_two_pow_sub_one _ _
 
 theorem testBit_timePlane {M e p : Nat} (hp : p < 2 ^ M) (he : e < M) : (timePlane M e).testBit p = p.testBit e := by
   unfold timePlane
@@ -123,7 +123,7 @@ theorem testBit_timePlane {M e p : Nat} (hp : p < 2 ^ M) (he : e < M) : (timePla
       · subst x; exact h
       · simp [x] at h1
 
-theorem val_timePlanes {M p : Nat} (hp : p < 2 ^ M) : val (mkPlanes (timePlane M) 0 M) p = p := by
+public theorem val_timePlanes {M p : Nat} (hp : p < 2 ^ M) : val (mkPlanes (timePlane M) 0 M) p = p := by
   rw [val_mkPlanes (timePlane M) p p 0 M (fun i hi => by rw [Nat.zero_add]; exact testBit_timePlane hp hi),
     Nat.pow_zero, Nat.div_one, Nat.mod_eq_of_lt hp]
 
@@ -156,7 +156,7 @@ theorem testBit_xPlane {f M N wx X : Nat} {rot : List (Nat × Nat)}
   · rw [if_neg hn, decide_eq_false hn, Nat.testBit_two_pow_sub_one, decide_eq_true hb]
     simp
 
-theorem val_xPlanes {f M N wx X : Nat} {rot : List (Nat × Nat)}
+public theorem val_xPlanes {f M N wx X : Nat} {rot : List (Nat × Nat)}
     (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
     (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
     (hwx : wx ≤ 2 ^ f) {t : Nat} (ht : t < 2 ^ M) :
@@ -166,7 +166,7 @@ theorem val_xPlanes {f M N wx X : Nat} {rot : List (Nat × Nat)}
       rw [Nat.zero_add]; exact testBit_xPlane hpairs hrot hwx ht hi),
     Nat.pow_zero, Nat.div_one]
 
-theorem length_xPlanes (f M N wx X : Nat) (rot : List (Nat × Nat)) : (xPlanes f M N wx X rot).length = wx :=
+public theorem length_xPlanes (f M N wx X : Nat) (rot : List (Nat × Nat)) : (xPlanes f M N wx X rot).length = wx :=
   length_mkPlanes _ _ _
 
 /-! ## The decoded trace -/
@@ -203,13 +203,13 @@ public theorem decode_facts {w n X K wt D S : Nat} (net0 : List (Nat × Nat)) (h
 
 /-! ## From the sort test to adjacent places -/
 
-theorem one_testBit {p : Nat} (h : 1 ≤ p) : (1 : Nat).testBit p = false :=
+public theorem one_testBit {p : Nat} (h : 1 ≤ p) : (1 : Nat).testBit p = false :=
   Nat.testBit_lt_two_pow (Nat.lt_of_lt_of_le (by decide) (Nat.pow_le_pow_right (by decide) h))
 
-theorem val_shl1 {p : Nat} (hp : 1 ≤ p) (Ps : List Nat) : val (Ps.map (· <<< 1)) p = val Ps (p - 1) :=
+public theorem val_shl1 {p : Nat} (hp : 1 ≤ p) (Ps : List Nat) : val (Ps.map (· <<< 1)) p = val Ps (p - 1) :=
   val_map _ (fun P => by rw [Nat.testBit_shiftLeft, decide_eq_true hp, Bool.true_and]) Ps
 
-theorem val_routed (len : Nat) (nt : List (Nat × Nat)) (Ps : List Nat) (p : Nat) :
+public theorem val_routed (len : Nat) (nt : List (Nat × Nat)) (Ps : List Nat) (p : Nat) :
     val (Ps.map (routeP len nt)) p = val Ps (perm len nt p) :=
   val_map _ (fun P => testBit_routeP len nt P p) Ps
 
@@ -405,7 +405,7 @@ theorem cuts_steps {N : Nat} {A : List Nat} {c : Nat} (h : cutsOK N A c = true) 
     rw [hc, Nat.mul_zero, Nat.add_zero, e1.1] at this
     exact this
 
-theorem val_A_count {N : Nat} {A : List Nat} {c : Nat} (h : cutsOK N A c = true) :
+public theorem val_A_count {N : Nat} {A : List Nat} {c : Nat} (h : cutsOK N A c = true) :
     ∀ t, t ≤ N → val A t = count (fun u => c.testBit u = true) t
   | 0, _ => (cuts_steps h).1
   | t + 1, ht => by
