@@ -153,3 +153,31 @@ def cut_list(refs: Sequence[int] | np.ndarray, capacity: int) -> list[int]:
     if len(chain) == 0:
         raise RuntimeError(f"no tight cut list found at capacity {capacity} (the recipe failed: a bug)")
     return chain.tolist()
+
+
+def belady_pairs(refs: Sequence[int] | np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray]:
+    """Belady's hit pairs as two flag arrays over the references: the starts (each hit's previous
+    reference to its block) and the ends (MIN's hits). The kernel checks them as the witness that
+    some policy of ``capacity`` blocks reaches the bound (``Pycert.SortedOptimum``)."""
+    arr = _as_array(refs)
+    prev, _ = _prev_next(arr)
+    ends = belady_hit_flags(arr, capacity)
+    starts = np.zeros(len(arr), dtype=bool)
+    starts[prev[ends]] = True
+    return starts, ends
+
+
+def witness_ok(refs: Sequence[int] | np.ndarray, capacity: int, starts: np.ndarray) -> bool:
+    """The hypotheses of ``Pycert.Capacity.realise`` for the starts ``starts``, read as they read: every
+    start has a later reference to its block, and at every step ``t`` at most ``capacity - 1`` starts
+    ``i < t`` have their block's next reference after ``t``."""
+    arr = _as_array(refs)
+    n = len(arr)
+    _, nxt = _prev_next(arr)
+    i = np.flatnonzero(np.asarray(starts, dtype=bool)[:n])
+    if np.any(nxt[i] >= n):
+        return False
+    opened = np.zeros(n + 1, dtype=np.int64)  # open at t for i < t < nxt[i]
+    np.add.at(opened, i + 1, 1)
+    np.add.at(opened, nxt[i], -1)
+    return bool(np.all(np.cumsum(opened[:n]) <= capacity - 1))
