@@ -201,8 +201,9 @@ def figures(run: Run) -> tuple[StageStatus, str]:
             if p.instance is not None:
                 name = p.instance.headline
                 stated = run.audit.headlines.get(name)
-                if stated is None or stated.head != p.claim.headline_predicate:
-                    raise Rejected(Rejection.mismatch(name, f"a theorem stating {p.claim.headline_predicate}",
+                predicate = p.claim.predicate(p.parameters)
+                if stated is None or stated.head != predicate:
+                    raise Rejected(Rejection.mismatch(name, f"a theorem stating {predicate}",
                                                       stated.head if stated else "no such theorem built"))
                 kernel_figures = p.claim.kernel_figures(stated.literals, name)
             p.figures = p.claim.figures(p.parameters, kernel_figures, p.inputs, p)

@@ -52,7 +52,7 @@ def make_cert(cert_id: str, family: str, parameters: dict | None = None, primary
     data = claim.regenerate(params, primary, read)
     inputs = [*primary, inst.input(hashlib.sha256(data).hexdigest())]
     signatures = theorem_signatures(data.decode("utf-8"))
-    literals = statement_literals(signatures[inst.headline], claim.headline_predicate)
+    literals = statement_literals(signatures[inst.headline], claim.predicate(params))
     assert literals is not None, signatures[inst.headline]
     if figures is None:
         figures = claim.figures(params, claim.kernel_figures(literals, inst.headline), inputs, read)

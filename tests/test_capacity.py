@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import pycert.analysis.cachesim as cachesim
 import pycert.analysis.optcurve as optcurve
 from pycert import prove
-from pycert.analysis.capacity import belady_hit_flags, bound, bound_pairs, cut_list
+from pycert.analysis.capacity import belady_hit_flags, belady_pairs, bound, bound_pairs, cut_list, witness_ok
 from pycert.analysis.offload import offload_report
 from pycert.analysis.optcurve import opt_hit_curve
 from pycert.certify import report
@@ -63,6 +63,27 @@ def test_the_recipe_is_tight(refs: list[int], capacity: int) -> None:
     assert bound_pairs(refs, capacity, cuts) == opt == bound(refs, capacity, cuts)
 
 
+@settings(max_examples=300, deadline=None)
+@given(refs=st.lists(st.integers(0, 5), min_size=1, max_size=14), capacity=st.integers(1, 4), pick=st.integers(0, 99))
+def test_beladys_pairs_are_a_witness_and_one_more_pair_is_not(refs: list[int], capacity: int, pick: int) -> None:
+    """The Python mirror of ``realise``'s hypotheses: Belady's hit pairs pass it and number the brute-force
+    optimum; any reuse pair Belady misses, added, opens ``C`` pairs at some step (else a policy would beat
+    the optimum), and so does any start without a later reference."""
+    starts, ends = belady_pairs(refs, capacity)
+    assert witness_ok(refs, capacity, starts)
+    assert int(starts.sum()) == int(ends.sum()) == optimal_hits(refs, capacity)
+    nxt = [next((j for j in range(i + 1, len(refs)) if refs[j] == refs[i]), len(refs)) for i in range(len(refs))]
+    missed = [i for i in range(len(refs)) if not starts[i] and i + 2 <= nxt[i] < len(refs)]
+    if missed:
+        more = starts.copy()
+        more[missed[pick % len(missed)]] = True
+        assert not witness_ok(refs, capacity, more)
+    last = [i for i in range(len(refs)) if nxt[i] == len(refs)]
+    lonely = starts.copy()
+    lonely[last[pick % len(last)]] = True
+    assert not witness_ok(refs, capacity, lonely)
+
+
 def test_the_greedy_is_not_tight_and_the_recipe_is() -> None:
     """The issue's example: the latest saturated point for each missed pair gives 5, the truth is 4."""
     refs = [3, 2, 1, 3, 2, 1, 3, 3, 3]
@@ -88,6 +109,9 @@ def test_the_emitter_states_the_pair_bound(seed: int, n: int, v: int, capacity: 
     text, plan = emit_capacity.emit_instance(refs, "0" * 64, "T", capacity, cuts)
     assert plan.max_hits == bound_pairs(refs, capacity, cuts) == opt_hit_curve(refs).hits(capacity)
     assert f"Pycert.Capacity.Bounded trace {n} {capacity} {plan.max_hits} :=" in text
+    text, plan = emit_capacity.emit_instance(refs, "0" * 64, "T", capacity, cuts, witness=belady_pairs(refs, capacity))
+    assert plan.witness_hits == plan.max_hits
+    assert f"Pycert.Capacity.Optimum trace {n} {capacity} {plan.max_hits} :=" in text
 
 
 def test_a_trace_whose_sort_would_not_fit_the_heap_is_refused_before_lean() -> None:
@@ -179,9 +203,16 @@ def test_certificates_at_two_capacities_hold_on_the_kernel(proved: tuple[Path, P
         doc = json.loads(cert.read_text())
         evidence = {f["name"]: f["evidence"] for f in doc["figures"]}
         assert figures_of(cert)["max_hits"] == opt_hit_curve(refs).hits(c) == figures_of(cert)["belady_hits"]
-        assert evidence["max_hits"] == "kernel-checked" and evidence["belady_hits"] == "computed-cross-checked"
-        assert f"no demand-fetch cache of {c} blocks hits more than {figures_of(cert)['max_hits']} times" in doc["claim"]
+        assert evidence["max_hits"] == evidence["belady_hits"] == "kernel-checked"
+        h = figures_of(cert)["max_hits"]
+        assert f"no demand-fetch cache of {c} blocks hits more than {h} times" in doc["claim"]
+        assert f"hits exactly {h} times, so {h} is the optimum" in doc["claim"]
+        stated = doc["statements"][doc["theorems"][-1]]["statement"]
+        assert " : Pycert.Capacity.Optimum " in stated and stated.endswith(f" 500 {c} {h}"), stated
+        assert "Pycert.Capacity.realise" in doc["theorems"]
         assert any("bypass" in limit for limit in doc["does_not_prove"])
+        assert any("both ways" in limit for limit in doc["does_not_prove"])
+        assert not any("upper bound only" in limit for limit in doc["does_not_prove"])
         assert verify_certificate(cert).status == "ok"
     assert verify_certificate(certs / "capacity-ids-c2.json", kernel=True, backend="wasm").status == "ok"
 

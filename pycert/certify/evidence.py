@@ -18,8 +18,9 @@ CEILING_FIGURES = ("refs", "distinct", "cold_miss_floor", "max_achievable_hit_ra
 """What a ceiling certificate proves of the report: its kernel-checked counts, and the rates exact
 arithmetic makes of them."""
 CAPACITY_FIGURES = ("gpu_only_belady_hit_rate",)
-"""What a capacity certificate at the report's capacity proves: no policy beats this hit rate (kernel),
-and Belady's MIN reaches it (computed, cross-checked)."""
+"""What a capacity certificate at the report's capacity proves: no policy beats this hit rate and one
+reaches it (kernel, both ways, for a certificate with Belady's pairs as a witness; the upper bound only,
+with Belady's MIN computed and cross-checked, for one without)."""
 
 
 def _figure(cert: Certificate, name: str) -> Fraction:

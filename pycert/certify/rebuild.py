@@ -120,8 +120,9 @@ def _rebuild_group(items: list[tuple[Certificate, dict[str, bytes] | None]], lib
 
 def _kernel_figures(cert: Certificate, inst, stated) -> list[Rejection]:  # noqa: ANN001
     claim = FAMILIES[cert.family]
-    if stated is None or stated.head != claim.headline_predicate:
-        return [Rejection.mismatch(f"{inst.headline} (rebuilt)", f"a theorem stating {claim.headline_predicate}",
+    predicate = claim.predicate(cert.parameters)
+    if stated is None or stated.head != predicate:
+        return [Rejection.mismatch(f"{inst.headline} (rebuilt)", f"a theorem stating {predicate}",
                                    stated.head if stated else "no such theorem built")]
     try:
         return kernel_rejections(cert, claim.kernel_figures(stated.literals, inst.headline))

@@ -60,8 +60,8 @@ function theoremProblems(bytes) {
   const out = names.length ? [] : ["names no theorem"];
   for (const name of names) {
     if (headlineName.test(name)) {  // the instance's headline: it states the family's predicate
-      const predicate = Object.prototype.hasOwnProperty.call(headlines, cert.family) ? headlines[cert.family] : undefined;
-      if (predicate === undefined || !pinned[name] || !String(pinned[name].signature).startsWith(`theorem headline : ${predicate} `))
+      const predicates = Object.prototype.hasOwnProperty.call(headlines, cert.family) ? headlines[cert.family] : [];
+      if (!pinned[name] || !predicates.some(p => String(pinned[name].signature).startsWith(`theorem headline : ${p} `)))
         out.push(`theorem ${name} does not state the family's headline predicate`);
       continue;
     }
@@ -300,7 +300,7 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 {"".join(render_certificate(c, h, curves, (extras or {}).get(c.id, "")) for c, h in certs)}
 <script type="application/json" id="manifest">{embedded_json(manifest)}</script>
 <script type="application/json" id="library">{embedded_json(library)}</script>
-<script type="application/json" id="headlines">{embedded_json({n: c.headline_predicate for n, c in FAMILIES.items()})}</script>
+<script type="application/json" id="headlines">{embedded_json({n: c.predicates() for n, c in FAMILIES.items()})}</script>
 <script>{_SCRIPT}</script>
 </body></html>
 """

@@ -214,9 +214,10 @@ def headline_literals(cert: Certificate, source: bytes) -> list[int] | Rejection
     signature = theorem_signatures(source.decode("utf-8")).get(name)
     if signature is None:
         return Rejection.mismatch(name, "a theorem of the regenerated instance", "no such theorem")
-    stated = statement_literals(signature, claim.headline_predicate)
+    predicate = claim.predicate(cert.parameters)
+    stated = statement_literals(signature, predicate)
     if stated is None:
-        return Rejection.mismatch(f"{name} (source)", f"a statement of {claim.headline_predicate}", signature)
+        return Rejection.mismatch(f"{name} (source)", f"a statement of {predicate}", signature)
     return stated
 
 

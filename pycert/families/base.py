@@ -243,14 +243,22 @@ class Claim(ABC):
     def does_not_prove(self, params: Params, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
         return self.limits
 
-    def evidence(self, name: str, solver: SolverInfo | None) -> tuple[EvidenceState, str]:
-        """How figure ``name`` is known, given the solver record the certificate carries."""
+    def predicate(self, params: Params) -> str | None:
+        """The library definition the headline of a certificate with these parameters states."""
+        return self.headline_predicate
+
+    def predicates(self) -> tuple[str, ...]:
+        """Every definition a headline of this family may state (the report page's verifier checks them)."""
+        return (self.headline_predicate,) if self.headline_predicate else ()
+
+    def evidence(self, name: str, solver: SolverInfo | None, params: Params | None = None) -> tuple[EvidenceState, str]:
+        """How figure ``name`` is known, given the solver record the certificate carries and its parameters."""
         return self.evidence_of.get(name, ("computed", ""))
 
     def derive(self, params: Params, figures: Mapping[str, Fraction], inputs: Sequence[InputFile],
                solver: SolverInfo | None = None) -> Derived:
         headline = self.headline(params, inputs) or "(no instance)"
-        known = {name: self.evidence(name, solver) for name in figures}
+        known = {name: self.evidence(name, solver, params) for name in figures}
         return Derived(claim=self.sentence(params, figures, inputs), theorems=self.theorems(params, inputs),
                        does_not_prove=self.does_not_prove(params, figures),
                        known_by={n: k[1].replace("{headline}", headline) for n, k in known.items()},

@@ -1,12 +1,16 @@
 """The ceiling at a capacity (``lean/Pycert/Capacity.lean``): no demand-fetch cache of ``C`` blocks hits
 more than ``H`` times on a trace, kernel-checked on the whole trace (``lean/Pycert/SortedTrace.lean``
-and its emitter :mod:`pycert.lean.emit.capacity`), with ``H`` Belady's hit count at ``C``.
+and its emitter :mod:`pycert.lean.emit.capacity`), with ``H`` Belady's hit count at ``C``; and, with
+Belady's hit pairs as a witness (``lean/Pycert/Realise.lean``, ``lean/Pycert/SortedOptimum.lean``),
+that some cache of ``C`` blocks hits exactly ``H`` times: ``H`` is the optimum, kernel-checked both ways.
 
 The library proves, for every policy of capacity ``C``, every trace and every cut list ``Y``,
 hits ≤ (C - 1)·|Y| + the reuses with no cut in between (``hits_le_free``). Python computes a cut list
 that makes the bound Belady's MIN hit count (:func:`pycert.analysis.capacity.cut_list`, untrusted: any
 list gives a sound bound); the kernel checks it on every reference and states ``H``; pycert then
 cross-checks ``H`` against Belady's MIN from two engines and refuses a bound that is not attained.
+Which headline a certificate states is a function of its parameters (:func:`witnessed`): the whole-trace
+instance with the witness states ``Pycert.Capacity.Optimum``; a layout without it, ``Bounded``.
 
 This module is the claim; :mod:`pycert.families.capacity.produce` makes the certificates.
 """
@@ -18,8 +22,8 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
-from pycert.core.errors import Rejected, Rejection
-from pycert.core.schema import Certificate, InputFile, Params
+from pycert.core.errors import PycertError, Rejected, Rejection
+from pycert.core.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
 from pycert.families.base import Claim, Instance, Reader, input_path
 from pycert.families.ceiling import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
 
@@ -49,14 +53,35 @@ def names(trace: PurePosixPath, capacity: int) -> tuple[str, str]:
     return f"capacity-{name}-c{capacity}", f"Capacity{lean_ident(name)}C{capacity}"
 
 
-def instance_text(refs: np.ndarray, sha256: str, module: str, capacity: int) -> tuple[bytes, Plan]:
-    """The Lean instance file of a trace at ``capacity`` blocks, with the cut list of the recipe, and what
-    it states: the one function prove and verify both call."""
+OPTIMUM = "Pycert.Capacity.Optimum"
+BOUNDED = "Pycert.Capacity.Bounded"
+WITNESS_THEOREMS = ("Pycert.Capacity.realise", "Pycert.Capacity.optimum_of", "Pycert.SortedOptimum.linked_of_sortOK",
+                    "Pycert.SortedOptimum.optimum_of_checks")
+"""The library theorems a certificate with the witness rests on as well."""
+
+
+def witnessed(params: CapacityParams) -> bool:
+    """Whether a certificate's instance carries Belady's hit pairs and states ``Optimum`` (else ``Bounded``)."""
+    from pycert.lean.emit.capacity import OPTIMUM_ENCODING  # numpy: see instance_text
+
+    return params.lean_encoding == OPTIMUM_ENCODING
+
+
+def instance_text(refs: np.ndarray, sha256: str, module: str, capacity: int,
+                  witness: bool = True) -> tuple[bytes, Plan]:
+    """The Lean instance file of a trace at ``capacity`` blocks, with the cut list of the recipe and (with
+    ``witness``) Belady's hit pairs, and what it states: the one function prove and verify both call. A
+    bound that Belady's pairs do not reach is refused before Lean runs: it cannot be stated as the optimum."""
     # numba and numpy: only for a claim that has a trace
-    from pycert.analysis.capacity import cut_list
+    from pycert.analysis.capacity import belady_pairs, cut_list
     from pycert.lean.emit import capacity as emit
 
-    text, plan = emit.emit_instance(refs, sha256, module, capacity, cut_list(refs, capacity))
+    pairs = belady_pairs(refs, capacity) if witness else None
+    text, plan = emit.emit_instance(refs, sha256, module, capacity, cut_list(refs, capacity), witness=pairs)
+    if plan.witness_hits is not None and plan.witness_hits != plan.max_hits:
+        raise PycertError(f"{module}: the cut list bounds the hits at {capacity} blocks by {plan.max_hits}, Belady's MIN "
+                          f"hits {plan.witness_hits}: the cut list was not optimal (or the engine is wrong), and a bound "
+                          "that is not attained is not written as the optimum")
     return text.encode(), plan
 
 
@@ -77,6 +102,14 @@ def belady(refs: np.ndarray, capacity: int) -> int:
     return curve
 
 
+UPPER_ONLY = ("The kernel proves the upper bound only; that Belady's MIN reaches it is computed by pycert (two engines "
+              "agreeing), not kernel-checked, so max_hits is proved to be a ceiling and computed to be the optimum.")
+BOTH_WAYS = ("The kernel proves max_hits both ways: no policy of the model hits more, and some policy of capacity_blocks "
+             "hits exactly max_hits (Belady's hit pairs, checked on every reference as a witness). That policy reads the "
+             "whole trace (it is offline, like Belady's MIN); that MIN itself is the policy reaching it is Belady's "
+             "theorem and pycert's two engines, not the kernel's.")
+
+
 class Capacity(Claim):
     name = "capacity"
     params = CapacityParams
@@ -87,14 +120,13 @@ class Capacity(Claim):
                      "Pycert.SortedTrace.bounded_of_checks", "Pycert.PackedTrace.traceOK_sound",
                      "Pycert.Route.route_inj")
     primary = ("trace",)
-    headline_predicate = "Pycert.Capacity.Bounded"
+    headline_predicate = OPTIMUM
     headline_figures = ("refs", "capacity_blocks", "max_hits")
     limits = (
         "The bound is per trace and per capacity: it says nothing about other traffic or other cache sizes.",
         "It bounds demand-fetch caches that insert every missed block (no bypass), start empty and hold blocks of "
         "one size; a cache that bypasses, prefetches, starts warm or weighs blocks by size is outside the model.",
-        "The kernel proves the upper bound only; that Belady's MIN reaches it is computed by pycert (two engines "
-        "agreeing), not kernel-checked, so max_hits is proved to be a ceiling and computed to be the optimum.",
+        UPPER_ONLY,
         "It is an oracle bound, not a connector measurement: no real cache was run.",
         "Block identity is the trace's hash ids at the trace's block size; another granularity gives other figures.",
         "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
@@ -111,15 +143,43 @@ class Capacity(Claim):
         "belady_hits": ("computed-cross-checked", "Belady's MIN at capacity_blocks: pycert's one-pass OPT curve "
                         "(pycert.analysis.optcurve), equal to a direct MIN simulation (pycert.analysis.cachesim."
                         "belady_hits) and to max_hits; libCacheSim's Belady agrees in pycert's tests"),
+    }
+    evidence_witnessed = {
+        "max_hits": ("kernel-checked", "Lean kernel: a literal of {headline} (Optimum: hits P trace ≤ it for every "
+                     "policy P of capacity C, from a cut list checked on every reference, and = it for one policy, from "
+                     "Belady's hit pairs checked on every reference)"),
+        "belady_hits": ("kernel-checked", "Lean kernel: the optimum at capacity_blocks is max_hits, a literal of "
+                        "{headline} (both ways); Belady's MIN reaches the optimum, and pycert's one-pass OPT curve "
+                        "(pycert.analysis.optcurve) and a direct MIN simulation (pycert.analysis.cachesim.belady_hits) "
+                        "both count max_hits"),
         "cuts": ("computed", "length of the cut list the recipe computed (pycert.analysis.capacity.cut_list); "
                  "the kernel checked the bound for that list, whatever it is"),
     }
+
+    def predicate(self, params: CapacityParams) -> str:  # type: ignore[override]
+        return OPTIMUM if witnessed(params) else BOUNDED
+
+    def predicates(self) -> tuple[str, ...]:
+        return (OPTIMUM, BOUNDED)
+
+    def library_theorems(self, params: CapacityParams) -> tuple[str, ...]:  # type: ignore[override]
+        return (*self.theorem_names, *(WITNESS_THEOREMS if witnessed(params) else ()))
+
+    def does_not_prove(self, params: CapacityParams, figures: Mapping[str, Fraction]) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(BOTH_WAYS if line == UPPER_ONLY and witnessed(params) else line for line in self.limits)
+
+    def evidence(self, name: str, solver: SolverInfo | None,
+                 params: CapacityParams | None = None) -> tuple[EvidenceState, str]:  # type: ignore[override]
+        if params is not None and witnessed(params) and name in self.evidence_witnessed:
+            return self.evidence_witnessed[name]
+        return super().evidence(name, solver, params)
 
     def sentence(self, params: CapacityParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
         refs, c, h = int(figures["refs"]), int(figures["capacity_blocks"]), int(figures["max_hits"])
         return (f"On trace {trace} ({refs} block references), no demand-fetch cache of {c} blocks hits more than {h} "
-                f"times: a hit-rate ceiling of {float(figures['ceiling']):.6f} at {c} blocks, attained by Belady's MIN.")
+                f"times: a hit-rate ceiling of {float(figures['ceiling']):.6f} at {c} blocks, attained by Belady's MIN"
+                + (f"; some cache of {c} blocks hits exactly {h} times, so {h} is the optimum." if witnessed(params) else "."))
 
     def instance(self, params: CapacityParams, primary: Sequence[InputFile]) -> Instance:
         """``lean/Capacity<Name>C<C>.lean``, or ``lean/derived/`` for a trace from outside the certificate
@@ -161,13 +221,14 @@ class Capacity(Claim):
 
     def regenerate(self, params: CapacityParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
         from pycert.data.traces import read_trace  # numpy: see instance_text
-        from pycert.lean.emit.capacity import ENCODING
+        from pycert.lean.emit.capacity import ENCODING, OPTIMUM_ENCODING
 
-        if params.lean_encoding != ENCODING:
-            raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(ENCODING), repr(params.lean_encoding)))
+        if params.lean_encoding not in (ENCODING, OPTIMUM_ENCODING):
+            raise Rejected(Rejection.mismatch("parameters.lean_encoding", f"{OPTIMUM_ENCODING!r} or {ENCODING!r}",
+                                              repr(params.lean_encoding)))
         trace = read_trace(input_path(inputs, "trace", read))
         module = self.instance(params, self.primary_inputs(inputs)).module
-        return instance_text(trace.refs, trace.sha256, module, params.capacity_blocks)[0]
+        return instance_text(trace.refs, trace.sha256, module, params.capacity_blocks, witnessed(params))[0]
 
 
 CLAIM = Capacity()

@@ -90,8 +90,8 @@ class Pooling(Claim):
                                                           "against OR-Tools CP-SAT and HiGHS when the certificate was made"),
     }
 
-    def evidence(self, name: str, solver: SolverInfo | None) -> tuple[EvidenceState, str]:
-        state, text = super().evidence(name, solver)
+    def evidence(self, name: str, solver: SolverInfo | None, params: Params | None = None) -> tuple[EvidenceState, str]:
+        state, text = super().evidence(name, solver, params)
         certified = (solver is not None and solver.status == "OPTIMAL" and solver.bound is not None
                      and solver.objective == solver.bound and "cross_check" in solver.parameters)
         if state == "solver-certified" and not certified:

@@ -1,8 +1,9 @@
 """The ceiling at a capacity (issue 25): a bound one below what the cut list gives, a reuse pair hidden,
 a cut count that does not count, the closed windows made half-open (one off at each cut), the library's
 ``C - 1`` per cut weakened or strengthened, a cut dropped, moved or out of order, and a Belady engine
-one hit off. Each must be rejected for its reason: by the kernel, or by prove's cross-check against
-Belady's MIN."""
+one hit off; and in the optimum's witness, a hit pair dropped, a pair added that overflows the
+capacity, and the realisability lemma's ``C - 1`` weakened to ``C``. Each must be rejected for its
+reason: by the kernel, or by prove's cross-check against Belady's MIN."""
 
 from __future__ import annotations
 
@@ -40,15 +41,22 @@ PROVE_CAPACITY = 16
 
 
 def _instance(refs: list[int], name: str, planes: Callable[[dict], None] | None = None,
-              edits: Callable[[str, emit.Plan], list[tuple[str, str]]] | None = None) -> str:
+              edits: Callable[[str, emit.Plan], list[tuple[str, str]]] | None = None,
+              witness: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None) -> str:
     """The emitted capacity instance of ``refs`` at :data:`CAPACITY`, with its planes edited by ``planes``
-    (a dict of the emitter's numpy planes, before they are written) or its text by ``edits``."""
-    cuts = recipe.cut_list(np.asarray(refs, dtype=np.uint64), CAPACITY)
+    (a dict of the emitter's numpy planes, before they are written) or its text by ``edits``; with
+    ``witness``, the instance with Belady's hit pairs, edited in place by ``witness(refs, starts, ends)``."""
+    arr = np.asarray(refs, dtype=np.uint64)
+    cuts = recipe.cut_list(arr, CAPACITY)
+    pairs = None
+    if witness is not None:
+        pairs = recipe.belady_pairs(arr, CAPACITY)
+        witness(arr, *pairs)
     if planes is None:
-        text, plan = emit.emit_instance(refs, "0" * 64, name, CAPACITY, cuts)
+        text, plan = emit.emit_instance(refs, "0" * 64, name, CAPACITY, cuts, witness=pairs)
     else:
         with _planes_edited(planes):
-            text, plan = emit.emit_instance(refs, "0" * 64, name, CAPACITY, cuts)
+            text, plan = emit.emit_instance(refs, "0" * 64, name, CAPACITY, cuts, witness=pairs)
     text = strip_header(text)
     for old, new in (edits(text, plan) if edits else []):
         text = sub_once(text, old, new)
@@ -85,6 +93,30 @@ def _half_open(p: dict) -> None:
     flags = np.zeros(len(same), dtype=bool)
     flags[1:] = same[1:] & (a_s[1:] == a_s[:-1])
     p["flags"] = flags
+
+
+def _nexts(arr: np.ndarray) -> np.ndarray:
+    """Each reference's next reference to its block (``len(arr)``: none)."""
+    nxt = np.full(len(arr), len(arr), dtype=np.int64)
+    last: dict[int, int] = {}
+    for t in range(len(arr) - 1, -1, -1):
+        nxt[t] = last.get(int(arr[t]), len(arr))
+        last[int(arr[t])] = t
+    return nxt
+
+
+def _drop_pair(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+    """Belady's first hit pair left out of the witness: one start and its end fewer."""
+    i = int(np.flatnonzero(starts)[0])
+    starts[i], ends[_nexts(arr)[i]] = False, False
+
+
+def _add_pair(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+    """A reuse pair Belady misses added to the witness: Belady's count is the optimum, so some step then
+    has ``C`` pairs open (the recipe's tests check that it is)."""
+    nxt = _nexts(arr)
+    i = next(i for i in range(len(arr)) if not starts[i] and i + 2 <= nxt[i] < len(arr))
+    starts[i], ends[nxt[i]] = True, True
 
 
 def _count_off(p: dict) -> None:
@@ -187,6 +219,19 @@ class Capacity(Operator):
             "straddling it (F and H recomputed)", "kernel error in flags_ok", TARGET,
             instance=Snippet("cap-window-half-open", _instance(refs, "Mut_cap_half_open", planes=_half_open),
                              "flags_ok", KERNEL_REJECTS))
+        add("cap-witness-pair-dropped", "lean-kernel", "Belady's first hit pair left out of the witness (the headline "
+            "states the pairs' count, one below the bound)", "kernel error in headline", TARGET,
+            instance=Snippet("cap-witness-pair-dropped", _instance(refs, "Mut_cap_pair_dropped", witness=_drop_pair),
+                             "headline", KERNEL_REJECTS))
+        add("cap-witness-overflow", "lean-kernel", "a reuse pair Belady misses added to the witness (the headline "
+            "states one more hit): C pairs open at some step", "kernel error in cover_ok", TARGET,
+            instance=Snippet("cap-witness-overflow", _instance(refs, "Mut_cap_overflow", witness=_add_pair),
+                             "cover_ok", KERNEL_REJECTS))
+        add("stmt-realise-cap", "lean-kernel", "realisability with C pairs open at a step instead of C - 1 (the "
+            "cache must also hold the block just referenced)", "kernel error in realise", "lean/Pycert/Realise.lean",
+            edit=LibraryEdit("stmt-realise-cap", "Pycert/Realise.lean", "realise",
+                             "count (fun i => S i ∧ Open r i t) r.length ≤ C - 1) :\n    ∃ P : Policy",
+                             "count (fun i => S i ∧ Open r i t) r.length ≤ C) :\n    ∃ P : Policy", KERNEL_REJECTS))
         add("stmt-capacity-per-cut-weak", "lean-kernel", "the capacity bound charges C per cut instead of C - 1 "
             "(statement weakened, proof kept)", "kernel error in hits_le_free", "lean/Pycert/Capacity.lean",
             edit=LibraryEdit("stmt-capacity-per-cut-weak", "Pycert/Capacity.lean", "hits_le_free",
