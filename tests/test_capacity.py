@@ -28,7 +28,7 @@ from pycert.analysis.optcurve import opt_hit_curve
 from pycert.certify import report
 from pycert.certify.evidence import with_evidence
 from pycert.certify.inputs import Locator
-from pycert.certify.manifest import MANIFEST_NAME, render_manifest
+from pycert.certify.manifest import MANIFEST_NAME, render_manifest, write_certificates
 from pycert.certify.verify import verify_certificate
 from pycert.cli import main
 from pycert.core.errors import InputError, PycertError, Rejected
@@ -38,6 +38,7 @@ from pycert.families import producer
 from pycert.families.capacity import CLAIM
 from pycert.families.capacity.produce import CapacityOptions, capacities
 from pycert.lean.emit import capacity as emit_capacity
+from tests.certs import make_cert, trace_input
 from tests.conftest import SHARED_TRACES
 from tests.test_cachesim import optimal_hits  # the exhaustive optimum: every eviction tried
 
@@ -215,6 +216,25 @@ def test_certificates_at_two_capacities_hold_on_the_kernel(proved: tuple[Path, P
         assert not any("upper bound only" in limit for limit in doc["does_not_prove"])
         assert verify_certificate(cert).status == "ok"
     assert verify_certificate(certs / "capacity-ids-c2.json", kernel=True, backend="wasm").status == "ok"
+
+
+def test_a_bound_only_certificate_states_bounded_and_says_so(tmp_path: Path) -> None:
+    """The layout without the witness (pieced instances keep it) states ``Bounded``: the claim's figures, theorems,
+    limits and evidence follow the parameters, and such a certificate verifies offline (no Lean here)."""
+    trace = write_ids(tmp_path / "ids.txt", 200, 30, seed=7)
+    params = {"capacity_blocks": 4, "lean_encoding": emit_capacity.ENCODING}
+    cert = make_cert("capacity-ids-c4", "capacity", params, [trace_input(trace, tmp_path)], root=tmp_path)
+    assert CLAIM.predicate(cert.parameters) == "Pycert.Capacity.Bounded"
+    evidence = {f.name: f.evidence for f in cert.figures}
+    assert evidence["max_hits"] == "kernel-checked" and evidence["belady_hits"] == "computed-cross-checked"
+    assert any("upper bound only" in limit for limit in cert.does_not_prove)
+    assert "Pycert.Capacity.realise" not in cert.theorems and "is the optimum" not in cert.claim
+    witnessed = make_cert("capacity-ids-c4", "capacity", {**params, "lean_encoding": emit_capacity.OPTIMUM_ENCODING},
+                          [trace_input(trace, tmp_path)], root=tmp_path)
+    assert CLAIM.predicate(witnessed.parameters) == "Pycert.Capacity.Optimum"
+    assert {f.name: f.evidence for f in witnessed.figures}["belady_hits"] == "kernel-checked"
+    write_certificates([cert], tmp_path / "certificates")
+    assert verify_certificate(tmp_path / "certificates" / "capacity-ids-c4.json", root=tmp_path).ok
 
 
 def copy_proved(proved: tuple[Path, Path], dest: Path) -> Path:
