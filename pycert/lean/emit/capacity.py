@@ -145,8 +145,9 @@ def same_plane(blocks: Sequence[int], sigma: np.ndarray) -> np.ndarray:
 
 
 def cut_planes(n: int, cuts: Sequence[int], m: int) -> tuple[np.ndarray, np.ndarray]:
-    """The cut indicator and its running count ``A(t)`` = cuts before ``t``, at every place below ``2 ** m``."""
-    c = np.zeros(1 << m, dtype=np.int64)
+    """The cut indicator and its running count ``A(t)`` = cuts before ``t``, at every place below ``2 ** m``
+    and at ``n`` (``cutsOK`` reads ``A(n)``, and a trace of exactly ``2 ** m`` references has no place ``n``)."""
+    c = np.zeros(max(1 << m, n + 1), dtype=np.int64)
     c[np.asarray(cuts, dtype=np.int64)] = 1
     a = np.concatenate([[0], np.cumsum(c)[:-1]])
     return c, a
