@@ -373,5 +373,6 @@ def test_the_report_marks_each_certified_capacity_on_its_trace(proved: tuple[Pat
                 cache.popitem(last=False)
         assert f"Headroom at {c:,} blocks.</strong> LRU {lru:,} hits" in page
         assert f"win at most <strong>{100 * (h[c] - lru) / len(refs):.2f} points</strong>" in page
+        assert f"Belady's MIN {h[c]:,} ({100 * h[c] / len(refs):.2f}%, this certificate's kernel-checked optimum" in page
         ceiling = len(refs) - len(set(refs))
         assert f"the other <strong>{100 * (ceiling - h[c]) / len(refs):.2f}</strong>" in page

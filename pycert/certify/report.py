@@ -188,12 +188,15 @@ def headroom(cert: Certificate, curve: Curve, ceilings: dict[str, tuple[int, str
     known = (f"kernel-checked in <a href=\"#cert-{_e(by)}\">{_e(by)}</a>" if by
              else "computed by pycert's trace engine: no ceiling certificate of this trace is on the page")
 
+    both = any(f.name == "belady_hits" and f.evidence == "kernel-checked" for f in cert.figures)
+    how = ("this certificate's kernel-checked optimum: no cache of that size hits more, and one hits exactly that"
+           if both else "this certificate's kernel-checked bound, attained as computed")
+
     def pct(hits: int) -> str:
         return f"{100 * hits / n:.2f}%"
 
     return (f"<p><strong>Headroom at {c:,} blocks.</strong> LRU {lru:,} hits ({pct(lru)}, computed by pycert's "
-            f"trace engine); Belady's MIN {opt:,} ({pct(opt)}, this certificate's kernel-checked bound, attained "
-            f"as computed); the capacity-free ceiling {ceiling:,} ({pct(ceiling)}, {known}). A better eviction "
+            f"trace engine); Belady's MIN {opt:,} ({pct(opt)}, {how}); the capacity-free ceiling {ceiling:,} ({pct(ceiling)}, {known}). A better eviction "
             f"policy can win at most <strong>{100 * (opt - lru) / n:.2f} points</strong> (OPT - LRU); only an extra "
             f"tier can win the other <strong>{100 * (ceiling - opt) / n:.2f}</strong> (ceiling - OPT).</p>")
 
