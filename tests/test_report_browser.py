@@ -17,6 +17,7 @@ import pytest
 from pycert.certify.browser import CHROMIUM, GREEN, RED, Browser
 from pycert.certify.manifest import MANIFEST_NAME, write_certificates
 from pycert.cli import main
+from pycert.lean.emit import capacity
 from pycert.lean.emit.packed_trace import ENCODING
 from tests.certs import make_cert, trace_input
 from tests.test_verify import build_repo
@@ -96,6 +97,19 @@ def test_report_needs_the_traces_unless_told_not_to(site: dict[str, Path], tmp_p
     assert main(["report", "--certs", str(site["certs"]), "--root", str(site["root"]), "--out", str(tmp_path / "r.html")]) == 2
     assert main(["report", "--no-curves", "--certs", str(site["certs"]), "--out", str(tmp_path / "r.html")]) == 0
     assert "data:image/png" not in (tmp_path / "r.html").read_text()
+
+
+def test_report_orders_capacities_by_value(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "certificates").mkdir(parents=True)
+    (root / "t.ids").write_text("1\n2\n1\n3\n1\n2\n4\n1\n")
+    write_certificates([make_cert(f"capacity-t-c{c}", "capacity", {"capacity_blocks": c, "lean_encoding": capacity.ENCODING},
+                                  [trace_input(root / "t.ids", root)], root=root) for c in (1024, 2, 128, 16)],
+                       root / "certificates")
+    out = tmp_path / "r.html"
+    assert main(["report", "--no-curves", "--certs", str(root / "certificates"), "--root", str(root),
+                 "--out", str(out)]) == 0
+    assert re.findall(r'<h2>(capacity-t-c\d+) ', out.read_text()) == [f"capacity-t-c{c}" for c in (2, 16, 128, 1024)]
 
 
 @needs_chromium

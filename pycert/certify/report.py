@@ -17,6 +17,7 @@ import base64
 import hashlib
 import html
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -242,9 +243,15 @@ def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, byte
 </section>"""
 
 
+def in_reading_order(name: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that orders the numbers inside a name by value: ``capacity-t-c128`` before
+    ``capacity-t-c1024`` (as text, ``1024`` sorts first)."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part)
+
+
 def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certificate, str]]]:
-    """The manifest and every certificate it lists; a certificate that disagrees with it is rejected.
-    Every error names the file it is about."""
+    """The manifest and every certificate it lists, in reading order; a certificate that disagrees with
+    it is rejected. Every error names the file it is about."""
     if not cert_dir.is_dir():
         raise InputError("no such directory" if not cert_dir.exists() else "not a directory of certificates",
                          where=str(cert_dir))
@@ -252,7 +259,7 @@ def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certifica
     for stray in sorted(p.name for p in cert_dir.glob("*.json") if p.name not in manifest):
         raise Rejected(manifest_rejection(manifest, stray, b"", cert_dir / MANIFEST_NAME))
     certs = []
-    for name in sorted(manifest):
+    for name in sorted(manifest, key=in_reading_order):
         path = cert_dir / name
         if not path.exists() and not path.is_symlink():
             raise InputError("listed in the manifest but absent", where=str(path))
