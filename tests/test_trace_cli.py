@@ -109,6 +109,19 @@ def test_offload_needs_block_size_for_plain_ids(tmp_path: Path, capsys: pytest.C
     assert rc == 2 and "--capacity-tokens: the x4 control arm's blocks of 64 tokens" in err and "--control-k 1" in err
 
 
+def test_offload_says_why_a_share_of_nothing_has_no_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No block is ever reused, so nothing is achievable and the GPU's share of it is undefined: not "unbounded"."""
+    p = tmp_path / "ids.txt"
+    p.write_text("1\n2\n3\n")
+    data = run_json(capsys, "offload", str(p), "--capacity-tokens", "32", "--block-tokens", "16", "--control-k", "1")
+    assert data["primary"]["gpu_share_of_achievable"] is None
+    rc, out, _ = run(capsys, "offload", str(p), "--capacity-tokens", "32", "--block-tokens", "16", "--control-k", "1")
+    [row] = [line for line in out.splitlines() if line.startswith("gpu_share_of_achievable")]
+    assert rc == 0 and row.split(None, 1)[1] == "n/a (no block is ever reused: nothing is achievable)", row
+    [host] = [line for line in out.splitlines() if line.startswith("host_blocks")]
+    assert host.split() == ["host_blocks", "unbounded"]
+
+
 GOOD = '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n'
 
 
