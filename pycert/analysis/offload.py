@@ -86,6 +86,9 @@ class OffloadReport(BaseModel):
     (filled in by ``trace offload --certs``); the control arm's figures are computed."""
     evidence_by: dict[str, str] = {}
     """The certificate each kernel-checked figure comes from."""
+    not_used: dict[str, str] = {}
+    """Certificates of the directory that would prove a figure but were not used, and why (one that does
+    not verify, or could not be verified or read): their figures stay ``computed``."""
 
 
 def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = None) -> OffloadArm:

@@ -336,12 +336,11 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 def why_not_verified(result: VerifyResult) -> str | None:
     """None for a certificate that verified, else one line saying what stopped it; a rejected one raises
     :class:`Rejected`: a page shows no certificate that verify rejects."""
+    why = result.first_problem()
     if result.failures:
-        first, more = result.failures[0], len(result.failures) - 1
         raise Rejected(Rejection(subject=result.certificate, reason="does-not-verify",
-                                 detail=f"does not verify, so no page shows it: {first.render()}"
-                                        + (f" (and {more} more: pycert verify names them all)" if more else "")))
-    return (result.errors or [f"missing input: {m}" for m in result.missing] or [None])[0]
+                                 detail=f"does not verify, so no page shows it: {why}"))
+    return why
 
 
 def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bool = True,

@@ -244,7 +244,8 @@ def _render_offload(rep: OffloadReport) -> str:
     heads += [f"x{rep.control_k} (control)"] if rep.control else []
     heads += [f"evidence (x{rep.primary.granularity})"] if rep.evidence else []
     host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
-    return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows)])
+    unused = [f"not used (what it would prove stays computed): {name}: {why}" for name, why in rep.not_used.items()]
+    return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused])
 
 
 def cmd_offload(args: argparse.Namespace) -> int:
