@@ -46,8 +46,11 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
             continue
         try:
             cert = load_certificate(path)
-        except (InputError, Rejected) as err:
+        except InputError as err:
             not_used[path.name] = f"not read as a certificate: {err.message}"
+            continue
+        except Rejected as err:  # a JSON object that breaks the schema: say which field
+            not_used[path.name] = f"not read as a certificate: {err.rejection.render()}"
             continue
         traces = [i for i in cert.inputs if i.role == "trace" and i.sha256 == rep.sha256]
         proves = (CEILING_FIGURES if cert.family == "ceiling" else CAPACITY_FIGURES

@@ -252,7 +252,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
     trace = _load(args, Progress(enabled=not args.json))
     if args.block_tokens is not None:
         if args.granularity > 1:
-            raise InputError("give --block-tokens for the trace as read, without --granularity")
+            raise InputError("give --block-tokens for the trace as read, without --granularity", where="--block-tokens")
         trace = replace(trace, block_tokens=args.block_tokens)
     rep = offload_report(trace, args.capacity_tokens, args.host_tokens, args.control_k)
     if args.certs is not None:
