@@ -17,6 +17,7 @@ import pytest
 from pycert.certify.browser import CHROMIUM, GREEN, RED, Browser
 from pycert.certify.manifest import MANIFEST_NAME, write_certificates
 from pycert.cli import main
+from pycert.core.console import plural
 from pycert.lean.emit import capacity
 from pycert.lean.emit.packed_trace import ENCODING
 from tests.certs import make_cert, trace_input
@@ -114,7 +115,7 @@ def test_report_marks_a_certificate_it_could_not_verify(site: dict[str, Path], t
     capsys.readouterr()
     assert main(["report", "--no-curves", "--certs", str(site["certs"]), "--out", str(out)]) == 0
     said = capsys.readouterr().out
-    assert "3 certificate(s): 2 verified offline, 1 shown marked NOT VERIFIED" in said
+    assert "3 certificates: 2 verified offline, 1 shown marked NOT VERIFIED" in said
     assert "not verified: ceiling-tiny: missing input: inputs[0] (tiny.ids)" in said
     page = out.read_text()
     tiny = page[page.index('<section class="cert" id="cert-ceiling-tiny">'):]
@@ -147,6 +148,18 @@ def test_report_orders_capacities_by_value(tmp_path: Path) -> None:
     assert main(["report", "--no-curves", "--certs", str(root / "certificates"), "--root", str(root),
                  "--out", str(out)]) == 0
     assert re.findall(r'<h2>(capacity-t-c\d+) ', out.read_text()) == [f"capacity-t-c{c}" for c in (2, 16, 128, 1024)]
+
+
+def test_one_certificate_is_not_counted_as_several(tmp_path: Path, capsys) -> None:
+    write_certificates([make_cert("isolation-t3-n4", "isolation", {"T": 3, "n": 4})], tmp_path / "certs")
+    capsys.readouterr()
+    assert main(["report", "--certs", str(tmp_path / "certs"), "--out", str(tmp_path / "r.html")]) == 0
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'r.html'} (1 certificate, verified offline)\n"
+    assert "<p>1 certificate. It was verified offline when this page was made." in (tmp_path / "r.html").read_text()
+    assert [plural(n, "certificate") for n in (0, 1, 2, 1024)] == ["0 certificates", "1 certificate", "2 certificates",
+                                                                   "1,024 certificates"]
+    assert plural(1, "operator class", "operator classes") == "1 operator class"
+    assert plural(3, "operator class", "operator classes") == "3 operator classes"
 
 
 @needs_chromium

@@ -28,6 +28,7 @@ from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
 from pycert.certify.verify import VerifyResult, own_library, verify_certificates
+from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root, read_regular, regular_size
 from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
@@ -306,7 +307,8 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
                    for c, _ in certs], ("certificate", "family", "verified offline", "claim"))
     unchecked = sum(c.id in not_verified for c, _ in certs)
     verified = (f"{len(certs) - unchecked} of them verified offline when this page was made, {unchecked} "
-                "<strong>not</strong> (marked below)") if unchecked else "Each verified offline when this page was made"
+                "<strong>not</strong> (marked below)") if unchecked else \
+        f"{'Each' if len(certs) > 1 else 'It was'} verified offline when this page was made"
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src '{_script_hash(_SCRIPT)}'; "
            "connect-src 'none'; form-action 'none'; base-uri 'none'")
     return f"""<!doctype html>
@@ -315,7 +317,7 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 <title>pycert certificates</title><style>{_STYLE}</style></head>
 <body>
 <h1>pycert certificates</h1>
-<p>{len(certs)} certificate(s). {verified}. Re-check them offline with <code>{_e(verify)}</code>
+<p>{plural(len(certs), "certificate")}. {verified}. Re-check them offline with <code>{_e(verify)}</code>
 (add <code>--kernel</code> to re-run Lean), or their bytes with <code>sha256sum -c {MANIFEST_NAME}</code>.</p>
 <h2>Check a certificate file here</h2>
 <div id="drop">Drop certificate files here, or <input type="file" id="file" multiple accept=".json,application/json">
@@ -354,7 +356,7 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     certificates on it, and those not verified (id -> why)."""
 
     manifest, certs = load_directory(cert_dir)
-    progress(f"verifying {len(certs)} certificate(s) offline")
+    progress(f"verifying {plural(len(certs), 'certificate')} offline")
     results = verify_certificates([cert_dir / c.filename for c, _ in certs], root=root, inputs=inputs)
     not_verified = {c.id: why for (c, _), r in zip(certs, results) if (why := why_not_verified(r)) is not None}
     where = Locator(root=root or certificate_root(cert_dir), external=dict(inputs or {}))

@@ -8,7 +8,7 @@ from pathlib import Path
 from pycert.certify.report import write_report
 from pycert.certify.verify import refuse_unused_inputs
 from pycert.cli import add_common, add_root, help_of
-from pycert.core.console import Progress, emit
+from pycert.core.console import Progress, emit, plural
 from pycert.core.limits import in_path, out_path
 
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
 def render(out: Path, count: int, not_verified: dict[str, str]) -> str:
     if not not_verified:
-        return f"wrote {out} ({count} certificate(s), each verified offline)"
-    return "\n".join([f"wrote {out} ({count} certificate(s): {count - len(not_verified)} verified offline, "
+        return f"wrote {out} ({plural(count, 'certificate')}, {'each ' if count > 1 else ''}verified offline)"
+    return "\n".join([f"wrote {out} ({plural(count, 'certificate')}: {count - len(not_verified)} verified offline, "
                       f"{len(not_verified)} shown marked NOT VERIFIED)",
                       *(f"  not verified: {cid}: {why}" for cid, why in not_verified.items())])
