@@ -4,20 +4,24 @@ whole-trace Lean instance and record what pycert's engines expect the kernel to 
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 from fractions import Fraction
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+import numpy as np
 
 from pycert.core.errors import InputError
 from pycert.core.files import check_input
-from pycert.core.limits import int_list, int_range
+from pycert.core.limits import MAX_PIECE_REFS, int_list, int_range
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.families.capacity import CLAIM, CapacityParams, instance_text, names
+from pycert.families.capacity import CLAIM, CapacityParams, instance_text, names, piece_layout, piece_names
 from pycert.families.ceiling import DEFAULT_TRACE, slug
 from pycert.families.ceiling.produce import certified_trace
-from pycert.lean.emit.capacity import ENCODING
+from pycert.lean import cluster
+from pycert.lean.emit import capacity as emit
 
 
 class CapacityOptions(Options):
@@ -31,6 +35,11 @@ class CapacityOptions(Options):
     required: bool = False
     """``pycert prove capacity``: a run with no capacity is a usage error (under ``prove ceiling`` or
     ``prove all`` it makes no capacity certificate)."""
+    piece_refs: int | None = None
+    """``--shard-refs``: the most references a piece holds (None: one instance when the trace fits one,
+    else pieces of at most :data:`~pycert.core.limits.MAX_PIECE_REFS`)."""
+    ray_address: str | None = None
+    """The Ray cluster the pieces are checked on (None: a local one pycert starts)."""
 
 
 def capacities(opts: CapacityOptions, trace: Trace) -> list[int]:
@@ -66,7 +75,8 @@ class CapacityProducer(Producer):
     def options_from(self, args: argparse.Namespace, everything: bool = False) -> CapacityOptions:
         return CapacityOptions(trace=getattr(args, "trace", []), capacity_blocks=args.capacity_blocks,
                                capacity_tokens=args.capacity_tokens, block_tokens=args.block_tokens,
-                               required=args.family == self.claim.name)
+                               required=args.family == self.claim.name, piece_refs=getattr(args, "shard_refs", None),
+                               ray_address=getattr(args, "ray_address", None))
 
     def traces(self, setting: Setting) -> list[Path]:
         opts: CapacityOptions = setting.options  # type: ignore[assignment]
@@ -80,6 +90,10 @@ class CapacityProducer(Producer):
             raise InputError("give the capacities to certify: --capacity-blocks C[,C...] or --capacity-tokens T[,T...]")
         if opts.block_tokens is not None and not opts.capacity_tokens:
             raise InputError("--block-tokens applies to --capacity-tokens, and none was given")
+        if (opts.capacity_blocks or opts.capacity_tokens) and opts.piece_refs is not None and not (
+                2 <= opts.piece_refs <= MAX_PIECE_REFS):
+            raise InputError(f"--shard-refs {opts.piece_refs:,}: a trace checked at a capacity is split into pieces of "
+                             f"2 to {MAX_PIECE_REFS:,} references (the sort one Lean process holds)")
         for trace in opts.trace:
             check_input(trace, "a trace file", missing="no such trace file")
             if not slug(trace.stem):
@@ -114,21 +128,63 @@ class CapacityProducer(Producer):
         trace = read_trace(path)
         trace_input = (setting.emitted("trace", emitted, sha256=trace.sha256) if emitted is not None
                        else input_file("trace", path, setting.root, sha256=trace.sha256))
+        opts: CapacityOptions = setting.options  # type: ignore[assignment]
+        distinct = len(np.unique(trace.refs))
         out = []
-        for c in capacities(setting.options, trace):  # type: ignore[arg-type]
-            setting.progress(f"{trace.name}: cut list and instance at {c} blocks")
-            params = CapacityParams(capacity_blocks=c, lean_encoding=ENCODING)
+        for c in capacities(opts, trace):
+            params = CapacityParams(capacity_blocks=c, lean_encoding=emit.ENCODING)
+            limit = opts.piece_refs or MAX_PIECE_REFS
+            if trace.n_refs > limit or not emit.fits_one(trace.n_refs, distinct):
+                setting.progress(f"{trace.name}: cut list at {c} blocks, split into pieces of at most {limit:,} references")
+                cuts, points = piece_layout(trace.refs, c, limit)
+                params = CapacityParams(capacity_blocks=c, lean_encoding=emit.PIECES_ENCODING, piece_refs=limit,
+                                        pieces=len(points) - 1)
             instance = CLAIM.instance(params, [trace_input])
-            text, plan = instance_text(trace.refs, trace.sha256, instance.module, c)
-            lean_path = setting.emit(Path(instance.path), text)
-            out.append(Prepared(
-                claim=CLAIM, id=names(path, c)[0], parameters=params,
-                engine={"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
-                        "cuts": Fraction(plan.cuts)},
-                headline=f"{c} blocks: ceiling {plan.max_hits / plan.refs:.6f}" if plan.refs else "empty",
-                inputs=[trace_input, setting.emitted("lean", Path(instance.path), derived_from="trace")],
-                lean_file=lean_path, located={trace_input.path: path, instance.path: lean_path}))
+            p = Prepared(claim=CLAIM, id=names(path, c)[0], parameters=params, headline="", inputs=[trace_input],
+                         located={trace_input.path: path})
+            if params.piece_refs is None:
+                setting.progress(f"{trace.name}: cut list and instance at {c} blocks")
+                text, plan = instance_text(trace.refs, trace.sha256, instance.module, c)
+                lean_path = setting.emit(Path(instance.path), text)
+                p.inputs.append(setting.emitted("lean", Path(instance.path), derived_from="trace"))
+                p.lean_file, p.located[instance.path] = lean_path, lean_path
+            elif (plan := self._prepare_pieces(p, trace, distinct, cuts, points, setting)) is None:
+                out.append(p)
+                continue
+            p.engine = {"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
+                        "cuts": Fraction(plan.cuts)}
+            p.headline = f"{c} blocks: ceiling {plan.max_hits / plan.refs:.6f}" if plan.refs else "empty"
+            out.append(p)
         return out
+
+    def _prepare_pieces(self, p: Prepared, trace: Trace, distinct: int, cuts: list[int], points: list[int],
+                        setting: Setting) -> emit.Plan | None:
+        """Emit and check the pieces as Ray tasks, then write the composition (the instance), which the
+        kernel stage checks with the pieces from the build cache. None when a piece did not pass."""
+        opts: CapacityOptions = setting.options  # type: ignore[assignment]
+        params: CapacityParams = p.parameters  # type: ignore[assignment]
+        c, instance = params.capacity_blocks, p.instance
+        assert instance is not None
+        mods = piece_names(instance.module, params.pieces)
+        works = [cluster.Work(m, functools.partial(emit.emit_piece, trace.refs[a:b + 1], trace.sha256, m, c,
+                                                   emit.local_cuts(cuts, a, b)), size=f"{b - a + 1:,} references")
+                 for m, a, b in zip(mods, points, points[1:])]
+        setting.progress(f"{instance.module}: {trace.n_refs:,} references in {len(mods)} pieces at {c} blocks")
+        outcomes = cluster.check_all(works, backend=setting.backend, timeout=setting.timeout, address=opts.ray_address,
+                                     progress=setting.progress)
+        lean_dir = PurePosixPath(instance.path).parent
+        written = {o.module: setting.emit(Path(lean_dir, f"{o.module}.lean"), o.source.encode())
+                   for o in outcomes if o.source}
+        if not p.judge_parts([o.result for o in outcomes]):
+            return None
+        text, plan = emit.emit_glue(instance.module, trace.sha256, mods, [o.extra for o in outcomes], distinct)
+        written[instance.module] = setting.emit(Path(instance.path), text.encode())
+        for m in [instance.module, *mods]:
+            rel = Path(lean_dir, f"{m}.lean")
+            p.inputs.append(setting.emitted("lean", rel, derived_from="trace"))
+            p.located[rel.as_posix()] = written[m]
+        p.lean_file, p.parts = written[instance.module], [written[m] for m in mods]
+        return plan
 
 
 PRODUCER = CapacityProducer()

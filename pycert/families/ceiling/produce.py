@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from pycert.core.console import plural
-from pycert.core.errors import InputError, Rejection
+from pycert.core.errors import InputError
 from pycert.core.files import check_input
 from pycert.core.limits import MAX_SHARD_REFS, MAX_SHARDS, in_path, int_range
 from pycert.core.schema import declared_inputs
@@ -131,13 +131,7 @@ class CeilingProducer(Producer):
                                      address=opts.ray_address, progress=setting.progress)
         written = {o.module: setting.emit(Path(lean_dir, f"{o.module}.lean"), o.source.encode())
                    for o in outcomes if o.source}
-        if bad := [o.result for o in outcomes if not o.result.ok]:
-            if refused := [r for r in bad if r.status != "resources"]:
-                r = refused[0]
-                p.rejection = Rejection(subject=f"{r.module}.lean", reason="kernel", detail=f"kernel: {r.module} "
-                                        f"{r.status}: {(r.failures[0].render() if r.failures else r.detail)[:300]}")
-            else:
-                p.unchecked = f"{p.id} was not checked: " + "; ".join(r.detail for r in bad)
+        if not p.judge_parts([o.result for o in outcomes]):
             return p
         written[lay.name] = setting.emit(Path(instance.path),
                                          shards.emit_whole(lay, [o.extra for o in outcomes[:lay.shards]]).encode())
