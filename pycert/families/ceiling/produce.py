@@ -8,6 +8,7 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from pycert.core.console import plural
 from pycert.core.errors import InputError
 from pycert.core.files import check_input
 from pycert.core.limits import MAX_SHARD_REFS, MAX_SHARDS, in_path, int_range
@@ -124,8 +125,8 @@ class CeilingProducer(Producer):
         opts: CeilingOptions = setting.options  # type: ignore[assignment]
         lean_dir = PurePosixPath(instance.path).parent
         lay = shards.layout(trace.refs, trace.sha256, instance.module, p.parameters.shards)  # type: ignore[attr-defined]
-        setting.progress(f"{instance.module}: {trace.n_refs:,} references in {lay.shards} shards by id range, "
-                         f"{lay.sched_modules} schedule modules")
+        setting.progress(f"{instance.module}: {plural(trace.n_refs, 'reference')} in {plural(lay.shards, 'shard')} by "
+                         f"id range, {plural(lay.sched_modules, 'schedule module')}")
         outcomes = cluster.check_all(shard_works(trace, lay), backend=setting.backend, timeout=setting.timeout,
                                      address=opts.ray_address, progress=setting.progress)
         written = {o.module: setting.emit(Path(lean_dir, f"{o.module}.lean"), o.source.encode())
@@ -148,11 +149,11 @@ def shard_works(trace: Trace, lay: shards.Layout) -> list[cluster.Work]:
     shards.check_merge(trace.refs, lay, parts)
     works = [cluster.Work(lay.shard_name(i), functools.partial(shards.emit_shard, part, lay.sha256, lay.shard_name(i),
                                                                lay.cuts[i], lay.cuts[i + 1]),
-                          size=f"{len(part):,} references") for i, part in enumerate(parts)]
+                          size=plural(len(part), "reference")) for i, part in enumerate(parts)]
     for t in range(lay.sched_modules):
         part = lay.sched_part(t)
         works.append(cluster.Work(lay.sched_name(t), functools.partial(
-            _sched_source, part, lay.shards, lay.sched_name(t), t * shards.SCHED_REFS), size=f"{len(part):,} references"))
+            _sched_source, part, lay.shards, lay.sched_name(t), t * shards.SCHED_REFS), size=plural(len(part), "reference")))
     return works
 
 
