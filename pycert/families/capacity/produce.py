@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from pycert.core.console import plural
 from pycert.core.errors import InputError
 from pycert.core.files import check_input
 from pycert.core.limits import MAX_PIECE_REFS, int_list, int_range
@@ -135,7 +136,8 @@ class CapacityProducer(Producer):
             params = CapacityParams(capacity_blocks=c, lean_encoding=emit.ENCODING)
             limit = opts.piece_refs or MAX_PIECE_REFS
             if trace.n_refs > limit or not emit.fits_one(trace.n_refs, distinct):
-                setting.progress(f"{trace.name}: cut list at {c} blocks, split into pieces of at most {limit:,} references")
+                setting.progress(f"{trace.name}: cut list at {plural(c, 'block')}, split into pieces of at most "
+                                 f"{plural(limit, 'reference')}")
                 cuts, points = piece_layout(trace.refs, c, limit)
                 params = CapacityParams(capacity_blocks=c, lean_encoding=emit.PIECES_ENCODING, piece_refs=limit,
                                         pieces=len(points) - 1)
@@ -143,7 +145,7 @@ class CapacityProducer(Producer):
             p = Prepared(claim=CLAIM, id=names(path, c)[0], parameters=params, headline="", inputs=[trace_input],
                          located={trace_input.path: path})
             if params.piece_refs is None:
-                setting.progress(f"{trace.name}: cut list and instance at {c} blocks")
+                setting.progress(f"{trace.name}: cut list and instance at {plural(c, 'block')}")
                 text, plan = instance_text(trace.refs, trace.sha256, instance.module, c)
                 lean_path = setting.emit(Path(instance.path), text)
                 p.inputs.append(setting.emitted("lean", Path(instance.path), derived_from="trace"))
@@ -153,7 +155,7 @@ class CapacityProducer(Producer):
                 continue
             p.engine = {"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
                         "cuts": Fraction(plan.cuts)}
-            p.headline = f"{c} blocks: ceiling {plan.max_hits / plan.refs:.6f}" if plan.refs else "empty"
+            p.headline = f"{plural(c, 'block')}: ceiling {plan.max_hits / plan.refs:.6f}" if plan.refs else "empty"
             out.append(p)
         return out
 
@@ -169,7 +171,7 @@ class CapacityProducer(Producer):
         works = [cluster.Work(m, functools.partial(emit.emit_piece, trace.refs[a:b + 1], trace.sha256, m, c,
                                                    emit.local_cuts(cuts, a, b)), size=f"{b - a + 1:,} references")
                  for m, a, b in zip(mods, points, points[1:])]
-        setting.progress(f"{instance.module}: {trace.n_refs:,} references in {len(mods)} pieces at {c} blocks")
+        setting.progress(f"{instance.module}: {plural(trace.n_refs, 'reference')} in {len(mods)} pieces at {plural(c, 'block')}")
         outcomes = cluster.check_all(works, backend=setting.backend, timeout=setting.timeout, address=opts.ray_address,
                                      progress=setting.progress)
         lean_dir = PurePosixPath(instance.path).parent
