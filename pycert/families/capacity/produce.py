@@ -37,8 +37,8 @@ class CapacityOptions(Options):
     """``pycert prove capacity``: a run with no capacity is a usage error (under ``prove ceiling`` or
     ``prove all`` it makes no capacity certificate)."""
     piece_refs: int | None = None
-    """``--shard-refs``: the most references a piece holds (None: one instance when the trace fits one,
-    else pieces of at most :data:`~pycert.core.limits.MAX_PIECE_REFS`)."""
+    """``--shard-refs``: the most references a piece holds, never above :data:`~pycert.core.limits.MAX_PIECE_REFS`
+    (None: one instance when the trace fits one, else pieces of at most that)."""
     ray_address: str | None = None
     """The Ray cluster the pieces are checked on (None: a local one pycert starts)."""
 
@@ -91,10 +91,9 @@ class CapacityProducer(Producer):
             raise InputError("give the capacities to certify: --capacity-blocks C[,C...] or --capacity-tokens T[,T...]")
         if opts.block_tokens is not None and not opts.capacity_tokens:
             raise InputError("--block-tokens applies to --capacity-tokens, and none was given")
-        if (opts.capacity_blocks or opts.capacity_tokens) and opts.piece_refs is not None and not (
-                2 <= opts.piece_refs <= MAX_PIECE_REFS):
-            raise InputError(f"--shard-refs {opts.piece_refs:,}: a trace checked at a capacity is split into pieces of "
-                             f"2 to {MAX_PIECE_REFS:,} references (the sort one Lean process holds)")
+        if (opts.capacity_blocks or opts.capacity_tokens) and opts.piece_refs is not None and opts.piece_refs < 2:
+            raise InputError(f"--shard-refs {opts.piece_refs}: a piece of a trace checked at a capacity holds at least "
+                             "2 references (it shares its ends with its neighbours)")
         for trace in opts.trace:
             check_input(trace, "a trace file", missing="no such trace file")
             if not slug(trace.stem):
@@ -134,7 +133,7 @@ class CapacityProducer(Producer):
         out = []
         for c in capacities(opts, trace):
             params = CapacityParams(capacity_blocks=c, lean_encoding=emit.ENCODING)
-            limit = opts.piece_refs or MAX_PIECE_REFS
+            limit = min(opts.piece_refs or MAX_PIECE_REFS, MAX_PIECE_REFS)
             if trace.n_refs > limit or not emit.fits_one(trace.n_refs, distinct):
                 setting.progress(f"{trace.name}: cut list at {plural(c, 'block')}, split into pieces of at most "
                                  f"{plural(limit, 'reference')}")

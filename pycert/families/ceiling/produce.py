@@ -49,7 +49,8 @@ class CeilingProducer(Producer):
                                  "block id per line); default: the embedded synthetic trace")
         parser.add_argument("--shard-refs", type=int_range(1, MAX_SHARD_REFS), default=None, metavar="N",
                             help="references per shard of a trace (default: chosen from measured memory; a trace "
-                                 "that fits one Lean process is one file)")
+                                 "that fits one Lean process is one file); for a trace checked at a capacity, the most "
+                                 "references a piece holds (at least 2; at most, and by default, 524,288)")
         parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
                             help="the Ray cluster that checks the shards of a big trace (default: a local one on "
                                  "this machine's cores, started by pycert and stopped when it exits)")
