@@ -8,7 +8,12 @@ seconds and peak memory, for the bound alone and for the bound with Belady's hit
 
 Each Lean file runs alone in its own process (one Lean process at a time, a fresh first line so that
 pycert's build cache misses), so ``peak_rss_mib`` is that Lean process's peak resident memory and
-``check_s`` its wall time, import included. ``recipe_s`` is pycert's cut list (Belady labels and the
+``check_s`` its wall time, import included. A trace too long for one instance (the million-reference
+synthetic one) is checked in pieces split at cuts: each piece is a row of its own, and the row
+``prove capacity (end to end)`` is the whole ``pycert prove capacity`` command on that trace (cut list,
+pieces emitted and checked as Ray tasks on a local cluster, the composition, the audit, the
+certificate), its wall time the figure the target speaks of; the trace file gets a new name each run,
+so that no module of it is in the build cache. ``recipe_s`` is pycert's cut list (Belady labels and the
 sweep, :func:`pycert.analysis.capacity.cut_list`), ``emit_s`` the emitter (packing, the sort network,
 the planes); ``lcs_s`` is libCacheSim's Belady over an oracleGeneral file of the trace (written once,
 not timed), ``lcs_hits`` its hit count, which must equal the kernel's bound.
@@ -20,15 +25,19 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
+import numpy as np
 from bench_lean_trace import fresh, run_one  # the same one-process-per-file runner
 
 from pycert.analysis.capacity import belady_pairs, cut_list
 from pycert.core import console, resources
+from pycert.core.limits import MAX_PIECE_REFS
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace, trace_from_bytes
 from pycert.lean.emit import capacity as emit_capacity
@@ -58,16 +67,19 @@ def lcs_belady(trace: Trace, capacities: list[int], tmp: Path) -> dict[int, tupl
     return out
 
 
-def synthetic_trace(target: int) -> Trace:
+def synthetic_trace(target: int) -> tuple[Trace, bytes]:
+    """The seeded synthetic trace (``pycert trace generate``) of at least ``target`` references, and its file."""
     requests = max(1, target // 24)  # about 23 references a request
     while True:
-        synth = trace_from_bytes(synthetic.to_jsonl(synthetic.generate(0, requests=requests)), "synthetic.jsonl")
+        data = synthetic.to_jsonl(synthetic.generate(0, requests=requests))
+        synth = trace_from_bytes(data, "synthetic.jsonl")
         if synth.n_refs >= target:
-            return synth
+            return synth, data
         requests = requests * target // synth.n_refs + 1
 
 
-def bench_trace(label: str, trace: Trace, capacities: list[int], d: Path, timeout: float) -> list[dict]:
+def bench_trace(label: str, trace: Trace, capacities: list[int], d: Path, timeout: float, data: bytes) -> list[dict]:
+    """The rows of one trace (``data``: its file, which the end-to-end run of a trace in pieces proves)."""
     refs = trace.refs
     rows = []
     ceiling = d / f"Ceiling{trace.n_refs}.lean"
@@ -85,6 +97,10 @@ def bench_trace(label: str, trace: Trace, capacities: list[int], d: Path, timeou
         t0 = time.perf_counter()
         cuts = cut_list(refs, c)
         recipe_s = time.perf_counter() - t0
+        theirs = lcs.get(c)
+        if not emit_capacity.fits_one(trace.n_refs, len(np.unique(refs))):
+            rows += bench_pieces(label, trace, data, c, cuts, recipe_s, d, timeout, theirs)
+            continue
         # the bound alone, then the bound with Belady's hit pairs as the witness (the optimum, both ways)
         for check in ("capacity, bound", "capacity, optimum"):
             f = d / f"Capacity{trace.n_refs}C{c}{'Opt' if check.endswith('optimum') else ''}.lean"
@@ -94,7 +110,6 @@ def bench_trace(label: str, trace: Trace, capacities: list[int], d: Path, timeou
             emit_s = time.perf_counter() - t0
             f.write_text(text)
             r = run_one(fresh(f), ROOT / "lean", timeout)
-            theirs = lcs.get(c)
             rows.append({"trace": label, "refs": trace.n_refs, "check": check, "capacity": c, "cuts": plan.cuts,
                          "recipe_s": round(recipe_s, 2), "emit_s": round(emit_s, 1), "status": r["status"],
                          "check_s": round(r["seconds"], 1), "cpu_s": round(r["cpu_s"], 1),
@@ -102,6 +117,44 @@ def bench_trace(label: str, trace: Trace, capacities: list[int], d: Path, timeou
                          "lcs_hits": theirs[0] if theirs else "n/a", "lcs_s": round(theirs[1], 2) if theirs else "n/a",
                          "errors": r["errors"]})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+def bench_pieces(label: str, trace: Trace, data: bytes, c: int, cuts: list[int], recipe_s: float, d: Path,
+                 timeout: float, theirs: tuple[int, float] | None) -> list[dict]:
+    """Each piece alone (a row each, one Lean process at a time), then ``pycert prove capacity`` end to end."""
+    refs, rows = trace.refs, []
+    points = emit_capacity.split_points(trace.n_refs, cuts, MAX_PIECE_REFS)
+    for k, (a, b) in enumerate(zip(points, points[1:])):
+        f = d / f"Capacity{trace.n_refs}C{c}Piece{k}.lean"
+        t0 = time.perf_counter()
+        text, piece = emit_capacity.emit_piece(refs[a:b + 1], trace.sha256, f.stem, c, emit_capacity.local_cuts(cuts, a, b))
+        emit_s = time.perf_counter() - t0
+        f.write_text(text)
+        r = run_one(fresh(f), ROOT / "lean", timeout)
+        rows.append({"trace": label, "refs": piece.refs, "check": f"capacity piece {k} of {len(points) - 1}",
+                     "capacity": c, "cuts": piece.cuts, "recipe_s": "-", "emit_s": round(emit_s, 1), "status": r["status"],
+                     "check_s": round(r["seconds"], 1), "cpu_s": round(r["cpu_s"], 1),
+                     "peak_rss_mib": round(r["peak_rss_kib"] / 1024), "max_hits": "-", "lcs_hits": "-", "lcs_s": "-",
+                     "errors": r["errors"]})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    name = f"synthetic{uuid.uuid4().hex[:8]}"
+    path = d / f"{name}.jsonl"
+    path.write_bytes(data)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pycert", "prove", "capacity", "--trace", str(path),
+                           "--capacity-blocks", str(c), "--out", str(d / f"certs-{name}"), "--backend", "wasm", "--json"],
+                          capture_output=True, text=True, cwd=d, timeout=timeout)
+    wall = time.perf_counter() - t0
+    cert = d / f"certs-{name}" / f"capacity-{name}-c{c}.json"
+    figures = ({f["name"]: f["numerator"] for f in json.loads(cert.read_text())["figures"]} if cert.exists() else {})
+    rows.append({"trace": label, "refs": trace.n_refs, "check": f"prove capacity (end to end, {len(points) - 1} pieces "
+                 "on Ray)", "capacity": c, "cuts": len(cuts), "recipe_s": round(recipe_s, 2), "emit_s": "-",
+                 "status": "ok" if proc.returncode == 0 else f"exit {proc.returncode}", "check_s": round(wall, 1),
+                 "cpu_s": "-", "peak_rss_mib": "-", "max_hits": figures.get("max_hits", "-"),
+                 "lcs_hits": theirs[0] if theirs else "n/a", "lcs_s": round(theirs[1], 2) if theirs else "n/a",
+                 "errors": [] if proc.returncode == 0 else [proc.stderr.strip()[-300:]]})
+    print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
 
@@ -118,11 +171,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-capacity-", dir=resources.scratch_root()) as tmp:
         d = Path(tmp)
         trace = read_trace(args.trace)
-        rows = bench_trace(args.trace.name, trace, ints(args.capacities), d, args.timeout)
+        rows = bench_trace(args.trace.name, trace, ints(args.capacities), d, args.timeout, args.trace.read_bytes())
         if args.synthetic:
-            synth = synthetic_trace(int(args.synthetic))
+            synth, data = synthetic_trace(int(args.synthetic))
             rows += bench_trace(f"synthetic seed 0 ({synth.n_refs})", synth, ints(args.synthetic_capacities), d,
-                                args.timeout)
+                                args.timeout, data)
     out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}", "backend": "wasm",
            "trace": str(args.trace), "sha256": trace.sha256, "rows": rows}
     cols = ["trace", "refs", "check", "capacity", "cuts", "recipe_s", "emit_s", "status", "check_s", "cpu_s",

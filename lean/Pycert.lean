@@ -9,6 +9,7 @@ public import Pycert.Count
 public import Pycert.CacheSteps
 public import Pycert.Capacity
 public import Pycert.Realise
+public import Pycert.Pieces
 public import Pycert.Ceiling
 public import Pycert.Pooling
 public import Pycert.Isolation

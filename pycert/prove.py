@@ -32,6 +32,7 @@ from pycert.audit.statements import STATEMENTS_MODULE, printed_headline, printed
 from pycert.certify.assemble import assemble
 from pycert.certify.manifest import certificate_files
 from pycert.certify.provenance import certificate_provenance, collect, write_run_record
+from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import publish_files
 from pycert.core.memo import code_sha256, memo
@@ -149,8 +150,8 @@ def kernel(run: Run) -> tuple[StageStatus, str]:
     if bad := [r for r in res.results if not r.ok]:
         status = "resources" if all(r.status == "resources" for r in bad) else "rejected"
         return status, "; ".join(f"{r.module}: {r.status}" + (f" ({r.cause})" if r.cause else "") for r in bad)
-    return "ok", (f"{len(res.results)} modules ({sum(r.cached for r in res.results)} cached), "
-                  f"{len(files)} instance files")
+    return "ok", (f"{plural(len(res.results), 'module')} ({sum(r.cached for r in res.results)} cached), "
+                  f"{plural(len(files), 'instance file')}")
 
 
 def olean_sha256(built: build.BuildResult) -> str:
@@ -216,8 +217,9 @@ def figures(run: Run) -> tuple[StageStatus, str]:
     if caught:
         return "rejected", "the kernel caught an engine defect: " + "; ".join(caught)
     if any(p.rejection is not None for p in run.prepared):
-        return "rejected", f"{sum(p.rejection is None for p in run.prepared)} of {len(run.prepared)} certificates hold"
-    return "ok", f"{len(run.prepared)} certificates, figures from their headlines"
+        held = sum(p.rejection is None for p in run.prepared)
+        return "rejected", f"{held} of {plural(len(run.prepared), 'certificate')} {'holds' if held == 1 else 'hold'}"
+    return "ok", f"{plural(len(run.prepared), 'certificate')}, figures from their headlines"
 
 
 def pin_statements(run: Run) -> tuple[StageStatus, str]:
@@ -240,7 +242,7 @@ def pin_statements(run: Run) -> tuple[StageStatus, str]:
     for p in run.prepared:
         if lost := [t for t in p.claim.theorems(p.parameters, p.inputs) if t in missing]:
             run.reject(p, p.id, "statements", f"no pinned statement for {', '.join(lost)}")
-    return ("rejected", f"not pinned: {', '.join(missing)}") if missing else ("ok", f"{len(names)} theorems")
+    return ("rejected", f"not pinned: {', '.join(missing)}") if missing else ("ok", plural(len(names), "theorem"))
 
 
 def write(run: Run) -> tuple[StageStatus, str]:

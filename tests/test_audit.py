@@ -184,7 +184,7 @@ def test_clean_modules_pass(built: Path, wasm: WasmBackend) -> None:
     assert report.declarations_audited == 4  # double_two, helper, uses_helper, uses_choice
     assert report.axioms_seen == ["Classical.choice"]
     assert report.word_size == 4 and report.lean_version == wasm.stamp.lean_version
-    assert report.summary().startswith("pass: 4 theorems in 1 modules")
+    assert report.summary().startswith("pass: 4 theorems in 1 module,")
     report = au.audit_modules(["Native"], [built, wasm.lib], declared_theorems=["usesPropext", "usesQuotSound"])
     assert {f.subject for f in report.findings} == {"nd", "nd._proof_1_1"}
     assert {"propext", "Quot.sound"} <= set(report.axioms_seen)
@@ -297,4 +297,4 @@ def test_sarif_without_source_positions() -> None:
     res = log["runs"][0]["results"][0]
     assert res["locations"][0] == {"logicalLocations": [{"name": "t", "fullyQualifiedName": "X.t", "kind": "function"}]}
     assert res["message"]["text"].endswith("(via X.t -> X.h -> sorryAx)")
-    assert report.summary() == "fail: 1 findings: X.t -> sorryAx (sorry); 1 theorems in 0 modules, axioms seen: sorryAx; 0.10 s"
+    assert report.summary() == "fail: 1 finding: X.t -> sorryAx (sorry); 1 theorem in 0 modules, axioms seen: sorryAx; 0.10 s"

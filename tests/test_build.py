@@ -162,7 +162,7 @@ def test_a_fresh_build_cache_makes_lean_check_again(wasm, lean_dir: Path) -> Non
     assert os.environ.get("PYCERT_BUILD_CACHE") == before and not fresh.exists()
     (cached,) = build.check_files([f], backend="wasm").results
     note = build.cache_note([cached])
-    assert note.startswith(f"1 of 1 Lean files answered from the build cache ({build.build_cache_dir()})")
+    assert note.startswith(f"1 of 1 Lean file answered from the build cache ({build.build_cache_dir()})")
 
 
 @pytest.mark.slow

@@ -32,6 +32,7 @@ from pycert.certify.manifest import MANIFEST_NAME, render_manifest, write_certif
 from pycert.certify.verify import verify_certificate
 from pycert.cli import main
 from pycert.core.errors import InputError, PycertError, Rejected
+from pycert.core.limits import MAX_PIECE_REFS
 from pycert.data import synthetic
 from pycert.data.traces import read_trace
 from pycert.families import producer
@@ -117,8 +118,41 @@ def test_the_emitter_states_the_pair_bound(seed: int, n: int, v: int, capacity: 
 
 def test_a_trace_whose_sort_would_not_fit_the_heap_is_refused_before_lean() -> None:
     refs = np.arange(524_289, dtype=np.uint64) % 40_000  # 2^20 places of 32-bit fields: 2^25 bits
+    assert not emit_capacity.fits_one(len(refs), 40_000) and emit_capacity.fits_one(len(refs) - 1, 40_000)
+    assert emit_capacity.fits_one(MAX_PIECE_REFS, MAX_PIECE_REFS)  # a piece always fits one instance
     with pytest.raises(InputError, match="need a sort of 2\\^25 bits"):
         emit_capacity.emit_instance(refs, "0" * 64, "T", 128, [])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 400), v=st.integers(1, 30), capacity=st.integers(1, 6),
+       max_refs=st.integers(2, 200))
+def test_pieces_split_at_cuts_state_the_whole_traces_bound(seed: int, n: int, v: int, capacity: int,
+                                                           max_refs: int) -> None:
+    """Pieces split at cuts, each at most ``max_refs`` references and sharing its ends with its
+    neighbours, state together (``piece_glue``'s sums) exactly the whole trace's bound, Belady's hit
+    count; where no cut lies within reach the split is refused, never made elsewhere."""
+    rng = random.Random(seed)
+    names = [rng.getrandbits(64) for _ in range(v)]
+    refs = np.array([names[rng.randrange(v)] for _ in range(n)], dtype=np.uint64)
+    cuts = cut_list(refs, capacity)
+    try:
+        points = emit_capacity.split_points(n, cuts, max_refs)
+    except InputError as e:
+        assert "no cut of the capacity bound lies between" in str(e)
+        assert n > max_refs
+        return
+    assert points[0] == 0 and points[-1] == n - 1 and set(points[1:-1]) <= set(cuts)
+    assert all(0 < b - a + 1 <= max_refs for a, b in zip(points, points[1:]))
+    if len(points) == 2:
+        return
+    plans = [emit_capacity.emit_piece(refs[a:b + 1], "0" * 64, f"P{k}", capacity,
+                                      emit_capacity.local_cuts(cuts, a, b))[1]
+             for k, (a, b) in enumerate(zip(points, points[1:]))]
+    text, whole = emit_capacity.emit_glue("W", "0" * 64, [f"P{k}" for k in range(len(plans))], plans, v)
+    assert (whole.refs, whole.cuts) == (n, len(cuts))
+    assert whole.max_hits == bound_pairs(refs, capacity, cuts) == opt_hit_curve(refs).hits(capacity)
+    assert f"Pycert.Capacity.Bounded trace {n} {capacity} {whole.max_hits} :=" in text
 
 
 def test_the_emitter_refuses_an_unsorted_cut_list() -> None:
@@ -302,6 +336,59 @@ def test_a_belady_engine_off_by_one_is_caught(proved: tuple[Path, Path], monkeyp
     monkeypatch.setattr(cachesim, "belady_hits", lambda refs, c: real_sim(refs, c) + 1)
     res = verify_certificate(cert)
     assert res.status == "rejected" and any("more than the" in f.render() for f in res.failures), res.failures
+
+
+@pytest.mark.timeout(1800)
+def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pycert prove capacity --shard-refs N` splits a trace at cuts into pieces of at most N references,
+    checks each as a Ray task on a local cluster it starts, and composes them in one module whose headline
+    is the whole trace's bound (Belady's count); verify regenerates every file, --kernel rebuilds them,
+    and a piece dropped or edited is refused."""
+    trace = write_ids(tmp_path / "ids.txt", 1200, 40, seed=26)
+    out = tmp_path / "certs"
+    assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "500",
+                 "--out", str(out), "--backend", "wasm"]) == 0
+    err = capsys.readouterr().err
+    assert "a local Ray cluster" in err and "CapacityIdsC4Piece2: ok" in err, err
+    cert = out / "capacity-ids-c4.json"
+    doc = json.loads(cert.read_text())
+    assert doc["parameters"] == {"capacity_blocks": 4, "lean_encoding": emit_capacity.PIECES_ENCODING,
+                                 "pieces": 3, "piece_refs": 500}
+    refs = np.array([int(x) for x in trace.read_text().split()], dtype=np.uint64)
+    h = opt_hit_curve(refs).hits(4)
+    assert figures_of(cert)["max_hits"] == h and figures_of(cert)["refs"] == 1200
+    assert "Pycert.Capacity.piece_glue" in doc["theorems"] and any("3 pieces" in x for x in doc["does_not_prove"])
+    lean = out / "lean" / "derived"
+    assert sorted(p.name for p in lean.iterdir()) == ["CapacityIdsC4.lean", *(f"CapacityIdsC4Piece{k}.lean"
+                                                                              for k in range(3))]
+    assert f"public theorem headline : Pycert.Capacity.Bounded trace 1200 4 {h} :=" in (
+        lean / "CapacityIdsC4.lean").read_text()
+    inputs = {"ids.txt": trace}
+    assert verify_certificate(cert, inputs=inputs).status == "ok"
+    res = verify_certificate(cert, inputs=inputs, kernel=True, backend="wasm")
+    assert res.ok and "figures off the kernel" in res.checked, res.failures
+    piece = lean / "CapacityIdsC4Piece1.lean"
+    kept = piece.read_text()
+    piece.write_text(kept.replace("theorem headline", "theorem headline ", 1))
+    bad = verify_certificate(cert, inputs=inputs)
+    assert bad.status == "rejected" and any("CapacityIdsC4Piece1.lean" in f.subject for f in bad.failures), bad.failures
+    piece.write_text(kept)
+    forge(cert, lambda doc: doc.update(inputs=[i for i in doc["inputs"] if "Piece1" not in i["path"]]))
+    bad = verify_certificate(cert, inputs=inputs)
+    assert bad.status == "rejected" and any(f.reason == "missing-input" and "CapacityIdsC4Piece1.lean" in f.expected
+                                            for f in bad.failures), bad.failures
+
+
+def test_a_trace_with_no_cut_within_a_piece_is_refused_in_one_line(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_ids(tmp_path / "ids.txt", 60, 3, seed=1)  # 3 blocks fit 4: no cut at all
+    assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "20",
+                 "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "no cut of the capacity bound lies between references 1 and 19" in err and not (tmp_path / "c").exists()
+    assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "1",
+                 "--out", str(tmp_path / "c")]) == 2
+    assert "holds at least 2 references" in capsys.readouterr().err
 
 
 @pytest.mark.slow

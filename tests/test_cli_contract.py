@@ -252,6 +252,34 @@ def test_json_errors_are_one_object_on_stdout(tmp_path: Path, capsys) -> None:
     assert json.loads(out)["results"][0]["status"] == "missing-input"
 
 
+def test_json_errors_name_where_never_null(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Where the error has a place (a flag, a certificate field), ``where`` names it; where it has none, the
+    command that ran: never ``null``. The line on stderr is unchanged."""
+    ids = tmp_path / "t.ids"
+    ids.write_text("5\n6\n5\n")
+    offload = ["trace", "offload", str(ids), "--json", "--block-tokens", "16"]
+    certs = tmp_path / "certs"
+    write_certificates([make_cert("isolation-t3-n4", "isolation", {"T": 3, "n": 4})], certs)
+    (certs / "isolation-t3-n4.json").write_text((certs / "isolation-t3-n4.json").read_text().replace('"T": 3', '"T": 4'))
+    cases = [
+        (offload + ["--capacity-tokens", "32", "--granularity", "2"], 2, "--block-tokens"),
+        (offload + ["--capacity-tokens", "8"], 2, "--capacity-tokens"),
+        (["prove", "capacity", "--json", "--trace", str(ids), "--out", str(tmp_path / "out")], 2, "pycert prove capacity"),
+        (["report", "--json", "--no-curves", "--certs", str(certs), "--out", str(tmp_path / "r.html")], 1,
+         "manifest[isolation-t3-n4.json].sha256"),
+    ]
+    for argv, code, where in cases:
+        rc, out, err = cli(capsys, *argv)
+        obj = json.loads(out)
+        assert rc == code and obj["where"] == where and obj["error"], (argv, obj)
+        assert one_line(err) == (f"pycert: {obj['error']}" if where.startswith("pycert ") else f"pycert: {where}: {obj['error']}")
+    from pycert.cli import trace
+
+    monkeypatch.setattr(trace, "coarsen", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt))
+    rc, out, err = cli(capsys, "trace", "stats", "--json")
+    assert rc == 130 and json.loads(out)["where"] == "pycert trace stats" and one_line(err) == "pycert: interrupted"
+
+
 def test_mooncake_with_bom_and_crlf_is_detected(tmp_path: Path, capsys) -> None:
     plain, bom = tmp_path / "plain.jsonl", tmp_path / "bom.jsonl"
     plain.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD) + "\n")

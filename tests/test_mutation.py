@@ -139,7 +139,7 @@ def test_without_chromium_the_report_verifier_is_not_run_and_says_how_to_get_it(
     assert main(["mutate", "--expect-reject", "--only", "report-verifier"]) == 2
     out, err = capsys.readouterr()
     assert err == f"pycert: {why}\n" and "report-flipped-byte" not in out  # no row per mutant
-    assert out.splitlines()[-1].startswith("INCOMPLETE: 3 mutants over 1 operator classes, 0 killed, 0 not killed")
+    assert out.splitlines()[-1].startswith("INCOMPLETE: 3 mutants over 1 operator class, 0 killed, 0 not killed")
     assert main(["mutate", "--only", "report-verifier"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == why
     rc, doc = run_json(["--expect-reject", "--only", "report-verifier"], capsys)

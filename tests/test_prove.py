@@ -146,7 +146,7 @@ def test_a_check_that_runs_out_of_time_rejects_nothing(wasm, tmp_path: Path) -> 
                            "--out", str(out), "--timeout", "4", "--backend", "wasm"],
                           capture_output=True, text=True, cwd=REPO, timeout=1200)
     assert proc.returncode == 3, proc.stdout + proc.stderr
-    assert "NOT CHECKED: 1 certificates written" in proc.stdout and "REJECTED" not in proc.stdout, proc.stdout
+    assert "NOT CHECKED: 1 certificate written" in proc.stdout and "REJECTED" not in proc.stdout, proc.stdout
     line = proc.stderr.strip().splitlines()[-1]  # after the progress lines
     assert line.startswith("pycert: ceiling-fresh was not checked: CeilingFresh.lean (") and "MiB of Lean)" in line
     assert "ran past its time limit of 4 s" in line and "--backend native" in line, line

@@ -17,9 +17,11 @@ import pytest
 from pycert.certify.browser import CHROMIUM, GREEN, RED, Browser
 from pycert.certify.manifest import MANIFEST_NAME, write_certificates
 from pycert.cli import main
+from pycert.core.console import plural
+from pycert.lean.emit import capacity
 from pycert.lean.emit.packed_trace import ENCODING
 from tests.certs import make_cert, trace_input
-from tests.test_verify import build_repo
+from tests.test_verify import build_repo, tampered_copy
 
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (as root: apt-get install -y chromium)")
@@ -76,7 +78,7 @@ def test_embedded_json_cannot_end_the_script(site: dict[str, Path]) -> None:
     manifest = {**manifest, evil: "0" * 64}
     cert, digest = certs[0]
     certs = [(cert.model_copy(update={"claim": "a </script> b <!-- c"}), digest), *certs[1:]]
-    page = render_page(manifest, certs, {}, verify="pycert verify certs/*.json")
+    page = render_page(manifest, certs, {}, verify="pycert verify certs/*.json", not_verified={})
     assert page.count("</script>") == 4 and "<!--" not in page  # manifest, library, headlines, the script
     blob = re.search(r'<script type="application/json" id="manifest">(.*?)</script>', page, re.S).group(1)
     assert json.loads(blob)[evil] == "0" * 64
@@ -89,6 +91,43 @@ def test_report_refuses_a_directory_that_disagrees_with_its_manifest(site: dict[
     assert main(["report", "--certs", str(tmp_path / "nowhere"), "--out", str(tmp_path / "r.html")]) == 2
 
 
+def test_report_refuses_a_certificate_that_does_not_verify(site: dict[str, Path], tmp_path: Path, capsys) -> None:
+    """A figure edited and the manifest forged to match: the bytes agree with the manifest, but verify
+    rejects the certificate, so no page shows it as proved."""
+    certs = tmp_path / "forged-dir"
+
+    def edit(doc: dict) -> None:
+        doc["figures"][0]["numerator"] += 1
+
+    tampered_copy(site["certs"], certs, "isolation-demo.json", edit, forge_manifest=True)
+    capsys.readouterr()
+    out = tmp_path / "r.html"
+    assert main(["report", "--certs", str(certs), "--root", str(site["root"]), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{certs / 'isolation-demo.json'}: does not verify, so no page shows it: figures." in err
+    assert not out.exists()
+
+
+def test_report_marks_a_certificate_it_could_not_verify(site: dict[str, Path], tmp_path: Path, capsys) -> None:
+    """The trace is not where the certificate's directory says (no --root): the curve is left out, and the
+    page and the command say that this certificate was not verified, and why; the others were."""
+    out = tmp_path / "r.html"
+    capsys.readouterr()
+    assert main(["report", "--no-curves", "--certs", str(site["certs"]), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "3 certificates: 2 verified offline, 1 shown marked NOT VERIFIED" in said
+    assert "not verified: ceiling-tiny: missing input: inputs[0] (tiny.ids)" in said
+    page = out.read_text()
+    tiny = page[page.index('<section class="cert" id="cert-ceiling-tiny">'):]
+    tiny = tiny[:tiny.index("</section>")]
+    assert '<p class="unverified"><strong>NOT VERIFIED</strong> when this page was made: missing input' in tiny
+    assert page.count('<p class="verified"><strong>Verified offline</strong>') == 2
+    assert "2 of them verified offline when this page was made, 1 <strong>not</strong>" in page
+    assert main(["report", "--json", "--certs", str(site["certs"]), "--root", str(site["root"]), "--out", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["not_verified"] == {}
+    assert out.read_text().count('<p class="verified"><strong>Verified offline</strong>') == 3
+
+
 def test_report_needs_the_traces_unless_told_not_to(site: dict[str, Path], tmp_path: Path) -> None:
     (site["root"] / "tiny.ids").write_text("9\n")
     assert main(["report", "--certs", str(site["certs"]), "--root", str(site["root"]), "--out", str(tmp_path / "r.html")]) == 1
@@ -96,6 +135,31 @@ def test_report_needs_the_traces_unless_told_not_to(site: dict[str, Path], tmp_p
     assert main(["report", "--certs", str(site["certs"]), "--root", str(site["root"]), "--out", str(tmp_path / "r.html")]) == 2
     assert main(["report", "--no-curves", "--certs", str(site["certs"]), "--out", str(tmp_path / "r.html")]) == 0
     assert "data:image/png" not in (tmp_path / "r.html").read_text()
+
+
+def test_report_orders_capacities_by_value(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "certificates").mkdir(parents=True)
+    (root / "t.ids").write_text("1\n2\n1\n3\n1\n2\n4\n1\n")
+    write_certificates([make_cert(f"capacity-t-c{c}", "capacity", {"capacity_blocks": c, "lean_encoding": capacity.ENCODING},
+                                  [trace_input(root / "t.ids", root)], root=root) for c in (1024, 2, 128, 16)],
+                       root / "certificates")
+    out = tmp_path / "r.html"
+    assert main(["report", "--no-curves", "--certs", str(root / "certificates"), "--root", str(root),
+                 "--out", str(out)]) == 0
+    assert re.findall(r'<h2>(capacity-t-c\d+) ', out.read_text()) == [f"capacity-t-c{c}" for c in (2, 16, 128, 1024)]
+
+
+def test_one_certificate_is_not_counted_as_several(tmp_path: Path, capsys) -> None:
+    write_certificates([make_cert("isolation-t3-n4", "isolation", {"T": 3, "n": 4})], tmp_path / "certs")
+    capsys.readouterr()
+    assert main(["report", "--certs", str(tmp_path / "certs"), "--out", str(tmp_path / "r.html")]) == 0
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'r.html'} (1 certificate, verified offline)\n"
+    assert "<p>1 certificate. It was verified offline when this page was made." in (tmp_path / "r.html").read_text()
+    assert [plural(n, "certificate") for n in (0, 1, 2, 1024)] == ["0 certificates", "1 certificate", "2 certificates",
+                                                                   "1,024 certificates"]
+    assert plural(1, "operator class", "operator classes") == "1 operator class"
+    assert plural(3, "operator class", "operator classes") == "3 operator classes"
 
 
 @needs_chromium

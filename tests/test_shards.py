@@ -149,6 +149,19 @@ def test_a_task_lost_on_every_try_is_reported_by_module() -> None:
         cluster.check_all([cluster.Work("CeilingXShard9", _refuses)], backend="wasm", timeout=60)
 
 
+def test_a_local_cluster_starts_without_noise_on_stderr() -> None:
+    """Ray's notice that it turned token authentication on (its default for a new local cluster) is not
+    pycert's output: pycert asks for that mode itself, so Ray starts silent; the mode stays token."""
+    script = ("import os\nfrom pycert.core.errors import InputError\nfrom pycert.lean import cluster\n"
+              "def refuse():\n    raise InputError('no Lean here', where='Shard1')\n"
+              "try:\n    cluster.check_all([cluster.Work('CeilingXShard1', refuse)], backend='wasm', timeout=60)\n"
+              "except InputError as err:\n    print(err, os.environ['RAY_AUTH_MODE'])\n")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, env=env, cwd=REPO)
+    assert run.returncode == 0 and run.stdout == "Shard1: no Lean here token\n", (run.stdout, run.stderr)
+    assert run.stderr == "", run.stderr
+
+
 def test_an_unreachable_ray_address_is_refused_at_once(tmp_path: Path) -> None:
     """A stranger's session: an address nothing listens on made Ray retry for minutes."""
     with socket.socket() as s:  # a port that was free a moment ago: nothing listens on it

@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 
 from pycert.analysis.cachesim import belady_hits, lru_hit_curve
+from pycert.certify.manifest import write_certificates
 from pycert.cli import main
 from pycert.data import synthetic
+from pycert.lean.emit import packed_trace
+from tests.certs import make_cert, trace_input
+from tests.test_verify import tampered_copy
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "traces" / "mooncake-fast25"
@@ -107,6 +111,46 @@ def test_offload_needs_block_size_for_plain_ids(tmp_path: Path, capsys: pytest.C
     # the x4 control arm alone cannot hold a block: say so, and how to drop it
     rc, _, err = run(capsys, "offload", str(p), "--capacity-tokens", "32", "--block-tokens", "16")
     assert rc == 2 and "--capacity-tokens: the x4 control arm's blocks of 64 tokens" in err and "--control-k 1" in err
+
+
+def test_offload_says_why_a_share_of_nothing_has_no_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No block is ever reused, so nothing is achievable and the GPU's share of it is undefined: not "unbounded"."""
+    p = tmp_path / "ids.txt"
+    p.write_text("1\n2\n3\n")
+    data = run_json(capsys, "offload", str(p), "--capacity-tokens", "32", "--block-tokens", "16", "--control-k", "1")
+    assert data["primary"]["gpu_share_of_achievable"] is None
+    rc, out, _ = run(capsys, "offload", str(p), "--capacity-tokens", "32", "--block-tokens", "16", "--control-k", "1")
+    [row] = [line for line in out.splitlines() if line.startswith("gpu_share_of_achievable")]
+    assert rc == 0 and row.split(None, 1)[1] == "n/a (no block is ever reused: nothing is achievable)", row
+    [host] = [line for line in out.splitlines() if line.startswith("host_blocks")]
+    assert host.split() == ["host_blocks", "unbounded"]
+
+
+def test_offload_says_which_certificates_it_did_not_use_and_why(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A ceiling certificate of the trace marks its figures kernel-checked; the same certificate with a
+    figure edited (and the manifest forged to match) does not verify: its figures stay computed and the
+    report says so, naming it and the first rejection, instead of dropping it in silence."""
+    trace = tmp_path / "t.ids"
+    trace.write_text("5\n6\n5\n7\n5\n6\n")
+    good = tmp_path / "certs"
+    write_certificates([make_cert("ceiling-t", "ceiling", {"lean_encoding": packed_trace.ENCODING},
+                                  [trace_input(trace, good)], external={"t.ids": trace})], good)
+    argv = ["offload", str(trace), "--capacity-tokens", "32", "--block-tokens", "16", "--control-k", "1"]
+    data = run_json(capsys, *argv, "--certs", str(good))
+    assert data["evidence"]["distinct"] == "kernel-checked" and data["not_used"] == {}
+
+    def edit(doc: dict) -> None:
+        doc["figures"][0]["numerator"] += 1
+
+    tampered_copy(good, tmp_path / "bad", "ceiling-t.json", edit, forge_manifest=True)
+    (tmp_path / "bad" / "notes.json").write_text("[]")
+    data = run_json(capsys, *argv, "--certs", str(tmp_path / "bad"))
+    assert set(data["evidence"].values()) == {"computed"}
+    assert data["not_used"]["ceiling-t.json"].startswith("does not verify: figures."), data["not_used"]
+    assert data["not_used"]["notes.json"].startswith("not read as a certificate: not a certificate"), data["not_used"]
+    rc, out, _ = run(capsys, *argv, "--certs", str(tmp_path / "bad"))
+    assert rc == 0 and "not used (what it would prove stays computed): ceiling-t.json: does not verify: figures." in out
 
 
 GOOD = '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n'

@@ -5,6 +5,7 @@ public import Pycert.Planes
 public import Pycert.Transpose
 public import Pycert.PackedTrace
 public import Pycert.Capacity
+public import Pycert.Pieces
 import Init.Omega
 
 /-!
@@ -460,37 +461,45 @@ theorem flag_at {M : Nat} {W : List Nat} {same c : Nat} {A : List Nat} {p : Nat}
   · rfl
   · rw [h] at hcarry; exact absurd hcarry (by decide)
 
-/-- **The capacity bound on a whole trace.** If the references of `r` sit as `Adjacent` says, `A`
-counts the cut plane `c` (`cutsOK`), the flags of the places with no cut between a reference and its
-previous one number `F` and there are `m` cuts, then every demand-fetch policy of capacity `C` hits at
-most `(C - 1) · m + F` times on `r`. It is `Pycert.Capacity.hits_le_free` for the cut list of `c`, with
-its count of references read off the sorted places; it says nothing of caches that bypass or prefetch,
+/-- **The free reuses of a whole trace, counted on sorted places.** If the references of `r` sit as
+`Adjacent` says, `A` counts the cut plane `c` (`cutsOK`) and the flags of the places with no cut
+between a reference and its previous one number `F`, then at most `F` references of `r` reuse a block
+with no cut of `c` strictly in between (`Pycert.Capacity.Free`). -/
+public theorem free_le_of_checks {r : List Nat} {N M : Nat} {W : List Nat} {same c : Nat} {A : List Nat} {F : Nat}
+    (hN : r.length = N) (hadj : Adjacent r (2 ^ M) (net M W) same) (hcut : cutsOK N A c = true)
+    (hflags : popcount M (flags M W same c A) = F) : count (Free r (cutsOf c N)) r.length ≤ F := by
+  rw [← hflags, popcount_eq, hN]
+  apply count_le_count (Free r (cutsOf c N)) _ (unperm (2 ^ M) (net M W))
+  · intro j hj ⟨i', hi'j, e', hY'⟩
+    obtain ⟨i, hij, ei, gap⟩ := exists_latest (fun i => nth r i = nth r j) j ⟨i', hi'j, e'⟩
+    have hii' : i' ≤ i := by
+      apply Nat.le_of_not_lt; intro l; exact gap i' l hi'j e'
+    obtain ⟨hnext, hpM, hs⟩ := hadj i j (by omega) hij ei gap
+    refine ⟨hpM, flag_at (by omega) hpM hs ?_⟩
+    rw [perm_unperm, show unperm (2 ^ M) (net M W) j - 1 = unperm (2 ^ M) (net M W) i by omega, perm_unperm]
+    apply val_A_gap hcut j hij (by omega)
+    intro u h1 h2
+    cases hc : c.testBit u
+    · rfl
+    · exact absurd ⟨by omega, h2⟩ (hY' u ((mem_cutsOf c N u).2 ⟨by omega, hc⟩))
+  · intro a b _ _ _ _ e
+    have := congrArg (perm (2 ^ M) (net M W)) e
+    rwa [perm_unperm, perm_unperm] at this
+
+/-- **The capacity bound on a whole trace.** If the references of `r` sit as `Adjacent` says, `A` counts
+the cut plane `c` (`cutsOK`), the flags of the places with no cut between a reference and its previous
+one number `F` and there are `m` cuts, then every demand-fetch policy of capacity `C` hits at most
+`(C - 1) · m + F` times on `r`. It is `Pycert.Capacity.hits_le_free` for the cut list of `c`, with its
+count of references read off the sorted places; it says nothing of caches that bypass or prefetch,
 start non-empty, or hold blocks of different sizes, and nothing about whether the bound is attained. -/
 public theorem capacity_bound {r : List Nat} {N M : Nat} {W : List Nat} {same c : Nat} {A : List Nat} {F m : Nat}
     (hN : r.length = N) (hadj : Adjacent r (2 ^ M) (net M W) same) (hcut : cutsOK N A c = true)
     (hflags : popcount M (flags M W same c A) = F) (hm : val A N = m)
     {P : Policy} {C : Nat} (hP : P.cap = some C) : hits P r ≤ (C - 1) * m + F := by
   have hY : (cutsOf c N).length = m := by rw [length_cutsOf, ← val_A_count hcut N (Nat.le_refl _), hm]
-  have hfree : count (Free r (cutsOf c N)) r.length ≤ F := by
-    rw [← hflags, popcount_eq, hN]
-    apply count_le_count (Free r (cutsOf c N)) _ (unperm (2 ^ M) (net M W))
-    · intro j hj ⟨i', hi'j, e', hY'⟩
-      obtain ⟨i, hij, ei, gap⟩ := exists_latest (fun i => nth r i = nth r j) j ⟨i', hi'j, e'⟩
-      have hii' : i' ≤ i := by
-        apply Nat.le_of_not_lt; intro l; exact gap i' l hi'j e'
-      obtain ⟨hnext, hpM, hs⟩ := hadj i j (by omega) hij ei gap
-      refine ⟨hpM, flag_at (by omega) hpM hs ?_⟩
-      rw [perm_unperm, show unperm (2 ^ M) (net M W) j - 1 = unperm (2 ^ M) (net M W) i by omega, perm_unperm]
-      apply val_A_gap hcut j hij (by omega)
-      intro u h1 h2
-      cases hc : c.testBit u
-      · rfl
-      · exact absurd ⟨by omega, h2⟩ (hY' u ((mem_cutsOf c N u).2 ⟨by omega, hc⟩))
-    · intro a b _ _ _ _ e
-      have := congrArg (perm (2 ^ M) (net M W)) e
-      rwa [perm_unperm, perm_unperm] at this
   have := hits_le_free hP r (cutsOf c N)
-  rw [hY] at this
+  have := free_le_of_checks hN hadj hcut hflags
+  rw [hY] at *
   omega
 
 /-- `Pycert.Capacity.Bounded` from the checks of a sorted instance: the trace has `N` references and,
@@ -500,5 +509,25 @@ public theorem bounded_of_checks {r : List Nat} {N M : Nat} {W : List Nat} {same
     (hflags : popcount M (flags M W same c A) = F) (hm : val A N = m) (hH : (C - 1) * m + F ≤ H) :
     Bounded r N C H :=
   ⟨hN, fun _ hP => Nat.le_trans (capacity_bound hN hadj hcut hflags hm hP) hH⟩
+
+/-- Reference `t` of a decoded trace, read off its field: what a piece states of its first and last
+references, checked by evaluating one field, one route and one table entry. -/
+public theorem nth_decode_of {w n X wt D S t v : Nat} {net0 : List (Nat × Nat)} (ht : t < n)
+    (hv : look wt D S (Pycert.Route.route net0 (fld (2 ^ (w + 1)) X t)) = v) : nth (decode w n X wt D S net0) t = v := by
+  unfold decode
+  rw [nth_map _ _ t (by rw [fields_length]; exact ht), nth_fields _ n X t ht]
+  exact hv
+
+/-- `Pycert.Capacity.Piece` from the checks of a sorted instance: the piece has `N ≥ 1` references,
+the stated first and last ones, `m` cuts and at most `F` references that reuse a block with no cut in
+between. -/
+public theorem piece_of_checks {r : List Nat} {N M : Nat} {W : List Nat} {same c : Nat} {A : List Nat}
+    {F m first last : Nat} (hN : r.length = N) (hadj : Adjacent r (2 ^ M) (net M W) same) (hcut : cutsOK N A c = true)
+    (hflags : popcount M (flags M W same c A) = F) (hm : val A N = m) (hpos : 0 < N)
+    (hfirst : nth r 0 = first) (hlast : nth r (N - 1) = last) : Piece r N m F first last := by
+  refine ⟨hN, hpos, hfirst, hlast, cutsOf c N, ?_, ?_⟩
+  · rw [length_cutsOf, ← val_A_count hcut N (Nat.le_refl _), hm]
+  · have := free_le_of_checks hN hadj hcut hflags
+    rwa [hN] at this
 
 end Pycert.SortedTrace

@@ -86,6 +86,9 @@ class OffloadReport(BaseModel):
     (filled in by ``trace offload --certs``); the control arm's figures are computed."""
     evidence_by: dict[str, str] = {}
     """The certificate each kernel-checked figure comes from."""
+    not_used: dict[str, str] = {}
+    """Certificates of the directory that would prove a figure but were not used, and why (one that does
+    not verify, or could not be verified or read): their figures stay ``computed``."""
 
 
 def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = None) -> OffloadArm:
@@ -97,7 +100,7 @@ def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = No
     g = capacity_tokens // bt
     if g < 1:
         raise InputError(f"a capacity of {capacity_tokens} tokens holds no whole block of {bt} tokens "
-                         f"(granularity {trace.granularity})")
+                         f"(granularity {trace.granularity})", where="--capacity-tokens")
     h = None if host_tokens is None else host_tokens // bt
     from pycert.analysis.optcurve import (
         opt_hit_curve,  # numba loads only when a report is made
@@ -133,9 +136,10 @@ def offload_report(trace: Trace, capacity_tokens: int, host_tokens: int | None =
     the granularity-control arm at ``control_k`` times the block size (none if ``control_k`` is None
     or 1). The default 4 is the factor of the published 16 -> 64 token control."""
     if capacity_tokens < 1 or (host_tokens is not None and host_tokens < 0):
-        raise InputError("capacity must be a positive number of tokens (and host capacity non-negative)")
+        raise InputError("capacity must be a positive number of tokens (and host capacity non-negative)",
+                         where="--capacity-tokens" if capacity_tokens < 1 else "--host-tokens")
     if control_k is not None and control_k < 1:
-        raise InputError(f"the control granularity factor must be >= 1, got {control_k}")
+        raise InputError(f"the control granularity factor must be >= 1, got {control_k}", where="--control-k")
     k = control_k if control_k and control_k > 1 else None
     if k is not None and trace.block_tokens is not None and trace.block_tokens <= capacity_tokens < trace.block_tokens * k:
         raise InputError(f"the x{k} control arm's blocks of {trace.block_tokens * k} tokens do not fit a capacity of "

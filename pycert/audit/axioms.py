@@ -33,6 +33,7 @@ from pycert.audit.graph import (
     reachable,
 )
 from pycert.audit.statement import Headline, expr_digest, headline_of
+from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejection
 from pycert.lean.backend import Backend, PrintedAxioms
 from pycert.lean.build import DEFAULT_TIMEOUT, BuildResult
@@ -126,14 +127,14 @@ class AuditReport(BaseModel):
 
     def summary(self) -> str:
         """One line: the verdict, the figures, and the first offences."""
-        figures = (f"{self.declarations_audited} theorems in {len(self.modules)} modules, "
+        figures = (f"{plural(self.declarations_audited, 'theorem')} in {plural(len(self.modules), 'module')}, "
                    f"axioms seen: {', '.join(self.axioms_seen) or 'none'}; {self.seconds:.2f} s")
         if self.ok:
             return f"pass: {figures}"
         shown = self.primary_findings
         head = "; ".join(f"{f.subject} -> {f.constant} ({f.reason})" for f in shown[:3])
         more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
-        return f"fail: {len(self.findings)} findings: {head}{more}; {figures}"
+        return f"fail: {plural(len(self.findings), 'finding')}: {head}{more}; {figures}"
 
 
 def finding(decl: str, module: str, constant: str, reason: str, path: list[str]) -> Finding:

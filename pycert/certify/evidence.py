@@ -39,6 +39,7 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
                                                                                  "capacity_blocks", "host_blocks")]
     evidence = dict.fromkeys(fields, "computed")
     by: dict[str, str] = {}
+    not_used: dict[str, str] = {}
     if rep.primary.granularity != 1:
         return rep.model_copy(update={"evidence": evidence})
     for path in sorted(certs.glob("*.json")):
@@ -46,8 +47,12 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
             continue
         try:
             cert = load_certificate(path)
-        except (InputError, Rejected):
-            continue  # not a certificate this report can use; verify names what is wrong with it
+        except InputError as err:
+            not_used[path.name] = f"not read as a certificate: {err.message}"
+            continue
+        except Rejected as err:  # a JSON object that breaks the schema: say which field
+            not_used[path.name] = f"not read as a certificate: {err.rejection.render()}"
+            continue
         traces = [i for i in cert.inputs if i.role == "trace" and i.sha256 == rep.sha256]
         proves = (CEILING_FIGURES if cert.family == "ceiling" else CAPACITY_FIGURES
                   if cert.family == "capacity" and cert.parameters.capacity_blocks == rep.primary.capacity_blocks
@@ -55,7 +60,9 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
         if not traces or not proves:
             continue
         given = {PurePosixPath(traces[0].path).name: trace} if trace is not None else None
-        if verify_certificate(path, inputs=given).status != "ok":
+        result = verify_certificate(path, inputs=given)
+        if (why := result.first_problem()) is not None:
+            not_used[path.name] = f"{'does not verify' if result.failures else 'not verified'}: {why}"
             continue
         if cert.family == "ceiling":
             proved = {"refs": _figure(cert, "refs"), "distinct": _figure(cert, "distinct")}
@@ -69,4 +76,4 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
                                                   f"{ours} (pycert's engine)", reason="engine-disagrees"))
         for name in proves:
             evidence[name], by[name] = "kernel-checked", path.name
-    return rep.model_copy(update={"evidence": evidence, "evidence_by": by})
+    return rep.model_copy(update={"evidence": evidence, "evidence_by": by, "not_used": not_used})

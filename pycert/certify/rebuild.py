@@ -14,6 +14,7 @@ from pathlib import Path
 from pycert.audit.axioms import audit_build
 from pycert.audit.per_theorem import audit_rejections, certificate_audit
 from pycert.audit.statements import STATEMENTS_MODULE, printed_headline, printed_statements, probe_source
+from pycert.core.console import plural
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
@@ -146,4 +147,4 @@ def kernel_note(results: list[CheckResult]) -> str:
     """Whether Lean checked the files in this run or the build cache answered for some."""
     if note := cache_note(results):
         return f"kernel: {note}; verify --kernel --fresh runs Lean on every one"
-    return f"kernel: Lean checked all {len(results)} files in this run"
+    return f"kernel: Lean checked {'all ' if len(results) > 1 else ''}{plural(len(results), 'file')} in this run"

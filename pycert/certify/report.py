@@ -17,6 +17,7 @@ import base64
 import hashlib
 import html
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,8 @@ from pycert.certify.documents import parse_certificate
 from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
-from pycert.certify.verify import own_library
+from pycert.certify.verify import VerifyResult, own_library, verify_certificates
+from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root, read_regular, regular_size
 from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
@@ -138,6 +140,8 @@ section.cert { border-top: 2px solid #444; margin-top: 2rem; }
 #verdict[data-state="match"], li.match { background: #1a7f37; color: #fff; }
 #verdict[data-state="mismatch"], li.mismatch { background: #c62828; color: #fff; }
 #verdict-details li { margin: .2rem 0; padding: .2rem .4rem; }
+p.verified { border-left: 4px solid #1a7f37; padding-left: .5rem; }
+p.unverified { background: #c62828; color: #fff; padding: .4rem .6rem; }
 figure { margin: .5rem 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 """
@@ -207,7 +211,18 @@ def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, bytes], extra: str = "") -> str:
+def verdict_line(why_not: str | None) -> str:
+    """What the page says of a certificate's own check: verified offline when the page was made, or why not."""
+    if why_not is None:
+        return ('<p class="verified"><strong>Verified offline</strong> when this page was made (pycert verify: '
+                "inputs hashed, instance regenerated, every figure and sentence derived again; the kernel and the "
+                "axiom audit were not re-run).</p>")
+    return (f'<p class="unverified"><strong>NOT VERIFIED</strong> when this page was made: {_e(why_not)}. What '
+            "follows is what the certificate says, unchecked.</p>")
+
+
+def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, bytes], extra: str = "",
+                       why_not: str | None = "not checked") -> str:
     figures = _rows(
         [(f"<code>{_e(f.name)}</code>", _e(f"{f.numerator}/{f.denominator}" if f.denominator != 1 else f.numerator),
           _e(f.decimal), _e(f.unit), f'<span class="evidence">{_e(f.evidence)}</span>', _e(f.known_by))
@@ -230,6 +245,7 @@ def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, byte
     return f"""
 <section class="cert" id="cert-{_e(cert.id)}">
 <h2>{_e(cert.id)} <small>({_e(cert.family)})</small></h2>
+{verdict_line(why_not)}
 <p class="claim"><strong>Claim.</strong> {_e(cert.claim)}</p>
 {figures}
 <p><strong>Rests on:</strong> {theorems}</p>
@@ -245,9 +261,15 @@ def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, byte
 </section>"""
 
 
+def in_reading_order(name: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that orders the numbers inside a name by value: ``capacity-t-c128`` before
+    ``capacity-t-c1024`` (as text, ``1024`` sorts first)."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part)
+
+
 def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certificate, str]]]:
-    """The manifest and every certificate it lists; a certificate that disagrees with it is rejected.
-    Every error names the file it is about."""
+    """The manifest and every certificate it lists, in reading order; a certificate that disagrees with
+    it is rejected. Every error names the file it is about."""
     if not cert_dir.is_dir():
         raise InputError("no such directory" if not cert_dir.exists() else "not a directory of certificates",
                          where=str(cert_dir))
@@ -255,7 +277,7 @@ def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certifica
     for stray in sorted(p.name for p in cert_dir.glob("*.json") if p.name not in manifest):
         raise Rejected(manifest_rejection(manifest, stray, b"", cert_dir / MANIFEST_NAME))
     certs = []
-    for name in sorted(manifest):
+    for name in sorted(manifest, key=in_reading_order):
         path = cert_dir / name
         if not path.exists() and not path.is_symlink():
             raise InputError("listed in the manifest but absent", where=str(path))
@@ -276,13 +298,20 @@ def embedded_json(value: object) -> str:
 
 
 def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], curves: dict[str, bytes],
-                library: dict[str, str] | None = None, *, verify: str, extras: dict[str, str] | None = None) -> str:
+                library: dict[str, str] | None = None, *, verify: str, not_verified: dict[str, str],
+                extras: dict[str, str] | None = None) -> str:
     """``library``: theorem -> source signature of the library the page's verifier checks against
-    (default: pycert's own); ``verify``: the command that re-checks the certificates offline."""
+    (default: pycert's own); ``verify``: the command that re-checks the certificates offline;
+    ``not_verified``: certificate id -> why it was not verified when the page was made (every other one was)."""
     if library is None:
         library = library_signatures(own_library())
-    index = _rows([(f'<a href="#cert-{_e(c.id)}">{_e(c.id)}</a>', _e(c.family), _e(c.claim)) for c, _ in certs],
-                  ("certificate", "family", "claim"))
+    index = _rows([(f'<a href="#cert-{_e(c.id)}">{_e(c.id)}</a>', _e(c.family),
+                    "yes" if c.id not in not_verified else "<strong>NO</strong> (why: in its section)", _e(c.claim))
+                   for c, _ in certs], ("certificate", "family", "verified offline", "claim"))
+    unchecked = sum(c.id in not_verified for c, _ in certs)
+    verified = (f"{len(certs) - unchecked} of them verified offline when this page was made, {unchecked} "
+                "<strong>not</strong> (marked below)") if unchecked else \
+        f"{'Each' if len(certs) > 1 else 'It was'} verified offline when this page was made"
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src '{_script_hash(_SCRIPT)}'; "
            "connect-src 'none'; form-action 'none'; base-uri 'none'")
     return f"""<!doctype html>
@@ -291,7 +320,7 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 <title>pycert certificates</title><style>{_STYLE}</style></head>
 <body>
 <h1>pycert certificates</h1>
-<p>{len(certs)} certificate(s). Re-check them offline with <code>{_e(verify)}</code>
+<p>{plural(len(certs), "certificate")}. {verified}. Re-check them offline with <code>{_e(verify)}</code>
 (add <code>--kernel</code> to re-run Lean), or their bytes with <code>sha256sum -c {MANIFEST_NAME}</code>.</p>
 <h2>Check a certificate file here</h2>
 <div id="drop">Drop certificate files here, or <input type="file" id="file" multiple accept=".json,application/json">
@@ -300,7 +329,7 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 <ul id="verdict-details"></ul>
 <h2>Index</h2>
 {index}
-{"".join(render_certificate(c, h, curves, (extras or {}).get(c.id, "")) for c, h in certs)}
+{"".join(render_certificate(c, h, curves, (extras or {}).get(c.id, ""), not_verified.get(c.id)) for c, h in certs)}
 <script type="application/json" id="manifest">{embedded_json(manifest)}</script>
 <script type="application/json" id="library">{embedded_json(library)}</script>
 <script type="application/json" id="headlines">{embedded_json({n: c.predicates() for n, c in FAMILIES.items()})}</script>
@@ -309,15 +338,30 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 """
 
 
+def why_not_verified(result: VerifyResult) -> str | None:
+    """None for a certificate that verified, else one line saying what stopped it; a rejected one raises
+    :class:`Rejected`: a page shows no certificate that verify rejects."""
+    why = result.first_problem()
+    if result.failures:
+        raise Rejected(Rejection(subject=result.certificate, reason="does-not-verify",
+                                 detail=f"does not verify, so no page shows it: {why}"))
+    return why
+
+
 def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bool = True,
                  progress: Callable[[str], None] = lambda _m: None,
-                 inputs: dict[str, Path] | None = None) -> tuple[Path, int]:
-    """Render the page for ``cert_dir``; with ``curves``, plot every trace a certificate names (found
-    like verify finds it: inside ``root``, by default the certificates' directory, an external trace where
-    ``inputs`` hands it in or beside that directory; one found nowhere is an input error naming
-    ``--input``), once per trace."""
+                 inputs: dict[str, Path] | None = None) -> tuple[Path, int, dict[str, str]]:
+    """Render the page for ``cert_dir``: every certificate verified offline first (a rejected one is
+    refused; one whose inputs are not found is shown marked as not verified, with why); with ``curves``,
+    plot every trace a certificate names (found like verify finds it: inside ``root``, by default the
+    certificates' directory, an external trace where ``inputs`` hands it in or beside that directory; one
+    found nowhere is an input error naming ``--input``), once per trace. The page, the number of
+    certificates on it, and those not verified (id -> why)."""
 
     manifest, certs = load_directory(cert_dir)
+    progress(f"verifying {plural(len(certs), 'certificate')} offline")
+    results = verify_certificates([cert_dir / c.filename for c, _ in certs], root=root, inputs=inputs)
+    not_verified = {c.id: why for (c, _), r in zip(certs, results) if (why := why_not_verified(r)) is not None}
     where = Locator(root=root or certificate_root(cert_dir), external=dict(inputs or {}))
     drawn: dict[str, Curve] = {}
     proved: dict[str, list[tuple[int, int]]] = {}  # trace sha256 -> (capacity, hits) its capacity certificates prove
@@ -345,5 +389,6 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     externals = {i.path: i.sha256 for cert, _ in certs for i in cert.inputs if i.external}
     verify = verify_command(cert_dir, None, input_paths(externals, cert_dir, inputs), root=root)
     pngs = {sha: curve.png for sha, curve in drawn.items()}
-    atomic_write(out, render_page(manifest, certs, pngs, verify=verify, extras=extras).encode("utf-8"))
-    return out, len(certs)
+    atomic_write(out, render_page(manifest, certs, pngs, verify=verify, not_verified=not_verified,
+                                  extras=extras).encode("utf-8"))
+    return out, len(certs), not_verified

@@ -71,6 +71,14 @@ class VerifyResult(BaseModel):
     def ok(self) -> bool:
         return self.status == "ok"
 
+    def first_problem(self) -> str | None:
+        """One line: the first rejection (and how many more), else the first input that stopped the check;
+        None when nothing did."""
+        if self.failures:
+            more = len(self.failures) - 1
+            return self.failures[0].render() + (f" (and {more} more: pycert verify names them all)" if more else "")
+        return (self.errors or [f"missing input: {m}" for m in self.missing] or [None])[0]
+
 
 # ---------------------------------------------------------------------------- Lean declarations
 

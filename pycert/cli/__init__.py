@@ -115,16 +115,18 @@ def add_backend(p, what: str = "Lean backend") -> None:  # noqa: ANN001
 
 
 def report_error(message: str, where: str | None, code: int, as_json: bool, text: str | None = None,
-                 details: dict | None = None) -> int:
+                 details: dict | None = None, command: str = "pycert") -> int:
     """The one error path: ``text`` (default ``pycert: where: message``) as one line on stderr and,
-    under ``--json``, ``{"error": message, "where": where, "exit": code, **details}`` on stdout."""
+    under ``--json``, ``{"error": message, "where": where, "exit": code, **details}`` on stdout. An error
+    about no place in particular (an interrupt, a setting that contradicts another) is where the command
+    that raised it ran: ``where`` is then ``command`` (``pycert trace offload``), never null."""
     line = text or ("pycert: " + (f"{where}: {message}" if where else message))
     line = " ".join(line.split())  # one line, whatever the message held
     try:
         if as_json:
             import json
 
-            sys.stdout.write(json.dumps({"error": " ".join(message.split()), "where": where, "exit": code,
+            sys.stdout.write(json.dumps({"error": " ".join(message.split()), "where": where or command, "exit": code,
                                          **(details or {})}, indent=2) + "\n")
             sys.stdout.flush()
         sys.stderr.write(line + "\n")
@@ -134,10 +136,17 @@ def report_error(message: str, where: str | None, code: int, as_json: bool, text
     return code
 
 
-def _pycert_error(err: BaseException, as_json: bool) -> int:
+def _pycert_error(err: BaseException, as_json: bool, command: str) -> int:
     message = getattr(err, "message", None) or str(err)
     return report_error(message, getattr(err, "where", None), err.exit_code, as_json,  # type: ignore[attr-defined]
-                        text=getattr(err, "text", None), details=getattr(err, "details", None))
+                        text=getattr(err, "text", None), details=getattr(err, "details", None), command=command)
+
+
+def command_line_of(argv: list[str], args: object = None) -> str:
+    """The command a command line runs, as typed (``pycert trace offload``): from the parsed ``args`` when
+    there are some, else the command ``argv`` names."""
+    words = [getattr(args, k, None) for k in ("command", "action", "family")] if args is not None else [chosen_command(argv)]
+    return " ".join(["pycert", *(w for w in words if isinstance(w, str))])
 
 
 def _on_sigterm(signum, frame) -> None:  # noqa: ANN001
@@ -167,24 +176,25 @@ def main(argv: list[str] | None = None) -> int:
             UsageError,
         )
 
+        args = None
         try:
             args = build_parser(argv).parse_args(argv)
             as_json = bool(getattr(args, "json", as_json))
             return int(args.func(args) or 0)
         except UsageError as err:
-            _pycert_error(err, as_json)
+            _pycert_error(err, as_json, command_line_of(argv, args))
             raise SystemExit(EXIT_USAGE) from None  # as argparse itself exits on a bad command line
         except PycertError as err:
-            return _pycert_error(err, as_json)
+            return _pycert_error(err, as_json, command_line_of(argv, args))
         except KeyboardInterrupt:
-            return report_error("interrupted", None, EXIT_INTERRUPTED, as_json)
+            return report_error("interrupted", None, EXIT_INTERRUPTED, as_json, command=command_line_of(argv, args))
         except Terminated:
-            return report_error("terminated", None, EXIT_TERMINATED, as_json)
+            return report_error("terminated", None, EXIT_TERMINATED, as_json, command=command_line_of(argv, args))
     except BaseException as exc:  # during the imports above, or while reporting an error
         if isinstance(exc, KeyboardInterrupt):
-            return report_error("interrupted", None, 130, as_json)
+            return report_error("interrupted", None, 130, as_json, command=command_line_of(argv))
         if type(exc).__name__ == "Terminated":
-            return report_error("terminated", None, 143, as_json)
+            return report_error("terminated", None, 143, as_json, command=command_line_of(argv))
         raise
     finally:
         if previous is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from pycert.audit import axioms as au
 from pycert.audit.sarif import to_sarif
 from pycert.cli import add_backend, add_common, help_of
-from pycert.core.console import Progress, emit, table
+from pycert.core.console import Progress, emit, plural, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected
 from pycert.core.files import atomic_write
 from pycert.core.limits import out_path, seconds
@@ -79,8 +79,8 @@ def render(report: au.AuditReport) -> str:
     rows = [(m.module, m.theorems, m.level) for m in report.modules]
     lines.append(table(["module", "theorems", "read from"], rows))
     lines.append(
-        f"{'PASS' if report.ok else 'FAIL'}: {report.declarations_audited} theorems audited, "
-        f"{report.constants_walked} constants walked in {report.modules_loaded} modules, "
+        f"{'PASS' if report.ok else 'FAIL'}: {plural(report.declarations_audited, 'theorem')} audited, "
+        f"{plural(report.constants_walked, 'constant')} walked in {plural(report.modules_loaded, 'module')}, "
         f"axioms seen: {', '.join(report.axioms_seen) or 'none'}, {report.seconds:.2f} s "
         f"({report.trusted_toolchain_bodies} toolchain bodies taken on trust: the toolchain ships no .olean.private)"
     )

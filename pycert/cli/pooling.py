@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from pycert import prove
 from pycert.cli import add_backend, add_common, help_of
-from pycert.core.console import Progress, emit, table
+from pycert.core.console import Progress, emit, plural, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError
 from pycert.core.files import atomic_write
 from pycert.core.limits import (
@@ -123,7 +123,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.out or args.json:
         emit(args.json, {"path": str(args.out) if args.out else None, "seed": seed, "name": inst.name,
                          "refs": len(inst.trace), "distinct": len(set(inst.trace))},
-             lambda: f"wrote {args.out}: {len(inst.trace)} references over {len(set(inst.trace))} blocks (seed {seed})")
+             lambda: f"wrote {args.out}: {plural(len(inst.trace), 'reference')} over {plural(len(set(inst.trace)), 'block')} "
+                     f"(seed {seed})")
     else:
         print(text, end="")
     return EXIT_OK
@@ -202,8 +203,8 @@ def render_table(res: PoolingResult) -> str:
                  _status(f.highs), f.replay.misses if f.replay else "-",
                  f"match {f.matching_objective}" if f.matching_objective is not None else "-", "-",
                  hit_rate(f.cpsat.objective if f.agree else None, res.refs)))
-    lines = [f"instance {res.instance}: {res.hosts} hosts, {res.requests} requests, {res.refs} references, "
-             f"{res.distinct} distinct blocks, pool capacity {res.pool_capacity}", ""]
+    lines = [f"instance {res.instance}: {plural(res.hosts, 'host')}, {plural(res.requests, 'request')}, "
+             f"{plural(res.refs, 'reference')}, {plural(res.distinct, 'distinct block')}, pool capacity {res.pool_capacity}", ""]
     lines.append(table(["model", "CP-SAT", "bound", "status", "HiGHS", "status", "replay", "Belady", "wall", "hit rate"],
                        rows))
     lines += ["", f"capacitated family (pool below the distinct count): {len(res.family)} cases"]

@@ -13,7 +13,7 @@ from pycert import prove
 from pycert.certify.hints import external_inputs, input_paths, prove_command, report_command, verify_command
 from pycert.certify.manifest import MANIFEST_NAME, read_manifest
 from pycert.cli import add_backend, add_common, help_of, report_error
-from pycert.core.console import Progress, emit, table
+from pycert.core.console import Progress, emit, plural, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_RESOURCES, InputError, Rejected
 from pycert.core.files import missing_dirs, remove_empty
 from pycert.core.limits import out_dir, seconds
@@ -83,7 +83,7 @@ def render(res: prove.ProveResult, steps: NextSteps) -> str:
     rows = table(["certificate", "figure", "status", "claim"],
                  [(r.certificate, r.figure, r.status, r.claim[:110]) for r in res.rows])
     verdict = "ALL HOLD" if res.ok else "REJECTED" if res.rejected else "NOT CHECKED"
-    lines = [f"{stages}\n\n{rows}\n\n{verdict}: {len(res.written)} certificates written"]
+    lines = [f"{stages}\n\n{rows}\n\n{verdict}: {plural(len(res.written), 'certificate')} written"]
     lines += [f"not checked: {u}" for u in res.unchecked]
     if steps.verify:
         lines += ["", "check them, offline:", f"  {steps.verify}", f"  {steps.report}"]

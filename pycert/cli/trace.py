@@ -226,10 +226,12 @@ def _render_offload(rep: OffloadReport) -> str:
               "host_backed_hit_rate", "host_load_frac", "headroom_pp", "policy_headroom_pp", "tier_headroom_pp",
               "gpu_share_of_achievable"]
 
-    def cell(v: object) -> str:
+    def cell(f: str, v: object) -> str:
         if isinstance(v, Ratio):
             return f"{v.decimal:.6f}"
-        return "unbounded" if v is None else f"{v:,}" if isinstance(v, int) else str(v)
+        if v is None:  # host_blocks without --host-tokens; a share of an achievable rate of zero
+            return "n/a (no block is ever reused: nothing is achievable)" if f == "gpu_share_of_achievable" else "unbounded"
+        return f"{v:,}" if isinstance(v, int) else str(v)
 
     def known(f: str) -> list[str]:
         if not rep.evidence:
@@ -237,19 +239,20 @@ def _render_offload(rep: OffloadReport) -> str:
         state = rep.evidence.get(f, "")
         return [f"{state} ({rep.evidence_by[f]})" if f in rep.evidence_by else state]
 
-    rows = [(f, *(cell(getattr(a, f)) for a in arms), *known(f)) for f in fields]
+    rows = [(f, *(cell(f, getattr(a, f)) for a in arms), *known(f)) for f in fields]
     heads = ["figure", f"x{rep.primary.granularity} (as read)"]
     heads += [f"x{rep.control_k} (control)"] if rep.control else []
     heads += [f"evidence (x{rep.primary.granularity})"] if rep.evidence else []
     host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
-    return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows)])
+    unused = [f"not used (what it would prove stays computed): {name}: {why}" for name, why in rep.not_used.items()]
+    return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused])
 
 
 def cmd_offload(args: argparse.Namespace) -> int:
     trace = _load(args, Progress(enabled=not args.json))
     if args.block_tokens is not None:
         if args.granularity > 1:
-            raise InputError("give --block-tokens for the trace as read, without --granularity")
+            raise InputError("give --block-tokens for the trace as read, without --granularity", where="--block-tokens")
         trace = replace(trace, block_tokens=args.block_tokens)
     rep = offload_report(trace, args.capacity_tokens, args.host_tokens, args.control_k)
     if args.certs is not None:

@@ -85,8 +85,7 @@ def run(args: argparse.Namespace) -> int:
         print(render(results))
     bad = [r for r in results if r.status in ("missing-input", "input-error")]
     first = bad[0]
-    why = first.errors[0] if first.errors else f"missing input: {first.missing[0]}"
     more = f" ({len(bad)} of {len(results)} certificates could not be checked)" if len(results) > 1 else ""
-    err = InputError(why + more, where=first.certificate)
+    err = InputError(f"{first.first_problem()}{more}", where=first.certificate)
     err.details = {"results": to_jsonable(results)}
     raise err

@@ -36,6 +36,12 @@ def emit(as_json: bool, data: Any, human: Callable[[], str] | None = None) -> No
             print(text)
 
 
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``1 certificate``, ``2 certificates``, ``1,024 blocks``: the count with its noun in the right number
+    (``many`` for a noun whose plural is not ``noun + "s"``)."""
+    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A plain aligned text table (no colour: it must read well in CI logs too)."""
     body = [[str(c) for c in r] for r in rows]

@@ -98,6 +98,7 @@ class Rejected(PycertError):
         if isinstance(rejection, str):
             rejection = Rejection(subject="", reason="rejected", detail=rejection)
         self.rejection = rejection
+        self.where, self._message = rejection.subject or None, rejection.detail  # what was refused, and why
         super().__init__(rejection.render())
 
 

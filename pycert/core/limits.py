@@ -32,6 +32,10 @@ MAX_GENERATE_REQUESTS = 10_000_000
 """``trace generate --requests``: about 185 million references (10 GB of JSONL), streamed to the file."""
 MAX_SHARD_REFS = 1 << 40
 """``prove --shard-refs``: references per shard."""
+MAX_PIECE_REFS = 1 << 19
+"""References per piece of a trace checked at a capacity: ``2 ** 19`` places of fields of at most 32
+bits (such a piece has fewer than ``2 ** 31`` blocks) fill the ``2 ** 24`` bits one Lean process sorts
+within its heap (:data:`pycert.lean.emit.capacity.MAX_SORT_BITS`)."""
 MAX_SHARDS = 1 << 16
 """The most shards a certificate may name (10^8 references took 31): bounds what verify emits again."""
 MAX_BELADY_POINTS = 1_000

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root, file_sha256
 from pycert.core.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
+from pycert.lean.diagnostics import CheckResult
 from pycert.lean.emit import INSTANCE_NAMESPACE
 
 Progress = Callable[[str], None]
@@ -304,6 +305,19 @@ class Prepared:
         """This run's own files, as a :class:`Reader`."""
         return self.located[inp.path]
 
+    def judge_parts(self, results: Sequence[CheckResult]) -> bool:
+        """Record the kernel's verdicts on the modules checked before the instance (a big trace's parts,
+        checked as Ray tasks): a refusal rejects the claim, a failure of resources leaves it unchecked
+        (neither written nor rejected). True when every part passed."""
+        bad = [r for r in results if not r.ok]
+        if refused := [r for r in bad if r.status != "resources"]:
+            r = refused[0]
+            self.rejection = Rejection(subject=f"{r.module}.lean", reason="kernel", detail=f"kernel: {r.module} "
+                                       f"{r.status}: {(r.failures[0].render() if r.failures else r.detail)[:300]}")
+        elif bad:
+            self.unchecked = f"{self.id} was not checked: " + "; ".join(r.detail for r in bad)
+        return not bad
+
 
 class Producer(ABC):
     """Makes the certificates of one family: options, a check of the setting, instance data."""
@@ -340,6 +354,16 @@ def input_file(role: str, path: Path, root: Path, derived_from: str | None = Non
     inside = real.is_relative_to(root)
     return InputFile(role=role, path=real.relative_to(root).as_posix() if inside else path.name,
                      sha256=sha256 or file_sha256(path), external=not inside, derived_from=derived_from)
+
+
+def part_of(instance: Instance, inp: InputFile, kinds: tuple[str, ...]) -> bool:
+    """Whether ``inp`` is a module derived from the trace beside ``instance`` and named after it,
+    ``<Module><kind><k>.lean`` (a big trace's shard or piece): what :meth:`Claim.imported` expects."""
+    path = PurePosixPath(inp.path)
+    tail = path.stem.removeprefix(instance.module)
+    return (inp.role == "lean" and inp.derived_from == "trace" and not inp.external and tail != path.stem
+            and path.parent == PurePosixPath(instance.path).parent and path.suffix == ".lean"
+            and any(tail.startswith(k) and tail[len(k):].isdigit() for k in kinds))
 
 
 def input_path(inputs: Sequence[InputFile], role: str, read: Reader) -> Path:

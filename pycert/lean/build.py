@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from pycert.core.console import plural
 from pycert.core.errors import InputError
 from pycert.core.files import link_or_copy, publish_dir
 from pycert.core.resources import cache_dir, library_dir, scratch_root
@@ -157,7 +158,7 @@ def cache_note(results: Sequence[CheckResult]) -> str | None:
     cached = sum(r.cached for r in results)
     if not cached:
         return None
-    return (f"{cached} of {len(results)} Lean files answered from the build cache ({build_cache_dir()}): the "
+    return (f"{cached} of {plural(len(results), 'Lean file')} answered from the build cache ({build_cache_dir()}): the "
             "verdicts Lean gave earlier for the same source, imports and toolchain")
 
 

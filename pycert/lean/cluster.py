@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -127,6 +128,8 @@ def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, add
               progress: Callable[[str], None] = lambda _m: None) -> list[Outcome]:
     """Emit and check every module of ``works`` as Ray tasks; outcomes in the order given. A task that
     failed on every try is reported as its module's verdict, never raised."""
+    if address is None and "ray" not in sys.modules:  # Ray's own default for a local cluster, set before Ray reads
+        os.environ.setdefault("RAY_AUTH_MODE", "token")  # it at import: otherwise it says so on stderr
     import ray  # see connect
 
     progress(f"cluster: {connect(address)}")

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from pycert.core.console import table
+from pycert.core.console import plural, table
 
 Status = Literal["killed", "survived", "timeout", "error", "equivalent", "not-run"]
 STATUSES: tuple[Status, ...] = ("killed", "survived", "timeout", "error", "equivalent", "not-run")
@@ -72,7 +72,7 @@ class CampaignReport(BaseModel):
 
     def not_run_line(self) -> str | None:
         """One line naming every checker that did not run, with its mutants and why (None when all ran)."""
-        parts = [f"the {checker} checker was not run ({n} mutants, no verdict): {why}"
+        parts = [f"the {checker} checker was not run ({plural(n, 'mutant')}, no verdict): {why}"
                  for checker, (n, why) in self.not_run().items()]
         return "; ".join(parts) or None
 
@@ -108,8 +108,8 @@ def render(report: CampaignReport, not_run: bool = True) -> str:
         out += ["", table(("equivalent mutant", "reason"), [(o.mutant.id, o.mutant.equivalent) for o in eq])]
     s = report.summary()
     verdict = "FAIL" if report.failing else "INCOMPLETE" if s["not-run"] else "PASS"
-    out += ["", f"{verdict}: {s['mutants']} mutants over {s['operators']} operator "
-                f"classes, {s['killed']} killed, {len(report.failing)} not killed, {s['equivalent']} equivalent"
+    out += ["", f"{verdict}: {plural(s['mutants'], 'mutant')} over {plural(s['operators'], 'operator class', 'operator classes')}"
+                f", {s['killed']} killed, {len(report.failing)} not killed, {s['equivalent']} equivalent"
                 + (f", {s['not-run']} not run" if s["not-run"] else "")
                 + f"; score {s['score']:.1f}%; {s['kernel_runs']} kernel runs on {s['backend']}; {s['wall_s']:.0f} s"]
     if not_run and (line := report.not_run_line()):

@@ -1,16 +1,17 @@
 """The ceiling at a capacity (``lean/Pycert/Capacity.lean``): no demand-fetch cache of ``C`` blocks hits
 more than ``H`` times on a trace, kernel-checked on the whole trace (``lean/Pycert/SortedTrace.lean``
-and its emitter :mod:`pycert.lean.emit.capacity`), with ``H`` Belady's hit count at ``C``; and, with
-Belady's hit pairs as a witness (``lean/Pycert/Realise.lean``, ``lean/Pycert/SortedOptimum.lean``),
-that some cache of ``C`` blocks hits exactly ``H`` times: ``H`` is the optimum, kernel-checked both ways.
+and its emitter :mod:`pycert.lean.emit.capacity`), with ``H`` Belady's hit count at ``C``.
 
 The library proves, for every policy of capacity ``C``, every trace and every cut list ``Y``,
 hits ≤ (C - 1)·|Y| + the reuses with no cut in between (``hits_le_free``). Python computes a cut list
 that makes the bound Belady's MIN hit count (:func:`pycert.analysis.capacity.cut_list`, untrusted: any
 list gives a sound bound); the kernel checks it on every reference and states ``H``; pycert then
 cross-checks ``H`` against Belady's MIN from two engines and refuses a bound that is not attained.
-Which headline a certificate states is a function of its parameters (:func:`witnessed`): the whole-trace
-instance with the witness states ``Pycert.Capacity.Optimum``; a layout without it, ``Bounded``.
+With Belady's hit pairs as a witness (``lean/Pycert/Realise.lean``, ``lean/Pycert/SortedOptimum.lean``)
+the kernel also checks that some cache of ``C`` blocks hits exactly ``H`` times: ``H`` is the optimum,
+both ways. Which headline a certificate states is a function of its parameters (:func:`witnessed`):
+the one-file instance with the witness states ``Pycert.Capacity.Optimum``; a trace in pieces, and the
+one-file layout without the witness, ``Bounded``.
 
 This module is the claim; :mod:`pycert.families.capacity.produce` makes the certificates.
 """
@@ -22,9 +23,12 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field
+
 from pycert.core.errors import PycertError, Rejected, Rejection
+from pycert.core.limits import MAX_PIECE_REFS, MAX_SHARDS
 from pycert.core.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
-from pycert.families.base import Claim, Instance, Reader, input_path
+from pycert.families.base import Claim, Instance, Reader, input_path, part_of
 from pycert.families.ceiling import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
 
 if TYPE_CHECKING:
@@ -37,7 +41,13 @@ class CapacityParams(Params):
     capacity_blocks: int
     """``C``: the cache holds at most this many blocks."""
     lean_encoding: str
-    """The layout of the emitted instance file (:data:`pycert.lean.emit.capacity.ENCODING`)."""
+    """The layout of the emitted instance file (:data:`pycert.lean.emit.capacity.OPTIMUM_ENCODING`, with
+    the witness; ``ENCODING``, without; ``PIECES_ENCODING`` for a trace checked in pieces)."""
+    pieces: int = Field(1, ge=1, le=MAX_SHARDS)
+    """How many pieces the trace is checked in (1: one instance file)."""
+    piece_refs: int | None = Field(None, ge=2, le=MAX_PIECE_REFS)
+    """The most references a piece holds: with the trace and the capacity it fixes the split (None: one
+    instance file)."""
 
 
 class CapacityCertificate(Certificate):
@@ -85,6 +95,39 @@ def instance_text(refs: np.ndarray, sha256: str, module: str, capacity: int,
     return text.encode(), plan
 
 
+def piece_names(module: str, count: int) -> list[str]:
+    """The modules of a trace's pieces, beside its composition ``module``."""
+    return [f"{module}Piece{k:0{len(str(count - 1))}d}" for k in range(count)]
+
+
+def piece_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list[int], list[int]]:
+    """The recipe's cut list and the split points of the pieces (:func:`pycert.lean.emit.capacity.split_points`):
+    what prove and verify both derive from the trace, the capacity and ``piece_refs``."""
+    from pycert.analysis.capacity import cut_list  # see instance_text
+    from pycert.lean.emit import capacity as emit
+
+    cuts = cut_list(refs, capacity)
+    return cuts, emit.split_points(len(refs), cuts, piece_refs)
+
+
+def piece_files(refs: np.ndarray, sha256: str, module: str, capacity: int, piece_refs: int) -> tuple[dict[str, str], Plan]:
+    """Every module of a trace checked in pieces, by module name (the composition ``module`` last), and
+    what the composition states: what verify regenerates and compares with the files prove wrote."""
+    import numpy as np  # see instance_text
+
+    from pycert.lean.emit import capacity as emit
+
+    cuts, points = piece_layout(refs, capacity, piece_refs)
+    mods = piece_names(module, len(points) - 1)
+    out, plans = {}, []
+    for k, m in enumerate(mods):
+        a, b = points[k], points[k + 1]
+        out[m], piece = emit.emit_piece(refs[a:b + 1], sha256, m, capacity, emit.local_cuts(cuts, a, b))
+        plans.append(piece)
+    out[module], plan = emit.emit_glue(module, sha256, mods, plans, len(np.unique(refs)))
+    return out, plan
+
+
 def belady(refs: np.ndarray, capacity: int) -> int:
     """Belady's MIN hit count at ``capacity`` blocks from pycert's one-pass OPT curve (stack distances
     under OPT priority, :mod:`pycert.analysis.optcurve`), cross-checked against a direct simulation of
@@ -120,6 +163,8 @@ class Capacity(Claim):
                      "Pycert.SortedTrace.bounded_of_checks", "Pycert.PackedTrace.traceOK_sound",
                      "Pycert.Route.route_inj")
     primary = ("trace",)
+    piece_theorems = ("Pycert.Capacity.piece_glue", "Pycert.Capacity.bounded_of_piece",
+                      "Pycert.SortedTrace.piece_of_checks")
     headline_predicate = OPTIMUM
     headline_figures = ("refs", "capacity_blocks", "max_hits")
     limits = (
@@ -143,6 +188,8 @@ class Capacity(Claim):
         "belady_hits": ("computed-cross-checked", "Belady's MIN at capacity_blocks: pycert's one-pass OPT curve "
                         "(pycert.analysis.optcurve), equal to a direct MIN simulation (pycert.analysis.cachesim."
                         "belady_hits) and to max_hits; libCacheSim's Belady agrees in pycert's tests"),
+        "cuts": ("computed", "length of the cut list the recipe computed (pycert.analysis.capacity.cut_list); "
+                 "the kernel checked the bound for that list, whatever it is"),
     }
     evidence_witnessed = {
         "max_hits": ("kernel-checked", "Lean kernel: a literal of {headline} (Optimum: hits P trace ≤ it for every "
@@ -152,8 +199,6 @@ class Capacity(Claim):
                         "{headline} (both ways); Belady's MIN reaches the optimum, and pycert's one-pass OPT curve "
                         "(pycert.analysis.optcurve) and a direct MIN simulation (pycert.analysis.cachesim.belady_hits) "
                         "both count max_hits"),
-        "cuts": ("computed", "length of the cut list the recipe computed (pycert.analysis.capacity.cut_list); "
-                 "the kernel checked the bound for that list, whatever it is"),
     }
 
     def predicate(self, params: CapacityParams) -> str:  # type: ignore[override]
@@ -162,11 +207,13 @@ class Capacity(Claim):
     def predicates(self) -> tuple[str, ...]:
         return (OPTIMUM, BOUNDED)
 
-    def library_theorems(self, params: CapacityParams) -> tuple[str, ...]:  # type: ignore[override]
-        return (*self.theorem_names, *(WITNESS_THEOREMS if witnessed(params) else ()))
+    def library_theorems(self, params: CapacityParams) -> tuple[str, ...]:
+        return (self.theorem_names + (self.piece_theorems if params.pieces > 1 else ())
+                + (WITNESS_THEOREMS if witnessed(params) else ()))
 
-    def does_not_prove(self, params: CapacityParams, figures: Mapping[str, Fraction]) -> tuple[str, ...]:  # type: ignore[override]
-        return tuple(BOTH_WAYS if line == UPPER_ONLY and witnessed(params) else line for line in self.limits)
+    def does_not_prove(self, params: CapacityParams, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
+        limits = tuple(BOTH_WAYS if line == UPPER_ONLY and witnessed(params) else line for line in self.limits)
+        return limits + ((piece_limit(params.pieces),) if params.pieces > 1 else ())
 
     def evidence(self, name: str, solver: SolverInfo | None,
                  params: CapacityParams | None = None) -> tuple[EvidenceState, str]:  # type: ignore[override]
@@ -220,15 +267,45 @@ class Capacity(Claim):
                 "cuts": Fraction(len(cut_list(trace.refs, c)))}
 
     def regenerate(self, params: CapacityParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
-        from pycert.data.traces import read_trace  # numpy: see instance_text
-        from pycert.lean.emit.capacity import ENCODING, OPTIMUM_ENCODING
+        inst = self.instance(params, self.primary_inputs(inputs))
+        return self.derived_files(params, inputs, read)[inst.path]
 
-        if params.lean_encoding not in (ENCODING, OPTIMUM_ENCODING):
-            raise Rejected(Rejection.mismatch("parameters.lean_encoding", f"{OPTIMUM_ENCODING!r} or {ENCODING!r}",
+    def imported(self, params: CapacityParams, instance: Instance, inp: InputFile) -> bool:
+        """A piece module of the instance's trace, beside it (``<Module>Piece<k>.lean``)."""
+        return params.pieces > 1 and part_of(instance, inp, ("Piece",))
+
+    def derived_files(self, params: CapacityParams, inputs: Sequence[InputFile], read: Reader) -> dict[str, bytes]:
+        """The instance file, and for a trace in pieces every piece module beside it, from the trace."""
+        from pycert.data.traces import read_trace  # numpy: see instance_text
+        from pycert.lean.emit.capacity import ENCODING, OPTIMUM_ENCODING, PIECES_ENCODING
+
+        pieced = params.pieces > 1
+        expected = (PIECES_ENCODING,) if pieced else (OPTIMUM_ENCODING, ENCODING)
+        if params.lean_encoding not in expected:
+            raise Rejected(Rejection.mismatch("parameters.lean_encoding", " or ".join(map(repr, expected)),
                                               repr(params.lean_encoding)))
+        if pieced != (params.piece_refs is not None):
+            raise Rejected(Rejection.mismatch("parameters.piece_refs", "the most references a piece holds, exactly "
+                                              "when the trace is in pieces", repr(params.piece_refs)))
+        inst = self.instance(params, self.primary_inputs(inputs))
         trace = read_trace(input_path(inputs, "trace", read))
-        module = self.instance(params, self.primary_inputs(inputs)).module
-        return instance_text(trace.refs, trace.sha256, module, params.capacity_blocks, witnessed(params))[0]
+        if not pieced:
+            return {inst.path: instance_text(trace.refs, trace.sha256, inst.module, params.capacity_blocks,
+                                             witnessed(params))[0]}
+        files, _ = piece_files(trace.refs, trace.sha256, inst.module, params.capacity_blocks, params.piece_refs)
+        if len(files) - 1 != params.pieces:
+            raise Rejected(Rejection.mismatch("parameters.pieces", f"{len(files) - 1} (the split of the trace at "
+                                              f"{params.piece_refs} references a piece)", str(params.pieces)))
+        where = PurePosixPath(inst.path).parent
+        return {(where / f"{m}.lean").as_posix(): text.encode() for m, text in files.items()}
+
+
+def piece_limit(count: int) -> str:
+    return (f"The trace is checked in {count} pieces split at cuts of the cut list, each a sorted instance in a Lean "
+            "module of its own that states its first and last reference, and the composition module proves the bound "
+            "from the pieces' headlines (Pycert.Capacity.piece_glue): consecutive pieces share one reference, which "
+            "the kernel checks is the same id. Python computes where to split, and verify recomputes it from the trace, "
+            "the capacity and piece_refs and regenerates every file; any split at cuts gives the same bound.")
 
 
 CLAIM = Capacity()

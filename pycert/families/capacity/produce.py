@@ -4,20 +4,25 @@ whole-trace Lean instance and record what pycert's engines expect the kernel to 
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 from fractions import Fraction
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+import numpy as np
+
+from pycert.core.console import plural
 from pycert.core.errors import InputError
 from pycert.core.files import check_input
-from pycert.core.limits import int_list, int_range
+from pycert.core.limits import MAX_PIECE_REFS, int_list, int_range
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.families.capacity import CLAIM, CapacityParams, instance_text, names
+from pycert.families.capacity import CLAIM, CapacityParams, instance_text, names, piece_layout, piece_names
 from pycert.families.ceiling import DEFAULT_TRACE, slug
 from pycert.families.ceiling.produce import certified_trace
-from pycert.lean.emit.capacity import OPTIMUM_ENCODING
+from pycert.lean import cluster
+from pycert.lean.emit import capacity as emit
 
 
 class CapacityOptions(Options):
@@ -31,6 +36,11 @@ class CapacityOptions(Options):
     required: bool = False
     """``pycert prove capacity``: a run with no capacity is a usage error (under ``prove ceiling`` or
     ``prove all`` it makes no capacity certificate)."""
+    piece_refs: int | None = None
+    """``--shard-refs``: the most references a piece holds, never above :data:`~pycert.core.limits.MAX_PIECE_REFS`
+    (None: one instance when the trace fits one, else pieces of at most that)."""
+    ray_address: str | None = None
+    """The Ray cluster the pieces are checked on (None: a local one pycert starts)."""
 
 
 def capacities(opts: CapacityOptions, trace: Trace) -> list[int]:
@@ -57,8 +67,8 @@ class CapacityProducer(Producer):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--capacity-blocks", type=int_list(1), action="extend", default=[], metavar="C[,C...]",
                             help="also certify the hit ceiling at these cache capacities, in blocks: one certificate "
-                                 "per trace and capacity (Belady's MIN hit count, kernel-checked as the optimum: "
-                                 "an upper bound and a policy that reaches it)")
+                                 "per trace and capacity (Belady's MIN hit count, kernel-checked as the optimum: an "
+                                 "upper bound and a policy that reaches it; a trace in pieces: the bound)")
         parser.add_argument("--capacity-tokens", type=int_list(1), action="extend", default=[], metavar="T[,T...]",
                             help="the same at capacities in tokens, each in whole blocks of --block-tokens")
         parser.add_argument("--block-tokens", type=int_range(1), default=None, metavar="B",
@@ -67,7 +77,8 @@ class CapacityProducer(Producer):
     def options_from(self, args: argparse.Namespace, everything: bool = False) -> CapacityOptions:
         return CapacityOptions(trace=getattr(args, "trace", []), capacity_blocks=args.capacity_blocks,
                                capacity_tokens=args.capacity_tokens, block_tokens=args.block_tokens,
-                               required=args.family == self.claim.name)
+                               required=args.family == self.claim.name, piece_refs=getattr(args, "shard_refs", None),
+                               ray_address=getattr(args, "ray_address", None))
 
     def traces(self, setting: Setting) -> list[Path]:
         opts: CapacityOptions = setting.options  # type: ignore[assignment]
@@ -81,6 +92,9 @@ class CapacityProducer(Producer):
             raise InputError("give the capacities to certify: --capacity-blocks C[,C...] or --capacity-tokens T[,T...]")
         if opts.block_tokens is not None and not opts.capacity_tokens:
             raise InputError("--block-tokens applies to --capacity-tokens, and none was given")
+        if (opts.capacity_blocks or opts.capacity_tokens) and opts.piece_refs is not None and opts.piece_refs < 2:
+            raise InputError(f"--shard-refs {opts.piece_refs}: a piece of a trace checked at a capacity holds at least "
+                             "2 references (it shares its ends with its neighbours)")
         for trace in opts.trace:
             check_input(trace, "a trace file", missing="no such trace file")
             if not slug(trace.stem):
@@ -115,21 +129,64 @@ class CapacityProducer(Producer):
         trace = read_trace(path)
         trace_input = (setting.emitted("trace", emitted, sha256=trace.sha256) if emitted is not None
                        else input_file("trace", path, setting.root, sha256=trace.sha256))
+        opts: CapacityOptions = setting.options  # type: ignore[assignment]
+        distinct = len(np.unique(trace.refs))
         out = []
-        for c in capacities(setting.options, trace):  # type: ignore[arg-type]
-            setting.progress(f"{trace.name}: cut list and instance at {c} blocks")
-            params = CapacityParams(capacity_blocks=c, lean_encoding=OPTIMUM_ENCODING)
+        for c in capacities(opts, trace):
+            params = CapacityParams(capacity_blocks=c, lean_encoding=emit.OPTIMUM_ENCODING)
+            limit = min(opts.piece_refs or MAX_PIECE_REFS, MAX_PIECE_REFS)
+            if trace.n_refs > limit or not emit.fits_one(trace.n_refs, distinct):
+                setting.progress(f"{trace.name}: cut list at {plural(c, 'block')}, split into pieces of at most "
+                                 f"{plural(limit, 'reference')}")
+                cuts, points = piece_layout(trace.refs, c, limit)
+                params = CapacityParams(capacity_blocks=c, lean_encoding=emit.PIECES_ENCODING, piece_refs=limit,
+                                        pieces=len(points) - 1)
             instance = CLAIM.instance(params, [trace_input])
-            text, plan = instance_text(trace.refs, trace.sha256, instance.module, c)
-            lean_path = setting.emit(Path(instance.path), text)
-            out.append(Prepared(
-                claim=CLAIM, id=names(path, c)[0], parameters=params,
-                engine={"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
-                        "cuts": Fraction(plan.cuts)},
-                headline=f"{c} blocks: ceiling {plan.max_hits / plan.refs:.6f}" if plan.refs else "empty",
-                inputs=[trace_input, setting.emitted("lean", Path(instance.path), derived_from="trace")],
-                lean_file=lean_path, located={trace_input.path: path, instance.path: lean_path}))
+            p = Prepared(claim=CLAIM, id=names(path, c)[0], parameters=params, headline="", inputs=[trace_input],
+                         located={trace_input.path: path})
+            if params.piece_refs is None:
+                setting.progress(f"{trace.name}: cut list and instance at {plural(c, 'block')}")
+                text, plan = instance_text(trace.refs, trace.sha256, instance.module, c)
+                lean_path = setting.emit(Path(instance.path), text)
+                p.inputs.append(setting.emitted("lean", Path(instance.path), derived_from="trace"))
+                p.lean_file, p.located[instance.path] = lean_path, lean_path
+            elif (plan := self._prepare_pieces(p, trace, distinct, cuts, points, setting)) is None:
+                out.append(p)
+                continue
+            p.engine = {"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
+                        "cuts": Fraction(plan.cuts)}
+            p.headline = f"{plural(c, 'block')}: ceiling {plan.max_hits / plan.refs:.6f}" if plan.refs else "empty"
+            out.append(p)
         return out
+
+    def _prepare_pieces(self, p: Prepared, trace: Trace, distinct: int, cuts: list[int], points: list[int],
+                        setting: Setting) -> emit.Plan | None:
+        """Emit and check the pieces as Ray tasks, then write the composition (the instance), which the
+        kernel stage checks with the pieces from the build cache. None when a piece did not pass."""
+        opts: CapacityOptions = setting.options  # type: ignore[assignment]
+        params: CapacityParams = p.parameters  # type: ignore[assignment]
+        c, instance = params.capacity_blocks, p.instance
+        assert instance is not None
+        mods = piece_names(instance.module, params.pieces)
+        works = [cluster.Work(m, functools.partial(emit.emit_piece, trace.refs[a:b + 1], trace.sha256, m, c,
+                                                   emit.local_cuts(cuts, a, b)), size=f"{b - a + 1:,} references")
+                 for m, a, b in zip(mods, points, points[1:])]
+        setting.progress(f"{instance.module}: {plural(trace.n_refs, 'reference')} in {len(mods)} pieces at {plural(c, 'block')}")
+        outcomes = cluster.check_all(works, backend=setting.backend, timeout=setting.timeout, address=opts.ray_address,
+                                     progress=setting.progress)
+        lean_dir = PurePosixPath(instance.path).parent
+        written = {o.module: setting.emit(Path(lean_dir, f"{o.module}.lean"), o.source.encode())
+                   for o in outcomes if o.source}
+        if not p.judge_parts([o.result for o in outcomes]):
+            return None
+        text, plan = emit.emit_glue(instance.module, trace.sha256, mods, [o.extra for o in outcomes], distinct)
+        written[instance.module] = setting.emit(Path(instance.path), text.encode())
+        for m in [instance.module, *mods]:
+            rel = Path(lean_dir, f"{m}.lean")
+            p.inputs.append(setting.emitted("lean", rel, derived_from="trace"))
+            p.located[rel.as_posix()] = written[m]
+        p.lean_file, p.parts = written[instance.module], [written[m] for m in mods]
+        return plan
 
 
 PRODUCER = CapacityProducer()

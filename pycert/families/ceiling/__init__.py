@@ -17,7 +17,7 @@ from pydantic import Field
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.limits import MAX_SHARDS
 from pycert.core.schema import Certificate, InputFile, Params
-from pycert.families.base import Claim, Instance, Reader, input_path
+from pycert.families.base import Claim, Instance, Reader, input_path, part_of
 
 if TYPE_CHECKING:
     from pycert.data.traces import Trace
@@ -150,11 +150,7 @@ class Ceiling(Claim):
 
     def imported(self, params: CeilingParams, instance: Instance, inp: InputFile) -> bool:
         """A shard or schedule module of the instance's trace, beside it (``<Module>Shard<i>.lean``)."""
-        path = PurePosixPath(inp.path)
-        tail = path.stem.removeprefix(instance.module)
-        return (params.shards > 1 and inp.role == "lean" and inp.derived_from == "trace" and not inp.external
-                and path.parent == PurePosixPath(instance.path).parent and path.suffix == ".lean"
-                and tail != path.stem and tail.startswith(("Shard", "Sched")) and tail[5:].isdigit())
+        return params.shards > 1 and part_of(instance, inp, ("Shard", "Sched"))
 
     def derived_files(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> dict[str, bytes]:
         """The instance file, and for a sharded trace every shard and schedule module beside it."""

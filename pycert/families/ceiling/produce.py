@@ -8,7 +8,8 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from pycert.core.errors import InputError, Rejection
+from pycert.core.console import plural
+from pycert.core.errors import InputError
 from pycert.core.files import check_input
 from pycert.core.limits import MAX_SHARD_REFS, MAX_SHARDS, in_path, int_range
 from pycert.core.schema import declared_inputs
@@ -48,7 +49,8 @@ class CeilingProducer(Producer):
                                  "block id per line); default: the embedded synthetic trace")
         parser.add_argument("--shard-refs", type=int_range(1, MAX_SHARD_REFS), default=None, metavar="N",
                             help="references per shard of a trace (default: chosen from measured memory; a trace "
-                                 "that fits one Lean process is one file)")
+                                 "that fits one Lean process is one file); for a trace checked at a capacity, the most "
+                                 "references a piece holds (at least 2; at most, and by default, 524,288)")
         parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
                             help="the Ray cluster that checks the shards of a big trace (default: a local one on "
                                  "this machine's cores, started by pycert and stopped when it exits)")
@@ -124,19 +126,13 @@ class CeilingProducer(Producer):
         opts: CeilingOptions = setting.options  # type: ignore[assignment]
         lean_dir = PurePosixPath(instance.path).parent
         lay = shards.layout(trace.refs, trace.sha256, instance.module, p.parameters.shards)  # type: ignore[attr-defined]
-        setting.progress(f"{instance.module}: {trace.n_refs:,} references in {lay.shards} shards by id range, "
-                         f"{lay.sched_modules} schedule modules")
+        setting.progress(f"{instance.module}: {plural(trace.n_refs, 'reference')} in {plural(lay.shards, 'shard')} by "
+                         f"id range, {plural(lay.sched_modules, 'schedule module')}")
         outcomes = cluster.check_all(shard_works(trace, lay), backend=setting.backend, timeout=setting.timeout,
                                      address=opts.ray_address, progress=setting.progress)
         written = {o.module: setting.emit(Path(lean_dir, f"{o.module}.lean"), o.source.encode())
                    for o in outcomes if o.source}
-        if bad := [o.result for o in outcomes if not o.result.ok]:
-            if refused := [r for r in bad if r.status != "resources"]:
-                r = refused[0]
-                p.rejection = Rejection(subject=f"{r.module}.lean", reason="kernel", detail=f"kernel: {r.module} "
-                                        f"{r.status}: {(r.failures[0].render() if r.failures else r.detail)[:300]}")
-            else:
-                p.unchecked = f"{p.id} was not checked: " + "; ".join(r.detail for r in bad)
+        if not p.judge_parts([o.result for o in outcomes]):
             return p
         written[lay.name] = setting.emit(Path(instance.path),
                                          shards.emit_whole(lay, [o.extra for o in outcomes[:lay.shards]]).encode())
@@ -154,11 +150,11 @@ def shard_works(trace: Trace, lay: shards.Layout) -> list[cluster.Work]:
     shards.check_merge(trace.refs, lay, parts)
     works = [cluster.Work(lay.shard_name(i), functools.partial(shards.emit_shard, part, lay.sha256, lay.shard_name(i),
                                                                lay.cuts[i], lay.cuts[i + 1]),
-                          size=f"{len(part):,} references") for i, part in enumerate(parts)]
+                          size=plural(len(part), "reference")) for i, part in enumerate(parts)]
     for t in range(lay.sched_modules):
         part = lay.sched_part(t)
         works.append(cluster.Work(lay.sched_name(t), functools.partial(
-            _sched_source, part, lay.shards, lay.sched_name(t), t * shards.SCHED_REFS), size=f"{len(part):,} references"))
+            _sched_source, part, lay.shards, lay.sched_name(t), t * shards.SCHED_REFS), size=plural(len(part), "reference")))
     return works
 
 

@@ -32,6 +32,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from pycert.core.errors import InputError, PycertError
+from pycert.core.limits import MAX_PIECE_REFS
 from pycert.lean.emit import INSTANCE_NAMESPACE, benes, packed_trace
 
 ENCODING = "packed-sorted-cuts/1"
@@ -39,10 +40,13 @@ ENCODING = "packed-sorted-cuts/1"
 OPTIMUM_ENCODING = "packed-sorted-cuts-witness/1"
 """The same layout with Belady's hit pairs as a witness (``Pycert.SortedOptimum``): the headline is
 ``Pycert.Capacity.Optimum``, the bound and a policy that reaches it."""
-MAX_SORT_BITS = 1 << 24
+PIECES_ENCODING = "packed-sorted-cuts-pieces/1"
+"""A trace in pieces split at cuts, one module each (:func:`emit_piece`), and their composition
+(:func:`emit_glue`)."""
+MAX_SORT_BITS = MAX_PIECE_REFS << 5
 """The largest vector the kernel transposes within the wasm heap: ``2 ** M`` places of ``2 ** f``-bit
 fields. Measured: the conversation trace's 2^24 bits check at 3.6 GB of RSS; a million references'
-2^25 run out of the 2 GiB heap (DEVELOPERS.md), so such a file is refused before Lean runs."""
+2^25 run out of the 2 GiB heap (DEVELOPERS.md), so a longer trace is checked in pieces."""
 
 
 def rotation_pairs(f: int, m: int) -> list[tuple[int, int]]:
@@ -171,7 +175,6 @@ class Plan(BaseModel):
     """``m``: the cut list's length"""
     free: int
     """``F``: reuse pairs with no cut strictly between"""
-
     witness_hits: int | None = None
     """The witness's pairs, when the instance carries one: the headline states this figure as ``H``."""
 
@@ -181,59 +184,35 @@ class Plan(BaseModel):
         return (self.capacity - 1) * self.cuts + self.free
 
 
+class PiecePlan(Plan):
+    """A piece also states the ids of its first and last references, which its neighbours share."""
+
+    first: int
+    last: int
+
+
 def places_log2(n: int) -> int:
     """``M``: the sort runs on ``2 ** M >= n`` places, at least two."""
     return max(1, (n - 1).bit_length())
 
 
-def witness_lines(n: int, m_log: int, capacity: int, starts: np.ndarray, ends: np.ndarray,
-                  piece_bits: int = packed_trace.PIECE_BITS) -> tuple[list[str], int]:
-    """The witness's literals and checks (``Pycert.SortedOptimum``): the starts and ends of the hit pairs
-    as planes in time order, their running counts, and the theorems the headline ``Optimum`` rests on;
-    and the number of starts, which the headline states. Whatever the arrays hold is written: the
-    kernel decides whether they are a witness."""
-    s_bits, e_bits = np.asarray(starts, dtype=bool)[:n], np.asarray(ends, dtype=bool)[:n]
-    a_s = np.concatenate([[0], np.cumsum(s_bits, dtype=np.int64)])
-    a_e = np.concatenate([[0], np.cumsum(e_bits, dtype=np.int64)])
-    h = int(a_s[-1])
-    # wide enough that AE(t + 1) + (C - 1) does not wrap (a wrapped sum would only make coverOK fail)
-    aw = max(1, (max(h, int(a_e[-1])) + capacity - 1).bit_length())
-    lines = packed_trace.nat_defs("s", f"The {h} starts: bit `i` is set when reference `i`'s next reference to its block "
-                                  "is to hit (Belady's hit pairs).", plane(s_bits), piece_bits)
-    lines += packed_trace.nat_defs("e", "The ends: bit `j` is set when reference `j` is to hit.", plane(e_bits), piece_bits)
-    for label, counts in (("AS", a_s), ("AE", a_e)):
-        for b, pb in enumerate(planes(counts, aw)):
-            lines += packed_trace.nat_defs(f"{label}{b}", f"Plane {b} of `{label}`, a running count.", pb, piece_bits)
-        lines += [f"/-- The running count of {'starts' if label == 'AS' else 'ends'}, as bit planes. -/",
-                  f"noncomputable def {label} : List Nat := [{', '.join(f'{label}{b}' for b in range(aw))}]", ""]
-    lines += [
-        f"theorem witness_ok : SortedOptimum.witnessOK {m_log} W same s e = true := by decide +kernel",
-        "",
-        f"theorem starts_ok : SortedTrace.cutsOK {n} AS s = true := by decide +kernel",
-        "",
-        f"theorem ends_ok : SortedTrace.cutsOK {n} AE e = true := by decide +kernel",
-        "",
-        f"theorem cover_ok : SortedOptimum.coverOK {n} ({capacity} - 1) AS AE = true := by decide +kernel",
-        "",
-        f"theorem starts_eq : Planes.val AS {n} = {h} := by decide +kernel",
-        "",
-    ]
-    return lines, h
+def fits_one(n: int, distinct: int) -> bool:
+    """Whether a trace of ``n`` references over ``distinct`` blocks sorts within one instance's
+    ``MAX_SORT_BITS`` (fields as :func:`pycert.lean.emit.packed_trace.plan` widens them)."""
+    w = max(2, distinct.bit_length())
+    return 1 << (places_log2(n) + ((1 << w.bit_length()) - 1).bit_length()) <= MAX_SORT_BITS
 
 
-def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts: Sequence[int],
-                  piece_bits: int = packed_trace.PIECE_BITS,
-                  witness: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[str, Plan]:
-    """Lean source proving ``Bounded trace N C H`` for exactly these references, with the cut list
-    ``cuts`` (strictly increasing times below N), and what it states. The packing is decoded back
-    before anything is written, as for the whole-trace instance. With ``witness`` (the starts and
-    ends of hit pairs, :func:`pycert.analysis.capacity.belady_pairs`) it proves ``Optimum trace N C H``
-    instead, ``H`` the number of starts: the bound, checked to be at most ``H``, and the pairs, checked
-    to be kept by some policy of capacity ``C``."""
+def _sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts: Sequence[int],
+                  piece_bits: int) -> tuple[list[str], Plan, list[int]]:
+    """The definitions and checks every capacity file holds, up to ``cuts_eq``, what they state, and the
+    trace's ids. The packing is decoded back before anything is written, as for the whole-trace
+    instance."""
     if capacity < 1:
         raise PycertError(f"{name}: capacity {capacity} (a capacity is at least one block)")
     inst = packed_trace.plan(refs, sha256, name, pow2_fields=True)
-    if packed_trace.decode(inst) != packed_trace.as_ids(refs):
+    ids = packed_trace.as_ids(refs)
+    if packed_trace.decode(inst) != ids:
         raise PycertError(f"{name}: the packed instance does not decode to the trace (an emitter bug)")
     n, d, w = inst.refs, inst.distinct, inst.w
     y = np.asarray(cuts, dtype=np.int64)
@@ -243,8 +222,7 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
     m_log = places_log2(n)
     if 1 << (m_log + f) > MAX_SORT_BITS:
         raise InputError(f"{n} references over {d} blocks need a sort of 2^{m_log + f} bits, and one capacity "
-                         f"instance holds 2^{MAX_SORT_BITS.bit_length() - 1} (the wasm Lean's heap): a trace this "
-                         "long is not certified at a capacity yet", where=name)
+                         f"instance holds 2^{MAX_SORT_BITS.bit_length() - 1} (the wasm Lean's heap)", where=name)
     wx = max(1, d.bit_length())
     x = np.asarray(packed_trace.unpack(inst.x, w + 1, n), dtype=np.int64)
     sigma = sorted_order(x, m_log)
@@ -256,15 +234,9 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
     flags = flag_plane(same, sigma, c, a)
     plan = Plan(refs=n, distinct=d, capacity=capacity, cuts=len(y), free=int(flags.sum()))
     aw = max(1, len(y).bit_length())
-    ns = f"{INSTANCE_NAMESPACE}.{name}"
     lines = [
-        f"-- Generated by pycert.lean.emit.capacity: {n} references, {d} distinct blocks, capacity {capacity}, "
-        f"{len(y)} cuts, every reference.",
-        "-- Checked by the kernel from the encoded references and cuts; nothing here is an assumption.",
-        f"import Pycert.{'SortedTrace' if witness is None else 'SortedOptimum'}",
-        "",
         *packed_trace.ASYNC_OFF,
-        f"namespace {ns}",
+        f"namespace {INSTANCE_NAMESPACE}.{name}",
         "open Pycert.Packed Pycert.PackedTrace",
         "",
         "/-- sha256 of the trace file these references were read from. -/",
@@ -309,14 +281,71 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
         f"theorem cuts_eq : Planes.val A {n} = {len(y)} := by decide +kernel",
         "",
     ]
+    return lines, plan, ids
+
+
+def witness_lines(n: int, m_log: int, capacity: int, starts: np.ndarray, ends: np.ndarray,
+                  piece_bits: int = packed_trace.PIECE_BITS) -> tuple[list[str], int]:
+    """The witness's literals and checks (``Pycert.SortedOptimum``): the starts and ends of the hit pairs
+    as planes in time order, their running counts, and the theorems the headline ``Optimum`` rests on;
+    and the number of starts, which the headline states. Whatever the arrays hold is written: the
+    kernel decides whether they are a witness."""
+    s_bits, e_bits = np.asarray(starts, dtype=bool)[:n], np.asarray(ends, dtype=bool)[:n]
+    a_s = np.concatenate([[0], np.cumsum(s_bits, dtype=np.int64)])
+    a_e = np.concatenate([[0], np.cumsum(e_bits, dtype=np.int64)])
+    h = int(a_s[-1])
+    # wide enough that AE(t + 1) + (C - 1) does not wrap (a wrapped sum would only make coverOK fail)
+    aw = max(1, (max(h, int(a_e[-1])) + capacity - 1).bit_length())
+    lines = packed_trace.nat_defs("s", f"The {h} starts: bit `i` is set when reference `i`'s next reference to its block "
+                                  "is to hit (Belady's hit pairs).", plane(s_bits), piece_bits)
+    lines += packed_trace.nat_defs("e", "The ends: bit `j` is set when reference `j` is to hit.", plane(e_bits), piece_bits)
+    for label, counts in (("AS", a_s), ("AE", a_e)):
+        for b, pb in enumerate(planes(counts, aw)):
+            lines += packed_trace.nat_defs(f"{label}{b}", f"Plane {b} of `{label}`, a running count.", pb, piece_bits)
+        lines += [f"/-- The running count of {'starts' if label == 'AS' else 'ends'}, as bit planes. -/",
+                  f"noncomputable def {label} : List Nat := [{', '.join(f'{label}{b}' for b in range(aw))}]", ""]
+    lines += [
+        f"theorem witness_ok : SortedOptimum.witnessOK {m_log} W same s e = true := by decide +kernel",
+        "",
+        f"theorem starts_ok : SortedTrace.cutsOK {n} AS s = true := by decide +kernel",
+        "",
+        f"theorem ends_ok : SortedTrace.cutsOK {n} AE e = true := by decide +kernel",
+        "",
+        f"theorem cover_ok : SortedOptimum.coverOK {n} ({capacity} - 1) AS AE = true := by decide +kernel",
+        "",
+        f"theorem starts_eq : Planes.val AS {n} = {h} := by decide +kernel",
+        "",
+    ]
+    return lines, h
+
+
+def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts: Sequence[int],
+                  piece_bits: int = packed_trace.PIECE_BITS,
+                  witness: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[str, Plan]:
+    """Lean source proving ``Bounded trace N C H`` for exactly these references, with the cut list
+    ``cuts`` (strictly increasing times below N), and what it states. With ``witness`` (the starts and
+    ends of hit pairs, :func:`pycert.analysis.capacity.belady_pairs`) it proves ``Optimum trace N C H``
+    instead, ``H`` the number of starts: the bound, checked to be at most ``H``, and the pairs, checked
+    to be kept by some policy of capacity ``C``."""
+    body, plan, _ = _sorted_lines(refs, sha256, name, capacity, cuts, piece_bits)
+    ns = f"{INSTANCE_NAMESPACE}.{name}"
+    lines = [
+        f"-- Generated by pycert.lean.emit.capacity: {plan.refs} references, {plan.distinct} distinct blocks, capacity "
+        f"{capacity}, {plan.cuts} cuts, every reference.",
+        "-- Checked by the kernel from the encoded references and cuts; nothing here is an assumption.",
+        f"import Pycert.{'SortedTrace' if witness is None else 'SortedOptimum'}",
+        "",
+        *body,
+    ]
     if witness is not None:
+        n, m_log = plan.refs, places_log2(plan.refs)
         more, h = witness_lines(n, m_log, capacity, *witness, piece_bits=piece_bits)
         plan = plan.model_copy(update={"witness_hits": h})
-        lines += more
         lines += [
+            *more,
             f"/-- **Headline.** The trace has {n} references, no demand-fetch policy of capacity {capacity} blocks hits "
-            f"more than {h} times on it ((C - 1) · {len(y)} cuts + {plan.free} free reuses = {plan.max_hits} ≤ {h}), and "
-            f"some policy of capacity {capacity} hits exactly {h} times (the {h} pairs of `s`): "
+            f"more than {h} times on it ((C - 1) · {plan.cuts} cuts + {plan.free} free reuses = {plan.max_hits} ≤ {h}), "
+            f"and some policy of capacity {capacity} hits exactly {h} times (the {h} pairs of `s`): "
             "`Pycert.Capacity.Optimum`. -/",
             f"public theorem headline : Pycert.Capacity.Optimum trace {n} {capacity} {h} :=",
             "  SortedOptimum.optimum_of_checks checked (by decide) (by decide) (by decide) (by decide) (by decide +kernel)",
@@ -330,10 +359,11 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
         ]
         return "\n".join(lines), plan
     lines += [
-        f"/-- **Headline.** The trace has {n} references, and no demand-fetch policy of capacity {capacity} blocks hits",
-        f"more than (C - 1) · {len(y)} cuts + {plan.free} free reuses = {plan.max_hits} times on it "
+        f"/-- **Headline.** The trace has {plan.refs} references, and no demand-fetch policy of capacity {capacity} "
+        "blocks hits",
+        f"more than (C - 1) · {plan.cuts} cuts + {plan.free} free reuses = {plan.max_hits} times on it "
         "(`Pycert.Capacity.Bounded`). -/",
-        f"public theorem headline : Pycert.Capacity.Bounded trace {n} {capacity} {plan.max_hits} :=",
+        f"public theorem headline : Pycert.Capacity.Bounded trace {plan.refs} {capacity} {plan.max_hits} :=",
         "  SortedTrace.bounded_of_checks refs_eq adjacent cuts_ok flags_ok cuts_eq (by decide)",
         "",
         f"end {ns}",
@@ -342,3 +372,135 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
         "",
     ]
     return "\n".join(lines), plan
+
+
+def split_points(n: int, cuts: Sequence[int], max_refs: int) -> list[int]:
+    """``s_0 = 0 < s_1 < … < s_K = n - 1``: piece ``k`` is references ``s_k`` to ``s_{k+1}``, both
+    included, at most ``max_refs`` of them, and every inner ``s_k`` is a cut, so that the pieces' bound
+    is the whole trace's (``Pycert.Capacity.piece_glue``). Pieces are about equal: each split is the
+    cut nearest to an equal share of what is left that keeps every piece within ``max_refs``. Refused
+    where no cut lies within reach: splitting elsewhere would loosen the bound."""
+    if max_refs < 2:
+        raise InputError(f"a piece holds at least 2 references, not {max_refs}")
+    y = np.asarray(cuts, dtype=np.int64)
+    points = [0]
+    while n - points[-1] > max_refs:
+        s = points[-1]
+        left = n - s
+        share = -(-left // -(-left // max_refs))  # references a piece would get in an equal split of the rest
+        lo, hi = np.searchsorted(y, s + 1), np.searchsorted(y, s + max_refs - 1, side="right")
+        if lo >= hi:
+            raise InputError(f"no cut of the capacity bound lies between references {s + 1:,} and {s + max_refs - 1:,}, so "
+                             f"the trace cannot be split into pieces of at most {max_refs:,} references there without "
+                             "loosening the bound; give a larger --shard-refs (at most "
+                             f"{MAX_PIECE_REFS:,}) or a smaller capacity")
+        reach = y[lo:hi]
+        points.append(int(reach[np.argmin(np.abs(reach - (s + share - 1)))]))
+    points.append(n - 1)
+    return points
+
+
+def local_cuts(cuts: Sequence[int], a: int, b: int) -> list[int]:
+    """The cuts strictly inside the piece ``[a, b]``, counted from ``a``: the ends are the splits,
+    which the glue counts once each."""
+    y = np.asarray(cuts, dtype=np.int64)
+    return (y[(y > a) & (y < b)] - a).tolist()
+
+
+def emit_piece(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts: Sequence[int],
+               piece_bits: int = packed_trace.PIECE_BITS) -> tuple[str, PiecePlan]:
+    """Lean module of one piece (its references only, ``cuts`` counted from its start): it proves
+    ``Pycert.Capacity.Piece trace n m F first last``, and only that leaves the module."""
+    body, plan, ids = _sorted_lines(refs, sha256, name, capacity, cuts, piece_bits)
+    piece = PiecePlan(**plan.model_dump(), first=ids[0], last=ids[-1])
+    ns = f"{INSTANCE_NAMESPACE}.{name}"
+    n = piece.refs
+    lines = [
+        "module",
+        "",
+        f"-- Generated by pycert.lean.emit.capacity: a piece of {n} references, {piece.distinct} distinct blocks, "
+        f"{piece.cuts} cuts, every reference.",
+        "-- Checked by the kernel from the encoded references and cuts; nothing here is an assumption.",
+        "public import Pycert.SortedTrace",
+        "",
+        *body,
+        f"theorem first_eq : Pycert.nth trace 0 = {piece.first} := SortedTrace.nth_decode_of (by decide) (by decide +kernel)",
+        "",
+        f"theorem last_eq : Pycert.nth trace {n - 1} = {piece.last} := SortedTrace.nth_decode_of (by decide) "
+        "(by decide +kernel)",
+        "",
+        f"/-- **The piece.** {n} references from id {piece.first} to id {piece.last}, {piece.cuts} cuts and at most "
+        f"{piece.free} references that reuse a block with no cut in between (`Pycert.Capacity.Piece`). -/",
+        f"public theorem headline : Pycert.Capacity.Piece trace {n} {piece.cuts} {piece.free} {piece.first} "
+        f"{piece.last} :=",
+        "  SortedTrace.piece_of_checks refs_eq adjacent cuts_ok flags_ok cuts_eq (by decide) first_eq last_eq",
+        "",
+        f"end {ns}",
+        "",
+    ]
+    return "\n".join(lines), piece
+
+
+def glue_plan(pieces: Sequence[PiecePlan], distinct: int) -> Plan:
+    """What the pieces joined at their shared references state: ``Pycert.Capacity.piece_glue``'s sums."""
+    k = len(pieces)
+    return Plan(refs=sum(p.refs for p in pieces) - (k - 1), distinct=distinct, capacity=pieces[0].capacity,
+                cuts=sum(p.cuts for p in pieces) + k - 1, free=sum(p.free for p in pieces))
+
+
+def emit_glue(name: str, sha256: str, piece_names: Sequence[str], pieces: Sequence[PiecePlan],
+              distinct: int) -> tuple[str, Plan]:
+    """Lean source of the composition of a trace's pieces: the trace is the pieces joined at the
+    references they share, and its headline ``Bounded trace N C H`` follows from the pieces' headlines
+    (``piece_glue``, ``bounded_of_piece``); ``distinct`` only goes into the comment."""
+    if len(pieces) < 2 or len(pieces) != len(piece_names):
+        raise PycertError(f"{name}: {len(pieces)} pieces for {len(piece_names)} modules (at least two)")
+    for k in range(1, len(pieces)):
+        if pieces[k - 1].last != pieces[k].first:
+            raise PycertError(f"{name}: pieces {k - 1} and {k} do not share their joint reference (an emitter bug)")
+    whole = glue_plan(pieces, distinct)
+    mods = [f"{INSTANCE_NAMESPACE}.{m}" for m in piece_names]
+    term = f"{mods[0]}.trace"
+    steps = []
+    acc = pieces[0]
+    for k in range(1, len(pieces)):
+        term = f"({term} ++ {mods[k]}.trace.tail)"
+        acc = PiecePlan(**glue_plan([acc, pieces[k]], distinct).model_dump(), first=pieces[0].first, last=pieces[k].last)
+        prev = f"glued{k - 1}" if k > 1 else f"{mods[0]}.headline"
+        steps += [f"theorem glued{k} : Pycert.Capacity.Piece {term}",
+                  f"    {acc.refs} {acc.cuts} {acc.free} {acc.first} {acc.last} :=",
+                  f"  Pycert.Capacity.piece_glue {prev} {mods[k]}.headline (by decide) (by decide) (by decide)", ""]
+    ns = f"{INSTANCE_NAMESPACE}.{name}"
+    lines = [
+        "module",
+        "",
+        f"-- Generated by pycert.lean.emit.capacity: {whole.refs} references, {distinct} distinct blocks, capacity "
+        f"{whole.capacity}, {whole.cuts} cuts, every reference, checked in {len(pieces)} pieces.",
+        "-- Checked by the kernel from the pieces' headlines; nothing here is an assumption.",
+        "public import Pycert.Pieces",
+        *(f"public import {m}" for m in piece_names),
+        "",
+        *packed_trace.ASYNC_OFF,
+        f"namespace {ns}",
+        "",
+        "/-- sha256 of the trace file these references were read from. -/",
+        f'public def sha256 : String := "{sha256}"',
+        "",
+        "/-- The trace: its pieces in order, each after the first without the reference it shares with the one",
+        "before (a split point, and a cut). -/",
+        f"public noncomputable def trace : List Nat := {term}",
+        "",
+        *steps,
+        f"/-- **Headline.** The trace has {whole.refs} references, and no demand-fetch policy of capacity "
+        f"{whole.capacity} blocks hits",
+        f"more than (C - 1) · {whole.cuts} cuts + {whole.free} free reuses = {whole.max_hits} times on it "
+        "(`Pycert.Capacity.Bounded`). -/",
+        f"public theorem headline : Pycert.Capacity.Bounded trace {whole.refs} {whole.capacity} {whole.max_hits} :=",
+        f"  Pycert.Capacity.bounded_of_piece glued{len(pieces) - 1} (by decide)",
+        "",
+        f"end {ns}",
+        "",
+        f"#check @{ns}.headline",
+        "",
+    ]
+    return "\n".join(lines), whole

@@ -1,8 +1,10 @@
 """The ceiling at a capacity (issue 25): a bound one below what the cut list gives, a reuse pair hidden,
 a cut count that does not count, the closed windows made half-open (one off at each cut), the library's
 ``C - 1`` per cut weakened or strengthened, a cut dropped, moved or out of order, and a Belady engine
-one hit off; and in the optimum's witness, a hit pair dropped, a pair added that overflows the
-capacity, and the realisability lemma's ``C - 1`` weakened to ``C``. Each must be rejected for its
+one hit off; in the optimum's witness, a hit pair dropped, a pair added that overflows the capacity,
+and the realisability lemma's ``C - 1`` weakened to ``C``; for a trace in pieces, pieces that do not
+share their joint reference, a composition claiming fewer free reuses than its pieces, the joint's cut
+left uncounted by the library, and a split away from the cut list. Each must be rejected for its
 reason: by the kernel, or by prove's cross-check against Belady's MIN."""
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ CAPACITY = 2
 """Blocks of the instance mutants (on :func:`_trace`)."""
 PROVE_CAPACITY = 16
 """Blocks of the prove mutants, on the whole committed synthetic trace."""
+PIECE_REFS = 3_000
+"""References per piece of the prove mutant that splits the committed synthetic trace (5,339 references)."""
 
 
 def _instance(refs: list[int], name: str, planes: Callable[[dict], None] | None = None,
@@ -165,12 +169,14 @@ def _belady_plus_one() -> Iterator[None]:
         optcurve.opt_hit_curve = real
 
 
-def _prove_expect(defect: Callable[[], Any], pattern: str) -> Callable[[Any], Verdict]:
-    """prove capacity on the committed synthetic trace at :data:`PROVE_CAPACITY` blocks with ``defect``
-    in place: nothing may be written, and the rejection must say ``pattern``."""
+def _prove_expect(defect: Callable[[], Any], pattern: str, piece_refs: int | None = None) -> Callable[[Any], Verdict]:
+    """prove capacity on the committed synthetic trace at :data:`PROVE_CAPACITY` blocks (in pieces of at most
+    ``piece_refs`` references, checked on Ray, if given) with ``defect`` in place: nothing may be written,
+    and the rejection must say ``pattern``."""
     def run(ctx: Any) -> Verdict:
         chosen = producer("capacity")
-        opts = CapacityOptions(trace=[ctx.repo / TRACE_INPUT], capacity_blocks=[PROVE_CAPACITY], required=True)
+        opts = CapacityOptions(trace=[ctx.repo / TRACE_INPUT], capacity_blocks=[PROVE_CAPACITY], required=True,
+                               piece_refs=piece_refs)
         try:
             with defect():
                 res = prove([(chosen, opts)], backend=ctx.backend_name, out_dir=ctx.repo / "proved")
@@ -185,6 +191,51 @@ def _prove_expect(defect: Callable[[], Any], pattern: str) -> Callable[[Any], Ve
         hit = next((t for t in said if pattern in t), None)
         return ("killed", hit[:300]) if hit else ("survived", f"rejected, but not saying {pattern!r}: {said[0][:200]}")
     return run
+
+
+def _pieces(refs: list[int], name: str, lie: Callable[[list[emit.PiecePlan]], None], gap: int = 0) -> str:
+    """Two pieces of ``refs`` split at a middle cut (piece 1 starting ``gap`` references after it) and
+    their composition, flattened into one batch snippet, with the pieces' plans edited by ``lie`` before
+    the composition is written (so that only the composition states the defect)."""
+    arr = np.asarray(refs, dtype=np.uint64)
+    cuts = recipe.cut_list(arr, CAPACITY)
+    y = next(y for y in cuts[len(cuts) // 2:] if gap == 0 or refs[y] != refs[y + gap])
+    texts, plans = [], []
+    for k, (a, b) in enumerate(((0, y), (y + gap, len(refs) - 1))):
+        text, plan = emit.emit_piece(refs[a:b + 1], "0" * 64, f"{name}_P{k}", CAPACITY, emit.local_cuts(cuts, a, b))
+        texts.append(text)
+        plans.append(plan)
+    lie(plans)
+    glue, _ = emit.emit_glue(name, "0" * 64, [f"{name}_P0", f"{name}_P1"], plans, len(set(refs)))
+    return "\n\n".join("\n".join(line for line in strip_header(t).splitlines()
+                                 if line != "module" and not line.startswith("public import "))
+                       for t in (*texts, glue))
+
+
+def _joint_moved(plans: list[emit.PiecePlan]) -> None:
+    """The composition told that piece 1 starts with piece 0's last id (piece 1 starts one reference
+    later): pieces that do not overlap, which would lose a reuse across the split."""
+    plans[1].first = plans[0].last
+
+
+def _split_off_cut(real: Callable[..., list[int]]) -> Callable[..., list[int]]:
+    """The split moved off the cut list: the first split point one reference later, which is no cut (a
+    sound bound, loose: the split counts as one more cut)."""
+    def split(n: int, cuts: list[int], max_refs: int) -> list[int]:
+        points = real(n, cuts, max_refs)
+        points[1] += 1 if points[1] + 1 not in cuts else 2
+        return points
+    return split
+
+
+@contextmanager
+def _split_moved() -> Iterator[None]:
+    real = emit.split_points
+    emit.split_points = _split_off_cut(real)
+    try:
+        yield
+    finally:
+        emit.split_points = real
 
 
 def _trace() -> list[int]:
@@ -252,6 +303,22 @@ class Capacity(Operator):
         add("cap-cuts-unsorted", "prove", "the recipe returns its cut list reversed",
             "prove refuses before the kernel: not strictly increasing", "pycert/analysis/capacity.py",
             run=_prove_expect(lambda: _recipe(lambda cuts, _a: cuts[::-1]), "strictly increasing"))
+        add("cap-piece-joint", "lean-kernel", "two pieces that do not overlap: the composition says piece 1 starts "
+            "with piece 0's last reference, and piece 1 starts one later", "kernel error in glued1", TARGET,
+            instance=Snippet("cap-piece-joint", _pieces(refs, "Mut_cap_joint", _joint_moved, gap=1), "glued1",
+                             KERNEL_REJECTS))
+        add("cap-piece-free-low", "lean-kernel", "the composition claims one free reuse fewer than its pieces state",
+            "kernel error in glued1", TARGET, instance=Snippet("cap-piece-free-low", _pieces(
+                refs, "Mut_cap_free_low", lambda plans: setattr(plans[1], "free", plans[1].free - 1)), "glued1",
+                KERNEL_REJECTS))
+        add("stmt-piece-joint-uncounted", "lean-kernel", "gluing two pieces adds their cuts but not the cut at the "
+            "joint (statement strengthened, proof kept)", "kernel error in piece_glue", "lean/Pycert/Pieces.lean",
+            edit=LibraryEdit("stmt-piece-joint-uncounted", "Pycert/Pieces.lean", "piece_glue",
+                             "(hn : n₁ + n₂ - 1 = n) (hm : m₁ + m₂ + 1 = m)", "(hn : n₁ + n₂ - 1 = n) (hm : m₁ + m₂ = m)",
+                             KERNEL_REJECTS))
+        add("cap-split-off-cut", "prove", "the trace split into pieces one reference away from a cut (sound, loose)",
+            "prove refuses: the cut list was not optimal", TARGET,
+            run=_prove_expect(_split_moved, "not optimal", piece_refs=PIECE_REFS))
         add("cap-belady+1", "prove", "the one-pass OPT curve reports one Belady hit too many",
             "prove refuses: the two Belady engines disagree", "pycert/analysis/optcurve.py",
             run=_prove_expect(_belady_plus_one, "engines disagree"))
