@@ -137,21 +137,12 @@ public theorem linked_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List (
         nth (decode w n X wt D S net0) (perm (2 ^ M) (net M W) p) := by
   obtain ⟨_, hlt, heq⟩ := decode_facts net0 hck
   rw [hf] at hlt heq
+  obtain ⟨hX, steps, hsame⟩ := sort_facts hwx hpairs hrot hs
   let key := fun t => t + 2 ^ M * (xval f n wx X t % 2 ^ wx)
   let σ := perm (2 ^ M) (net M W)
-  let rT := (mkPlanes (timePlane M) 0 M).map (routeP (2 ^ M) (net M W))
   let rX := (xPlanes f M n wx X rot).map (routeP (2 ^ M) (net M W))
-  have hX : ∀ q, q < 2 ^ M → val rX q = xval f n wx X (σ q) % 2 ^ wx := fun q hq => by
-    show val ((xPlanes f M n wx X rot).map _) q = _
-    rw [val_routed, val_xPlanes hpairs hrot hwx (perm_lt _ hq)]
-  have hroute : ∀ p, p < 2 ^ M → val (rT ++ rX) p = key (σ p) := fun p hp => by
-    rw [val_append, hX p hp]
-    show val ((mkPlanes (timePlane M) 0 M).map _) p + 2 ^ ((mkPlanes (timePlane M) 0 M).map _).length * _ = _
-    rw [val_routed, val_timePlanes (perm_lt _ hp), length_map_planes, length_mkPlanes]
-  unfold sortOK sortTest at hs
-  rw [and_bool] at hs
-  have hsort := Nat.eq_of_beq_eq_true hs.1
-  have hsame := Nat.eq_of_beq_eq_true hs.2
+  have hX : ∀ q, q < 2 ^ M → val rX q = xval f n wx X (σ q) % 2 ^ wx := hX
+  have hsame : sameOf M rX = same := hsame
   have hp' := hp
   rw [← hsame] at hp'
   unfold sameOf at hp'
@@ -179,14 +170,7 @@ public theorem linked_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List (
     rw [Nat.testBit_xor, ho, (testBit_allP _ _).2 ⟨ho, all_of_val rX hv⟩] at hnall
     exact absurd hnall (by decide)
   -- consecutive places strictly increase
-  have step : key (σ (p - 1)) < key (σ p) := by
-    have hb := congrArg (fun z => z.testBit p) hsort
-    simp only [Nat.testBit_and, Nat.testBit_or, ho, Bool.and_true] at hb
-    rw [one_testBit h1, Bool.or_false] at hb
-    have := (testBit_ltP ho _ _ 0 (length_map_planes _ _)).1 hb
-    rw [val_shl1 h1, hroute _ hpM, hroute _ (by omega)] at this
-    simp at this
-    exact this
+  have step : key (σ (p - 1)) < key (σ p) := steps p h1 hpM
   have hxv : xval f n wx X (σ p) % 2 ^ wx = fld (2 ^ 2 ^ f) X (σ p) := by
     unfold xval; rw [if_pos hreal]; exact Nat.mod_eq_of_lt (Nat.lt_trans (hlt _ hreal) hD)
   have hord : σ (p - 1) < σ p := by

@@ -214,20 +214,20 @@ public theorem val_routed (len : Nat) (nt : List (Nat × Nat)) (Ps : List Nat) (
     val (Ps.map (routeP len nt)) p = val Ps (perm len nt p) :=
   val_map _ (fun P => testBit_routeP len nt P p) Ps
 
-/-- **Sorting by (block, time) puts each reference after the previous one to its block.** If the trace
-instance checks (`traceOK`), its fields are `2 ^ f` bits wide, `rot` transposes, and `sortOK` holds,
-then in the trace `decode …` every reference and the previous reference to its block sit at
-consecutive places of the network's order, the later one marked in `same`. It does not say where
-references to different blocks go. -/
-public theorem adjacent_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List (Nat × Nat)} {W : List Nat} {same : Nat}
-    (hck : traceOK w n X K wt D S = true) (hf : w + 1 = 2 ^ f) (hn : n ≤ 2 ^ M) (hD : D < 2 ^ wx) (hwx : wx ≤ 2 ^ f)
+/-- **What the sort test says at each sorted place** `p < 2 ^ M`: the routed block planes hold the block
+of the reference `σ p` sorted there (all ones past the trace), the key (time below, block above)
+strictly increases from each place to the next, and `same` is what `sameOf` computes from those
+planes. `adjacent_of_sortOK` and `Pycert.SortedOptimum.linked_of_sortOK` read their pairs off it. -/
+public theorem sort_facts {f M n wx X : Nat} {rot : List (Nat × Nat)} {W : List Nat} {same : Nat} (hwx : wx ≤ 2 ^ f)
     (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
     (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
     (hs : sortOK f M n wx X rot W same = true) :
-    Adjacent (decode w n X wt D S net0) (2 ^ M) (net M W) same := by
-  obtain ⟨hlen, hlt, heq⟩ := decode_facts net0 hck
-  rw [hf] at hlt heq
-  -- the key at every place
+    (∀ q, q < 2 ^ M → val ((xPlanes f M n wx X rot).map (routeP (2 ^ M) (net M W))) q =
+      xval f n wx X (perm (2 ^ M) (net M W) q) % 2 ^ wx) ∧
+    (∀ p, 1 ≤ p → p < 2 ^ M →
+      perm (2 ^ M) (net M W) (p - 1) + 2 ^ M * (xval f n wx X (perm (2 ^ M) (net M W) (p - 1)) % 2 ^ wx) <
+        perm (2 ^ M) (net M W) p + 2 ^ M * (xval f n wx X (perm (2 ^ M) (net M W) p) % 2 ^ wx)) ∧
+    sameOf M ((xPlanes f M n wx X rot).map (routeP (2 ^ M) (net M W))) = same := by
   let key := fun t => t + 2 ^ M * (xval f n wx X t % 2 ^ wx)
   let σ := perm (2 ^ M) (net M W)
   let rT := (mkPlanes (timePlane M) 0 M).map (routeP (2 ^ M) (net M W))
@@ -242,18 +242,38 @@ public theorem adjacent_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List
   unfold sortOK sortTest at hs
   rw [and_bool] at hs
   have hsort := Nat.eq_of_beq_eq_true hs.1
-  have hsame := Nat.eq_of_beq_eq_true hs.2
+  refine ⟨hX, fun p h1 hp => ?_, Nat.eq_of_beq_eq_true hs.2⟩
+  have ho : (2 ^ 2 ^ M - 1).testBit p = true := by rw [testBit_ones, decide_eq_true hp]
+  have hb := congrArg (fun z => z.testBit p) hsort
+  simp only [Nat.testBit_and, Nat.testBit_or, ho, Bool.and_true] at hb
+  rw [one_testBit h1, Bool.or_false] at hb
+  have := (testBit_ltP ho _ _ 0 (length_map_planes _ _)).1 hb
+  rw [val_shl1 h1, hroute _ hp, hroute _ (by omega)] at this
+  simp at this
+  exact this
+
+/-- **Sorting by (block, time) puts each reference after the previous one to its block.** If the trace
+instance checks (`traceOK`), its fields are `2 ^ f` bits wide, `rot` transposes, and `sortOK` holds,
+then in the trace `decode …` every reference and the previous reference to its block sit at
+consecutive places of the network's order, the later one marked in `same`. It does not say where
+references to different blocks go. -/
+public theorem adjacent_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List (Nat × Nat)} {W : List Nat} {same : Nat}
+    (hck : traceOK w n X K wt D S = true) (hf : w + 1 = 2 ^ f) (hn : n ≤ 2 ^ M) (hD : D < 2 ^ wx) (hwx : wx ≤ 2 ^ f)
+    (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
+    (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
+    (hs : sortOK f M n wx X rot W same = true) :
+    Adjacent (decode w n X wt D S net0) (2 ^ M) (net M W) same := by
+  obtain ⟨hlen, hlt, heq⟩ := decode_facts net0 hck
+  rw [hf] at hlt heq
+  obtain ⟨hX, step, hsame⟩ := sort_facts hwx hpairs hrot hs
+  -- the key at every place
+  let key := fun t => t + 2 ^ M * (xval f n wx X t % 2 ^ wx)
+  let σ := perm (2 ^ M) (net M W)
+  let rX := (xPlanes f M n wx X rot).map (routeP (2 ^ M) (net M W))
+  have hX : ∀ q, q < 2 ^ M → val rX q = xval f n wx X (σ q) % 2 ^ wx := hX
   -- consecutive places strictly increase
-  have step : ∀ p, 1 ≤ p → p < 2 ^ M → key (σ (p - 1)) < key (σ p) := by
-    intro p h1 hp
-    have ho : (2 ^ 2 ^ M - 1).testBit p = true := by rw [testBit_ones, decide_eq_true hp]
-    have hb := congrArg (fun z => z.testBit p) hsort
-    simp only [Nat.testBit_and, Nat.testBit_or, ho, Bool.and_true] at hb
-    rw [one_testBit h1, Bool.or_false] at hb
-    have := (testBit_ltP ho _ _ 0 (length_map_planes _ _)).1 hb
-    rw [val_shl1 h1, hroute _ hp, hroute _ (by omega)] at this
-    simp at this
-    exact this
+  have step : ∀ p, 1 ≤ p → p < 2 ^ M → key (σ (p - 1)) < key (σ p) := step
+  have hsame : sameOf M rX = same := hsame
   have mono : ∀ a b, a < b → b < 2 ^ M → key (σ a) < key (σ b) := by
     intro a b hab hb
     induction b with
