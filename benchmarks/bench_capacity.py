@@ -1,7 +1,7 @@
 """The ceiling at a capacity, kernel-checked: per capacity, the cut list's length, the instance's kernel
 seconds and peak memory, for the bound alone and for the bound with Belady's hit pairs as the witness
-(``Optimum``, both ways; ``emit_s`` then includes the pairs), beside the whole-trace ceiling check (capacity-free) and libCacheSim's Belady
-(a simulation, no proof) on the same trace, in one run.
+(``Optimum``, both ways; ``emit_s`` then includes the pairs), beside the whole-trace ceiling check
+(capacity-free) and libCacheSim's Belady (a simulation, no proof) on the same trace, in one run.
 
     python benchmarks/bench_capacity.py [--trace FILE] [--capacities 2,16,128,1024,8192]
         [--synthetic 1000000] [--synthetic-capacities 128] [--timeout 1800] [--json]

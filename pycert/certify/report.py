@@ -200,7 +200,8 @@ def headroom(cert: Certificate, curve: Curve, ceilings: dict[str, tuple[int, str
         return f"{100 * hits / n:.2f}%"
 
     return (f"<p><strong>Headroom at {c:,} blocks.</strong> LRU {lru:,} hits ({pct(lru)}, computed by pycert's "
-            f"trace engine); Belady's MIN {opt:,} ({pct(opt)}, {how}); the capacity-free ceiling {ceiling:,} ({pct(ceiling)}, {known}). A better eviction "
+            f"trace engine); Belady's MIN {opt:,} ({pct(opt)}, {how}); the capacity-free ceiling {ceiling:,} "
+            f"({pct(ceiling)}, {known}). A better eviction "
             f"policy can win at most <strong>{100 * (opt - lru) / n:.2f} points</strong> (OPT - LRU); only an extra "
             f"tier can win the other <strong>{100 * (ceiling - opt) / n:.2f}</strong> (ceiling - OPT).</p>")
 

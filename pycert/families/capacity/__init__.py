@@ -226,7 +226,8 @@ class Capacity(Claim):
         refs, c, h = int(figures["refs"]), int(figures["capacity_blocks"]), int(figures["max_hits"])
         return (f"On trace {trace} ({refs} block references), no demand-fetch cache of {c} blocks hits more than {h} "
                 f"times: a hit-rate ceiling of {float(figures['ceiling']):.6f} at {c} blocks, attained by Belady's MIN"
-                + (f"; some cache of {c} blocks hits exactly {h} times, so {h} is the optimum." if witnessed(params) else "."))
+                + (f"; some cache of {c} blocks hits exactly {h} times, so {h} is the optimum."
+                   if witnessed(params) else "."))
 
     def instance(self, params: CapacityParams, primary: Sequence[InputFile]) -> Instance:
         """``lean/Capacity<Name>C<C>.lean``, or ``lean/derived/`` for a trace from outside the certificate
