@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel
@@ -37,7 +37,7 @@ from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import publish_files
 from pycert.core.memo import code_sha256, memo
 from pycert.core.resources import default_certificate_dir, library_dir
-from pycert.core.schema import AuditInfo, BackendInfo, TheoremStatement
+from pycert.core.schema import AuditInfo, BackendInfo, Certificate, TheoremStatement, declared_inputs
 from pycert.families.base import Options, Prepared, Producer, Progress, Setting
 from pycert.lean import build
 from pycert.lean.backend import Backend, resolve
@@ -245,6 +245,23 @@ def pin_statements(run: Run) -> tuple[StageStatus, str]:
     return ("rejected", f"not pinned: {', '.join(missing)}") if missing else ("ok", plural(len(names), "theorem"))
 
 
+def replaced_parts(certs: list[Certificate], out_dir: Path) -> list[Path]:
+    """The Lean files derived from a trace that an earlier certificate of the same id in ``out_dir``
+    names and its replacement does not (a trace re-proved in fewer pieces or shards): left behind, they
+    would look like part of the new certificate. Only plain ``lean/…/*.lean`` paths are taken from the
+    old file, which may be anyone's."""
+    out = []
+    for cert in certs:
+        keep = {i.path for i in cert.inputs}
+        for old in declared_inputs(out_dir / cert.filename) or []:
+            path = PurePosixPath(old["path"])
+            if (old.get("role") == "lean" and old.get("derived_from") and old["path"] not in keep
+                    and not path.is_absolute() and ".." not in path.parts and path.parts[0] == "lean"
+                    and path.suffix == ".lean"):
+                out.append(out_dir / path)
+    return out
+
+
 def write(run: Run) -> tuple[StageStatus, str]:
     """Assemble every certificate that holds and publish it, with the files it names, in one batch."""
     backend = BackendInfo.from_toolchain(run.backend.info())
@@ -257,7 +274,10 @@ def write(run: Run) -> tuple[StageStatus, str]:
         return "skipped", "no certificate holds"
     emitted = {run.stage_dir / i.path: run.out_dir / i.path for p in holding
                for i in p.inputs if not i.external and (run.stage_dir / i.path).is_file()}
+    stale = replaced_parts(certs, run.out_dir)
     publish_files(emitted, certificate_files(certs, run.out_dir))
+    for path in stale:  # after the batch: an interruption in between leaves a file no certificate names
+        path.unlink(missing_ok=True)
     run.written += [str(run.out_dir / c.filename) for c in certs]
     return "ok", f"{len(certs)} written to {run.out_dir}"
 

@@ -139,7 +139,8 @@ def test_pieces_split_at_cuts_state_the_whole_traces_bound(seed: int, n: int, v:
     try:
         points = emit_capacity.split_points(n, cuts, max_refs)
     except InputError as e:
-        assert "no cut of the capacity bound lies between" in str(e)
+        assert ("no cut of the capacity bound lies between" in str(e) if cuts else "the cut list at this capacity is "
+                "empty" in str(e))
         assert n > max_refs
         return
     assert points[0] == 0 and points[-1] == n - 1 and set(points[1:-1]) <= set(cuts)
@@ -373,10 +374,28 @@ def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys:
     bad = verify_certificate(cert, inputs=inputs)
     assert bad.status == "rejected" and any("CapacityIdsC4Piece1.lean" in f.subject for f in bad.failures), bad.failures
     piece.write_text(kept)
+    # the offload report takes the certificate's own evidence: the bound proved, the attainment computed
+    rep = with_evidence(offload_report(dataclasses.replace(read_trace(trace), block_tokens=16), 4 * 16,
+                                       control_k=None), trace, out)
+    assert rep.evidence["gpu_only_belady_hit_rate"] == "computed-cross-checked"
+    assert rep.evidence_by["gpu_only_belady_hit_rate"] == "capacity-ids-c4.json"
+    original = cert.read_text()
+    for refs, field in ((2_000, "parameters.pieces"), (2, "parameters.piece_refs")):  # one piece; no split at all
+        forge(cert, lambda doc, r=refs: doc["parameters"].update(piece_refs=r))
+        bad = verify_certificate(cert, inputs=inputs)
+        assert bad.status == "rejected" and [f.subject for f in bad.failures] == [field], bad.failures
+        forge(cert, lambda doc, o=original: doc.update(json.loads(o)))
+    assert verify_certificate(cert, inputs=inputs).status == "ok"
     forge(cert, lambda doc: doc.update(inputs=[i for i in doc["inputs"] if "Piece1" not in i["path"]]))
     bad = verify_certificate(cert, inputs=inputs)
     assert bad.status == "rejected" and any(f.reason == "missing-input" and "CapacityIdsC4Piece1.lean" in f.expected
                                             for f in bad.failures), bad.failures
+    # proved again in one file into the same directory: the pieces the old certificate named are gone
+    forge(cert, lambda doc, o=original: doc.update(json.loads(o)))
+    assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--out", str(out),
+                 "--backend", "wasm"]) == 0
+    assert sorted(p.name for p in lean.iterdir()) == ["CapacityIdsC4.lean"]
+    assert verify_certificate(cert, inputs=inputs).status == "ok"
 
 
 def test_a_trace_with_no_cut_within_a_piece_is_refused_in_one_line(tmp_path: Path,
@@ -385,7 +404,12 @@ def test_a_trace_with_no_cut_within_a_piece_is_refused_in_one_line(tmp_path: Pat
     assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "20",
                  "--out", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
-    assert "no cut of the capacity bound lies between references 1 and 19" in err and not (tmp_path / "c").exists()
+    assert "the cut list at this capacity is empty" in err and "pycert prove ceiling" in err, err
+    assert not (tmp_path / "c").exists()
+    trace = write_ids(tmp_path / "ids.txt", 60, 30, seed=1)  # 30 blocks in 60 references: few cuts at 4 blocks
+    assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "2",
+                 "--out", str(tmp_path / "c")]) == 2
+    assert "no cut of the capacity bound lies between references 1 and 1 (counted from 0)" in capsys.readouterr().err
     assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "1",
                  "--out", str(tmp_path / "c")]) == 2
     assert "holds at least 2 references" in capsys.readouterr().err

@@ -74,6 +74,10 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
             if ours != value:
                 raise Rejected(Rejection.mismatch(f"{rep.name}: {name}", f"{value} (kernel-checked in {path.name})",
                                                   f"{ours} (pycert's engine)", reason="engine-disagrees"))
+        # A capacity certificate without the witness proves the bound only: the hit rate is then as the
+        # certificate itself labels Belady's figure (computed and cross-checked), not kernel-checked.
+        state = ("kernel-checked" if cert.family == "ceiling"
+                 else next(f.evidence for f in cert.figures if f.name == "belady_hits"))
         for name in proves:
-            evidence[name], by[name] = "kernel-checked", path.name
+            evidence[name], by[name] = state, path.name
     return rep.model_copy(update={"evidence": evidence, "evidence_by": by, "not_used": not_used})

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from pycert.core.errors import PycertError, Rejected, Rejection
+from pycert.core.errors import InputError, PycertError, Rejected, Rejection
 from pycert.core.limits import MAX_PIECE_REFS, MAX_SHARDS
 from pycert.core.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
 from pycert.families.base import Claim, Instance, Reader, input_path, part_of
@@ -46,8 +46,8 @@ class CapacityParams(Params):
     pieces: int = Field(1, ge=1, le=MAX_SHARDS)
     """How many pieces the trace is checked in (1: one instance file)."""
     piece_refs: int | None = Field(None, ge=2, le=MAX_PIECE_REFS)
-    """The most references a piece holds: with the trace and the capacity it fixes the split (None: one
-    instance file)."""
+    """The piece-size limit the split was computed with (no piece holds more): with the trace and the
+    capacity it fixes the split (None: one instance file)."""
 
 
 class CapacityCertificate(Certificate):
@@ -110,14 +110,15 @@ def piece_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list
     return cuts, emit.split_points(len(refs), cuts, piece_refs)
 
 
-def piece_files(refs: np.ndarray, sha256: str, module: str, capacity: int, piece_refs: int) -> tuple[dict[str, str], Plan]:
-    """Every module of a trace checked in pieces, by module name (the composition ``module`` last), and
-    what the composition states: what verify regenerates and compares with the files prove wrote."""
+def piece_files(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
+                points: list[int]) -> tuple[dict[str, str], Plan]:
+    """Every module of a trace checked in pieces split at ``points`` (:func:`piece_layout`), by module
+    name (the composition ``module`` last), and what the composition states: what verify regenerates and
+    compares with the files prove wrote."""
     import numpy as np  # see instance_text
 
     from pycert.lean.emit import capacity as emit
 
-    cuts, points = piece_layout(refs, capacity, piece_refs)
     mods = piece_names(module, len(points) - 1)
     out, plans = {}, []
     for k, m in enumerate(mods):
@@ -224,10 +225,11 @@ class Capacity(Claim):
     def sentence(self, params: CapacityParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
         refs, c, h = int(figures["refs"]), int(figures["capacity_blocks"]), int(figures["max_hits"])
-        return (f"On trace {trace} ({refs} block references), no demand-fetch cache of {c} blocks hits more than {h} "
-                f"times: a hit-rate ceiling of {float(figures['ceiling']):.6f} at {c} blocks, attained by Belady's MIN"
-                + (f"; some cache of {c} blocks hits exactly {h} times, so {h} is the optimum."
-                   if witnessed(params) else "."))
+        blocks = f"{c} block{'s' if c != 1 else ''}"
+        return (f"On trace {trace} ({refs} block references), no demand-fetch cache of {blocks} hits more than {h} "
+                f"times: a hit-rate ceiling of {float(figures['ceiling']):.6f} at {blocks}, attained by Belady's MIN"
+                + (f"; some cache of {blocks} hits exactly {h} times, so {h} is the optimum." if witnessed(params)
+                   else " as pycert computes it (two engines agreeing; the kernel proves the ceiling only)."))
 
     def instance(self, params: CapacityParams, primary: Sequence[InputFile]) -> Instance:
         """``lean/Capacity<Name>C<C>.lean``, or ``lean/derived/`` for a trace from outside the certificate
@@ -286,17 +288,22 @@ class Capacity(Claim):
             raise Rejected(Rejection.mismatch("parameters.lean_encoding", " or ".join(map(repr, expected)),
                                               repr(params.lean_encoding)))
         if pieced != (params.piece_refs is not None):
-            raise Rejected(Rejection.mismatch("parameters.piece_refs", "the most references a piece holds, exactly "
-                                              "when the trace is in pieces", repr(params.piece_refs)))
+            raise Rejected(Rejection.mismatch("parameters.piece_refs", "the piece size the split was computed with, "
+                                              "exactly when the trace is in pieces", repr(params.piece_refs)))
         inst = self.instance(params, self.primary_inputs(inputs))
         trace = read_trace(input_path(inputs, "trace", read))
         if not pieced:
             return {inst.path: instance_text(trace.refs, trace.sha256, inst.module, params.capacity_blocks,
                                              witnessed(params))[0]}
-        files, _ = piece_files(trace.refs, trace.sha256, inst.module, params.capacity_blocks, params.piece_refs)
-        if len(files) - 1 != params.pieces:
-            raise Rejected(Rejection.mismatch("parameters.pieces", f"{len(files) - 1} (the split of the trace at "
-                                              f"{params.piece_refs} references a piece)", str(params.pieces)))
+        try:  # a forged piece_refs may split the trace nowhere, or into one piece
+            cuts, points = piece_layout(trace.refs, params.capacity_blocks, params.piece_refs)
+        except InputError as err:
+            raise Rejected(Rejection.mismatch("parameters.piece_refs", "a piece size at which the trace splits at cuts",
+                                              f"{params.piece_refs} ({err.message})")) from None
+        if len(points) - 1 != params.pieces:
+            raise Rejected(Rejection.mismatch("parameters.pieces", f"{len(points) - 1} (the split of the trace in pieces "
+                                              f"of at most {params.piece_refs} references)", str(params.pieces)))
+        files, _ = piece_files(trace.refs, trace.sha256, inst.module, params.capacity_blocks, cuts, points)
         where = PurePosixPath(inst.path).parent
         return {(where / f"{m}.lean").as_posix(): text.encode() for m, text in files.items()}
 

@@ -389,10 +389,15 @@ def split_points(n: int, cuts: Sequence[int], max_refs: int) -> list[int]:
         left = n - s
         share = -(-left // -(-left // max_refs))  # references a piece would get in an equal split of the rest
         lo, hi = np.searchsorted(y, s + 1), np.searchsorted(y, s + max_refs - 1, side="right")
+        if not len(y):
+            raise InputError(f"the cut list at this capacity is empty (no cache of that size ever has to give up a "
+                             f"reuse), so there is nowhere to split the trace's {n:,} references without loosening "
+                             "the bound: its ceiling here is the capacity-free one, which `pycert prove ceiling` "
+                             "proves at any length")
         if lo >= hi:
-            raise InputError(f"no cut of the capacity bound lies between references {s + 1:,} and {s + max_refs - 1:,}, so "
-                             f"the trace cannot be split into pieces of at most {max_refs:,} references there without "
-                             "loosening the bound; give a larger --shard-refs (at most "
+            raise InputError(f"no cut of the capacity bound lies between references {s + 1:,} and {s + max_refs - 1:,} "
+                             f"(counted from 0), so the trace cannot be split into pieces of at most {max_refs:,} "
+                             "references there without loosening the bound; give a larger --shard-refs (at most "
                              f"{MAX_PIECE_REFS:,}) or a smaller capacity")
         reach = y[lo:hi]
         points.append(int(reach[np.argmin(np.abs(reach - (s + share - 1)))]))
