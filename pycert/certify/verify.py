@@ -163,11 +163,16 @@ def _check_primary(cert: Certificate, where: Locator, result: VerifyResult) -> b
             actual = regular_sha256(p, f"a {inp.role} file", MAX_TRACE_BYTES)
         except InputError as err:  # an external input not found is missing; an escaping path is malformed
             missing = err.message == "no such file" or "--input" in err.message
-            (result.missing if missing else result.errors).append(f"inputs[{i}] ({inp.path}): {err.message}")
+            at = f" ({err.where})" if err.where and err.where != inp.path else ""
+            (result.missing if missing else result.errors).append(f"inputs[{i}] ({inp.path}): {err.message}{at}")
             clean = False
             continue
         if actual != inp.sha256:
-            result.failures.append(Rejection.mismatch(f"inputs[{i}].sha256 ({inp.path})", actual, inp.sha256))
+            # expected: the file given; found: what the certificate records (read the other way round by a
+            # stranger who had just run sha256sum, so the detail says which is which)
+            r = Rejection.mismatch(f"inputs[{i}].sha256 ({inp.path})", actual, inp.sha256)
+            result.failures.append(r.model_copy(update={"detail": f"the file has sha256 {actual}, the certificate "
+                                                        f"records {inp.sha256}: another file, or another certificate"}))
             clean = False
     return clean
 

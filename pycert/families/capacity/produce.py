@@ -66,7 +66,8 @@ class CapacityProducer(Producer):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--capacity-blocks", type=int_list(1), action="extend", default=[], metavar="C[,C...]",
-                            help="also certify the hit ceiling at these cache capacities, in blocks: one certificate "
+                            help="certify the hit ceiling at these cache capacities, in blocks (under prove ceiling or "
+                                 "all, beside the capacity-free ceiling): one certificate "
                                  "per trace and capacity (Belady's MIN hit count, kernel-checked as the optimum: an "
                                  "upper bound and a policy that reaches it; a trace in pieces: the bound)")
         parser.add_argument("--capacity-tokens", type=int_list(1), action="extend", default=[], metavar="T[,T...]",
