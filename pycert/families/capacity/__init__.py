@@ -18,7 +18,8 @@ This module is the claim; :mod:`pycert.families.capacity.produce` makes the cert
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
@@ -34,7 +35,7 @@ from pycert.families.ceiling import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
 if TYPE_CHECKING:
     import numpy as np
 
-    from pycert.lean.emit.capacity import Plan
+    from pycert.lean.emit.capacity import PiecePlan, Plan
 
 
 class CapacityParams(Params):
@@ -110,6 +111,17 @@ def piece_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list
     return cuts, emit.split_points(len(refs), cuts, piece_refs)
 
 
+def piece_makers(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
+                 points: list[int]) -> list[tuple[str, Callable[[], tuple[str, PiecePlan]], int]]:
+    """Each piece of a trace split at ``points`` (:func:`piece_layout`): its module name, the call that
+    emits it, and its length. prove runs the calls as Ray tasks and verify in turn, so both emit the
+    same pieces from the same arguments."""
+    from pycert.lean.emit import capacity as emit  # see instance_text
+
+    return [(m, functools.partial(emit.emit_piece, refs[a:b + 1], sha256, m, capacity, emit.local_cuts(cuts, a, b)),
+             b - a + 1) for m, a, b in zip(piece_names(module, len(points) - 1), points, points[1:])]
+
+
 def piece_files(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
                 points: list[int]) -> tuple[dict[str, str], Plan]:
     """Every module of a trace checked in pieces split at ``points`` (:func:`piece_layout`), by module
@@ -119,13 +131,11 @@ def piece_files(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts:
 
     from pycert.lean.emit import capacity as emit
 
-    mods = piece_names(module, len(points) - 1)
     out, plans = {}, []
-    for k, m in enumerate(mods):
-        a, b = points[k], points[k + 1]
-        out[m], piece = emit.emit_piece(refs[a:b + 1], sha256, m, capacity, emit.local_cuts(cuts, a, b))
+    for m, make, _ in (makers := piece_makers(refs, sha256, module, capacity, cuts, points)):
+        out[m], piece = make()
         plans.append(piece)
-    out[module], plan = emit.emit_glue(module, sha256, mods, plans, len(np.unique(refs)))
+    out[module], plan = emit.emit_glue(module, sha256, [m for m, _, _ in makers], plans, len(np.unique(refs)))
     return out, plan
 
 

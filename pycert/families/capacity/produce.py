@@ -4,7 +4,6 @@ whole-trace Lean instance and record what pycert's engines expect the kernel to 
 from __future__ import annotations
 
 import argparse
-import functools
 import re
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
@@ -18,7 +17,7 @@ from pycert.core.limits import MAX_PIECE_REFS, int_list, int_range
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.families.capacity import CLAIM, CapacityParams, instance_text, names, piece_layout, piece_names
+from pycert.families.capacity import CLAIM, CapacityParams, instance_text, names, piece_layout, piece_makers
 from pycert.families.ceiling import DEFAULT_TRACE, slug
 from pycert.families.ceiling.produce import certified_trace
 from pycert.lean import cluster
@@ -133,9 +132,9 @@ class CapacityProducer(Producer):
         opts: CapacityOptions = setting.options  # type: ignore[assignment]
         distinct = len(np.unique(trace.refs))
         out = []
+        limit = min(opts.piece_refs or MAX_PIECE_REFS, MAX_PIECE_REFS)
         for c in capacities(opts, trace):
             params = CapacityParams(capacity_blocks=c, lean_encoding=emit.OPTIMUM_ENCODING)
-            limit = min(opts.piece_refs or MAX_PIECE_REFS, MAX_PIECE_REFS)
             if trace.n_refs > limit or not emit.fits_one(trace.n_refs, distinct):
                 setting.progress(f"{trace.name}: cut list at {plural(c, 'block')}, split into pieces of at most "
                                  f"{plural(limit, 'reference')}")
@@ -168,10 +167,9 @@ class CapacityProducer(Producer):
         params: CapacityParams = p.parameters  # type: ignore[assignment]
         c, instance = params.capacity_blocks, p.instance
         assert instance is not None
-        mods = piece_names(instance.module, params.pieces)
-        works = [cluster.Work(m, functools.partial(emit.emit_piece, trace.refs[a:b + 1], trace.sha256, m, c,
-                                                   emit.local_cuts(cuts, a, b)), size=f"{b - a + 1:,} references")
-                 for m, a, b in zip(mods, points, points[1:])]
+        makers = piece_makers(trace.refs, trace.sha256, instance.module, c, cuts, points)
+        mods = [m for m, _, _ in makers]
+        works = [cluster.Work(m, make, size=plural(n, "reference")) for m, make, n in makers]
         setting.progress(f"{instance.module}: {plural(trace.n_refs, 'reference')} in {len(mods)} pieces at {plural(c, 'block')}")
         outcomes = cluster.check_all(works, backend=setting.backend, timeout=setting.timeout, address=opts.ray_address,
                                      progress=setting.progress)

@@ -351,27 +351,22 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
             "  SortedOptimum.optimum_of_checks checked (by decide) (by decide) (by decide) (by decide) (by decide +kernel)",
             "    (by decide +kernel) sort_ok cuts_ok flags_ok cuts_eq (by decide) (by decide) witness_ok starts_ok ends_ok",
             "    cover_ok starts_eq",
-            "",
-            f"end {ns}",
-            "",
-            f"#check @{ns}.headline",
-            "",
         ]
-        return "\n".join(lines), plan
-    lines += [
-        f"/-- **Headline.** The trace has {plan.refs} references, and no demand-fetch policy of capacity {capacity} "
-        "blocks hits",
-        f"more than (C - 1) · {plan.cuts} cuts + {plan.free} free reuses = {plan.max_hits} times on it "
-        "(`Pycert.Capacity.Bounded`). -/",
-        f"public theorem headline : Pycert.Capacity.Bounded trace {plan.refs} {capacity} {plan.max_hits} :=",
-        "  SortedTrace.bounded_of_checks refs_eq adjacent cuts_ok flags_ok cuts_eq (by decide)",
-        "",
-        f"end {ns}",
-        "",
-        f"#check @{ns}.headline",
-        "",
-    ]
-    return "\n".join(lines), plan
+    else:
+        lines += [
+            f"/-- **Headline.** The trace has {plan.refs} references, and no demand-fetch policy of capacity {capacity} "
+            "blocks hits",
+            f"more than (C - 1) · {plan.cuts} cuts + {plan.free} free reuses = {plan.max_hits} times on it "
+            "(`Pycert.Capacity.Bounded`). -/",
+            f"public theorem headline : Pycert.Capacity.Bounded trace {plan.refs} {capacity} {plan.max_hits} :=",
+            "  SortedTrace.bounded_of_checks refs_eq adjacent cuts_ok flags_ok cuts_eq (by decide)",
+        ]
+    return "\n".join([*lines, *_closing(ns)]), plan
+
+
+def _closing(ns: str) -> list[str]:
+    """The end of an instance module, after its headline: the namespace closed and the headline checked."""
+    return ["", f"end {ns}", "", f"#check @{ns}.headline", ""]
 
 
 def split_points(n: int, cuts: Sequence[int], max_refs: int) -> list[int]:
@@ -502,10 +497,6 @@ def emit_glue(name: str, sha256: str, piece_names: Sequence[str], pieces: Sequen
         "(`Pycert.Capacity.Bounded`). -/",
         f"public theorem headline : Pycert.Capacity.Bounded trace {whole.refs} {whole.capacity} {whole.max_hits} :=",
         f"  Pycert.Capacity.bounded_of_piece glued{len(pieces) - 1} (by decide)",
-        "",
-        f"end {ns}",
-        "",
-        f"#check @{ns}.headline",
-        "",
+        *_closing(ns),
     ]
     return "\n".join(lines), whole
