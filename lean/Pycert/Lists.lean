@@ -7,8 +7,9 @@ import Init.Omega
 /-!
 # Lists: membership facts and first-touch counting
 
-Membership lemmas proved here so that no file needs the list lemma library, and the first-touch
-count of a trace (`distinctFrom`, `distinct`): how many references touch a block for the first time.
+Membership and append lemmas proved here so that no file needs the list lemma library (the shards'
+and the pieces' proofs share them), and the first-touch count of a trace (`distinctFrom`,
+`distinct`): how many references touch a block for the first time.
 -/
 
 namespace Pycert
@@ -46,6 +47,27 @@ public theorem mem_of_mem_filter {α : Type} {p : α → Bool} {y : α} :
       rcases mem_cons.1 h with e | h
       · subst e; exact mem_cons_self _ _
       · exact mem_cons_of_mem a (mem_of_mem_filter h)
+
+public theorem mem_append' {y : Nat} : ∀ {a b : List Nat}, y ∈ a ++ b ↔ y ∈ a ∨ y ∈ b
+  | [], b => ⟨Or.inr, fun h => h.elim (fun h => absurd h (not_mem_nil y)) id⟩
+  | x :: a, b => by
+    show y ∈ x :: (a ++ b) ↔ y ∈ x :: a ∨ y ∈ b
+    rw [mem_cons, mem_cons, mem_append']
+    constructor
+    · intro h; rcases h with h | h | h
+      · exact Or.inl (Or.inl h)
+      · exact Or.inl (Or.inr h)
+      · exact Or.inr h
+    · intro h; rcases h with (h | h) | h
+      · exact Or.inl h
+      · exact Or.inr (Or.inl h)
+      · exact Or.inr (Or.inr h)
+
+public theorem length_append' : ∀ (a b : List Nat), (a ++ b).length = a.length + b.length
+  | [], b => (Nat.zero_add _).symm
+  | _ :: a, b => by
+    show (a ++ b).length + 1 = a.length + 1 + b.length
+    rw [length_append' a b]; omega
 
 public theorem filter_true {α : Type} : ∀ (l : List α), l.filter (fun _ => true) = l
   | [] => rfl

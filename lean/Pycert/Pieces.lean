@@ -53,18 +53,6 @@ theorem length_shift (k : Nat) : ∀ (Y : List Nat), (Y.map (· + k)).length = Y
   | [] => rfl
   | _ :: Y => congrArg Nat.succ (length_shift k Y)
 
-theorem mem_left {y : Nat} : ∀ {a : List Nat} (b : List Nat), y ∈ a → y ∈ a ++ b
-  | _ :: _, _, List.Mem.head _ => List.Mem.head _
-  | _ :: _, b, List.Mem.tail _ h => List.Mem.tail _ (mem_left b h)
-
-theorem mem_right {y : Nat} : ∀ (a : List Nat) {b : List Nat}, y ∈ b → y ∈ a ++ b
-  | [], _, h => h
-  | _ :: a, _, h => List.Mem.tail _ (mem_right a h)
-
-theorem length_app : ∀ (a b : List Nat), (a ++ b).length = a.length + b.length
-  | [], b => by rw [List.nil_append, List.length_nil, Nat.zero_add]
-  | _ :: a, b => by rw [List.cons_append, List.length_cons, List.length_cons, length_app a b]; omega
-
 theorem nth_tail : ∀ (b : List Nat) (j : Nat), nth b.tail j = nth b (j + 1)
   | [], _ => rfl
   | _ :: _, _ => rfl
@@ -88,21 +76,21 @@ public theorem piece_glue {a b : List Nat} {n₁ m₁ F₁ f₁ l₁ n₂ m₂ F
     · have := nth_append_ge a b.tail (j - n₁)
       rw [la, show n₁ + (j - n₁) = j by omega, nth_tail, show j - n₁ + 1 = j - (n₁ - 1) by omega] at this
       exact this
-  refine ⟨by rw [length_app, la, lenb]; omega, by omega, by rw [inA 0 pa, fa], ?_,
-    Ya ++ (n₁ - 1) :: Yb.map (· + (n₁ - 1)), by rw [length_app, List.length_cons, length_shift, hYa, hYb]; omega, ?_⟩
+  refine ⟨by rw [length_append', la, lenb]; omega, by omega, by rw [inA 0 pa, fa], ?_,
+    Ya ++ (n₁ - 1) :: Yb.map (· + (n₁ - 1)), by rw [length_append', List.length_cons, length_shift, hYa, hYb]; omega, ?_⟩
   · rw [inB _ (by omega), show n₁ + n₂ - 1 - 1 - (n₁ - 1) = n₂ - 1 by omega, eb]
   · rw [show n₁ + n₂ - 1 = n₁ + (n₂ - 1) by omega, count_add]
     have left : count (Free (a ++ b.tail) (Ya ++ (n₁ - 1) :: Yb.map (· + (n₁ - 1)))) n₁ ≤ F₁ :=
       Nat.le_trans (count_mono fun j hj ⟨i, hij, e, gap⟩ => ⟨i, hij, by rw [← inA i (by omega), ← inA j hj]; exact e,
-        fun y hy => gap y (mem_left _ hy)⟩) ca
+        fun y hy => gap y (mem_append'.2 (Or.inl hy))⟩) ca
     have right : count (fun l => Free (a ++ b.tail) (Ya ++ (n₁ - 1) :: Yb.map (· + (n₁ - 1))) (n₁ + l)) (n₂ - 1) ≤
         count (fun l => Free b Yb (l + 1)) (n₂ - 1) := by
       refine count_mono fun l _ ⟨i, hij, e, gap⟩ => ?_
       have hi : n₁ - 1 ≤ i := Nat.le_of_not_lt fun h =>
-        gap (n₁ - 1) (mem_right _ (List.Mem.head _)) ⟨h, by omega⟩
+        gap (n₁ - 1) (mem_append'.2 (Or.inr (List.Mem.head _))) ⟨h, by omega⟩
       refine ⟨i - (n₁ - 1), by omega, ?_, fun y hy hb => ?_⟩
       · rw [← inB i hi, e, inB _ (by omega), show n₁ + l - (n₁ - 1) = l + 1 by omega]
-      · exact gap (y + (n₁ - 1)) (mem_right _ (List.Mem.tail _ (mem_shift hy)))
+      · exact gap (y + (n₁ - 1)) (mem_append'.2 (Or.inr (List.Mem.tail _ (mem_shift hy))))
           ⟨by omega, by omega⟩
     have whole := count_succ_front (Free b Yb) (n₂ - 1)
     rw [show n₂ - 1 + 1 = n₂ by omega] at whole

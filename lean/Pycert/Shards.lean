@@ -141,27 +141,6 @@ theorem perm_distinctFrom {l l' : List Nat} (h : List.Perm l l') : ∀ S, distin
 
 /-! ## Disjoint pieces add up -/
 
-theorem mem_append' {y : Nat} : ∀ {a b : List Nat}, y ∈ a ++ b ↔ y ∈ a ∨ y ∈ b
-  | [], b => ⟨Or.inr, fun h => h.elim (fun h => absurd h (not_mem_nil y)) id⟩
-  | x :: a, b => by
-    show y ∈ x :: (a ++ b) ↔ y ∈ x :: a ∨ y ∈ b
-    rw [mem_cons, mem_cons, mem_append']
-    constructor
-    · intro h; rcases h with h | h | h
-      · exact Or.inl (Or.inl h)
-      · exact Or.inl (Or.inr h)
-      · exact Or.inr h
-    · intro h; rcases h with (h | h) | h
-      · exact Or.inl h
-      · exact Or.inr (Or.inl h)
-      · exact Or.inr (Or.inr h)
-
-theorem length_append' : ∀ (a b : List Nat), (a ++ b).length = a.length + b.length
-  | [], b => (Nat.zero_add _).symm
-  | _ :: a, b => by
-    show (a ++ b).length + 1 = a.length + 1 + b.length
-    rw [length_append' a b]; omega
-
 /-- Seen-sets that agree on the references to come give the same count. -/
 theorem distinctFrom_agree : ∀ (r : List Nat) {A B : List Nat}, (∀ y, y ∈ r → (y ∈ A ↔ y ∈ B)) →
     distinctFrom A r = distinctFrom B r
