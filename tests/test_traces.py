@@ -47,6 +47,8 @@ def test_mooncake_reader_keeps_order_requests_and_hash(tmp_path: Path) -> None:
     assert t.n_requests == 4 and t.n_refs == 8
     assert t.sha256 == hashlib.sha256(p.read_bytes()).hexdigest() == file_sha256(p)
     assert t.block_tokens == MOONCAKE_BLOCK_TOKENS and t.path == p
+    assert t.prompt_tokens.tolist() == [1536, 2048, 0, 512] and t.tenants is None
+    assert read_trace(write(tmp_path, "5\n3\n", "ids.txt")).prompt_tokens is None
 
 
 def test_ids_reader_and_autodetect(tmp_path: Path) -> None:

@@ -54,6 +54,9 @@ class Trace:
     it has ``n_requests + 1`` entries, starting at 0 and ending at ``len(refs)``. ``granularity`` is
     how many original blocks one id stands for (1 unless :func:`coarsen` made it), and
     ``block_tokens`` the tokens per block at that granularity (``None`` when the format does not say).
+    ``prompt_tokens`` (per request, where the format says: Mooncake's ``input_length``) is what a
+    token-unit figure counts; ``tenants`` (per request, an index into ``tenant_names``) is the tenant a
+    request came from where the format names one. Both are ``None`` when the format does not say.
     """
 
     refs: np.ndarray
@@ -64,6 +67,9 @@ class Trace:
     path: Path | None = None
     granularity: int = 1
     block_tokens: int | None = None
+    prompt_tokens: np.ndarray | None = None
+    tenants: np.ndarray | None = None
+    tenant_names: tuple[str, ...] = ()
 
     @property
     def n_refs(self) -> int:
@@ -100,20 +106,21 @@ def read_trace(path: Path, fmt: FormatChoice = "auto") -> Trace:
         if buffered.peek(2)[:2] == _GZIP_MAGIC:
             stream = gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[assignment]
         try:
-            refs, requests, found = _parse(stream, str(path), fmt)
+            refs, requests, tokens, found = _parse(stream, str(path), fmt)
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise InputError(f"corrupt or truncated gzip data ({exc})", where=str(path)) from None
         for _ in iter(lambda: buffered.read(_CHUNK), b""):  # hash any bytes the parser did not need
             pass
     return Trace(refs=refs, requests=requests, format=found, sha256=hashing.hash.hexdigest(), name=str(path),
-                 path=path, block_tokens=MOONCAKE_BLOCK_TOKENS if found == "mooncake" else None)
+                 path=path, block_tokens=MOONCAKE_BLOCK_TOKENS if found == "mooncake" else None,
+                 prompt_tokens=tokens)
 
 
 def trace_from_bytes(data: bytes, name: str, fmt: FormatChoice = "auto") -> Trace:
     """Parse an in-memory trace (e.g. a generated one) exactly as :func:`read_trace` parses a file."""
-    refs, requests, found = _parse(io.BytesIO(data), name, fmt)
+    refs, requests, tokens, found = _parse(io.BytesIO(data), name, fmt)
     return Trace(refs=refs, requests=requests, format=found, sha256=hashlib.sha256(data).hexdigest(), name=name,
-                 block_tokens=MOONCAKE_BLOCK_TOKENS if found == "mooncake" else None)
+                 block_tokens=MOONCAKE_BLOCK_TOKENS if found == "mooncake" else None, prompt_tokens=tokens)
 
 
 def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
@@ -142,19 +149,20 @@ def _lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
         yield lineno, line
 
 
-def _parse(stream: BinaryIO, name: str, fmt: FormatChoice) -> tuple[np.ndarray, np.ndarray | None, Format]:
+def _parse(stream: BinaryIO, name: str,
+           fmt: FormatChoice) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, Format]:
     lines = _lines(stream, name)
     first = next(lines, None)
     if first is None:
         raise InputError("empty trace: no lines", where=name)
     found: Format = fmt if fmt != "auto" else ("mooncake" if first[1].lstrip().startswith(b"{") else "ids")
     if found == "mooncake":
-        refs, requests = _parse_mooncake(first, lines, name)
+        refs, requests, tokens = _parse_mooncake(first, lines, name)
     else:
-        refs, requests = _parse_ids(first, lines, name), None
+        refs, requests, tokens = _parse_ids(first, lines, name), None, None
     if len(refs) == 0:
         raise InputError("empty trace: no block references", where=name)
-    return refs, requests, found
+    return refs, requests, tokens, found
 
 
 def _json_line(lineno: int, line: bytes, name: str) -> dict:
@@ -180,7 +188,7 @@ def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _check_record(obj: dict, where: str) -> list[int]:
+def _check_record(obj: dict, where: str) -> tuple[list[int], int]:
     missing = [f for f in MOONCAKE_FIELDS if f not in obj]
     if missing:
         raise InputError(f"missing field {', '.join(repr(m) for m in missing)}", where=where)
@@ -192,7 +200,7 @@ def _check_record(obj: dict, where: str) -> list[int]:
     if not isinstance(ids, list):
         raise InputError(f"field 'hash_ids' must be a list of block ids, got {json.dumps(ids)[:40]}", where=where)
     if set(map(type, ids)) <= {int} and (not ids or (min(ids) >= 0 and max(ids) < 1 << 64)):
-        return ids  # the common case, checked without a per-id Python branch
+        return ids, int(obj["input_length"])  # the common case, checked without a per-id Python branch
     for k, v in enumerate(ids):
         if not _is_int(v):
             raise InputError(f"hash_ids[{k}] is not an integer: {json.dumps(v)[:40]}", where=where)
@@ -200,17 +208,19 @@ def _check_record(obj: dict, where: str) -> list[int]:
             raise InputError(f"hash_ids[{k}] is negative: {v}", where=where)
         if v >= 1 << 64:
             raise InputError(f"hash_ids[{k}] does not fit in 64 bits: {v}", where=where)
-    return ids
+    return ids, int(obj["input_length"])
 
 
 def _parse_mooncake(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]],
-                    name: str) -> tuple[np.ndarray, np.ndarray]:
-    refs, bounds = array("Q"), array("q", [0])
+                    name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    refs, bounds, tokens = array("Q"), array("q", [0]), array("q")
     for lineno, line in chain([first], rest):
-        where = f"{name}:{lineno}"
-        refs.extend(_check_record(_json_line(lineno, line, name), where))
+        ids, length = _check_record(_json_line(lineno, line, name), f"{name}:{lineno}")
+        refs.extend(ids)
         bounds.append(len(refs))
-    return np.frombuffer(refs, dtype=np.uint64).copy(), np.frombuffer(bounds, dtype=np.int64).copy()
+        tokens.append(length)
+    return (np.frombuffer(refs, dtype=np.uint64).copy(), np.frombuffer(bounds, dtype=np.int64).copy(),
+            np.frombuffer(tokens, dtype=np.int64).copy())
 
 
 def _parse_ids(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]], name: str) -> np.ndarray:
