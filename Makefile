@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 $(BIN)/pycert: pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	# the distribution was called pycert before it became pycert-kv (PyPI's pycert is another project)
+	$(BIN)/python -m pip uninstall -q -y pycert 2>/dev/null || true
 	$(BIN)/python -m pip install -q -e '.[test,leak]'
 	touch $@
 

@@ -53,10 +53,12 @@ def _build_and_install(tmp_path: Path, timings: dict[str, float]) -> tuple[Path,
     built = _run([sys.executable, "-m", "build", "--outdir", str(dist), str(REPO)], tmp_path, env, timings,
                  "build sdist+wheel")
     assert "deprecated" not in (built.stdout + built.stderr).lower(), "the build prints a deprecation banner"
-    wheel = next(dist.glob("pycert-*.whl"))
-    assert next(dist.glob("pycert-*.tar.gz"))
+    # the distribution is pycert-kv (PyPI's pycert is another project); the import and the command stay pycert
+    wheel = next(dist.glob("pycert_kv-*.whl"))
+    assert next(dist.glob("pycert_kv-*.tar.gz"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    metadata = zipfile.ZipFile(wheel).read(f"pycert-{__version__}.dist-info/METADATA").decode()
+    metadata = zipfile.ZipFile(wheel).read(f"pycert_kv-{__version__}.dist-info/METADATA").decode()
+    assert "Name: pycert-kv" in metadata.splitlines()
     assert "License-Expression: Apache-2.0" in metadata.splitlines()  # SPDX (PEP 639), not a TOML table
     for shipped in ("pycert/_data/lean/Pycert.lean", "pycert/_data/lakefile.lean", "pycert/_data/lean-toolchain",
                     "pycert/_data/certificates/inputs/committed.json",
