@@ -168,7 +168,7 @@ def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[
     """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling),
     with the ``(capacity, hits)`` that capacity certificates of the page prove marked on it."""
     # matplotlib and numba: only when a page draws a curve
-    from pycert.analysis.plot import hit_rate_png, trace_curves
+    from pycert.analysis.plot import hit_rate_figure, trace_curves
     from pycert.data.traces import read_trace
 
     regular_size(trace_path, "a trace file", MAX_TRACE_BYTES)
@@ -176,7 +176,8 @@ def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[
     if trace.sha256 != sha256:
         raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
     lru, opt = trace_curves(trace)
-    png = hit_rate_png(lru, opt, f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved)
+    png = hit_rate_figure(lru, opt, f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved,
+                          block_tokens=trace.block_tokens)
     return Curve(png=png, lru=lru)
 
 

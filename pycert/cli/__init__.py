@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError:
                 previous = None  # not the main thread: signals are not ours to handle
         from pycert.core.errors import (
+            EXIT_BROKEN_PIPE,
             EXIT_INTERRUPTED,
             EXIT_TERMINATED,
             EXIT_USAGE,
@@ -190,6 +191,11 @@ def main(argv: list[str] | None = None) -> int:
             return report_error("interrupted", None, EXIT_INTERRUPTED, as_json, command=command_line_of(argv, args))
         except Terminated:
             return report_error("terminated", None, EXIT_TERMINATED, as_json, command=command_line_of(argv, args))
+        except BrokenPipeError:  # the reader of stdout went away (`| head`): nothing left to say, nowhere to say it
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush cannot fail
+            return EXIT_BROKEN_PIPE
     except BaseException as exc:  # during the imports above, or while reporting an error
         if isinstance(exc, KeyboardInterrupt):
             return report_error("interrupted", None, 130, as_json, command=command_line_of(argv))

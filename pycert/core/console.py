@@ -6,6 +6,8 @@ only when stderr is a terminal and ``--json`` was not given, so pipes and CI log
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
 import threading
@@ -40,6 +42,16 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     """``1 certificate``, ``2 certificates``, ``1,024 blocks``: the count with its noun in the right number
     (``many`` for a noun whose plural is not ``noun + "s"``)."""
     return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+
+
+def csv_text(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """CSV (the csv module's quoting, ``\\n`` line ends) with a header row, without the last line end
+    (:func:`emit` prints one)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows(rows)
+    return out.getvalue().removesuffix("\n")
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

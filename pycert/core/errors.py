@@ -21,6 +21,8 @@ EXIT_INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT), at any point, imports included."""
 EXIT_TERMINATED = 143
 """SIGTERM (128 + SIGTERM): temporaries are removed first."""
+EXIT_BROKEN_PIPE = 141
+"""The reader of stdout went away (``pycert trace mrc --csv | head``): 128 + SIGPIPE, as a shell says it."""
 
 
 class PycertError(Exception):
