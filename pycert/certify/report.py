@@ -1,7 +1,10 @@
 """One static HTML page listing every certificate, with an in-page verifier.
 
-The page is self-contained: styles and script inline, the trace engine's hit-rate curve of every trace
-a certificate names as a ``data:`` PNG (``pycert.analysis.plot``, drawn at report time), and a
+First a summary card per trace (:mod:`pycert.certify.cards`: a plain sentence, the headline numbers
+rounded with the exact value a click away, a table by certified capacity, one plot), then every
+certificate in full. The page is self-contained: styles and script inline, the trace engine's hit-rate
+curve of every trace a certificate names as a ``data:`` PNG (``pycert.analysis.plot``, drawn at report
+time, once per trace), and a
 Content-Security-Policy of ``default-src 'none'`` (the script admitted by its own hash) so the browser
 makes no network request at all. The verifier hashes a dropped or chosen file with WebCrypto
 (``crypto.subtle.digest``) and shows green only when that sha256 is an entry of the manifest embedded
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pycert.certify.cards import Card, TraceFacts, certificate_card, exact_of, figures, rounded, trace_card, unit_of
 from pycert.certify.documents import parse_certificate
 from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
@@ -128,10 +132,30 @@ window.addEventListener("drop", e => e.preventDefault());
 """
 
 _STYLE = """
-body { font: 15px/1.45 system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+body { font: 15px/1.45 system-ui, sans-serif; max-width: 76rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 table { border-collapse: collapse; margin: .4rem 0 1rem; }
-td, th { border: 1px solid #ccc; padding: .2rem .5rem; text-align: left; vertical-align: top; }
-code, .hash { font-family: ui-monospace, monospace; font-size: 13px; word-break: break-all; }
+td, th { border: 1px solid #ccc; padding: .25rem .55rem; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; word-break: normal; overflow-wrap: normal; hyphens: none; }
+code { font-family: ui-monospace, monospace; font-size: 13px; }
+.hash { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
+td .hash { display: block; max-height: 6rem; overflow: auto; }
+.num, .evidence, td:first-child a { white-space: nowrap; }
+section.card { border: 1px solid #bbb; border-radius: .5rem; padding: .4rem 1.2rem 1rem; margin: 1.5rem 0;
+  box-shadow: 0 1px 3px rgba(0,0,0,.08); }
+section.card h2 { margin: .6rem 0 .1rem; }
+p.meta { color: #555; margin-top: 0; font-size: 13px; }
+p.sentence { font-size: 17px; }
+.tiles { display: flex; flex-wrap: wrap; gap: .8rem; margin: .8rem 0; }
+.tile { border: 1px solid #ddd; border-radius: .4rem; padding: .5rem .8rem; min-width: 11rem; max-width: 22rem; background: #fafafa; }
+.tile .big { font-size: 24px; font-weight: 600; }
+.tile .label { color: #444; font-size: 13px; }
+details.exact summary { cursor: pointer; list-style: none; text-decoration: underline dotted; }
+details.exact summary::-webkit-details-marker { display: none; }
+details.exact[open] span { display: block; font-size: 12px; font-weight: normal; color: #333; max-width: 30rem;
+  overflow-wrap: anywhere; }
+table.capacities td { text-align: right; }
+table.capacities td details span { text-align: left; }
+ul.contents { columns: 2; }
 section.cert { border-top: 2px solid #444; margin-top: 2rem; }
 #drop { border: 3px dashed #888; padding: 2rem; text-align: center; margin: 1rem 0; }
 #drop.over { background: #eef; }
@@ -142,6 +166,7 @@ section.cert { border-top: 2px solid #444; margin-top: 2rem; }
 #verdict-details li { margin: .2rem 0; padding: .2rem .4rem; }
 p.verified { border-left: 4px solid #1a7f37; padding-left: .5rem; }
 p.unverified { background: #c62828; color: #fff; padding: .4rem .6rem; }
+p.unverified a { color: #fff; }
 figure { margin: .5rem 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 """
@@ -157,11 +182,13 @@ def _script_hash(script: str) -> str:
 
 @dataclass(frozen=True)
 class Curve:
-    """One trace's figure for the page, and what its capacity certificates' headroom lines need."""
+    """One trace's figure for the page, and the curves its card's table reads."""
 
     png: bytes
     lru: HitCurve
     """The trace's LRU hit counts at every capacity, with its reference and distinct counts."""
+    opt: HitCurve
+    block_tokens: int | None
 
 
 def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[int, int]] = ()) -> Curve:
@@ -178,33 +205,7 @@ def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[
     lru, opt = trace_curves(trace)
     png = hit_rate_figure(lru, opt, f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved,
                           block_tokens=trace.block_tokens)
-    return Curve(png=png, lru=lru)
-
-
-def headroom(cert: Certificate, curve: Curve, ceilings: dict[str, tuple[int, str]]) -> str:
-    """A capacity certificate's two headrooms at its capacity: what a better eviction policy can still win
-    (OPT(C) - LRU(C)) and what only an extra tier can win (ceiling - OPT(C)), each figure with how it
-    is known. ``ceilings``: trace sha256 -> (max hits, certificate id) of a ceiling certificate on the page."""
-    figs = {f.name: f.numerator for f in cert.figures if f.denominator == 1}
-    [trace] = [i for i in cert.inputs if i.role == "trace"]
-    c, opt, n = figs["capacity_blocks"], figs["max_hits"], curve.lru.refs
-    lru = curve.lru.hits(c)
-    ceiling, by = ceilings.get(trace.sha256, (n - curve.lru.distinct, ""))
-    known = (f"kernel-checked in <a href=\"#cert-{_e(by)}\">{_e(by)}</a>" if by
-             else "computed by pycert's trace engine: no ceiling certificate of this trace is on the page")
-
-    both = any(f.name == "belady_hits" and f.evidence == "kernel-checked" for f in cert.figures)
-    how = ("this certificate's kernel-checked optimum: no cache of that size hits more, and one hits exactly that"
-           if both else "this certificate's kernel-checked bound, attained as computed")
-
-    def pct(hits: int) -> str:
-        return f"{100 * hits / n:.2f}%"
-
-    return (f"<p><strong>Headroom at {c:,} blocks.</strong> LRU {lru:,} hits ({pct(lru)}, computed by pycert's "
-            f"trace engine); Belady's MIN {opt:,} ({pct(opt)}, {how}); the capacity-free ceiling {ceiling:,} "
-            f"({pct(ceiling)}, {known}). A better eviction "
-            f"policy can win at most <strong>{100 * (opt - lru) / n:.2f} points</strong> (OPT - LRU); only an extra "
-            f"tier can win the other <strong>{100 * (ceiling - opt) / n:.2f}</strong> (ceiling - OPT).</p>")
+    return Curve(png=png, lru=lru, opt=opt, block_tokens=trace.block_tokens)
 
 
 def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
@@ -223,13 +224,15 @@ def verdict_line(why_not: str | None) -> str:
             "follows is what the certificate says, unchecked.</p>")
 
 
-def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, bytes], extra: str = "",
-                       why_not: str | None = "not checked") -> str:
+def render_certificate(cert: Certificate, file_hash: str, why_not: str | None = "not checked") -> str:
+    """A certificate's own section: every figure (rounded, exact, unit, evidence), what it rests on and does
+    not prove, its inputs and backend."""
     figures = _rows(
-        [(f"<code>{_e(f.name)}</code>", _e(f"{f.numerator}/{f.denominator}" if f.denominator != 1 else f.numerator),
-          _e(f.decimal), _e(f.unit), f'<span class="evidence">{_e(f.evidence)}</span>', _e(f.known_by))
+        [(f'<code class="name">{_e(f.name)}</code>', _e(rounded(f)),
+          f'<span class="{"hash" if len(exact_of(f)) > 40 else "num"}">{_e(exact_of(f))}</span>',
+          _e(unit_of(f)), f'<span class="evidence">{_e(f.evidence)}</span>', _e(f.known_by))
          for f in cert.figures],
-        ("figure", "exact", "decimal", "unit", "evidence", "known by"),
+        ("figure", "value", "exact", "unit", "evidence", "known by"),
     )
     inputs = _rows([(_e(i.role), f"<code>{_e(i.path)}</code>", f'<span class="hash">{_e(i.sha256)}</span>')
                     for i in cert.inputs], ("role", "path", "sha256")) if cert.inputs else "<p>none</p>"
@@ -238,22 +241,14 @@ def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, byte
               f"{_e(cert.solver.objective)}, bound {_e(cert.solver.bound)}") if cert.solver else "none"
     limits = "".join(f"<li>{_e(x)}</li>" for x in cert.does_not_prove)
     theorems = ", ".join(f"<code>{_e(t)}</code>" for t in cert.theorems)
-    images = "".join(
-        f'<figure><img alt="hit rate against capacity for {_e(i.path)}" '
-        f'src="data:image/png;base64,{base64.b64encode(curves[i.sha256]).decode()}">'
-        f"<figcaption>Hit rate against capacity: {_e(i.path)}</figcaption></figure>"
-        for i in cert.inputs if i.sha256 in curves
-    )
     return f"""
 <section class="cert" id="cert-{_e(cert.id)}">
-<h2>{_e(cert.id)} <small>({_e(cert.family)})</small></h2>
+<h3>{_e(cert.id)} <small>({_e(cert.family)})</small></h3>
 {verdict_line(why_not)}
 <p class="claim"><strong>Claim.</strong> {_e(cert.claim)}</p>
 {figures}
 <p><strong>Rests on:</strong> {theorems}</p>
-{extra}
-{images}
-<h3>Inputs</h3>
+<h4>Inputs</h4>
 {inputs}
 <p><strong>Backend:</strong> {_e(b.kind)}, Lean {_e(b.lean_version)} ({_e(b.lean_commit or "commit unknown")}){
     f", Node {_e(b.node_version)}" if b.node_version else ""}.
@@ -299,12 +294,12 @@ def embedded_json(value: object) -> str:
     return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False).replace("<", "\\u003c")
 
 
-def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], curves: dict[str, bytes],
-                library: dict[str, str] | None = None, *, verify: str, not_verified: dict[str, str],
-                extras: dict[str, str] | None = None) -> str:
-    """``library``: theorem -> source signature of the library the page's verifier checks against
-    (default: pycert's own); ``verify``: the command that re-checks the certificates offline;
-    ``not_verified``: certificate id -> why it was not verified when the page was made (every other one was)."""
+def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], cards: Sequence[Card] = (),
+                library: dict[str, str] | None = None, *, verify: str, not_verified: dict[str, str]) -> str:
+    """``cards``: the summary cards, first on the page; ``library``: theorem -> source signature of the
+    library the page's verifier checks against (default: pycert's own); ``verify``: the command that re-checks
+    the certificates offline; ``not_verified``: certificate id -> why it was not verified when the page was
+    made (every other one was)."""
     if library is None:
         library = library_signatures(own_library())
     index = _rows([(f'<a href="#cert-{_e(c.id)}">{_e(c.id)}</a>', _e(c.family),
@@ -314,6 +309,7 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
     verified = (f"{len(certs) - unchecked} of them verified offline when this page was made, {unchecked} "
                 "<strong>not</strong> (marked below)") if unchecked else \
         f"{'Each' if len(certs) > 1 else 'It was'} verified offline when this page was made"
+    contents = "".join(f'<li><a href="#{_e(c.anchor)}">{_e(c.title)}</a></li>' for c in cards)
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src '{_script_hash(_SCRIPT)}'; "
            "connect-src 'none'; form-action 'none'; base-uri 'none'")
     return f"""<!doctype html>
@@ -323,15 +319,19 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 <body>
 <h1>pycert certificates</h1>
 <p>{plural(len(certs), "certificate")}. {verified}. Re-check them offline with <code>{_e(verify)}</code>
-(add <code>--kernel</code> to re-run Lean), or their bytes with <code>sha256sum -c {MANIFEST_NAME}</code>.</p>
-<h2>Check a certificate file here</h2>
+(add <code>--kernel</code> to re-run Lean), or their bytes with <code>sha256sum -c {MANIFEST_NAME}</code>.
+Each number below is rounded for reading: click it for the exact value and how it is known.</p>
+<nav><ul class="contents">{contents}<li><a href="#check">Check a certificate file</a></li>
+<li><a href="#certificates">Every certificate in full</a></li></ul></nav>
+{"".join(c.html() for c in cards)}
+<h2 id="check">Check a certificate file here</h2>
 <div id="drop">Drop certificate files here, or <input type="file" id="file" multiple accept=".json,application/json">
 <p>Hashed in this page with the browser's WebCrypto; nothing is sent anywhere.</p></div>
 <div id="verdict" data-state="idle" role="status" aria-live="polite">no file checked yet</div>
 <ul id="verdict-details"></ul>
-<h2>Index</h2>
+<h2 id="certificates">Every certificate in full</h2>
 {index}
-{"".join(render_certificate(c, h, curves, (extras or {}).get(c.id, ""), not_verified.get(c.id)) for c, h in certs)}
+{"".join(render_certificate(c, h, not_verified.get(c.id)) for c, h in certs)}
 <script type="application/json" id="manifest">{embedded_json(manifest)}</script>
 <script type="application/json" id="library">{embedded_json(library)}</script>
 <script type="application/json" id="headlines">{embedded_json({n: c.predicates() for n, c in FAMILIES.items()})}</script>
@@ -365,32 +365,44 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     results = verify_certificates([cert_dir / c.filename for c, _ in certs], root=root, inputs=inputs)
     not_verified = {c.id: why for (c, _), r in zip(certs, results) if (why := why_not_verified(r)) is not None}
     where = Locator(root=root or certificate_root(cert_dir), external=dict(inputs or {}))
-    drawn: dict[str, Curve] = {}
-    proved: dict[str, list[tuple[int, int]]] = {}  # trace sha256 -> (capacity, hits) its capacity certificates prove
-    # A capacity certificate whose inputs or figures are not what its family names gets no mark and no
-    # headroom line (the page's own verifier, and pycert verify, say what is wrong with it).
-    capacity = [c for c, _ in certs if c.family == "capacity" and not FAMILIES["capacity"].required(c.parameters, c.inputs)
-                and {"capacity_blocks", "max_hits"} <= {f.name for f in c.figures if f.denominator == 1}]
-    for cert in capacity:
-        figs = {f.name: f.numerator for f in cert.figures if f.denominator == 1}
-        for i in cert.inputs:
-            if i.role == "trace":
-                proved.setdefault(i.sha256, []).append((figs["capacity_blocks"], figs["max_hits"]))
+    facts = trace_facts([c for c, _ in certs], not_verified)
     for cert, _ in certs:
         for i in cert.inputs:
-            if curves and i.role == "trace" and i.sha256 not in drawn:
+            if curves and i.role == "trace" and facts[i.sha256].png is None:
                 path = where.locate(i)
                 if not path.exists():
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")
-                drawn[i.sha256] = curve_png(path, i.sha256, i.path, sorted(proved.get(i.sha256, [])))
-    ceilings = {i.sha256: (f.numerator, cert.id) for cert, _ in certs if cert.family == "ceiling"
-                for i in cert.inputs if i.role == "trace" for f in cert.figures if f.name == "max_hits"}
-    extras = {cert.id: headroom(cert, drawn[i.sha256], ceilings) for cert in capacity
-              for i in cert.inputs if i.role == "trace" and i.sha256 in drawn}
+                fact = facts[i.sha256]
+                marks = [(c, figures(cert)["max_hits"].numerator) for c, cert in sorted(fact.capacity.items())]
+                drawn = curve_png(path, i.sha256, i.path, marks)
+                fact.png, fact.lru, fact.opt, fact.block_tokens = drawn.png, drawn.lru, drawn.opt, drawn.block_tokens
+    cards = [trace_card(f, f"trace-{n}") for n, f in enumerate(facts.values(), 1)]
+    cards += [certificate_card(c, not_verified.get(c.id)) for c, _ in certs
+              if not any(i.role == "trace" for i in c.inputs)]
     externals = {i.path: i.sha256 for cert, _ in certs for i in cert.inputs if i.external}
     verify = verify_command(cert_dir, None, input_paths(externals, cert_dir, inputs), root=root)
-    pngs = {sha: curve.png for sha, curve in drawn.items()}
-    atomic_write(out, render_page(manifest, certs, pngs, verify=verify, not_verified=not_verified,
-                                  extras=extras).encode("utf-8"))
+    atomic_write(out, render_page(manifest, certs, cards, verify=verify, not_verified=not_verified).encode("utf-8"))
     return out, len(certs), not_verified
+
+
+def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[str, TraceFacts]:
+    """Every trace the certificates name (by sha256, in the order first named) and what its certificates that
+    verified prove of it; a certificate whose inputs or figures are not what its family names lends nothing
+    (the page's own verifier, and pycert verify, say what is wrong with it)."""
+    facts: dict[str, TraceFacts] = {}
+    for cert in certs:
+        for i in cert.inputs:
+            if i.role != "trace":
+                continue
+            fact = facts.setdefault(i.sha256, TraceFacts(name=i.path, sha256=i.sha256))
+            figs = figures(cert)
+            if cert.id in not_verified:
+                fact.unverified[cert.id] = not_verified[cert.id]
+            elif FAMILIES[cert.family].required(cert.parameters, cert.inputs):
+                fact.unverified[cert.id] = "its inputs are not what its family names"
+            elif cert.family == "ceiling" and {"refs", "distinct", "max_hits"} <= set(figs):
+                fact.ceiling = cert
+            elif cert.family == "capacity" and {"refs", "capacity_blocks", "max_hits"} <= set(figs):
+                fact.capacity[figs["capacity_blocks"].numerator] = cert
+    return facts
