@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pycert.certify.manifest import MANIFEST_NAME, write_certificates
-from pycert.cli import build_parser, main
+from pycert.cli import main
 from pycert.core import console, files
 from pycert.core.files import file_sha256
 from pycert.core.limits import MAX_ID, MAX_INSTANCE_ID

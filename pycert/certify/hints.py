@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from pycert.core.files import certificate_root, file_sha256
 from pycert.core.resources import shared_traces_dir
 from pycert.core.schema import declared, declared_inputs
-from pycert.families.ceiling import DEFAULT_TRACE
+from pycert.families.traces import DEFAULT_TRACE
 
 UNKNOWN = "PATH"
 """Stands for a file's place when pycert does not know it: the command names the file, the user fills it in."""

@@ -30,7 +30,7 @@ from pycert.core.errors import InputError, PycertError, Rejected, Rejection
 from pycert.core.limits import MAX_PIECE_REFS, MAX_SHARDS
 from pycert.core.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
 from pycert.families.base import Claim, Instance, Reader, input_path, part_of
-from pycert.families.ceiling import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
+from pycert.families.traces import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
 
 if TYPE_CHECKING:
     import numpy as np

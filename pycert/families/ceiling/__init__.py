@@ -18,17 +18,10 @@ from pycert.core.errors import Rejected, Rejection
 from pycert.core.limits import MAX_SHARDS
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Instance, Reader, input_path, part_of
+from pycert.families.traces import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
 
 if TYPE_CHECKING:
     from pycert.data.traces import Trace
-
-DEFAULT_TRACE = Path("inputs/synthetic-seed0.jsonl")
-"""Relative to the certificate directory, like the two below."""
-LEAN_OUT = Path("lean")
-LEAN_DERIVED = LEAN_OUT / "derived"
-"""Where the instance file of a trace from outside the certificate directory goes: full-resolution data
-derived from that trace (ignored by git in the repository) that verify regenerates."""
-
 
 class CeilingParams(Params):
     lean_encoding: str
@@ -43,14 +36,6 @@ class CeilingCertificate(Certificate):
 
     family: Literal["ceiling"]
     parameters: CeilingParams
-
-
-def slug(name: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
-
-
-def lean_ident(name: str) -> str:
-    return "".join(part.capitalize() for part in slug(name).split("-") if part)
 
 
 def names(trace: Path | PurePosixPath) -> tuple[str, str]:
