@@ -7,6 +7,7 @@ it uses the embedded seeded synthetic trace (:func:`pycert.data.synthetic.defaul
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -238,27 +239,26 @@ def _cells(r: Ratio | None) -> tuple[object, object]:
     return ("", "") if r is None else (r.decimal, f"{r.numerator}/{r.denominator}")
 
 
+def _rate_cells(hits: int, refs: int) -> tuple[float, str]:
+    """``hits / refs`` as :func:`_cells` gives a :class:`Ratio` of it, without making one (a row per capacity)."""
+    g = math.gcd(hits, refs)
+    return hits / refs, f"{hits // g}/{refs // g}"
+
+
 def _mrc_csv(res: MrcResult) -> str:
     heads = ["trace", "sha256", "refs", "capacity_blocks", "lru_hits", "lru_hit_rate", "lru_hit_rate_exact",
              "belady_hits", "belady_hit_rate", "belady_hit_rate_exact"]
     st = res.stats
     if res.lru_hits_at is None:
-        points = res.points
+        rows = [(p.capacity, p.lru_hits, p.belady_hits) for p in res.points]
     else:  # --all: every capacity up to where both curves have reached the unbounded cache
-        opt = res.opt_hits_at
-        last = max(len(res.lru_hits_at), len(opt or [])) - 1
-
-        def at(curve: list[int], c: int) -> int:
-            return curve[min(c, len(curve) - 1)]
-
-        points = [MrcPoint(capacity=c, lru_hits=at(res.lru_hits_at, c),
-                           lru_hit_rate=Ratio.of(Fraction(at(res.lru_hits_at, c), st.refs)),
-                           belady_hits=None if opt is None else at(opt, c),
-                           belady_hit_rate=None if opt is None else Ratio.of(Fraction(at(opt, c), st.refs)))
-                  for c in range(1, last + 1)]
-    return csv_text(heads, [(st.name, st.sha256, st.refs, p.capacity, p.lru_hits, *_cells(p.lru_hit_rate),
-                             "" if p.belady_hits is None else p.belady_hits, *_cells(p.belady_hit_rate))
-                            for p in points])
+        lru, opt = res.lru_hits_at, res.opt_hits_at
+        last = max(len(lru), len(opt or [])) - 1
+        rows = [(c, lru[min(c, len(lru) - 1)], None if opt is None else opt[min(c, len(opt) - 1)])
+                for c in range(1, last + 1)]
+    return csv_text(heads, [(st.name, st.sha256, st.refs, c, lru_hits, *_rate_cells(lru_hits, st.refs),
+                             *(("", "", "") if opt_hits is None else (opt_hits, *_rate_cells(opt_hits, st.refs))))
+                            for c, lru_hits, opt_hits in rows])
 
 
 def cmd_mrc(args: argparse.Namespace) -> int:
