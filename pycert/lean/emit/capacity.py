@@ -400,6 +400,15 @@ def split_points(n: int, cuts: Sequence[int], max_refs: int) -> list[int]:
     return points
 
 
+def check_join(n: int, points: Sequence[int]) -> None:
+    """The pieces at ``points`` joined at their shared references are the trace end to end: they start at
+    its first reference, end at its last, and each starts where the one before ends (as the shards' merge
+    check joins the shards): a split that skipped or repeated a reference is refused before anything is
+    emitted."""
+    if len(points) < 2 or points[0] != 0 or points[-1] != n - 1 or any(b <= a for a, b in zip(points, points[1:])):
+        raise PycertError(f"the pieces at {list(points[:8])}... do not join to the trace's {n:,} references end to end")
+
+
 def local_cuts(cuts: Sequence[int], a: int, b: int) -> list[int]:
     """The cuts strictly inside the piece ``[a, b]``, counted from ``a``: the ends are the splits,
     which the glue counts once each."""
@@ -460,14 +469,15 @@ def emit_glue(name: str, sha256: str, piece_names: Sequence[str], pieces: Sequen
             raise PycertError(f"{name}: pieces {k - 1} and {k} do not share their joint reference (an emitter bug)")
     whole = glue_plan(pieces, distinct)
     mods = [f"{INSTANCE_NAMESPACE}.{m}" for m in piece_names]
-    term = f"{mods[0]}.trace"
-    steps = []
+    # the first k + 1 pieces joined, named: each step's statement names the one before, so the file grows
+    # linearly in the pieces (spelling every prefix out made it 57 * K^2 bytes)
+    steps = [f"noncomputable def joined0 : List Nat := {mods[0]}.trace", ""]
     acc = pieces[0]
     for k in range(1, len(pieces)):
-        term = f"({term} ++ {mods[k]}.trace.tail)"
         acc = PiecePlan(**glue_plan([acc, pieces[k]], distinct).model_dump(), first=pieces[0].first, last=pieces[k].last)
         prev = f"glued{k - 1}" if k > 1 else f"{mods[0]}.headline"
-        steps += [f"theorem glued{k} : Pycert.Capacity.Piece {term}",
+        steps += [f"noncomputable def joined{k} : List Nat := joined{k - 1} ++ {mods[k]}.trace.tail", "",
+                  f"theorem glued{k} : Pycert.Capacity.Piece joined{k}",
                   f"    {acc.refs} {acc.cuts} {acc.free} {acc.first} {acc.last} :=",
                   f"  Pycert.Capacity.piece_glue {prev} {mods[k]}.headline (by decide) (by decide) (by decide)", ""]
     ns = f"{INSTANCE_NAMESPACE}.{name}"
@@ -486,17 +496,20 @@ def emit_glue(name: str, sha256: str, piece_names: Sequence[str], pieces: Sequen
         "/-- sha256 of the trace file these references were read from. -/",
         f'public def sha256 : String := "{sha256}"',
         "",
+        *steps,
         "/-- The trace: its pieces in order, each after the first without the reference it shares with the one",
         "before (a split point, and a cut). -/",
-        f"public noncomputable def trace : List Nat := {term}",
+        f"public noncomputable def trace : List Nat := joined{len(pieces) - 1}",
         "",
-        *steps,
+        f"theorem glued : Pycert.Capacity.Piece trace {whole.refs} {whole.cuts} {whole.free} {pieces[0].first} "
+        f"{pieces[-1].last} := glued{len(pieces) - 1}",
+        "",
         f"/-- **Headline.** The trace has {whole.refs} references, and no demand-fetch policy of capacity "
         f"{whole.capacity} blocks hits",
         f"more than (C - 1) · {whole.cuts} cuts + {whole.free} free reuses = {whole.max_hits} times on it "
         "(`Pycert.Capacity.Bounded`). -/",
         f"public theorem headline : Pycert.Capacity.Bounded trace {whole.refs} {whole.capacity} {whole.max_hits} :=",
-        f"  Pycert.Capacity.bounded_of_piece glued{len(pieces) - 1} (by decide)",
+        "  Pycert.Capacity.bounded_of_piece glued (by decide)",
         *_closing(ns),
     ]
     return "\n".join(lines), whole
