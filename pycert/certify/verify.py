@@ -1,9 +1,10 @@
 """Offline re-derivation of a certificate from the certificate alone plus the inputs it names.
 
-``verify_certificate`` trusts nothing the certificate says about itself. It checks the manifest entry
-and the schema (which bounds every parameter before any arithmetic), locates every input inside the
-certificate's directory (symlinks resolved; an external one where the user handed it in, else by its
-file name beside that directory), hashes it,
+``verify_certificate`` trusts nothing the certificate says about itself, and reads its directory only
+through the gate (:mod:`pycert.core.gate`: plain files, no link, sizes and counts bounded before any work).
+It checks the manifest entry and the schema (which bounds every parameter and the input count before any
+arithmetic), locates every input inside the certificate's directory (an external one where the user
+handed it in, else by its file name beside that directory), hashes it,
 recomputes every figure (:meth:`Family.recompute`) and every derived input (:meth:`Family.regenerate`),
 derives the claim, the theorem list, the ``does_not_prove`` lines and each figure's evidence state and
 ``known_by`` again

@@ -35,7 +35,8 @@ from pycert.families.ceiling import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
 if TYPE_CHECKING:
     import numpy as np
 
-    from pycert.lean.emit.capacity import PiecePlan, Plan
+    from pycert.lean.emit.capacity import Plan
+    from pycert.lean.emit.pieces import PiecePlan
 
 
 class CapacityParams(Params):
@@ -102,14 +103,14 @@ def piece_names(module: str, count: int) -> list[str]:
 
 
 def piece_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list[int], list[int]]:
-    """The recipe's cut list and the split points of the pieces (:func:`pycert.lean.emit.capacity.split_points`):
+    """The recipe's cut list and the split points of the pieces (:func:`pycert.lean.emit.pieces.split_points`):
     what prove and verify both derive from the trace, the capacity and ``piece_refs``."""
     from pycert.analysis.capacity import cut_list  # see instance_text
-    from pycert.lean.emit import capacity as emit
+    from pycert.lean.emit import pieces
 
     cuts = cut_list(refs, capacity)
-    points = emit.split_points(len(refs), cuts, piece_refs)
-    emit.check_join(len(refs), points)
+    points = pieces.split_points(len(refs), cuts, piece_refs)
+    pieces.check_join(len(refs), points)
     return cuts, points
 
 
@@ -118,9 +119,9 @@ def piece_makers(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts
     """Each piece of a trace split at ``points`` (:func:`piece_layout`): its module name, the call that
     emits it, and its length. prove runs the calls as Ray tasks and verify in turn, so both emit the
     same pieces from the same arguments."""
-    from pycert.lean.emit import capacity as emit  # see instance_text
+    from pycert.lean.emit import pieces  # see instance_text
 
-    return [(m, functools.partial(emit.emit_piece, refs[a:b + 1], sha256, m, capacity, emit.local_cuts(cuts, a, b)),
+    return [(m, functools.partial(pieces.emit_piece, refs[a:b + 1], sha256, m, capacity, pieces.local_cuts(cuts, a, b)),
              b - a + 1) for m, a, b in zip(piece_names(module, len(points) - 1), points, points[1:])]
 
 
@@ -131,13 +132,13 @@ def piece_files(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts:
     compares with the files prove wrote."""
     import numpy as np  # see instance_text
 
-    from pycert.lean.emit import capacity as emit
+    from pycert.lean.emit import pieces
 
     out, plans = {}, []
     for m, make, _ in (makers := piece_makers(refs, sha256, module, capacity, cuts, points)):
         out[m], piece = make()
         plans.append(piece)
-    out[module], plan = emit.emit_glue(module, sha256, [m for m, _, _ in makers], plans, len(np.unique(refs)))
+    out[module], plan = pieces.emit_glue(module, sha256, [m for m, _, _ in makers], plans, len(np.unique(refs)))
     return out, plan
 
 

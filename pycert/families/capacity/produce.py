@@ -22,6 +22,7 @@ from pycert.families.ceiling import DEFAULT_TRACE, slug
 from pycert.families.ceiling.produce import certified_trace
 from pycert.lean import cluster
 from pycert.lean.emit import capacity as emit
+from pycert.lean.emit import pieces
 
 
 class CapacityOptions(Options):
@@ -178,7 +179,7 @@ class CapacityProducer(Producer):
                    for o in outcomes if o.source}
         if not p.judge_parts([o.result for o in outcomes]):
             return None
-        text, plan = emit.emit_glue(instance.module, trace.sha256, mods, [o.extra for o in outcomes], distinct)
+        text, plan = pieces.emit_glue(instance.module, trace.sha256, mods, [o.extra for o in outcomes], distinct)
         written[instance.module] = setting.emit(Path(instance.path), text.encode())
         for m in [instance.module, *mods]:
             rel = Path(lean_dir, f"{m}.lean")
