@@ -54,6 +54,8 @@ MAX_MANIFEST_BYTES = 1 << 20
 """Largest ``MANIFEST.sha256``."""
 MAX_TRACE_BYTES = 64 << 30
 """Largest trace file verify or report reads (a day of one fleet's block references is about 2 GB)."""
+MAX_DECOMPRESSED_BYTES = MAX_TRACE_BYTES
+"""Most bytes a compressed trace (gzip, zstd) may decompress to: what an uncompressed one may hold."""
 
 
 def json_depth_error(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | None:

@@ -1,0 +1,214 @@
+"""Where a trace's bytes come from: a file or stdin, hashed as stored, decompressed, cut into lines.
+
+Every layout reads through :func:`opened`, so the things that are the same for all of them are done
+once: the sha256 is of the bytes as stored (a compressed file's hash matches ``sha256sum`` of the file
+the user has), gzip and zstd are recognised by their magic bytes alone (never by the file name), and
+every decompressed stream passes :func:`decompressed`, whose cap bounds what any layout can be made to
+read. Bad input is an :class:`~pycert.core.errors.InputError` naming ``file:line``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import sys
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import zstandard
+
+from pycert.core.errors import InputError
+from pycert.core.files import open_input
+from pycert.core.limits import MAX_DECOMPRESSED_BYTES, MAX_LINE_BYTES, json_depth_error
+
+STDIN = "-"
+"""The path that reads standard input."""
+STDIN_NAME = "<stdin>"
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_BOM = b"\xef\xbb\xbf"
+_CHUNK = 1 << 20
+
+
+def is_stdin(path: Path | str) -> bool:
+    return str(path) == STDIN
+
+
+def display_name(path: Path | str) -> str:
+    """How errors and figures name a source: the path as given, or ``<stdin>``."""
+    return STDIN_NAME if is_stdin(path) else str(path)
+
+
+class _Hashing(io.RawIOBase):
+    """A read-through wrapper that feeds every byte it passes on into a sha256."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw, self.hash = raw, hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+        n = self.raw.readinto(b)  # type: ignore[attr-defined]
+        if n:
+            self.hash.update(memoryview(b)[:n])
+        return n or 0
+
+
+class _Capped(io.RawIOBase):
+    """A decompressed stream that refuses to yield more than ``limit`` bytes (a small file that
+    inflates without end stops here, whatever layout reads it), and turns the codec's own errors into
+    one line naming the file."""
+
+    def __init__(self, inner: BinaryIO, limit: int, name: str, codec: str) -> None:
+        self.inner, self.left, self.name, self.codec = inner, limit, name, codec
+        self.limit = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+        try:
+            data = self.inner.read(min(len(b), self.left + 1))
+        except (EOFError, OSError, zlib.error, zstandard.ZstdError) as exc:
+            raise InputError(f"corrupt or truncated {self.codec} data ({exc})", where=self.name) from None
+        if len(data) > self.left:
+            raise InputError(f"decompresses to more than the limit of {self.limit:,} bytes", where=self.name)
+        self.left -= len(data)
+        b[:len(data)] = data
+        return len(data)
+
+
+class _Zstd(io.RawIOBase):
+    """zstd frames, one after another, decompressed a small input chunk at a time (so one call yields
+    at most what 2 KiB can expand to, a few tens of MiB, before the cap sees it). zstandard's own
+    readers stop after the first frame and end quietly inside a cut one; this one reads every frame
+    and refuses a stream that ends inside a frame."""
+
+    _IN = 2048
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw, self.frame, self.inside = raw, zstandard.ZstdDecompressor().decompressobj(), False
+        self.out, self.at = b"", 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+        while self.at == len(self.out):
+            chunk = self.raw.read(self._IN)
+            if not chunk:
+                if self.inside:
+                    raise EOFError("the stream ends inside a frame")
+                return 0
+            parts = []
+            while chunk:
+                self.inside = True
+                parts.append(self.frame.decompress(chunk))
+                chunk = b""
+                if self.frame.eof:  # the next frame starts in what this one did not use
+                    chunk, self.inside = self.frame.unused_data, False
+                    self.frame = zstandard.ZstdDecompressor().decompressobj()
+            self.out, self.at = b"".join(parts), 0
+        n = min(len(b), len(self.out) - self.at)
+        b[:n] = self.out[self.at:self.at + n]
+        self.at += n
+        return n
+
+
+def decompressed(stream: io.BufferedReader, name: str, limit: int = MAX_DECOMPRESSED_BYTES) -> BinaryIO:
+    """``stream`` as text bytes: gzip and zstd (by their magic bytes) are decompressed through the cap,
+    anything else is passed on as it is. The one place a trace is decompressed."""
+    magic = stream.peek(4)[:4]
+    if magic.startswith(GZIP_MAGIC):
+        inner: BinaryIO = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
+        codec = "gzip"
+    elif magic == ZSTD_MAGIC:
+        inner = _Zstd(stream)  # type: ignore[assignment]
+        codec = "zstd"
+    else:
+        return stream
+    return io.BufferedReader(_Capped(inner, limit, name, codec), _CHUNK)  # type: ignore[return-value]
+
+
+class Source:
+    """An open trace: ``text`` yields the decompressed bytes, ``sha256()`` the hash of all the stored
+    bytes (what the parser did not need is read and hashed first)."""
+
+    def __init__(self, raw: BinaryIO, name: str) -> None:
+        self.name = name
+        self._hashing = _Hashing(raw)
+        self._stored = io.BufferedReader(self._hashing, _CHUNK)
+        self.text = decompressed(self._stored, name)
+
+    def sha256(self) -> str:
+        for _ in iter(lambda: self._stored.read(_CHUNK), b""):
+            pass
+        return self._hashing.hash.hexdigest()
+
+
+@contextlib.contextmanager
+def opened(path: Path | str) -> Iterator[Source]:
+    """The trace at ``path`` (``-``: standard input, which is read but never closed)."""
+    name = display_name(path)
+    if is_stdin(path):
+        yield Source(sys.stdin.buffer, name)
+        return
+    with open_input(Path(path), "a trace file") as raw:
+        yield Source(raw, name)
+
+
+def from_bytes(data: bytes, name: str) -> Source:
+    """An in-memory trace, read exactly as a file with these bytes would be."""
+    return Source(io.BytesIO(data), name)
+
+
+def lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines, each one request (JSON layouts) or one reference (ids).
+
+    Blank lines (empty or whitespace only) are allowed at the end of the file alone: one before a
+    later line is an input error naming it, since it stands where a request or a reference should
+    be (a line lost in an edit or a merge), and a reader that skipped it would certify a trace
+    nobody wrote. A UTF-8 byte-order mark before the first line is dropped (CRLF ends are
+    whitespace to every reader); a line longer than :data:`~pycert.core.limits.MAX_LINE_BYTES` is
+    refused before it is parsed.
+    """
+    lineno, blank = 0, None
+    while line := stream.readline(MAX_LINE_BYTES + 1):
+        lineno += 1
+        if len(line) > MAX_LINE_BYTES:
+            raise InputError(f"line longer than the limit of {MAX_LINE_BYTES:,} bytes", where=f"{name}:{lineno}")
+        if lineno == 1 and line.startswith(_BOM):
+            line = line[len(_BOM):]
+        if not line.strip():
+            blank = blank or lineno
+            continue
+        if blank:
+            raise InputError(f"blank line in the middle of the trace (line {lineno} follows it): blank lines "
+                             "are allowed only at the end of the file", where=f"{name}:{blank}")
+        yield lineno, line
+
+
+def json_object(lineno: int, line: bytes, name: str) -> dict:
+    """One line's JSON object, or an input error naming ``name:lineno`` and why it is none."""
+    where = f"{name}:{lineno}"
+    if why := json_depth_error(line):
+        raise InputError(why, where=where)
+    try:
+        obj = json.loads(line)
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", where=where) from None
+    except json.JSONDecodeError as exc:
+        if not line.endswith(b"\n"):
+            raise InputError(f"truncated last line (no newline, incomplete JSON: {exc.msg})", where=where) from None
+        raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", where=where) from None
+    except ValueError:  # int() of a number past 4,300 digits
+        raise InputError("a number with more than 4,300 digits (ids stop at 20)", where=where) from None
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, got {type(obj).__name__}", where=where)
+    return obj
