@@ -15,7 +15,7 @@ import contextlib
 
 from pycert.certify.verify import VerifyResult, refuse_unused_inputs, verify_certificates
 from pycert.cli import add_backend, add_common, add_root, help_of
-from pycert.core.console import Progress, emit, to_jsonable
+from pycert.core.console import Progress, emit, to_jsonable, write_out
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError, UsageError
 from pycert.core.limits import in_path, seconds
 from pycert.lean.build import fresh_build_cache
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         emit(args.json, results, human=lambda: render(results))
         return code
     if not args.json:
-        print(render(results))
+        write_out(render(results))
     bad = [r for r in results if r.status in ("missing-input", "input-error")]
     first = bad[0]
     more = f" ({len(bad)} of {len(results)} certificates could not be checked)" if len(results) > 1 else ""

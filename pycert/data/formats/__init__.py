@@ -83,8 +83,8 @@ def parse(stream: BinaryIO, name: str, fmt: str = "auto", block_tokens: int | No
     elif found == "prompts":
         size = block_tokens or prompts.DEFAULT_BLOCK_TOKENS
         refs, bounds, tokens, tenants, names = prompts.read(every, name, size).arrays()
-        parsed = Parsed(found, refs, bounds, tokens, tenants, names, size,
-                        f"prompts blocked at {size:,} tokens" + ("" if block_tokens else " (the default)"))
+        parsed = Parsed(found, refs, bounds, tokens, tenants, names, size, f"prompts cut into blocks of {size:,} "
+                        "tokens, " + ("--block-tokens" if block_tokens else "the default"))
     else:
         layout = hash_ids.LAYOUTS[found]
         cols, rule = hash_ids.read(layout, every, name)
