@@ -21,14 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain
-from typing import BinaryIO, Literal, get_args
-
-import numpy as np
+from typing import TYPE_CHECKING, BinaryIO, Literal, get_args
 
 from pycert.core.errors import InputError
-from pycert.data.formats import hash_ids, ids, prompts
-from pycert.data.formats.blocks import resolve
-from pycert.data.formats.source import json_object, lines
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Format = Literal["mooncake", "bailian", "aiperf", "prompts", "ids"]
 FORMATS: tuple[str, ...] = get_args(Format)
@@ -53,6 +51,9 @@ class Parsed:
 
 def detect(first: tuple[int, bytes], name: str) -> Format:
     """The layout of a trace whose first line is ``first`` (the module docstring says how)."""
+    from pycert.data.formats import hash_ids, prompts  # the readers and numpy: see parse
+    from pycert.data.formats.source import json_object
+
     if not first[1].lstrip().startswith(b"{"):
         return "ids"
     keys = json_object(*first, name)
@@ -69,6 +70,12 @@ def parse(stream: BinaryIO, name: str, fmt: str = "auto", block_tokens: int | No
     """Every line of ``stream`` in layout ``fmt`` (``auto``: :func:`detect`), with ``--block-tokens``
     (``block_tokens``: how a prompts trace is blocked; for any other layout it must agree with what
     the trace says)."""
+    # The readers (and numpy) load here, not with the package: a certificate's claim names the layouts
+    # (Format) without reading a trace.
+    from pycert.data.formats import hash_ids, ids, prompts
+    from pycert.data.formats.blocks import resolve
+    from pycert.data.formats.source import lines
+
     numbered: Iterator[tuple[int, bytes]] = lines(stream, name)
     first = next(numbered, None)
     if first is None:
