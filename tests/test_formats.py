@@ -203,3 +203,16 @@ def test_decompression_stops_at_the_cap(codec: str) -> None:
     stream = source.decompressed(io.BufferedReader(io.BytesIO(packed)), "bomb", limit=50_000)
     with pytest.raises(InputError, match="^bomb: decompresses to more than the limit of 50,000 bytes"):
         stream.read()
+
+
+def test_the_docs_table_has_every_layout_with_an_example_line_it_reads() -> None:
+    rows = [line for line in (Path(__file__).resolve().parent.parent / "docs" / "formats.md").read_text().splitlines()
+            if line.startswith("| `")]
+    found = {}
+    for row in rows:
+        layout = row.split("`")[1]
+        example = row.rstrip(" |").rsplit("| `", 1)[1].rstrip("`")
+        t = trace_from_bytes((example + "\n").encode(), "docs")
+        assert t.format == layout and t.n_refs >= 1, row
+        found[layout] = t
+    assert set(found) == set(SAMPLES)

@@ -66,7 +66,7 @@ class LengthRule:
         if self.broken is not None:
             return f"not read from the lengths: {self.refutes(documented)}"
         span = f"{self.lo:,}" + ("" if self.hi == self.lo else f" to {self.hi:,}" if self.hi is not None else " or more")
-        return f"input_length and hash_ids admit {span} tokens a block (layout: {documented:,})"
+        return f"input_length and hash_ids admit {span} tokens a block; the layout says {documented:,}"
 
 
 def _blocks(n: int) -> str:

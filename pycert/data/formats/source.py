@@ -100,24 +100,21 @@ class _Zstd(io.RawIOBase):
         return True
 
     def readinto(self, b: bytearray) -> int:  # type: ignore[override]
-        while self.at == len(self.out):
-            chunk = self.raw.read(self._IN)
-            if not chunk:
-                if self.inside:
-                    raise EOFError("the stream ends inside a frame")
-                return 0
-            parts = []
+        parts, have = [self.out[self.at:]], len(self.out) - self.at
+        while have < len(b) and (chunk := self.raw.read(self._IN)):  # fill the caller's buffer: fewer, larger reads
             while chunk:
                 self.inside = True
-                parts.append(self.frame.decompress(chunk))
+                parts.append(out := self.frame.decompress(chunk))
+                have += len(out)
                 chunk = b""
                 if self.frame.eof:  # the next frame starts in what this one did not use
                     chunk, self.inside = self.frame.unused_data, False
                     self.frame = zstandard.ZstdDecompressor().decompressobj()
-            self.out, self.at = b"".join(parts), 0
-        n = min(len(b), len(self.out) - self.at)
-        b[:n] = self.out[self.at:self.at + n]
-        self.at += n
+        if have < len(b) and self.inside:
+            raise EOFError("the stream ends inside a frame")
+        self.out, n = b"".join(parts), min(len(b), have)
+        b[:n] = self.out[:n]
+        self.at = n
         return n
 
 
