@@ -97,3 +97,14 @@ def test_every_layout_end_to_end_on_the_kernel(tmp_path: Path, capsys: pytest.Ca
     capsys.readouterr()
     assert main(["verify", *map(str, sorted(out.glob("*.json"))), *inputs]) == 0, capsys.readouterr().out
     assert main(["report", "--certs", str(out), "--out", str(tmp_path / "r.html"), *inputs]) == 0
+
+
+def test_offload_counts_a_prompts_certificate_only_at_its_block_size(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The same prompts file cut at another size is another trace: its certificate proves nothing there."""
+    out = ceiling_dir(tmp_path, "prompts", 16)
+    trace = out / "inputs" / SAMPLES["prompts"]
+    for size, state in (("16", "kernel-checked"), ("8", "computed")):
+        assert main(["trace", "offload", str(trace), "--capacity-tokens", "64", "--block-tokens", size,
+                     "--control-k", "1", "--certs", str(out), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["evidence"]["distinct"] == state
