@@ -465,9 +465,9 @@ def test_the_report_marks_each_certified_capacity_on_its_trace(proved: tuple[Pat
     drawn: dict[str, list[tuple[int, int]]] = {}
     real = report.curve_png
 
-    def spy(path: Path, sha: str, label: str, marks: Sequence[tuple[int, int]] = ()) -> report.Curve:
+    def spy(path: Path, sha: str, label: str, marks: Sequence[tuple[int, int]] = (), *reading: object) -> report.Curve:
         drawn[label] = list(marks)
-        return real(path, sha, label, marks)
+        return real(path, sha, label, marks, *reading)
 
     monkeypatch.setattr(report, "curve_png", spy)
     report.write_report(certs, tmp_path / "r.html", inputs={"ids.txt": trace})
