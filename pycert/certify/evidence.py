@@ -55,7 +55,8 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
         proves = (CEILING_FIGURES if cert.family == "ceiling" else CAPACITY_FIGURES
                   if cert.family == "capacity" and cert.parameters.capacity_blocks == rep.primary.capacity_blocks
                   else ())
-        if not traces or not proves:
+        prompts_at = getattr(cert.parameters, "block_tokens", None)  # a prompts trace's blocks depend on the size
+        if not traces or not proves or prompts_at not in (None, rep.primary.block_tokens):
             continue
         given = {PurePosixPath(traces[0].path).name: trace} if trace is not None else None
         result = verify_certificate(path, inputs=given)
