@@ -77,7 +77,7 @@ def verify_plain(trees: dict[str, Path], repeat: int) -> dict[str, tuple[float, 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--old", default=DEFAULT_OLD, help=f"the older revision (default {DEFAULT_OLD}: main before issue 34)")
-    ap.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
+    ap.add_argument("--cases", default=None, help="comma-separated case names (default: all; '' for none: plain verify alone)")
     ap.add_argument("--patience", type=float, default=120.0, help="seconds before a child is killed (default 120)")
     ap.add_argument("--memory", type=int, default=3072, help="MiB of RSS before a child is killed (default 3072)")
     ap.add_argument("--repeat", type=int, default=3, help="plain verify runs per side (default 3)")
@@ -85,7 +85,7 @@ def main() -> int:
     args = ap.parse_args()
     old = checkout(args.old)
     rows = []
-    for name in args.cases.split(",") if args.cases else corpus.cases():
+    for name in [c for c in args.cases.split(",") if c] if args.cases is not None else corpus.cases():
         with tempfile.TemporaryDirectory(prefix="bench-attack-") as d:
             case = corpus.build(name, Path(d))
             for k, run in enumerate(case.runs):
@@ -97,7 +97,7 @@ def main() -> int:
                 before = corpus.execute(name, k, bounded(run, args.patience, args.memory), Path(d), tree=old)
                 broken = [f for f in corpus.failures(run, before) if not f.startswith(("killed", "exit None"))]
                 rows.append({"case": name, "run": k, "command": escaped(" ".join(run.argv[:2])), "old": cell(before),
-                             "old_verdict": "; ".join(broken[:2]) or "as expected", "new": cell(new),
+                             "old_verdict": "; ".join(broken[:3]) or "as expected", "new": cell(new),
                              "new_verdict": "; ".join(holds) or "as expected"})
     plain = verify_plain({"old": old, "new": REPO}, args.repeat)
     load = Path("/proc/loadavg").read_text().split()[:3]
