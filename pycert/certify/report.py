@@ -34,8 +34,9 @@ from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_mani
 from pycert.certify.verify import VerifyResult, own_library, verify_certificates
 from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import atomic_write, certificate_root, read_regular, regular_size
-from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
+from pycert.core.files import atomic_write, certificate_root
+from pycert.core.gate import Source, entries, inside
+from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
 from pycert.lean.sources import library_signatures
@@ -191,15 +192,16 @@ class Curve:
     block_tokens: int | None
 
 
-def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[int, int]] = ()) -> Curve:
+def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tuple[int, int]] = (),
+              fmt: str | None = None, block_tokens: int | None = None) -> Curve:
     """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling),
-    with the ``(capacity, hits)`` that capacity certificates of the page prove marked on it."""
+    read as its certificate's parameters say (``fmt``, ``block_tokens``), with the ``(capacity, hits)``
+    that capacity certificates of the page prove marked on it."""
     # matplotlib and numba: only when a page draws a curve
     from pycert.analysis.plot import hit_rate_figure, trace_curves
     from pycert.data.traces import read_trace
 
-    regular_size(trace_path, "a trace file", MAX_TRACE_BYTES)
-    trace = read_trace(trace_path)
+    trace = read_trace(trace_path, fmt or "auto", block_tokens)
     if trace.sha256 != sha256:
         raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
     lru, opt = trace_curves(trace)
@@ -258,10 +260,12 @@ def render_certificate(cert: Certificate, file_hash: str, why_not: str | None = 
 </section>"""
 
 
-def in_reading_order(name: str) -> tuple[tuple[int, int | str], ...]:
+def in_reading_order(name: str) -> tuple[tuple[int, int, str], ...]:
     """A sort key that orders the numbers inside a name by value: ``capacity-t-c128`` before
-    ``capacity-t-c1024`` (as text, ``1024`` sorts first)."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part)
+    ``capacity-t-c1024`` (as text, ``1024`` sorts first); by length, then digits, so that no number
+    is converted (a name of 5,000 digits sorts too)."""
+    return tuple((0, len(part.lstrip("0")), part.lstrip("0")) if part.isdigit() else (1, 0, part)
+                 for part in re.split(r"(\d+)", name) if part)
 
 
 def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certificate, str]]]:
@@ -271,14 +275,14 @@ def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certifica
         raise InputError("no such directory" if not cert_dir.exists() else "not a directory of certificates",
                          where=str(cert_dir))
     manifest = read_manifest(cert_dir / MANIFEST_NAME)
-    for stray in sorted(p.name for p in cert_dir.glob("*.json") if p.name not in manifest):
+    for stray in (e.name for e in entries(cert_dir, ".json") if e.name not in manifest):
         raise Rejected(manifest_rejection(manifest, stray, b"", cert_dir / MANIFEST_NAME))
     certs = []
     for name in sorted(manifest, key=in_reading_order):
-        path = cert_dir / name
-        if not path.exists() and not path.is_symlink():
+        path = inside(cert_dir, name)
+        if not path.exists():
             raise InputError("listed in the manifest but absent", where=str(path))
-        data = read_regular(path, "a certificate file (the manifest lists it)", MAX_JSON_BYTES)
+        data = path.read("a certificate file (the manifest lists it)", MAX_JSON_BYTES)
         if rejection := manifest_rejection(manifest, name, data, cert_dir / MANIFEST_NAME):
             raise Rejected(rejection)
         try:
@@ -375,7 +379,9 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                 progress(f"hit-rate curve of {i.path}")
                 fact = facts[i.sha256]
                 marks = [(c, figures(cert)["max_hits"].numerator) for c, cert in sorted(fact.capacity.items())]
-                drawn = curve_png(path, i.sha256, i.path, marks)
+                # one trace file makes one certificate id in a directory, so it is read one way here
+                drawn = curve_png(path, i.sha256, i.path, marks, getattr(cert.parameters, "trace_format", None),
+                                  getattr(cert.parameters, "block_tokens", None))
                 fact.png, fact.lru, fact.opt, fact.block_tokens = drawn.png, drawn.lru, drawn.opt, drawn.block_tokens
     cards = [trace_card(f, f"trace-{n}") for n, f in enumerate(facts.values(), 1)]
     cards += [certificate_card(c, not_verified.get(c.id)) for c, _ in certs
@@ -388,8 +394,7 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
 
 def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[str, TraceFacts]:
     """Every trace the certificates name (by sha256, in the order first named) and what its certificates that
-    verified prove of it; a certificate whose inputs or figures are not what its family names lends nothing
-    (the page's own verifier, and pycert verify, say what is wrong with it)."""
+    verified in this run prove of it: nothing that did not verify lends a figure (it is named, with why)."""
     facts: dict[str, TraceFacts] = {}
     for cert in certs:
         for i in cert.inputs:
@@ -399,8 +404,6 @@ def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[
             figs = figures(cert)
             if cert.id in not_verified:
                 fact.unverified[cert.id] = not_verified[cert.id]
-            elif FAMILIES[cert.family].required(cert.parameters, cert.inputs):
-                fact.unverified[cert.id] = "its inputs are not what its family names"
             elif cert.family == "ceiling" and {"refs", "distinct", "max_hits"} <= set(figs):
                 fact.ceiling = cert
             elif cert.family == "capacity" and {"refs", "capacity_blocks", "max_hits"} <= set(figs):

@@ -120,8 +120,10 @@ def report_error(message: str, where: str | None, code: int, as_json: bool, text
     under ``--json``, ``{"error": message, "where": where, "exit": code, **details}`` on stdout. An error
     about no place in particular (an interrupt, a setting that contradicts another) is where the command
     that raised it ran: ``where`` is then ``command`` (``pycert trace offload``), never null."""
+    from pycert.core.console import escaped  # lazily: see the module docstring
+
     line = text or ("pycert: " + (f"{where}: {message}" if where else message))
-    line = " ".join(line.split())  # one line, whatever the message held
+    line = escaped(" ".join(line.split()))  # one line, whatever the message held, that a terminal shows as it is
     try:
         if as_json:
             import json
@@ -168,7 +170,6 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError:
                 previous = None  # not the main thread: signals are not ours to handle
         from pycert.core.errors import (
-            EXIT_BROKEN_PIPE,
             EXIT_INTERRUPTED,
             EXIT_TERMINATED,
             EXIT_USAGE,
@@ -191,11 +192,6 @@ def main(argv: list[str] | None = None) -> int:
             return report_error("interrupted", None, EXIT_INTERRUPTED, as_json, command=command_line_of(argv, args))
         except Terminated:
             return report_error("terminated", None, EXIT_TERMINATED, as_json, command=command_line_of(argv, args))
-        except BrokenPipeError:  # the reader of stdout went away (`| head`): nothing left to say, nowhere to say it
-            import os
-
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush cannot fail
-            return EXIT_BROKEN_PIPE
     except BaseException as exc:  # during the imports above, or while reporting an error
         if isinstance(exc, KeyboardInterrupt):
             return report_error("interrupted", None, 130, as_json, command=command_line_of(argv))

@@ -21,8 +21,6 @@ EXIT_INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT), at any point, imports included."""
 EXIT_TERMINATED = 143
 """SIGTERM (128 + SIGTERM): temporaries are removed first."""
-EXIT_BROKEN_PIPE = 141
-"""The reader of stdout went away (``pycert trace mrc --csv | head``): 128 + SIGPIPE, as a shell says it."""
 
 
 class PycertError(Exception):
@@ -49,6 +47,13 @@ class Located(PycertError):
 
 class InputError(Located):
     """The user's input is missing or malformed (``where`` names file:line when known)."""
+
+
+class Refused(InputError):
+    """A file the gate (:mod:`pycert.core.gate`) would not read, or stopped reading: a link, not a regular
+    file, too large, a compression bomb, too many references. Kept apart from a malformed file because a
+    checker must not read it as evidence about the certificate (a trace refused unread says nothing about
+    the layout its certificate names)."""
 
 
 class UsageError(InputError):
