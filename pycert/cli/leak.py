@@ -20,7 +20,8 @@ from pydantic import BaseModel
 from pycert import prove
 from pycert.certify.documents import parse_certificate
 from pycert.certify.inputs import Locator
-from pycert.cli import add_backend, add_common, help_of
+from pycert.cli import add_backend, add_common, help_of, leak_http
+from pycert.cli.leak_http import level
 from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejection
 from pycert.core.files import atomic_write, certificate_root, read_input
@@ -93,8 +94,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--salt-field", default="cache_salt", help="with --endpoint: the request's salt field (vLLM: cache_salt)")
     r.add_argument("--secret-file", type=in_path, default=None, metavar="PATH",
                    help="the admission layer's server secret (default: 32 fresh random bytes, never written)")
-    r.add_argument("--confidence", type=_level, default="0.95", help="confidence of the bound (default 0.95)")
-    r.add_argument("--underpowered-above", type=_level, default="0.05",
+    r.add_argument("--confidence", type=level, default="0.95", help="confidence of the bound (default 0.95)")
+    r.add_argument("--underpowered-above", type=level, default="0.05",
                    help="call the run underpowered when the bound is above this (default 0.05)")
     r.add_argument("--out", type=out_dir, default=None,
                    help="certificate directory (default: as pycert prove); the log goes to its inputs/")
@@ -103,15 +104,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_common(r)
     add_backend(r)
     r.set_defaults(func=cmd_run)
-
-
-def _level(text: str) -> str:
-    """A level as the log writes it: ``0.`` and 1 to 6 digits, not all zero."""
-    head, dot, tail = text.partition(".")
-    if not (head == "0" and dot and 1 <= len(tail) <= 6 and tail.isdigit() and int(tail) > 0):
-        raise argparse.ArgumentTypeError(f"expected a decimal strictly between 0 and 1 with at most 6 places "
-                                         f"(like 0.95), got {text!r}")
-    return text
+    leak_http.register(lsub)
 
 
 def open_engine(args: argparse.Namespace, model: Path | None, seed_: int) -> Engine:
