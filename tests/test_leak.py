@@ -366,9 +366,19 @@ def test_leak_run_certifies_verifies_and_replays(capsys: pytest.CaptureFixture[s
     rec["cached_tokens"] //= 2
     lines[i] = json.dumps(rec)
     log.write_text("\n".join(lines) + "\n")
-    rc = main(["leak", "run", "--replay", str(cert)])
-    text = capsys.readouterr().out
-    assert rc == 1 and "REPLAY DIFFERS" in text and f"log line {i + 1} (keyed-own, prompt 0, probe).cached_tokens" in text
+    rc = main(["leak", "run", "--replay", str(cert)])  # checked as verify checks it, before the engine runs
+    assert rc == 1 and "does not verify, so it was not replayed: inputs" in capsys.readouterr().err
+
+
+def test_replay_names_each_request_the_engine_answers_otherwise() -> None:
+    from pycert.leak.run import replay_differences
+
+    recorded = leaklog.read(LOG)
+    i = next(k for k, r in enumerate(recorded.requests) if r.arm == "keyed-own" and r.role == "probe")
+    again = recorded.requests[i].model_copy(update={"cached_tokens": 256})
+    diffs = replay_differences(recorded, recorded.model_copy(update={"requests": (*recorded.requests[:i], again,
+                                                                                  *recorded.requests[i + 1:])}))
+    assert [d.subject for d in diffs] == [f"log line {i + 2} (keyed-own, prompt 0, probe).cached_tokens"]
 
 
 @pytest.mark.slow
@@ -384,3 +394,25 @@ def test_prove_leak_rewrites_the_committed_certificate(wasm, tmp_path: Path) -> 
     made, committed = json.loads((out / CERT.name).read_text()), json.loads(CERT.read_text())
     made.pop("backend"), committed.pop("backend")
     assert made == committed
+
+
+def test_replay_refuses_a_certificate_that_does_not_verify_before_the_engine_starts(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pycert.cli import leak as leak_cli
+
+    def no_engine(*_a: object, **_k: object) -> None:
+        raise AssertionError("the engine was started for a certificate that does not verify")
+
+    monkeypatch.setattr(leak_cli, "open_engine", no_engine)
+    out = _copy_certs(tmp_path)
+    cert = out / CERT.name
+    doc = json.loads(cert.read_text())
+    doc["claim"] = doc["claim"].replace("with a keyed", "with a strong keyed")
+    cert.write_text(json.dumps(doc, indent=2) + "\n")
+    (out / MANIFEST_NAME).write_text(render_manifest({cert.name: file_sha256(cert)}))
+    assert _rc(["leak", "run", "--replay", str(cert), "--json"]) == 1
+    err = json.loads(capsys.readouterr().out)
+    assert err["exit"] == 1 and "does not verify, so it was not replayed: claim" in err["error"]
+    (out / "inputs" / LOG.name).write_text(LOG.read_text().replace('"cached_tokens":512', '"cached_tokens":256', 1))
+    assert _rc(["leak", "run", "--replay", str(cert)]) == 1  # the log's sha256 no longer the certificate's
+    assert "not replayed" in capsys.readouterr().err

@@ -5,7 +5,9 @@ cached tokens as the engine reports them, writes the log to ``--out``'s ``inputs
 (``pycert prove leak``: the ``leak`` family). Exit 0 when the observation shows the leak and its
 closure, 1 when it does not (the log then goes to ``runs/``, uncertified), 2 on a usage or input
 error. ``--replay CERT`` runs the engine again on the certificate's recorded settings and compares
-every request's cached tokens with its log (exit 1 on any difference); it writes nothing.
+every request's cached tokens with its log (exit 1 on any difference), after checking the certificate
+itself as plain ``pycert verify`` does (a certificate that does not verify is exit 1 before the engine
+starts); it writes nothing.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from pydantic import BaseModel
 from pycert import prove
 from pycert.certify.documents import parse_certificate
 from pycert.certify.inputs import Locator
+from pycert.certify.verify import verify_certificate
 from pycert.cli import add_backend, add_common, help_of, leak_http
 from pycert.cli.leak_http import level
 from pycert.core.console import Progress, emit, table
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejection
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root, read_input
 from pycert.core.limits import in_path, int_range, out_dir, seed
 from pycert.core.resources import default_certificate_dir
@@ -204,9 +207,20 @@ def record(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, in
 
 
 def replay(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, int]:
+    """Verify the certificate offline first (its log's sha256, parameters, figures, claim: everything plain
+    ``pycert verify`` checks), and run the engine only for one that verifies."""
     cert = parse_certificate(read_input(args.replay, "a certificate"), where=str(args.replay))
     if cert.family != "leak":
         raise InputError(f"a {cert.family} certificate: --replay takes a leak certificate", where=str(args.replay))
+    checked = verify_certificate(args.replay)
+    if checked.missing or checked.errors:
+        raise InputError(f"cannot be verified, so it was not replayed: {(checked.missing + checked.errors)[0]}",
+                         where=str(args.replay))
+    if not checked.ok:
+        first = checked.failures[0]
+        raise Rejected(Rejection(subject=str(args.replay), reason="not-verified", detail=f"does not verify, so it was "
+                                 f"not replayed: {first.render()}", expected=first.expected, found=first.found))
+    progress(f"{args.replay}: verifies offline ({', '.join(checked.checked)})")
     path = input_path(cert.inputs, "log", Locator(root=certificate_root(args.replay.resolve().parent)))
     recorded = leaklog.read(path)
     h = recorded.header

@@ -62,6 +62,13 @@ class CompletionRequest(BaseModel):
             raise ValueError("Parameter 'cache_salt' must be a non-empty string if provided.")
         return v
 
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _not_text(cls, v: object) -> object:
+        if isinstance(v, str):
+            raise ValueError("send the prompt as token ids (a list of ints): a text prompt needs a tokenizer")
+        return v
+
     @field_validator("prompt")
     @classmethod
     def _ids(cls, v: list[int]) -> list[int]:
