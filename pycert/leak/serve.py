@@ -31,10 +31,10 @@ import uuid
 from typing import Protocol
 
 from pycert import __version__
+from pycert.core.errors import InputError
 from pycert.leak.admission import EngineRequest
 from pycert.leak.engines import Served
 from pycert.leak.httpd import Handler, HttpError, Route
-from pycert.core.errors import InputError
 from pycert.leak.wire import chunk, error_body, parse_request, token_text, usage, usage_chunk
 
 
