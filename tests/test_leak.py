@@ -29,8 +29,10 @@ from pycert.leak.observation import ARMS, arm_figures, closure_rejections, struc
 from pycert.leak.stats import SCALE, clopper_pearson_upper, rule_of_three, trials_needed
 from tests.conftest import REPO
 
-CERT = REPO / "certificates" / "leak-transformers-cpu-k12-seed0.json"
-LOG = REPO / "certificates" / "inputs" / "leak-transformers-cpu-k12-seed0.jsonl"
+[CERT] = sorted((REPO / "certificates").glob("leak-transformers-cpu-k*-seed0.json"))  # the one committed run
+LOG = REPO / "certificates" / "inputs" / f"{CERT.stem}.jsonl"
+K = int(CERT.stem.split("-k")[1].split("-")[0])
+"""Prompts an arm in the committed run."""
 SECRET = b"s" * 32
 
 
@@ -106,8 +108,9 @@ def test_the_committed_log_reads_back_to_its_bytes_and_its_figures() -> None:
     cert = json.loads(CERT.read_text())
     assert {f["name"]: Fraction(f["numerator"], f["denominator"]) for f in cert["figures"]} == figures
     assert figures["keyed_cross_hits"] == figures["attacker_keyed_hits"] == figures["prime_cached_tokens"] == 0
-    assert figures["unsalted_cross_hits"] == figures["keyed_own_hits"] == figures["attacker_unkeyed_hits"] == 12
-    assert figures["residual_rate_upper"] == Fraction(220923, 10**6) and figures["underpowered"] == 1
+    assert figures["unsalted_cross_hits"] == figures["keyed_own_hits"] == figures["attacker_unkeyed_hits"] == K
+    bound = clopper_pearson_upper(0, K, Fraction(95, 100))
+    assert figures["residual_rate_upper"] == bound and figures["underpowered"] == (bound > Fraction(5, 100))
 
 
 def _lines() -> list[str]:
@@ -139,7 +142,7 @@ def test_a_log_that_is_not_the_five_arms_is_refused() -> None:
     swapped = _edited(lambda rs: rs.__setitem__(slice(0, 2), [rs[1], rs[0]]))
     assert structure_rejections(swapped)[0].subject == "log line 2"
     short = _edited(lambda rs: rs.pop())
-    assert "120 requests" in structure_rejections(short)[0].detail
+    assert f"{10 * K} requests" in structure_rejections(short)[0].detail
 
 
 def test_a_leak_under_the_salt_or_an_unsalted_keyed_request_breaks_the_closure() -> None:
@@ -148,7 +151,8 @@ def test_a_leak_under_the_salt_or_an_unsalted_keyed_request_breaks_the_closure()
         probe["cached_tokens"] = 256
 
     figures, rejections = log_figures(_edited(leak))
-    assert figures["keyed_cross_hits"] == 1 and figures["residual_rate_upper"] == Fraction(338681, 10**6)
+    assert figures["keyed_cross_hits"] == 1
+    assert figures["residual_rate_upper"] == clopper_pearson_upper(1, K, Fraction(95, 100))
     assert [r.subject for r in rejections] == ["arm keyed-cross"]
 
     def unsalted(rs: list[dict]) -> None:
@@ -166,7 +170,8 @@ def test_the_committed_certificate_verifies() -> None:
     cert = json.loads(CERT.read_text())
     assert cert["theorems"] == ["Pycert.Isolation.leak_or_refusal", "Pycert.Isolation.owner_floor"]
     assert {f["evidence"] for f in cert["figures"] if f["name"].endswith(("_hits", "_tokens", "_requests"))} == {"observed"}
-    assert "0.220923" in cert["claim"] and "underpowered above 0.05" in cert["claim"]
+    bound = clopper_pearson_upper(0, K, Fraction(95, 100))
+    assert f"{float(bound):.6f}" in cert["claim"] and ("underpowered above 0.05" in cert["claim"]) == (bound > 0.05)
     assert any("not a proof" in line for line in cert["does_not_prove"])
     assert any("not encryption" in line for line in cert["does_not_prove"])
 
