@@ -398,3 +398,21 @@ def test_serve_gateway_and_audit_end_to_end(tmp_path: Path) -> None:
         assert _stop(server) == 143
     rc, res = _audit(url, keys, tmp_path / "down")  # the server is gone: not checked, nothing written
     assert rc == 4 and res["exit"] == 4 and "cannot reach" in res["error"] and not (tmp_path / "down").exists()
+
+
+def test_a_taken_port_is_refused_before_the_engine_loads(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import socket
+
+    from pycert.cli import main
+
+    keys = tmp_path / "keys"
+    keys.write_text(KEYS)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for argv in (["leak", "serve", "--port", str(port)],
+                     ["leak", "gateway", "--upstream", "http://127.0.0.1:9", "--keys", str(keys), "--port", str(port)]):
+            assert main([*argv, "--json"]) == 2
+            err = json.loads(capsys.readouterr().out)
+            assert err["where"] == f"127.0.0.1:{port}" and "cannot listen" in err["error"], err

@@ -139,10 +139,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise InputError(f"the engine needs torch and transformers ({exc.name} is missing): pip install "
                          "'pycert[leak]'", where="pycert leak serve") from None
     name = args.served_model_name or (args.model.name if args.model else f"pycert-small-seed{args.seed}")
-    engine = TransformersEngine(model_dir=args.model, device=args.device, seed=args.seed, page_size=args.page_size,
-                                num_blocks=args.num_blocks)
+    server = Server(args.port, {}, log=progress)  # the port first: a taken one is refused before the engine loads
     try:
-        server = Server(args.port, App(engine, name).routes(), log=progress)
+        engine = TransformersEngine(model_dir=args.model, device=args.device, seed=args.seed,
+                                    page_size=args.page_size, num_blocks=args.num_blocks)
+    except BaseException:
+        server.server_close()
+        raise
+    try:
+        server.routes = App(engine, name).routes()
         return _listen(server, args.json, {"model": name, "engine": f"{engine.name} ({engine.version})"})
     finally:
         engine.close()
