@@ -123,11 +123,14 @@ def test_the_plan_is_seeded_shuffled_and_every_prompt_fresh() -> None:
     assert len(steps) == 2 * (3 * 30 + 2 * 10)
     order = [s.arm for s in steps[1::2]]
     assert order != sorted(order) and order[:30] != ["own"] * 30
+    with pytest.raises(ValueError, match="below the shortest prompt"):
+        _header(prefixes=(64, 300))
     primes = [s.tokens for s in steps[::2]]
     assert len(set(primes)) == len(primes)
     for prime, probe in zip(steps[::2], steps[1::2], strict=True):
         assert prime.tenant == "alice" and probe.tenant == ("bob" if probe.arm in ("cross", "fresh") else "alice")
         assert probe.tokens[:probe.shared] == prime.tokens[:probe.shared]
+        assert len(probe.tokens) == len(prime.tokens)  # no arm differs from fresh by its length
         if probe.arm == "fresh" or probe.arm.startswith("prefix-"):
             assert probe.tokens[probe.shared:probe.shared + 8] != prime.tokens[probe.shared:probe.shared + 8]
 

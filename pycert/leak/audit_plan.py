@@ -14,8 +14,10 @@ arm              probe                                                       wha
 ===============  ==========================================================  =======================
 
 Every prompt is drawn fresh (``random.Random(seed)``: lengths uniform in ``min_tokens..max_tokens``,
-ids uniform in ``16..vocab - 1``; a ``prefix-L`` unit's prime and probe are ``max_tokens`` long), so a
-probe can only find in the cache what its own prime left: no reset of the server's cache is needed.
+ids uniform in ``16..vocab - 1``; a probe is as long as its prime, in every arm, so that no arm differs
+from ``fresh`` by its length: a first version drew ``prefix-L`` prompts at ``max_tokens`` and the
+two-sided test told a 16-token prefix apart from fresh prompts by length alone), so a probe can only
+find in the cache what its own prime left: no reset of the server's cache is needed.
 The units are shuffled (``random.Random(seed + 1)``), as the published method does (Gu et al., ICML
 2025: hit and miss procedures in random order), so drift in the server's speed falls on every arm alike.
 """
@@ -76,8 +78,8 @@ class AuditHeader(_Line):
     def _shape(self) -> AuditHeader:
         if self.min_tokens > self.max_tokens:
             raise ValueError(f"min_tokens {self.min_tokens} exceeds max_tokens {self.max_tokens}")
-        if list(self.prefixes) != sorted(set(self.prefixes)) or any(not 0 < p < self.max_tokens for p in self.prefixes):
-            raise ValueError(f"prefixes must increase and lie in 1..{self.max_tokens - 1}")
+        if list(self.prefixes) != sorted(set(self.prefixes)) or any(not 0 < p < self.min_tokens for p in self.prefixes):
+            raise ValueError(f"prefixes must increase and lie in 1..{self.min_tokens - 1} (below the shortest prompt)")
         return self
 
 
@@ -139,12 +141,11 @@ def plan(h: AuditHeader) -> list[Step]:
     a, b = h.tenants
     steps: list[Step] = []
     for u, arm in enumerate(units):
+        prime = prompt(draw.randint(h.min_tokens, h.max_tokens))
         if arm.startswith("prefix-"):
             shared = int(arm.removeprefix("prefix-"))
-            prime = prompt(h.max_tokens)
-            probe, tenant = prime[:shared] + prompt(h.max_tokens - shared), a
+            probe, tenant = prime[:shared] + prompt(len(prime) - shared), a
         else:
-            prime = prompt(draw.randint(h.min_tokens, h.max_tokens))
             probe, tenant, shared = {"own": (prime, a, len(prime)), "cross": (prime, b, len(prime)),
                                      "fresh": (prompt(len(prime)), b, 0)}[arm]
         steps += [Step(u, arm, "prime", a, prime, 0), Step(u, arm, "probe", tenant, probe, shared)]
