@@ -198,6 +198,48 @@ def belady_hits(refs: Sequence[int] | np.ndarray, capacity: int) -> int:
     return hits
 
 
+def belady_bypass_flags(refs: Sequence[int] | np.ndarray, capacity: int) -> np.ndarray:
+    """Which references Belady's MIN *with bypass* hits with ``capacity`` blocks, by direct simulation.
+
+    On a miss the block is admitted only if it is used again and, the cache being full, some cached
+    block is used later than it; that block (the one used farthest in the future) is evicted. A block
+    that is hit and never used again leaves the cache. Blocks never used again are the only ties, and
+    which of them goes changes no hit. O(n log n), a max-heap of next-use times with lazy deletion.
+    """
+    if capacity < 0:
+        raise ValueError(f"capacity must be >= 0, got {capacity}")
+    arr = _as_array(refs)
+    n = len(arr)
+    hit = np.zeros(n, dtype=bool)
+    if capacity == 0 or n == 0:
+        return hit
+    dense = _dense_ids(arr)
+    _, nxt = _prev_next(arr)
+    width = n + 1
+    cached: dict[int, int] = {}
+    heap: list[int] = []
+    for t, (block, use) in enumerate(zip(dense.tolist(), nxt.tolist())):
+        if block in cached:
+            hit[t] = True
+            del cached[block]
+        elif use >= n:
+            continue
+        elif len(cached) >= capacity:
+            while True:  # the latest next use among the cached blocks (stale entries dropped)
+                far, victim = divmod(-heap[0], width)
+                if cached.get(victim) == far:
+                    break
+                heapq.heappop(heap)
+            if far < use:
+                continue  # every cached block is used before this one: bypass
+            heapq.heappop(heap)
+            del cached[victim]
+        if use < n:
+            cached[block] = use
+            heapq.heappush(heap, -(use * width + block))
+    return hit
+
+
 def unbounded_hits(refs: Sequence[int] | np.ndarray) -> int:
     """Hits of an infinite cache: every reuse hits (refs - distinct)."""
     arr = _as_array(refs)
