@@ -452,7 +452,8 @@ def test_the_offload_report_marks_what_a_capacity_certificate_proves(proved: tup
     rep = with_evidence(offload_report(trace, 2 * 16, control_k=None), trace_path, certs)
     assert rep.evidence["gpu_only_belady_hit_rate"] == "kernel-checked"
     assert rep.evidence_by["gpu_only_belady_hit_rate"] == "capacity-ids-c2.json"
-    assert {k for k, v in rep.evidence.items() if v == "kernel-checked"} == {"gpu_only_belady_hit_rate"}
+    assert {k for k, v in rep.evidence.items() if v == "kernel-checked"} == {"gpu_only_belady_hit_rate",
+                                                                             "gpu_only_admission_hit_rate"}
     p = rep.primary
     assert p.policy_headroom_pp.value + p.tier_headroom_pp.value == p.headroom_pp.value
     assert p.gpu_only_belady_hit_rate.value == Fraction(figures_of(certs / "capacity-ids-c2.json")["max_hits"], p.refs)

@@ -15,6 +15,7 @@ counts ``block_tokens`` tokens when its block is full and none otherwise.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
@@ -94,3 +95,14 @@ def ref_tokens(trace: Trace) -> tuple[np.ndarray, np.ndarray] | None:
     ends = np.asarray(req[1:], dtype=np.int64)[blocks > 0] - 1
     tokens[ends] = last[blocks > 0]
     return tokens, tokens == bt
+
+
+def reuse_tokens(trace: Trace) -> Fraction | None:
+    """The capacity-free ceiling in tokens: the tokens of the references that reuse a full block, over the
+    prompt tokens (None when the trace gives no prompt lengths)."""
+    weights = ref_tokens(trace)
+    if weights is None:
+        return None
+    tokens, full = weights
+    prev, _ = _prev_next(_as_array(trace.refs))
+    return Fraction(int(tokens[(prev >= 0) & full].sum()), int(tokens.sum()))

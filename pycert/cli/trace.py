@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pycert.analysis.cachesim import HitCurve, TraceStats, lru_hit_curve, trace_stats
-from pycert.analysis.offload import OffloadArm, OffloadReport, offload_report
+from pycert.analysis.offload import ENGINES_REPORT, TOKEN_RATES, OffloadArm, OffloadReport, offload_report
 from pycert.analysis.plot import hit_rate_png, log_capacities, trace_curves
 from pycert.certify.evidence import with_evidence
 from pycert.cli import add_common, help_of
@@ -161,7 +161,9 @@ def _stats_rows(st: TraceStats) -> list[tuple[str, str]]:
     shape += f", granularity x{st.granularity}" if st.granularity > 1 else ""
     return [("trace", st.name), ("sha256", st.sha256), ("format", shape), ("refs", f"{st.refs:,}"),
             ("distinct", f"{st.distinct:,}"), ("cold-miss floor", _rate(st.cold_miss_floor)),
-            ("ceiling", _rate(st.ceiling))]
+            ("ceiling", _rate(st.ceiling))] + (
+        [("ceiling in tokens", _rate(st.ceiling_tokens))] if st.ceiling_tokens is not None else []) + (
+        [("prefix-closed", "yes" if st.prefix_closed else "no")] if st.prefix_closed is not None else [])
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -223,12 +225,16 @@ def _render_offload(rep: OffloadReport) -> str:
     arms: list[OffloadArm] = [rep.primary] + ([rep.control] if rep.control else [])
     fields = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
               "cold_miss_floor", "max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
-              "host_backed_hit_rate", "host_load_frac", "headroom_pp", "policy_headroom_pp", "tier_headroom_pp",
-              "gpu_share_of_achievable"]
+              "gpu_only_admission_hit_rate", "host_backed_hit_rate", "host_load_frac", "headroom_pp", "policy_headroom_pp",
+              "tier_headroom_pp", "gpu_share_of_achievable"]
+    tokens = rep.primary.refs_tokens is not None
+    fields += ["refs_tokens", *(f"{f}_tokens" for f in TOKEN_RATES)] if tokens else []
 
     def cell(f: str, v: object) -> str:
         if isinstance(v, Ratio):
             return f"{v.decimal:.6f}"
+        if v is None and f.endswith("_tokens"):
+            return "n/a (no prompt lengths)"
         if v is None:  # host_blocks without --host-tokens; a share of an achievable rate of zero
             return "n/a (no block is ever reused: nothing is achievable)" if f == "gpu_share_of_achievable" else "unbounded"
         return f"{v:,}" if isinstance(v, int) else str(v)
@@ -245,7 +251,8 @@ def _render_offload(rep: OffloadReport) -> str:
     heads += [f"evidence (x{rep.primary.granularity})"] if rep.evidence else []
     host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
     unused = [f"not used (what it would prove stays computed): {name}: {why}" for name, why in rep.not_used.items()]
-    return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused])
+    return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused,
+                      *([ENGINES_REPORT] if tokens else [])])
 
 
 def cmd_offload(args: argparse.Namespace) -> int:

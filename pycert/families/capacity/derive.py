@@ -13,8 +13,8 @@ from fractions import Fraction
 import numpy as np
 
 from pycert.analysis import capacity as recipe
-from pycert.analysis import cachesim, optcurve
-from pycert.analysis.requests import PrefixVerdict, firsts, ref_tokens
+from pycert.analysis import cachesim, optcurve, requests
+from pycert.analysis.requests import PrefixVerdict, firsts
 from pycert.core.errors import PycertError, Rejected, Rejection
 from pycert.data.traces import Trace
 from pycert.lean.emit import capacity as emit
@@ -82,7 +82,7 @@ def engines(refs: np.ndarray, capacity: int, admission: bool) -> int:
         raise Rejected(Rejection(
             subject=f"figures.{'admission_hits' if admission else 'belady_hits'}", reason="engine-disagrees",
             expected=f"{simulated} (direct simulation)", found=f"{curve} (one-pass curve)",
-            detail=f"pycert's two engines for {what} disagree at {capacity} blocks: the curve says {curve} hits, a direct "
+            detail=f"pycert's two engines disagree on {what} at {capacity} blocks: the curve says {curve} hits, a direct "
                    f"simulation {simulated}"))
     return curve
 
@@ -91,7 +91,7 @@ def token_figures(trace: Trace, figures: dict[str, Fraction], prefix_ends: np.nd
     """The hit figures in tokens, where the trace gives prompt lengths: each block bound times the block
     size (a bound derived from the kernel-checked block figure), and the tokens the prefix cache reaching
     the optimum with admission control hits (its full hit blocks; a partial block is never reused)."""
-    weights = ref_tokens(trace)
+    weights = requests.ref_tokens(trace)
     if weights is None or trace.block_tokens is None:
         return {}
     tokens, full = weights

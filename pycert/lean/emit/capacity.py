@@ -232,6 +232,10 @@ def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cut
     if not np.array_equal(perm_all(words, m_log), sigma):
         raise PycertError(f"{name}: the network does not sort the references (an emitter bug)")
     sort = Sorted(n=n, m_log=m_log, sigma=sigma, same=same_plane(x, sigma), piece_bits=piece_bits)
+    try:  # before `same` is written: the cut lines' flags are what may edit it (pycert mutate)
+        cut_part, free = cut_lines(sort, "", cuts, admission=False)
+    except PycertError as err:
+        raise PycertError(f"{name}: {err}") from None
     lines = [
         *packed_trace.ASYNC_OFF,
         f"namespace {INSTANCE_NAMESPACE}.{name}",
@@ -250,12 +254,8 @@ def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cut
                                    plane(sort.same), piece_bits)
     lines += ["/-- Index-bit exchanges transposing the packed block numbers into bit planes. -/",
               f"noncomputable def rot : List (Nat × Nat) := {rotation_pairs(f, m_log)!r}", ""]
-    try:
-        more, free = cut_lines(sort, "", cuts, admission=False)
-    except PycertError as err:
-        raise PycertError(f"{name}: {err}") from None
     lines += [
-        *more,
+        *cut_part,
         "/-- The trace: its references' block ids, in order. -/",
         f"public noncomputable def trace : List Nat := decode {w} {n} X {inst.wt} {d} S net",
         "",
