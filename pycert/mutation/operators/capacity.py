@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -78,8 +78,7 @@ def _instance(refs: list[int], name: str, planes: Callable[[dict], None] | None 
     return text
 
 
-@contextmanager
-def _planes_edited(edit: Callable[[dict], None]) -> Iterator[None]:
+def _planes_edited(edit: Callable[[dict], None]) -> Any:
     """The emitter's ``flag_plane`` wrapped: ``edit`` sees and may change ``same``, ``c``, ``a`` and the
     flags it returns, in place, so that every literal written is consistent with the edit."""
     real = emit.flag_plane
@@ -89,11 +88,7 @@ def _planes_edited(edit: Callable[[dict], None]) -> Iterator[None]:
         edit(planes)
         return planes.get("flags", real(planes["same"], sigma, planes["c"], planes["a"]))
     wrapped.__wrapped__ = real  # type: ignore[attr-defined]
-    emit.flag_plane = wrapped
-    try:
-        yield
-    finally:
-        emit.flag_plane = real
+    return mock.patch.object(emit, "flag_plane", wrapped)
 
 
 def _hide_pair(p: dict) -> None:
@@ -140,18 +135,13 @@ def _count_off(p: dict) -> None:
     p["a"][first] += 1
 
 
-@contextmanager
-def _recipe(wrap: Callable[[list[int], Any], list[int]]) -> Iterator[None]:
+def _recipe(wrap: Callable[[list[int], Any], list[int]]) -> Any:
     """The cut-list recipe with ``wrap`` applied to its answer, in both cache models."""
     real = recipe.cut_list
 
     def wrapped(refs: Any, capacity: int, admission: bool = False, hit: Any = None) -> list[int]:
         return wrap(real(refs, capacity, admission, hit), (refs, capacity, admission))
-    recipe.cut_list = wrapped
-    try:
-        yield
-    finally:
-        recipe.cut_list = real
+    return mock.patch.object(recipe, "cut_list", wrapped)
 
 
 def _moved(cuts: list[int], args: Any) -> list[int]:
@@ -175,14 +165,9 @@ class _OffByOne:
         return self.curve.hits(c) + 1
 
 
-@contextmanager
-def _belady_plus_one() -> Iterator[None]:
+def _belady_plus_one() -> Any:
     real = optcurve.opt_hit_curve
-    optcurve.opt_hit_curve = lambda refs: _OffByOne(real(refs))
-    try:
-        yield
-    finally:
-        optcurve.opt_hit_curve = real
+    return mock.patch.object(optcurve, "opt_hit_curve", lambda refs: _OffByOne(real(refs)))
 
 
 def _prove_expect(defect: Callable[[], Any], pattern: str, piece_refs: int | None = None) -> Callable[[Any], Verdict]:
@@ -244,14 +229,8 @@ def _split_off_cut(real: Callable[..., list[int]]) -> Callable[..., list[int]]:
     return split
 
 
-@contextmanager
-def _split_moved() -> Iterator[None]:
-    real = pieces.split_points
-    pieces.split_points = _split_off_cut(real)
-    try:
-        yield
-    finally:
-        pieces.split_points = real
+def _split_moved() -> Any:
+    return mock.patch.object(pieces, "split_points", _split_off_cut(pieces.split_points))
 
 
 def _both_models(refs: list[int], name: str, capacity: int, first: np.ndarray | None = None,
@@ -290,19 +269,14 @@ PARTIAL_TRACE = "".join(json.dumps({"timestamp": 0, "input_length": n, "output_l
 """Three requests of two full blocks and a partial one (276 tokens), which Belady's MIN with bypass hits."""
 
 
-@contextmanager
-def _partial_blocks_reused() -> Iterator[None]:
+def _partial_blocks_reused() -> Any:
     """Every block counted full: a request's partial last block weighed at its tokens and reused."""
     real = requests.ref_tokens
 
     def counted(trace: Any) -> Any:
         weights = real(trace)
         return None if weights is None else (weights[0], np.ones_like(weights[1]))
-    requests.ref_tokens = counted
-    try:
-        yield
-    finally:
-        requests.ref_tokens = real
+    return mock.patch.object(requests, "ref_tokens", counted)
 
 
 def _tokens_caught(ctx: Any) -> Verdict:
