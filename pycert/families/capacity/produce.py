@@ -68,9 +68,10 @@ class CapacityProducer(Producer):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--capacity-blocks", type=int_list(1), action="extend", default=[], metavar="C[,C...]",
                             help="certify the hit ceiling at these cache capacities, in blocks (under prove ceiling or "
-                                 "all, beside the capacity-free ceiling): one certificate "
-                                 "per trace and capacity (Belady's MIN hit count, kernel-checked as the optimum: an "
-                                 "upper bound and a policy that reaches it; a trace in pieces: the bound)")
+                                 "all, beside the capacity-free ceiling): one certificate per trace and capacity, the "
+                                 "optimum kernel-checked both ways for caches with admission control (Belady's MIN with "
+                                 "bypass; a prefix cache where the trace is prefix-closed) and for caches that admit "
+                                 "every missed block (Belady's MIN); a trace in pieces: the second bound")
         parser.add_argument("--capacity-tokens", type=int_list(1), action="extend", default=[], metavar="T[,T...]",
                             help="the same at capacities in tokens, each in whole blocks of --block-tokens")
         parser.add_argument("--block-tokens", type=int_range(1), default=None, metavar="B",
