@@ -11,6 +11,7 @@ import functools
 import itertools
 import json
 import random
+import shutil
 from fractions import Fraction
 from pathlib import Path
 
@@ -190,8 +191,9 @@ def test_a_prefix_cache_is_claimed_and_kernel_checked(proved: Path) -> None:
     assert verify_certificate(cert).status == "ok"
 
 
-def test_a_shuffled_trace_claims_no_prefix_cache(proved: Path) -> None:
-    cert = proved / "certs" / "capacity-shuffled-c16.json"
+def test_a_shuffled_trace_claims_no_prefix_cache(proved: Path, tmp_path: Path) -> None:
+    shutil.copy(proved / "shuffled.jsonl", tmp_path)
+    cert = Path(shutil.copytree(proved / "certs", tmp_path / "certs")) / "capacity-shuffled-c16.json"
     doc = json.loads(cert.read_text())
     assert doc["parameters"]["prefix_cache"] == "not-prefix-closed"
     assert "prefix cache" not in doc["claim"] and "prefix_cache_hits" not in {f["name"] for f in doc["figures"]}
@@ -203,7 +205,7 @@ def test_a_shuffled_trace_claims_no_prefix_cache(proved: Path) -> None:
                                                                                 "admission_hits")}
     with pytest.raises(Rejected, match="parameters.prefix_cache: expected 'not-prefix-closed'"):
         CLAIM.figures(parsed.parameters.model_copy(update={"prefix_cache": "attained"}), kernel, parsed.inputs,
-                      Locator(root=proved / "certs", external={}))
+                      Locator(root=tmp_path / "certs", external={}))
     forge(cert, lambda d: d["parameters"].update(prefix_cache="attained"))
     res = verify_certificate(cert)
     # the instance it names is the trace's without the prefix test; the one with it would not match either

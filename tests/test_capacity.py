@@ -467,9 +467,14 @@ def test_an_offload_engine_off_by_one_is_refused_against_the_certificate(proved:
     disagree, and the report names both numbers instead of marking either."""
     trace_path, certs = proved
     trace = dataclasses.replace(read_trace(trace_path), block_tokens=16)
-    real = optcurve.opt_hit_curve
+    real = optcurve.opt_stack_distances
+
+    def one_more_hit(refs: np.ndarray) -> np.ndarray:  # the first reference Belady misses at 2 blocks, a hit
+        d = real(refs)
+        d[np.flatnonzero((d == 0) | (d > 2))[0]] = 1
+        return d
     with monkeypatch.context() as m:
-        m.setattr(optcurve, "opt_hit_curve", lambda refs: OffByOne(real(refs)))
+        m.setattr(optcurve, "opt_stack_distances", one_more_hit)
         rep = offload_report(trace, 2 * 16, control_k=None)
     with pytest.raises(Rejected, match="gpu_only_belady_hit_rate.*kernel-checked in capacity-ids-c2.json"):
         with_evidence(rep, trace_path, certs)
