@@ -25,8 +25,9 @@ from pycert import prove
 from pycert.cli import add_backend, add_common
 from pycert.core.console import Progress, emit
 from pycert.core.errors import EXIT_NOT_CHECKED, EXIT_OK, EXIT_REJECTED, InputError, UsageError
-from pycert.core.files import atomic_write, read_input
-from pycert.core.limits import in_path, int_list, int_range, out_dir, seed
+from pycert.core.files import atomic_write
+from pycert.core.gate import named
+from pycert.core.limits import MAX_KEYS_BYTES, in_path, int_list, int_range, out_dir, seed
 from pycert.families import producer
 from pycert.families.leak_audit import log_figures
 from pycert.leak import audit, audit_figures
@@ -156,7 +157,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_gateway(args: argparse.Namespace) -> int:
     upstream = _url(args.upstream, "--upstream")
     keys = read_keys(args.keys)
-    secret = read_input(args.secret_file, "a secret file") if args.secret_file else os.urandom(32)
+    secret = named(args.secret_file).read("a secret file", MAX_KEYS_BYTES) if args.secret_file else os.urandom(32)
     gateway = Gateway(upstream, keys, Admission(secret), salt_in=args.salt_in, salt_field=args.salt_field,
                       vocab=args.vocab)
     server = Server(args.port, gateway.routes(), log=Progress(enabled=not args.json))

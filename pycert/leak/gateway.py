@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pycert.core.errors import InputError
-from pycert.core.files import read_input
+from pycert.core.gate import named
+from pycert.core.limits import MAX_KEYS_BYTES
 from pycert.leak.admission import Admission, TenantRequest, salt_tokens
 from pycert.leak.httpd import Handler, HttpError, Route
 from pycert.leak.wire import DONE, cached_count, data_of, parse_request
@@ -88,7 +89,7 @@ def parse_keys(text: str, where: str) -> Keys:
 
 
 def read_keys(path: Path) -> Keys:
-    data = read_input(path, "a keys file")
+    data = named(path).read("a keys file", MAX_KEYS_BYTES)
     if len(data) > MAX_KEYS_BYTES:
         raise InputError(f"larger than {MAX_KEYS_BYTES >> 20} MiB: not a keys file", where=str(path))
     try:

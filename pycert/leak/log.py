@@ -21,7 +21,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pycert.core.errors import InputError
-from pycert.core.files import read_input
+from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
 
 LOG_SCHEMA = "pycert-leak-log/1"
@@ -137,6 +137,9 @@ def parse_lines(data: bytes, where: str, header_type: type[H], line_type: type[L
     header: H | None = None
     records: list[L] = []
     for i, line in enumerate(lines, 1):
+        if i == 2 and header is not None and len(lines) - 1 > 10 * header.prompts:  # before the lines are parsed
+            raise InputError(f"{len(lines) - 1:,} request lines for {header.prompts:,} prompts (five arms, a prime "
+                             f"and a probe each: {10 * header.prompts:,}): not the log of one run", where=where)
         if (deep := json_depth_error(line)) is not None:
             raise InputError(deep, where=f"{where}:{i}")
         try:
@@ -168,5 +171,8 @@ def parse(data: bytes, where: str) -> Log:
     return Log(header=header, requests=tuple(requests))
 
 
-def read(path: Path) -> Log:
-    return parse(read_input(path, "a leak log"), str(path))
+def read(source: Source | Path) -> Log:
+    """The log in a certificate directory (:func:`pycert.core.gate.inside`) or at a path pycert wrote: a
+    regular file of at most :data:`~pycert.core.limits.MAX_JSON_BYTES`, its size checked before a byte is read."""
+    source = source if isinstance(source, Source) else named(source)
+    return parse(source.read("a leak log", MAX_JSON_BYTES), str(source))

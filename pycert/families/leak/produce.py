@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from abc import abstractmethod
+from fnmatch import fnmatch
 from fractions import Fraction
-from pathlib import Path
 from typing import Any, ClassVar
 
 from pycert.core.errors import Rejection
+from pycert.core.gate import Source, entries, inside
 from pycert.core.schema import Params
 from pycert.families.base import Prepared, Producer, Setting, input_file
 from pycert.families.leak import CLAIM, LOG_GLOB, LeakParams, headline, log_figures
@@ -22,7 +23,7 @@ class RecordedLogs(Producer):
     glob: ClassVar[str]
 
     @abstractmethod
-    def read(self, path: Path) -> Any: ...
+    def read(self, source: Source) -> Any: ...
 
     @abstractmethod
     def parameters(self, log: Any) -> Params: ...
@@ -35,8 +36,10 @@ class RecordedLogs(Producer):
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         out = []
-        for path in sorted((setting.out_dir / "inputs").glob(self.glob)):
-            log = self.read(path)
+        logs = entries(setting.out_dir / "inputs", ".jsonl") if (setting.out_dir / "inputs").is_dir() else []
+        for source in (e for e in logs if fnmatch(e.name, self.glob)):
+            log = self.read(inside(setting.out_dir, f"inputs/{source.name}"))  # no link, in --out
+            path = source.path
             figures, rejections = self.figures(log)
             said = rejections[0].render() if rejections else self.headline(figures)
             setting.progress(f"  {path.name}: {said}")
@@ -51,8 +54,8 @@ class LeakProducer(RecordedLogs):
     claim = CLAIM
     glob = LOG_GLOB
 
-    def read(self, path: Path) -> leaklog.Log:
-        return leaklog.read(path)
+    def read(self, source: Source) -> leaklog.Log:
+        return leaklog.read(source)
 
     def parameters(self, log: leaklog.Log) -> LeakParams:
         return LeakParams.of(log.header)

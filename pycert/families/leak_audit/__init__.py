@@ -18,7 +18,8 @@ from typing import Literal
 from pydantic import Field
 
 from pycert.core.errors import Rejection
-from pycert.core.files import read_input
+from pycert.core.gate import Source, named
+from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Reader, input_path
 from pycert.families.leak import Leak, held_to
@@ -54,9 +55,12 @@ class AuditCertificate(Certificate):
     parameters: AuditParams
 
 
-def read(path: Path) -> AuditLog:
-    header, lines = leaklog.parse_lines(read_input(path, "an audit log"), str(path), AuditHeader, AuditLine,
-                                        "an audit log")
+def read(source: Source | Path) -> AuditLog:
+    """The audit log in a certificate directory (:func:`pycert.core.gate.inside`) or at a path pycert wrote,
+    through the gate (a regular file of at most :data:`~pycert.core.limits.MAX_JSON_BYTES`)."""
+    source = source if isinstance(source, Source) else named(source)
+    header, lines = leaklog.parse_lines(source.read("an audit log", MAX_JSON_BYTES), str(source), AuditHeader,
+                                        AuditLine, "an audit log")
     return AuditLog(header=header, requests=tuple(lines))
 
 

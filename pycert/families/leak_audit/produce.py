@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from pathlib import Path
 
 from pycert.core.errors import Rejection
+from pycert.core.gate import Source
 from pycert.families.leak.produce import RecordedLogs
 from pycert.families.leak_audit import CLAIM, LOG_GLOB, AuditParams, headline, log_figures, read
 from pycert.leak.audit_plan import AuditLog
@@ -15,8 +15,8 @@ class AuditProducer(RecordedLogs):
     claim = CLAIM
     glob = LOG_GLOB
 
-    def read(self, path: Path) -> AuditLog:
-        return read(path)
+    def read(self, source: Source) -> AuditLog:
+        return read(source)
 
     def parameters(self, log: AuditLog) -> AuditParams:
         return AuditParams.of(log.header)
