@@ -253,6 +253,9 @@ def test_csv_gives_the_figures_of_json(capsys: pytest.CaptureFixture[str]) -> No
     rc, out, _ = run(capsys, "offload", "--capacity-tokens", "65536", "--csv")
     rows = list(csv.DictReader(out.splitlines()))
     assert rc == 0 and {r["arm"] for r in rows} == {"as read", "control"}
+    # every figure of --json is a row, the token figures of a trace with prompt lengths included
+    assert {r["figure"] for r in rows if r["arm"] == "as read"} == set(off["primary"]) - {"granularity"}
+    assert "gpu_only_admission_hit_rate_tokens" in off["primary"] and off["primary"]["refs_tokens"]
     for r in rows:
         arm = off["primary" if r["arm"] == "as read" else "control"][r["figure"]]
         if isinstance(arm, dict):

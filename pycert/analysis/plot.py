@@ -6,7 +6,7 @@ the block size is known), hit rate in % of references. PNG, SVG or PDF, as the c
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib
 
@@ -37,9 +37,11 @@ def _rates(curve: HitCurve, caps: np.ndarray) -> np.ndarray:
 
 
 def hit_rate_figure(curve: HitCurve, opt: HitCurve, title: str, proved: Sequence[tuple[int, int]] = (),
-                    fmt: str = "png", block_tokens: int | None = None) -> bytes:
+                    fmt: str = "png", block_tokens: int | None = None, admission: Mapping[int, int] | None = None) -> bytes:
     """The figure's bytes in ``fmt``: the LRU curve ``curve``, the Belady/MIN curve ``opt``, and each
-    ``(capacity, hits)`` of ``proved`` (the kernel-checked ceiling at that capacity) as a labelled point."""
+    ``(capacity, hits)`` of ``proved`` (the kernel-checked optimum at that capacity for caches that store
+    every miss) as a labelled point, its label giving ``admission[capacity]`` too (the optimum with
+    admission control) where that is certified."""
     if fmt not in FORMATS:
         raise ValueError(f"a figure is one of {', '.join(FORMATS)}, not {fmt!r}")
     ceiling = 100 * (curve.refs - curve.distinct) / curve.refs
@@ -48,14 +50,16 @@ def hit_rate_figure(curve: HitCurve, opt: HitCurve, title: str, proved: Sequence
     fig, ax = plt.subplots(figsize=(8, 5.4), dpi=120)
     ax.step(caps, _rates(curve, caps), where="post", label="LRU (exact, every capacity)", color="tab:blue")
     ax.step(caps, _rates(opt, caps), where="post", color="tab:orange",
-            label="Belady's MIN: the best any policy does (exact, every capacity)")
+            label="Belady's MIN: the best of any cache that stores every miss (exact)")
     ax.axhline(ceiling, color="tab:red", ls="--", label=f"ceiling at any capacity: {ceiling:.2f}% (1 - distinct/refs)")
     if proved:
         ax.scatter([c for c, _ in proved], [100 * h / curve.refs for _, h in proved], marker="D", s=36, zorder=3,
-                   color="black", label="certified ceiling at a capacity (kernel-checked)")
+                   color="black", label="certified optimum at a capacity (kernel-checked)")
         for c, h in proved:
-            ax.annotate(f"{c:,} blocks: {h:,} hits ({100 * h / curve.refs:.2f}%)", (c, 100 * h / curve.refs),
-                        textcoords="offset points", xytext=(6, -12), fontsize=7)
+            also = "" if c not in (admission or {}) else \
+                f"\nwith admission control {admission[c]:,} ({100 * admission[c] / curve.refs:.2f}%)"
+            ax.annotate(f"{c:,} blocks: {h:,} hits ({100 * h / curve.refs:.2f}%){also}", (c, 100 * h / curve.refs),
+                        textcoords="offset points", xytext=(6, -12), fontsize=7, va="top")
     ax.set_xscale("log")
     ax.set_xlim(1, right)
     ax.set_ylim(0, min(100.0, ceiling * 1.1 + 2))

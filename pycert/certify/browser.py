@@ -116,7 +116,9 @@ class Browser:
         import base64  # only the screenshot tests need it
 
         self.page("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
-        shot = self.page("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        # a tall page on a loaded machine takes Chromium more than the default 30 s to paint whole
+        shot = self.call("Page.captureScreenshot", session=self.session, timeout=180, format="png",
+                         captureBeyondViewport=True)
         return base64.b64decode(shot["data"])
 
     def choose_file(self, path: Path) -> None:

@@ -2,132 +2,46 @@
 reading with the exact value a click away, a table by certified capacity, its one plot), and one per
 certificate that names no trace.
 
-A card is data first (:class:`Card`: :class:`Number` tiles and a table of :class:`Cell`), HTML second,
-so a new figure slots in as one more builder: a tile builder in :data:`TRACE_NUMBERS`, a column in
-:data:`CAPACITY_COLUMNS` (an engine's observed hits at a capacity, say). Only a certificate that verified
+A card is data first (:class:`Card`: :class:`Number` tiles and :class:`Table` of :class:`Cell`), HTML
+second, so a new figure slots in as one more builder: a tile builder in :data:`TRACE_NUMBERS`, a column in
+one of :data:`TRACE_TABLES` (an engine's observed hits at a capacity, say), or a table of its own (the
+cost of isolation). Only a certificate that verified
 lends a figure to a card; one that did not is named on the card with why, and what it would have said is
 left to its own section, marked NOT VERIFIED.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from pycert.certify.card import Card, Cell, Number, Table, exact_of, pct, rounded, unit_of
 from pycert.core.schema import Certificate, Figure
 
 if TYPE_CHECKING:  # numpy: the page imports the trace engine only when it draws a curve
     from pycert.analysis.cachesim import HitCurve
 
-HUGE = 10**15
-"""Past this an integer is shown as a power of ten (the isolation floor's state count has 2,467 digits)."""
 ENGINE = "computed by pycert's trace engine"
-_UNITS = {"refs": "block references", "distinct": "blocks", "distinct_blocks": "blocks", "cuts": "cut points",
-          "served": "tokens", "states_floor": "states", "single_owner_states": "states", "underpowered": "yes (1) / no (0)"}
-_SUFFIX_UNITS = (("_tokens", "tokens"), ("_blocks", "blocks"), ("_hits", "hits"), ("_misses", "misses"),
-                 ("_wall", "misses"), ("_requests", "requests"), ("_bits", "bits"), ("_floor", "bits"),
-                 ("_rate", "% of references"), ("_upper", "% of requests"), ("_three", "% of requests"))
-_RATES = {"ceiling": "% of block references", "cut": "% of the prompt's tokens"}
-
-
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def unit_of(f: Figure) -> str:
-    """The unit a figure is counted in: the certificate's own, else read off the figure's name."""
-    if f.unit:
-        return f.unit
-    if f.name in _UNITS or f.name in _RATES:
-        return _UNITS.get(f.name) or _RATES[f.name]
-    if f.name in ("max_hits", "belady_hits"):
-        return "hits"
-    return next((unit for suffix, unit in _SUFFIX_UNITS if f.name.endswith(suffix)), "")
-
-
-def pct(value: Fraction) -> str:
-    return f"{100 * float(value):.2f}%" if value else "0%"
-
-
-def count(n: int) -> str:
-    """An integer for reading: with separators, or as a power of ten when it is too long to read."""
-    if abs(n) < HUGE:
-        return f"{n:,}"
-    digits = str(abs(n))
-    return f"{'-' if n < 0 else ''}≈ {digits[0]}.{digits[1:3]} × 10^{len(digits) - 1:,}"
-
-
-def rounded(f: Figure) -> str:
-    """A figure as a reader wants it: a rate in %, a count with separators, never twenty decimals."""
-    value = Fraction(f.numerator, f.denominator)
-    if "%" in unit_of(f):
-        return pct(value)
-    return count(f.numerator) if f.denominator == 1 else f"{float(value):.4g}"
-
-
-def exact_of(f: Figure) -> str:
-    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One value on a card: ``shown`` rounded for reading, ``exact`` with how it is known (one click away)."""
-
-    shown: str
-    exact: str = ""
-
-    def html(self) -> str:
-        if not self.exact:
-            return _e(self.shown)
-        return f'<details class="exact"><summary>{_e(self.shown)}</summary><span>{_e(self.exact)}</span></details>'
-
-
-@dataclass(frozen=True)
-class Number:
-    """A headline tile: what the number is, and the number."""
-
-    label: str
-    value: Cell
-
-
-@dataclass
-class Card:
-    anchor: str
-    title: str
-    meta: str
-    sentence: str
-    numbers: list[Number] = field(default_factory=list)
-    headers: list[str] = field(default_factory=list)
-    rows: list[list[Cell]] = field(default_factory=list)
-    figure: bytes | None = None
-    figure_alt: str = ""
-    certificates: list[str] = field(default_factory=list)
-    unverified: dict[str, str] = field(default_factory=dict)
-
-    def html(self) -> str:
-        tiles = "".join(f'<div class="tile"><div class="big">{n.value.html()}</div><div class="label">{_e(n.label)}'
-                        "</div></div>" for n in self.numbers)
-        table = ""
-        if self.rows:
-            head = "".join(f"<th>{_e(h)}</th>" for h in self.headers)
-            body = "".join("<tr>" + "".join(f"<td>{c.html()}</td>" for c in r) + "</tr>" for r in self.rows)
-            table = f'<table class="capacities"><tr>{head}</tr>{body}</table>'
-        figure = "" if self.figure is None else (
-            f'<figure><img alt="{_e(self.figure_alt)}" src="data:image/png;base64,'
-            f'{base64.b64encode(self.figure).decode()}"><figcaption>{_e(self.figure_alt)}</figcaption></figure>')
-        warn = "".join(f'<p class="unverified"><strong>NOT VERIFIED</strong>: <a href="#cert-{_e(c)}">{_e(c)}</a>: '
-                       f"{_e(why)}. It lends no figure to this card.</p>" for c, why in self.unverified.items())
-        links = ", ".join(f'<a href="#cert-{_e(c)}">{_e(c)}</a>' for c in self.certificates) or "none that verified"
-        return (f'<section class="card" id="{_e(self.anchor)}"><h2>{_e(self.title)}</h2>'
-                f'<p class="meta">{_e(self.meta)}</p>{warn}<p class="sentence">{_e(self.sentence)}</p>'
-                f'<div class="tiles">{tiles}</div>{table}{figure}<p class="certs">Certificates: {links}</p></section>')
 
 
 # ---------------------------------------------------------------------------- trace cards
+
+
+@dataclass(frozen=True)
+class Curve:
+    """What pycert's trace engine computed of one trace for its card: the plot, and the curves its tables read."""
+
+    png: bytes
+    lru: HitCurve
+    """The trace's LRU hit counts at every capacity, with its reference and distinct counts."""
+    block_tokens: int | None = None
+    """Tokens per block, as the trace was read (Mooncake's 512); None: unknown (a trace of bare ids)."""
+    lru_tokens: Callable[[int], Fraction] | None = None
+    """LRU's hit rate in tokens at a capacity (a partial block never reused); None: no prompt lengths."""
+    ceiling_tokens: Fraction | None = None
+    """The capacity-free ceiling in tokens (the tokens of references that reuse a full block)."""
 
 
 @dataclass
@@ -136,13 +50,14 @@ class TraceFacts:
 
     name: str
     sha256: str
-    block_tokens: int | None = None
-    lru: HitCurve | None = None
-    opt: HitCurve | None = None
-    png: bytes | None = None
+    curve: Curve | None = None
     ceiling: Certificate | None = None
     capacity: dict[int, Certificate] = field(default_factory=dict)
     unverified: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def block_tokens(self) -> int | None:
+        return None if self.curve is None else self.curve.block_tokens
 
     @property
     def refs(self) -> int | None:
@@ -150,14 +65,14 @@ class TraceFacts:
             return figures(self.ceiling)["refs"].numerator
         if self.capacity:
             return figures(next(iter(self.capacity.values())))["refs"].numerator
-        return None if self.lru is None else self.lru.refs
+        return None if self.curve is None else self.curve.lru.refs
 
     def best(self) -> tuple[int, str] | None:
         """The most hits any cache gets, and how that is known."""
         if self.ceiling is not None:
             return figures(self.ceiling)["max_hits"].numerator, f"kernel-checked in {self.ceiling.id}"
-        if self.lru is not None:
-            return self.lru.refs - self.lru.distinct, f"{ENGINE}: no ceiling certificate of this trace verified"
+        if self.curve is not None:
+            return self.curve.lru.refs - self.curve.lru.distinct, f"{ENGINE}: no ceiling certificate of this trace verified"
         return None
 
 
@@ -171,43 +86,84 @@ def optimum(cert: Certificate) -> bool:
     return belady is not None and belady.evidence == "kernel-checked"
 
 
+def admitted(cert: Certificate) -> int | None:
+    """The kernel-checked optimum with admission control (a missed block may be left out), when certified."""
+    f = figures(cert).get("admission_hits")
+    return f.numerator if f is not None and f.evidence == "kernel-checked" else None
+
+
+def prefix_reached(cert: Certificate) -> bool:
+    """Whether the certificate proves that a prefix cache reaches the optimum with admission control."""
+    f = figures(cert).get("prefix_cache_hits")
+    return f is not None and f.evidence == "kernel-checked"
+
+
 def _rate_cell(hits: int, refs: int, how: str, unit: str = "block references") -> Cell:
     value = Fraction(hits, refs)
     return Cell(pct(value), f"{hits:,} hits of {refs:,} {unit} = {value.numerator}/{value.denominator}; {how}")
+
+
+def _token_cell(cert: Certificate, name: str, how: str) -> Cell:
+    """A token figure of a certificate over its prompt tokens, with how the figure is known."""
+    figs = figures(cert)
+    if name not in figs or "refs_tokens" not in figs:
+        return Cell("n/a", f"{cert.id} gives no {name} (no prompt lengths, or made before token figures)")
+    f = figs[name]
+    return _rate_cell(f.numerator, figs["refs_tokens"].numerator, f"{how}: {f.known_by}, in {cert.id}", "prompt tokens")
 
 
 def _tokens(facts: TraceFacts, blocks: int) -> str:
     return "" if facts.block_tokens is None else f" ({blocks * facts.block_tokens:,} tokens)"
 
 
+def _at_capacity(facts: TraceFacts, c: int, cert: Certificate, subject: str, of: str) -> str:
+    refs = figures(cert)["refs"].numerator
+    h, ha = figures(cert)["max_hits"].numerator, admitted(cert)
+    reach = " and one reaches exactly that" if optimum(cert) else ""
+    said = f"with {c:,} blocks{_tokens(facts, c)}, {subject} hits at most {pct(Fraction(h, refs))}{of}{reach}"
+    if ha is None:
+        return said
+    who = "a prefix cache" if prefix_reached(cert) else "one such cache"
+    return f"{said}, while a cache that may leave missed blocks out hits at most {pct(Fraction(ha, refs))}, which {who} reaches"
+
+
 def sentence(facts: TraceFacts) -> str:
     """The card's claim in one plain sentence: no more than the verified certificates' statements say."""
     refs = facts.refs
-    parts = []
+    parts, subject, of = [], "such a cache", ""
     if facts.ceiling is not None and refs:
         hits = figures(facts.ceiling)["max_hits"].numerator
         parts.append(f"No cache that loads every block it misses, starting empty, hits more than {pct(Fraction(hits, refs))} "
                      f"of this trace's {refs:,} block references, whatever its size or eviction policy")
+    elif refs:
+        subject, of = "a cache that loads every block it misses, starting empty,", f" of this trace's {refs:,} block references"
     for c, cert in sorted(facts.capacity.items()):
-        h = figures(cert)["max_hits"].numerator
-        reach = ", and one such cache reaches exactly that" if optimum(cert) else ""
-        parts.append(f"with {c:,} blocks{_tokens(facts, c)}, such a cache hits at most {pct(Fraction(h, refs))}{reach}")
+        parts.append(_at_capacity(facts, c, cert, subject, of))
+        subject, of = "such a cache", ""
     if not parts:
         return ("No certificate of this trace verified: the figures below are computed by pycert's trace engine, "
                 "not proved.")
-    return "; ".join(parts) + "."
+    ahead = " (the caches reaching these optima read the trace ahead, as Belady's MIN does)" if any(
+        optimum(c) for c in facts.capacity.values()) else ""
+    said = "; ".join(parts) + ahead + "."
+    return said[0].upper() + said[1:]
 
 
 def _best_number(facts: TraceFacts) -> list[Number]:
     best, refs = facts.best(), facts.refs
-    return [] if best is None or not refs else [Number("best hit rate at any cache size", _rate_cell(best[0], refs, best[1]))]
+    if best is None or not refs:
+        return []
+    out = [Number("best hit rate at any cache size", _rate_cell(best[0], refs, best[1]))]
+    if facts.ceiling is not None and "ceiling_tokens" in figures(facts.ceiling):
+        out.append(Number("the same in prompt tokens", _token_cell(facts.ceiling, "max_hits_tokens", "computed")))
+    return out
 
 
 def _first_use_number(facts: TraceFacts) -> list[Number]:
     if facts.ceiling is not None:
         distinct, how = figures(facts.ceiling)["distinct"].numerator, f"kernel-checked in {facts.ceiling.id}"
-    elif facts.lru is not None:
-        distinct, how = facts.lru.distinct, ENGINE
+    elif facts.curve is not None:
+        distinct, how = facts.curve.lru.distinct, ENGINE
     else:
         return []
     refs = facts.refs
@@ -219,14 +175,18 @@ def _first_use_number(facts: TraceFacts) -> list[Number]:
 def _capacity_numbers(facts: TraceFacts) -> list[Number]:
     out = []
     for c, cert in sorted(facts.capacity.items()):
-        figs, how = figures(cert), ("kernel-checked both ways (no cache does better; one reaches it)"
-                                    if optimum(cert) else "kernel-checked upper bound; Belady's MIN reaches it, as computed")
+        figs, ha = figures(cert), admitted(cert)
+        if ha is not None:
+            how = "kernel-checked both ways (no cache with admission control does better; one reaches it)"
+            out.append(Number(f"best hit rate with {c:,} blocks{_tokens(facts, c)}",
+                              _rate_cell(ha, figs["refs"].numerator, f"{how}, in {cert.id}")))
+            out.append(Number(f"at most, in prompt tokens, with {c:,} blocks",
+                              _token_cell(cert, "admission_hits_tokens", "block_tokens × the kernel-checked optimum")))
+            continue
+        how = ("kernel-checked both ways (no cache does better; one reaches it)" if optimum(cert)
+               else "kernel-checked upper bound; Belady's MIN reaches it, as computed")
         out.append(Number(f"best hit rate with {c:,} blocks{_tokens(facts, c)}",
                           _rate_cell(figs["max_hits"].numerator, figs["refs"].numerator, f"{how}, in {cert.id}")))
-        if "max_hits_tokens" in figs and "refs_tokens" in figs:  # token units, where the certificate has them
-            out.append(Number(f"best token hit rate with {c:,} blocks",
-                              _rate_cell(figs["max_hits_tokens"].numerator, figs["refs_tokens"].numerator,
-                                         f"{figs['max_hits_tokens'].known_by or how}, in {cert.id}", "prompt tokens")))
     return out
 
 
@@ -243,38 +203,105 @@ def _tokens_col(facts: TraceFacts, c: int) -> Cell:
 
 
 def _lru_col(facts: TraceFacts, c: int) -> Cell:
-    if facts.lru is None:
+    if facts.curve is None:
         return Cell("n/a", "no curve on this page (--no-curves)")
-    return _rate_cell(facts.lru.hits(c), facts.lru.refs, ENGINE)
+    return _rate_cell(facts.curve.lru.hits(c), facts.curve.lru.refs, ENGINE)
 
 
 def _opt_col(facts: TraceFacts, c: int) -> Cell:
-    figs = figures(facts.capacity[c])
-    return _rate_cell(figs["max_hits"].numerator, figs["refs"].numerator, f"kernel-checked in {facts.capacity[c].id}")
+    figs, cert = figures(facts.capacity[c]), facts.capacity[c]
+    how = "kernel-checked both ways" if optimum(cert) else "kernel-checked upper bound"
+    return _rate_cell(figs["max_hits"].numerator, figs["refs"].numerator, f"{how} in {cert.id}")
+
+
+def _admission_col(facts: TraceFacts, c: int) -> Cell:
+    cert = facts.capacity[c]
+    if (ha := admitted(cert)) is None:
+        return Cell("n/a", f"{cert.id} certifies no optimum with admission control (a trace checked in pieces, or "
+                           "made before the model)")
+    reached = "; a prefix cache reaches it (kernel-checked)" if prefix_reached(cert) else ""
+    return _rate_cell(ha, figures(cert)["refs"].numerator, f"kernel-checked both ways in {cert.id}{reached}")
+
+
+def _points(gap: Fraction, how: str) -> Cell:
+    return Cell(f"{100 * float(gap):.2f}", f"{how} = {gap} of the references")
 
 
 def _policy_col(facts: TraceFacts, c: int) -> Cell:
-    if facts.lru is None:
+    if facts.curve is None:
         return Cell("n/a")
-    figs = figures(facts.capacity[c])
-    gap = Fraction(figs["max_hits"].numerator - facts.lru.hits(c), facts.lru.refs)
-    return Cell(f"{100 * float(gap):.2f}", f"best at {c:,} blocks (kernel-checked) - LRU ({ENGINE}) = {gap} of the references")
+    gap = Fraction(figures(facts.capacity[c])["max_hits"].numerator - facts.curve.lru.hits(c), facts.curve.lru.refs)
+    return _points(gap, f"best at {c:,} blocks, storing every miss (kernel-checked) - LRU ({ENGINE})")
+
+
+def _admission_gain_col(facts: TraceFacts, c: int) -> Cell:
+    cert = facts.capacity[c]
+    if (ha := admitted(cert)) is None:
+        return Cell("n/a")
+    figs = figures(cert)
+    return _points(Fraction(ha - figs["max_hits"].numerator, figs["refs"].numerator),
+                   "best with admission control - best storing every miss (both kernel-checked)")
 
 
 def _tier_col(facts: TraceFacts, c: int) -> Cell:
     best = facts.best()
     if best is None:
         return Cell("n/a")
-    figs = figures(facts.capacity[c])
-    gap = Fraction(best[0] - figs["max_hits"].numerator, figs["refs"].numerator)
-    return Cell(f"{100 * float(gap):.2f}", f"best at any size ({best[1]}) - best at {c:,} blocks (kernel-checked) = {gap}")
+    cert = facts.capacity[c]
+    figs, ha = figures(cert), admitted(cert)
+    if ha is None:  # without the admission optimum, what a tier alone wins is not separated from admission's part
+        return _points(Fraction(best[0] - figs["max_hits"].numerator, figs["refs"].numerator),
+                       f"best at any size ({best[1]}) - best at {c:,} blocks storing every miss (kernel-checked); "
+                       "admission control may win part of it")
+    return _points(Fraction(best[0] - ha, figs["refs"].numerator),
+                   f"best at any size ({best[1]}) - best at {c:,} blocks with admission control (kernel-checked)")
 
 
-CAPACITY_COLUMNS: list[tuple[str, Callable[[TraceFacts, int], Cell]]] = [
+def _lru_tokens_col(facts: TraceFacts, c: int) -> Cell:
+    if facts.curve is None or facts.curve.lru_tokens is None:
+        return Cell("n/a", "no curve on this page (--no-curves), or no prompt lengths")
+    rate = facts.curve.lru_tokens(c)
+    return Cell(pct(rate), f"{rate.numerator}/{rate.denominator} of the prompt tokens; {ENGINE} (a partial block is "
+                           "never reused, as in vLLM)")
+
+
+def _max_tokens_col(facts: TraceFacts, c: int) -> Cell:
+    return _token_cell(facts.capacity[c], "max_hits_tokens", "block_tokens × the kernel-checked optimum, an upper bound")
+
+
+def _admission_tokens_col(facts: TraceFacts, c: int) -> Cell:
+    return _token_cell(facts.capacity[c], "admission_hits_tokens", "block_tokens × the kernel-checked optimum, "
+                                                                   "an upper bound")
+
+
+def _prefix_tokens_col(facts: TraceFacts, c: int) -> Cell:
+    return _token_cell(facts.capacity[c], "prefix_cache_hits_tokens", "the full blocks the prefix cache hits")
+
+
+Column = tuple[str, Callable[[TraceFacts, int], Cell]]
+BLOCK_COLUMNS: list[Column] = [
     ("capacity (blocks)", _capacity_col), ("capacity (tokens)", _tokens_col), ("LRU hit rate (%)", _lru_col),
-    ("best hit rate (%), certified", _opt_col), ("a better policy can win (points)", _policy_col),
+    ("best, storing every miss (%)", _opt_col), ("best with admission control (%)", _admission_col),
+    ("a better eviction policy can win (points)", _policy_col), ("admission control adds (points)", _admission_gain_col),
     ("only another tier can win (points)", _tier_col)]
-"""The table of a trace card, one row per certified capacity: each column's header (with its unit) and cell."""
+TOKEN_COLUMNS: list[Column] = [
+    ("capacity (blocks)", _capacity_col), ("LRU (% of tokens)", _lru_tokens_col),
+    ("storing every miss, at most (% of tokens)", _max_tokens_col),
+    ("with admission control, at most (% of tokens)", _admission_tokens_col),
+    ("the prefix cache reaching the optimum (% of tokens)", _prefix_tokens_col)]
+TRACE_TABLES: list[tuple[str, list[Column]]] = [
+    ("Hit rates in block references: what the kernel checks", BLOCK_COLUMNS),
+    ("The same in prompt tokens, the unit vLLM and SGLang report (derived or computed, not kernel-checked)",
+     TOKEN_COLUMNS)]
+"""The tables of a trace card, one row per certified capacity: a caption, then each column's header (with
+its unit) and cell. A table whose every cell past the capacity is n/a (a trace without prompt lengths) is
+left out."""
+
+
+def _table(facts: TraceFacts, caption: str, columns: list[Column]) -> Table:
+    rows = [[cell(facts, c) for _, cell in columns] for c in sorted(facts.capacity)]
+    rows = rows if any(r.shown != "n/a" for row in rows for r in row[1:]) else []
+    return Table(caption, [h for h, _ in columns], rows)
 
 
 def trace_card(facts: TraceFacts, anchor: str) -> Card:
@@ -284,27 +311,28 @@ def trace_card(facts: TraceFacts, anchor: str) -> Card:
         meta = f"{refs:,} block references" + (f" of {facts.block_tokens:,} tokens" if facts.block_tokens else "") + \
             f", {meta}"
     certs = [c.id for c in ([facts.ceiling] if facts.ceiling else []) + [facts.capacity[k] for k in sorted(facts.capacity)]]
-    caps = sorted(facts.capacity)
     return Card(anchor=anchor, title=f"Trace {facts.name}", meta=meta, sentence=sentence(facts),
                 numbers=[n for build in TRACE_NUMBERS for n in build(facts)],
-                headers=[h for h, _ in CAPACITY_COLUMNS] if caps else [],
-                rows=[[cell(facts, c) for _, cell in CAPACITY_COLUMNS] for c in caps],
-                figure=facts.png, figure_alt=f"Hit rate against cache capacity, {facts.name}: LRU, Belady's MIN, "
-                                             "the ceiling and every certified capacity",
+                tables=[_table(facts, caption, columns) for caption, columns in TRACE_TABLES],
+                figure=None if facts.curve is None else facts.curve.png,
+                figure_alt=f"Hit rate against cache capacity, {facts.name}: LRU, Belady's MIN, the ceiling and every "
+                           "certified capacity",
                 certificates=certs, unverified=facts.unverified)
 
 
 # ---------------------------------------------------------------------------- certificates without a trace
 
 TITLES = {"isolation": "Isolation floor", "first-touch": "First-touch reuse", "pooling": "Pooled against per-instance "
-          "caching", "leak": "Cross-tenant leak on a real engine"}
+          "caching", "leak": "Cross-tenant leak on a real engine", "leak-audit": "A live endpoint audited for cross-tenant reuse"}
 
 
 HEADLINES = {"isolation": ("bits_floor", "single_owner_bits", "states_floor"), "first-touch": ("served", "cut"),
              "pooling": ("pooled_misses", "per_instance_misses", "free_routing_misses", "pooled_hit_rate",
                          "per_instance_hit_rate"),
              "leak": ("unsalted_cross_hits", "keyed_cross_hits", "keyed_own_hits", "attacker_unkeyed_hits",
-                      "attacker_keyed_hits", "residual_rate_upper")}
+                      "attacker_keyed_hits", "residual_rate_upper"),
+             "leak-audit": ("cross_detected", "cross_cached_hits", "cross_samples", "cross_rate_upper", "cross_p_value",
+                            "power", "own_cached_hits", "smallest_prefix_detected")}
 """The figures a card shows as tiles, per family (the certificate's own section has them all); a family not
 named here shows its first eight."""
 

@@ -22,11 +22,11 @@ import html
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from pycert.certify.cards import Card, TraceFacts, certificate_card, exact_of, figures, rounded, trace_card, unit_of
+from pycert.certify.card import Card, exact_of, rounded, unit_of
+from pycert.certify.cards import Curve, TraceFacts, admitted, certificate_card, figures, trace_card
 from pycert.certify.documents import parse_certificate
 from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
@@ -40,9 +40,6 @@ from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
 from pycert.lean.sources import library_signatures
-
-if TYPE_CHECKING:  # numpy: the page imports the trace engine only when it draws a curve
-    from pycert.analysis.cachesim import HitCurve
 
 _SCRIPT = r"""
 "use strict";
@@ -181,24 +178,16 @@ def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
 
 
-@dataclass(frozen=True)
-class Curve:
-    """One trace's figure for the page, and the curves its card's table reads."""
-
-    png: bytes
-    lru: HitCurve
-    """The trace's LRU hit counts at every capacity, with its reference and distinct counts."""
-    opt: HitCurve
-    block_tokens: int | None
-
-
 def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tuple[int, int]] = (),
-              fmt: str | None = None, block_tokens: int | None = None) -> Curve:
+              fmt: str | None = None, block_tokens: int | None = None, admission: dict[int, int] | None = None) -> Curve:
     """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling),
     read as its certificate's parameters say (``fmt``, ``block_tokens``), with the ``(capacity, hits)``
-    that capacity certificates of the page prove marked on it."""
+    that capacity certificates of the page prove marked on it (with ``admission``, capacity -> the optimum
+    with admission control, in their labels)."""
     # matplotlib and numba: only when a page draws a curve
+    from pycert.analysis.cachesim import stack_distances
     from pycert.analysis.plot import hit_rate_figure, trace_curves
+    from pycert.analysis.requests import ref_tokens, reuse_tokens
     from pycert.data.traces import read_trace
 
     trace = read_trace(trace_path, fmt or "auto", block_tokens)
@@ -206,8 +195,15 @@ def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tupl
         raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
     lru, opt = trace_curves(trace)
     png = hit_rate_figure(lru, opt, f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved,
-                          block_tokens=trace.block_tokens)
-    return Curve(png=png, lru=lru, opt=opt, block_tokens=trace.block_tokens)
+                          block_tokens=trace.block_tokens, admission=admission)
+    if (weights := ref_tokens(trace)) is None:
+        return Curve(png=png, lru=lru, block_tokens=trace.block_tokens)
+    d, (tokens, full) = stack_distances(trace.refs), weights
+
+    def lru_tokens(c: int) -> Fraction:
+        return Fraction(int(tokens[(d >= 1) & (d <= c) & full].sum()), int(tokens.sum()))
+    return Curve(png=png, lru=lru, block_tokens=trace.block_tokens, lru_tokens=lru_tokens,
+                 ceiling_tokens=reuse_tokens(trace))
 
 
 def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
@@ -372,17 +368,17 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     facts = trace_facts([c for c, _ in certs], not_verified)
     for cert, _ in certs:
         for i in cert.inputs:
-            if curves and i.role == "trace" and facts[i.sha256].png is None:
+            if curves and i.role == "trace" and facts[i.sha256].curve is None:
                 path = where.locate(i)
                 if not path.exists():
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")
                 fact = facts[i.sha256]
                 marks = [(c, figures(cert)["max_hits"].numerator) for c, cert in sorted(fact.capacity.items())]
+                optima = {c: ha for c, cert in fact.capacity.items() if (ha := admitted(cert)) is not None}
                 # one trace file makes one certificate id in a directory, so it is read one way here
-                drawn = curve_png(path, i.sha256, i.path, marks, getattr(cert.parameters, "trace_format", None),
-                                  getattr(cert.parameters, "block_tokens", None))
-                fact.png, fact.lru, fact.opt, fact.block_tokens = drawn.png, drawn.lru, drawn.opt, drawn.block_tokens
+                fact.curve = curve_png(path, i.sha256, i.path, marks, getattr(cert.parameters, "trace_format", None),
+                                       getattr(cert.parameters, "block_tokens", None), admission=optima)
     cards = [trace_card(f, f"trace-{n}") for n, f in enumerate(facts.values(), 1)]
     cards += [certificate_card(c, not_verified.get(c.id)) for c, _ in certs
               if not any(i.role == "trace" for i in c.inputs)]

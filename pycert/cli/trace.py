@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pycert.analysis.cachesim import HitCurve, TraceStats, lru_hit_curve, trace_stats
-from pycert.analysis.offload import OffloadArm, OffloadReport, offload_report
+from pycert.analysis.offload import ENGINES_REPORT, TOKEN_RATES, OffloadArm, OffloadReport, offload_report
 from pycert.analysis.plot import FORMATS, hit_rate_figure, log_capacities, trace_curves
 from pycert.certify.evidence import with_evidence
 from pycert.cli import add_common, help_of
@@ -201,6 +201,10 @@ def _stats_rows(st: TraceStats) -> list[tuple[str, str]]:
     rows = [("trace", st.name), ("sha256", st.sha256), ("format", shape), ("block size", block),
             ("refs", f"{st.refs:,}"), ("distinct", f"{st.distinct:,}"), ("cold-miss floor", _rate(st.cold_miss_floor)),
             ("ceiling", _rate(st.ceiling))]
+    if st.ceiling_tokens is not None:
+        rows.append(("ceiling in tokens", _rate(st.ceiling_tokens)))
+    if st.prefix_closed is not None:
+        rows.append(("prefix-closed", "yes" if st.prefix_closed else "no"))
     if st.tenants is not None:
         rows.append(("tenants", f"{st.tenants.count:,}; cross-tenant references (a block another tenant used "
                                 f"before): {st.tenants.cross_tenant_refs:,} of {st.refs:,}"))
@@ -299,9 +303,15 @@ def cmd_mrc(args: argparse.Namespace) -> int:
 
 OFFLOAD_FIELDS = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
                   "cold_miss_floor", "max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
-                  "host_backed_hit_rate", "host_load_frac", "headroom_pp", "policy_headroom_pp", "tier_headroom_pp",
-                  "gpu_share_of_achievable"]
-"""The offload report's figures, in the order the table and the CSV give them."""
+                  "gpu_only_admission_hit_rate", "host_backed_hit_rate", "host_load_frac", "headroom_pp",
+                  "policy_headroom_pp", "tier_headroom_pp", "gpu_share_of_achievable"]
+"""The offload report's block figures, in the order the table and the CSV give them."""
+
+
+def offload_fields(rep: OffloadReport) -> list[str]:
+    """The block figures, then the token figures where the trace has prompt lengths."""
+    tokens = ["refs_tokens", *(f"{f}_tokens" for f in TOKEN_RATES)] if rep.primary.refs_tokens is not None else []
+    return OFFLOAD_FIELDS + tokens
 
 
 def _offload_csv(rep: OffloadReport) -> str:
@@ -309,7 +319,7 @@ def _offload_csv(rep: OffloadReport) -> str:
              "evidence", "known_by"]
     rows = []
     for arm, a in (("as read", rep.primary), ("control", rep.control)):
-        for f in OFFLOAD_FIELDS if a is not None else ():
+        for f in offload_fields(rep) if a is not None else ():
             v = getattr(a, f)
             value, exact = _cells(v) if isinstance(v, Ratio) else ("" if v is None else v, "" if v is None else v)
             known = (rep.evidence.get(f, "computed"), rep.evidence_by.get(f, "")) if arm == "as read" else ("computed", "")
@@ -320,11 +330,14 @@ def _offload_csv(rep: OffloadReport) -> str:
 
 def _render_offload(rep: OffloadReport) -> str:
     arms: list[OffloadArm] = [rep.primary] + ([rep.control] if rep.control else [])
-    fields = OFFLOAD_FIELDS
+    fields = offload_fields(rep)
+    tokens = rep.primary.refs_tokens is not None
 
     def cell(f: str, v: object) -> str:
         if isinstance(v, Ratio):
             return f"{v.decimal:.6f}"
+        if v is None and f.endswith("_tokens"):
+            return "n/a (no prompt lengths)"
         if v is None:  # host_blocks without --host-tokens; a share of an achievable rate of zero
             return "n/a (no block is ever reused: nothing is achievable)" if f == "gpu_share_of_achievable" else "unbounded"
         return f"{v:,}" if isinstance(v, int) else str(v)
@@ -342,7 +355,8 @@ def _render_offload(rep: OffloadReport) -> str:
     host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
     unused = [f"not used (what it would prove stays computed): {escaped(name)}: {escaped(why)}"
               for name, why in rep.not_used.items()]
-    return "\n".join([f"{escaped(rep.name)}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused])
+    return "\n".join([f"{escaped(rep.name)}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused,
+                      *([ENGINES_REPORT] if tokens else [])])
 
 
 def cmd_offload(args: argparse.Namespace) -> int:

@@ -65,6 +65,11 @@ class Header(_Line):
             raise ValueError(f"min_tokens {self.min_tokens} exceeds max_tokens {self.max_tokens}")
         return self
 
+    @property
+    def max_requests(self) -> int:
+        """Five arms, a prime and a probe each, for every prompt."""
+        return 10 * self.prompts
+
     def level(self, name: Literal["confidence", "underpowered_above"]) -> Fraction:
         return Fraction(getattr(self, name))
 
@@ -137,9 +142,9 @@ def parse_lines(data: bytes, where: str, header_type: type[H], line_type: type[L
     header: H | None = None
     records: list[L] = []
     for i, line in enumerate(lines, 1):
-        if i == 2 and header is not None and len(lines) - 1 > 10 * header.prompts:  # before the lines are parsed
-            raise InputError(f"{len(lines) - 1:,} request lines for {header.prompts:,} prompts (five arms, a prime "
-                             f"and a probe each: {10 * header.prompts:,}): not the log of one run", where=where)
+        if i == 2 and header is not None and len(lines) - 1 > (most := header.max_requests):  # before parsing them
+            raise InputError(f"{len(lines) - 1:,} request lines where the header plans {most:,}: not the log of one "
+                             "run", where=where)
         if (deep := json_depth_error(line)) is not None:
             raise InputError(deep, where=f"{where}:{i}")
         try:
