@@ -27,7 +27,7 @@ from pycert.analysis.capacity import belady_hit_flags, belady_pairs, bound, boun
 from pycert.analysis.offload import offload_report
 from pycert.analysis.optcurve import opt_hit_curve
 from pycert.certify import report
-from pycert.certify.cards import pct
+from pycert.certify.card import pct
 from pycert.certify.evidence import with_evidence
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest, write_certificates

@@ -99,8 +99,8 @@ def prefix_reached(cert: Certificate) -> bool:
 
 
 def _rate_cell(hits: int, refs: int, how: str, unit: str = "block references") -> Cell:
-    value = Fraction(hits, refs)
-    return Cell(pct(value), f"{hits:,} hits of {refs:,} {unit} = {value.numerator}/{value.denominator}; {how}")
+    value, what = Fraction(hits, refs), "hits of" if unit == "block references" else "of"  # tokens are no hits
+    return Cell(pct(value), f"{hits:,} {what} {refs:,} {unit} = {value.numerator}/{value.denominator}; {how}")
 
 
 def _token_cell(cert: Certificate, name: str, how: str) -> Cell:
