@@ -34,6 +34,7 @@ from pycert.core.files import atomic_write, certificate_root, read_regular, regu
 from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
 from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
+from pycert.families.engine.beside import beside, trace_of
 from pycert.lean.sources import library_signatures
 
 if TYPE_CHECKING:  # numpy: the page imports the trace engine only when it draws a curve
@@ -204,6 +205,29 @@ def headroom(cert: Certificate, curve: Curve, ceilings: dict[str, tuple[int, str
             f"({pct(ceiling)}, {known}). A better eviction "
             f"policy can win at most <strong>{100 * (opt - lru) / n:.2f} points</strong> (OPT - LRU); only an extra "
             f"tier can win the other <strong>{100 * (ceiling - opt) / n:.2f}</strong> (ceiling - OPT).</p>")
+
+
+def engine_beside(cert: Certificate, certs: Sequence[Certificate], not_verified: dict[str, str]) -> str:
+    """An engine certificate's hits beside LRU, the optimum and the ceiling at its capacity, each figure
+    from a certificate of the page that verified (a capacity certificate of the same trace at the same
+    capacity for the optimum and the sentence, a ceiling certificate for the ceiling), else as the engine
+    certificate computes it; one above the optimum is refused (:func:`beside`)."""
+    sha = trace_of(cert)[1]
+    mine = [c for c in certs if c.id not in not_verified and any(i.role == "trace" and i.sha256 == sha for i in c.inputs)]
+    capacity = next((c for c in mine if c.family == "capacity"
+                     and c.parameters.capacity_blocks == cert.parameters.num_blocks), None)  # type: ignore[attr-defined]
+    s = beside(cert, capacity, next((c for c in mine if c.family == "ceiling"), None))
+
+    def pct(hits: int) -> str:
+        return f"{100 * hits / s.refs:.2f}%" if s.refs else "-"
+
+    rows = [("the engine", f"{s.engine_hits:,}", pct(s.engine_hits), f"observed ({s.engine_by})"),
+            ("LRU", f"{s.lru_hits:,}", pct(s.lru_hits), "computed by pycert's trace engine"),
+            ("the optimum", f"{s.optimum:,}", pct(s.optimum), s.optimum_known),
+            ("an unbounded cache", f"{s.unbounded_hits:,}", pct(s.unbounded_hits), s.unbounded_known)]
+    said = f"{s.sentence[:1].upper()}{s.sentence[1:]}." if s.sentence else f"No sentence: {s.why_no_sentence}."
+    return (f"<p><strong>At {s.capacity_blocks:,} blocks.</strong> {_e(said)}</p>"
+            + _rows([tuple(_e(c) for c in r) for r in rows], ("cache", "hits", "hit rate", "known by")))
 
 
 def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
@@ -387,6 +411,8 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                 for i in cert.inputs if i.role == "trace" for f in cert.figures if f.name == "max_hits"}
     extras = {cert.id: headroom(cert, drawn[i.sha256], ceilings) for cert in capacity
               for i in cert.inputs if i.role == "trace" and i.sha256 in drawn}
+    extras |= {cert.id: engine_beside(cert, [c for c, _ in certs], not_verified) for cert, _ in certs
+               if cert.family == "engine" and cert.id not in not_verified}
     externals = {i.path: i.sha256 for cert, _ in certs for i in cert.inputs if i.external}
     verify = verify_command(cert_dir, None, input_paths(externals, cert_dir, inputs), root=root)
     pngs = {sha: curve.png for sha, curve in drawn.items()}

@@ -240,12 +240,17 @@ def _render_offload(rep: OffloadReport) -> str:
         return [f"{state} ({rep.evidence_by[f]})" if f in rep.evidence_by else state]
 
     rows = [(f, *(cell(f, getattr(a, f)) for a in arms), *known(f)) for f in fields]
+    at = fields.index("gpu_only_belady_hit_rate") + 1
+    rows[at:at] = [(f"engine_hit_rate ({e.block_tokens} tokens a block)", cell("", e.engine_hit_rate),
+                    *(["n/a"] if rep.control else []), f"observed ({e.certificate})") for e in rep.engines]
     heads = ["figure", f"x{rep.primary.granularity} (as read)"]
     heads += [f"x{rep.control_k} (control)"] if rep.control else []
     heads += [f"evidence (x{rep.primary.granularity})"] if rep.evidence else []
     host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
     unused = [f"not used (what it would prove stays computed): {name}: {why}" for name, why in rep.not_used.items()]
-    return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused])
+    engines = [f"{e.certificate}: " + (f"{e.sentence[:1].upper()}{e.sentence[1:]}." if e.sentence else f"no sentence: {e.why_no_sentence}")
+               for e in rep.engines]
+    return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *engines, *unused])
 
 
 def cmd_offload(args: argparse.Namespace) -> int:

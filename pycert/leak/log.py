@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -97,6 +97,10 @@ class Request(_Line):
         return self
 
 
+H = TypeVar("H", bound=BaseModel)
+L = TypeVar("L", bound=BaseModel)
+
+
 class Log(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -122,37 +126,44 @@ def render(log: Log) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def parse(data: bytes, where: str) -> Log:
-    """A log from its bytes; any malformed line is an :class:`InputError` naming ``where:line``."""
+def parse_lines(data: bytes, where: str, what: str, header: type[H], line: type[L]) -> tuple[H, list[L]]:
+    """A JSON Lines log of a ``header`` line then ``line`` lines, from its bytes; any malformed line is an
+    :class:`InputError` naming ``where:line`` (``what``: the kind of log, for the messages)."""
     if len(data) > MAX_JSON_BYTES:
-        raise InputError(f"larger than {MAX_JSON_BYTES >> 20} MiB: not a leak log", where=where)
+        raise InputError(f"larger than {MAX_JSON_BYTES >> 20} MiB: not {what}", where=where)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 (byte {exc.start}): not a leak log", where=where) from None
+        raise InputError(f"not UTF-8 (byte {exc.start}): not {what}", where=where) from None
     lines = text.splitlines()
     if not lines:
-        raise InputError("empty: a leak log starts with its header line", where=where)
-    header: Header | None = None
-    requests = []
-    for i, line in enumerate(lines, 1):
-        if (deep := json_depth_error(line)) is not None:
+        raise InputError(f"empty: {what} starts with its header line", where=where)
+    first: H | None = None
+    records: list[L] = []
+    for i, text_line in enumerate(lines, 1):
+        if (deep := json_depth_error(text_line)) is not None:
             raise InputError(deep, where=f"{where}:{i}")
         try:
-            obj = json.loads(line)
+            obj = json.loads(text_line)
         except json.JSONDecodeError as exc:
             raise InputError(f"not JSON ({exc.msg})", where=f"{where}:{i}") from None
         try:
             if i == 1:
-                header = Header.model_validate(obj)
+                first = header.model_validate(obj)
             else:
-                requests.append(Request.model_validate(obj))
+                records.append(line.model_validate(obj))
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or "(line)"
-            what = "the header" if i == 1 else "a request"
-            raise InputError(f"{what}: {field}: {err['msg']}", where=f"{where}:{i}") from None
-    assert header is not None
+            kind = "the header" if i == 1 else "a request"
+            raise InputError(f"{kind}: {field}: {err['msg']}", where=f"{where}:{i}") from None
+    assert first is not None
+    return first, records
+
+
+def parse(data: bytes, where: str) -> Log:
+    """A leak log from its bytes (:func:`parse_lines`)."""
+    header, requests = parse_lines(data, where, "a leak log", Header, Request)
     return Log(header=header, requests=tuple(requests))
 
 

@@ -1,0 +1,155 @@
+"""A real engine's own prefix-cache hits on a trace (``pycert engine replay``), observed, beside what
+pycert computes for the same references at the same capacity.
+
+The figures are pure functions of the per-request log and the trace (:mod:`pycert.families.engine.figures`):
+the engine's hits with evidence ``observed``; the references, LRU's hits at the capacity (Mattson stack
+distances), Belady's MIN (two engines agreeing) and the capacity-free ceilings computed from the trace.
+An engine count above Belady's MIN at its capacity is refused as a defect. The kernel-checked optimum
+at the same capacity is the capacity family's certificate, which the same command proves; the sentence
+that puts the two side by side is :func:`pycert.families.engine.beside.reached`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from pathlib import PurePosixPath
+from typing import Literal
+
+from pydantic import Field
+
+from pycert.core.errors import Rejected, Rejection
+from pycert.core.schema import Certificate, InputFile
+from pycert.families.base import Claim, LoggedParams, Reader, input_path
+from pycert.families.ceiling import slug
+from pycert.leak import replay as replaylog
+
+LOG_GLOB = "engine-*.jsonl"
+
+
+class EngineParams(LoggedParams):
+    engine: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
+    engine_version: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
+    model: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
+    device: str = Field(min_length=1, max_length=40, pattern=r"^[a-z0-9:_-]+$")
+    seed: int = Field(ge=-(1 << 63), le=(1 << 63) - 1)
+    num_blocks: int = Field(ge=2, le=1 << 20)
+    block_tokens: int = Field(ge=4, le=1 << 12)
+    scheduler: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
+    safety_margin: str = Field(pattern=r"^[0-9.]{1,12}$")
+    generated: int = Field(ge=1, le=64)
+
+class EngineCertificate(Certificate):
+    """A certificate of the engine family."""
+
+    family: Literal["engine"]
+    parameters: EngineParams
+
+
+def names(trace: str, num_blocks: int, block_tokens: int, seed: int) -> str:
+    """The certificate id (and log stem) of a replay of ``trace`` (a file name)."""
+    return f"engine-{slug(PurePosixPath(trace).stem)}-c{num_blocks}-b{block_tokens}-seed{seed}"
+
+
+def log_figures(log: replaylog.ReplayLog, trace_path: object) -> tuple[dict[str, Fraction], list[Rejection]]:
+    """Every figure of a replay and why it is not one (structure first; then an engine count above Belady's
+    MIN at the capacity). ``trace_path``: the trace file it replayed."""
+    # numpy and numba: only for a claim that reads a trace
+    from pycert.analysis.cachesim import lru_hit_curve
+    from pycert.data.traces import read_trace
+    from pycert.families.capacity import belady
+    from pycert.families.engine.figures import above_optimum, log_rejections, observed, requests_of, seen_prefixes
+
+    trace = read_trace(trace_path)  # type: ignore[arg-type]
+    requests = requests_of(trace)
+    seen, chains = seen_prefixes(requests)
+    if bad := log_rejections(log, requests, seen, trace.sha256):
+        return {}, bad
+    c, refs = log.header.num_blocks, trace.n_refs
+    curve = lru_hit_curve(trace.refs)
+    figures = {"requests": Fraction(len(requests)), "refs": Fraction(refs), "distinct": Fraction(curve.distinct),
+               **observed(log), "lru_hits": Fraction(curve.hits(c)), "belady_hits": Fraction(belady(trace.refs, c)),
+               "unbounded_hits": Fraction(refs - curve.distinct), "prefix_unbounded_hits": Fraction(refs - chains),
+               "prefix_closed": Fraction(int(chains == curve.distinct))}
+    figures["engine_hit_rate"] = figures["engine_hits"] / refs if refs else Fraction(0)
+    why = above_optimum(int(figures["engine_hits"]), int(figures["belady_hits"]), c, "Belady's MIN reaches there "
+                        "(pycert's two engines agreeing)")
+    return figures, [why] if why else []
+
+
+def headline(figures: Mapping[str, Fraction]) -> str:
+    return f"{figures['engine_hits']} of {figures['refs']} references from the engine's cache"
+
+
+def sentence(p: EngineParams, f: Mapping[str, Fraction], trace: str) -> str:
+    closed = ("" if f["prefix_closed"] else
+              f" The trace is not prefix-closed: some block follows different prefixes, which the engine holds as "
+              f"different blocks, so no prefix cache of any size serves more than {f['prefix_unbounded_hits']} of them.")
+    return (f"On trace {trace} ({f['requests']} requests, {f['refs']} block references), replayed one request at a "
+            f"time in trace order from an empty cache on {p.engine} ({p.engine_version}) with a {p.model} on "
+            f"{p.device}, its prefix cache holding {p.num_blocks} blocks of {p.block_tokens} tokens (each trace block "
+            f"as {p.block_tokens} token ids seeded by {p.seed}, {p.generated} tokens generated per request), the engine "
+            f"served {f['engine_hits']} references ({f['engine_hit_tokens']} tokens) from its cache by its own count, "
+            f"serving only a request's longest cached prefix of blocks; on the same references pycert computes "
+            f"{f['lru_hits']} hits for LRU and {f['belady_hits']} for Belady's MIN at {p.num_blocks} blocks, and "
+            f"{f['unbounded_hits']} for a cache of unbounded size.{closed}")
+
+
+OBSERVED = ("the engine's own count: the return value of transformers' PagedAttentionCache.search_prefix_match "
+            "for each request (tokens, whole blocks of block_tokens), from the per-request log")
+
+
+class Engine(Claim):
+    name = "engine"
+    params = EngineParams
+    certificate = EngineCertificate
+    lean_module = "Pycert.Capacity"
+    primary = ("log", "trace")
+    theorem_names = ("Pycert.Capacity.hits_le_free",)
+    limits = (
+        "This is an observation, not a proof: one engine, model, device and seed, the trace's requests sent one at a "
+        "time; concurrent requests, another engine, version or cache size may behave otherwise.",
+        "The random-weight model makes the engine's times no serving figure: only which blocks it served counts.",
+        "Each trace block becomes block_tokens seeded token ids, whatever tokens the trace's own blocks held; a "
+        "request's partial last block in the trace becomes a whole one, and one extra token ends every prompt.",
+        "The counts are what the engine reports (the return value of its search_prefix_match); pycert does not "
+        "inspect the KV blocks themselves, and the engine's 64-bit block hashes are trusted not to collide.",
+        "The engine evicts every cached block at once when its free blocks fall below its scheduler's safety margin, "
+        "or when a request does not fit; it is compared here with caches that evict one block at a time.",
+        "Pycert.Capacity.hits_le_free bounds every demand-fetch cache of capacity_blocks that admits every missed "
+        "block and starts empty; the observation does not show that this engine is such a cache, only that its count "
+        "stays within the bound (an engine count above Belady's MIN is refused as a defect).",
+        "LRU, Belady's MIN and the ceilings are computed by pycert here; the kernel-checked optimum at the same "
+        "capacity is the capacity certificate of the same trace.",
+    )
+    evidence_of = {
+        "engine_hits": ("observed", OBSERVED + ", over block_tokens, summed"),
+        "engine_hit_tokens": ("observed", OBSERVED + ", summed"),
+        "evicted_blocks": ("observed", "cached blocks the engine's ledgers held when it evicted them (its "
+                                       "evict_cached_blocks), summed over the per-request log"),
+        "engine_hit_rate": ("computed", "engine_hits / refs, exact"),
+        "lru_hits": ("computed", "LRU at num_blocks from Mattson stack distances (pycert.analysis.cachesim)"),
+        "belady_hits": ("computed-cross-checked", "Belady's MIN at num_blocks: pycert's one-pass OPT curve "
+                        "(pycert.analysis.optcurve), equal to a direct MIN simulation (pycert.analysis.cachesim)"),
+        "unbounded_hits": ("computed", "refs - distinct: the hits of a cache of unbounded size"),
+        "prefix_unbounded_hits": ("computed", "refs - distinct (prefix, block) chains: the hits of a prefix cache of "
+                           "unbounded size (pycert.families.engine.figures.seen_prefixes)"),
+        "prefix_closed": ("computed", "1 when every block follows one prefix (chains = distinct), else 0"),
+    }
+
+    def sentence(self, params: EngineParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
+        trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
+        return sentence(params, figures, trace)
+
+    def figures(self, params: EngineParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
+                read: Reader) -> dict[str, Fraction]:
+        """Every figure from the recorded log and the trace; a header that says other parameters is rejected."""
+        log = replaylog.read(input_path(inputs, "log", read))
+        params.said_by(log.header)
+        figures, rejections = log_figures(log, input_path(inputs, "trace", read))
+        if rejections:
+            raise Rejected(rejections[0])
+        return figures
+
+
+CLAIM = Engine()
