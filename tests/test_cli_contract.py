@@ -447,3 +447,34 @@ def test_parallel_progress_lines_stay_whole(monkeypatch) -> None:
     lines = "".join(stream.parts).splitlines()
     assert len(lines) == 1200
     assert all(line.count("Pycert.") == 1 and line.endswith("ok (cached)") for line in lines)
+
+
+# ---------------------------------------------------------------------------- engine replay (issue 33)
+
+
+@pytest.mark.parametrize("case", ["ids", "huge", "line", "big-request", "not-engine", "out-file", "no-out"])
+def test_engine_replay_refuses_before_the_engine_with_one_line(tmp_path: Path, capsys, case: str) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps(GOOD) + "\n" + json.dumps({**GOOD, "hash_ids": [1, 2, 3, 4]}) + "\n")
+    flags = ["--trace", str(trace), "--num-blocks", "8", "--block-tokens", "16", "--out", str(tmp_path / "out")]
+    if case == "ids":
+        (tmp_path / "t.ids").write_text("1\n2\n")
+        argv, needles = [*flags, "--trace", str(tmp_path / "t.ids")], (f"{tmp_path / 't.ids'}:", "no request boundaries")
+    elif case == "huge":
+        argv, needles = [*flags, "--num-blocks", "262144"], ("--num-blocks:", "at most 1,048,576")
+    elif case == "line":
+        trace.write_text(json.dumps(GOOD) + "\n" + '{"timestamp": 0, "hash_ids": [1]}\n')
+        argv, needles = flags, (f"{trace}:2:", "missing field")
+    elif case == "big-request":
+        argv, needles = [*flags, "--num-blocks", "4"], (f"{trace}:", "request 1 (0-based) has 4 blocks",
+                                                        "--num-blocks 5 or more")
+    elif case == "not-engine":
+        argv = ["--replay", str(REPO / "certificates" / "isolation-t8-n1024.json")]
+        needles = ("isolation-t8-n1024.json:", "--replay takes an engine certificate")
+    elif case == "out-file":
+        (tmp_path / "f").write_text("x")
+        argv, needles = [*flags, "--out", str(tmp_path / "f")], ("--out", "exists and is not a directory")
+    else:
+        argv, needles = flags[:-2], ("--out:", "give --trace, --num-blocks, --block-tokens and --out")
+    expect_error(capsys, ["engine", "replay", *argv], 2, *needles)
+    assert not (tmp_path / "out").exists()

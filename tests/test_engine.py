@@ -118,12 +118,14 @@ def test_the_sentence_names_the_caches_the_capacity_certificate_bounds(monkeypat
     claim = capacity_family.CLAIM
     for encoding in (OPTIMUM_ENCODING, ENCODING):
         params = CapacityParams(capacity_blocks=1024, lean_encoding=encoding)
-        assert reached(638, 2438, 1024, claim.caches(params)) == (
+        figure, caches = claim.widest_bound(params)
+        assert figure == "max_hits" and reached(638, 2438, 1024, caches) == (
             "the engine reached 638 of the 2,438 hits any cache of 1,024 blocks that admits every missed block and "
             "starts empty can reach on this trace")
-    monkeypatch.setitem(capacity_family.CACHES, capacity_family.OPTIMUM, "")
+    monkeypatch.setitem(capacity_family.BOUNDS, capacity_family.OPTIMUM, ("max_hits", ""))
     params = CapacityParams(capacity_blocks=1, lean_encoding=OPTIMUM_ENCODING)
-    assert reached(3, 5, 1, claim.caches(params)) == "the engine reached 3 of the 5 hits any cache of 1 block can reach on this trace"
+    assert reached(3, 5, 1, claim.widest_bound(params)[1]) == ("the engine reached 3 of the 5 hits any cache of 1 "
+                                                               "block can reach on this trace")
 
 
 # ---------------------------------------------------------------------------- the real engine

@@ -156,11 +156,11 @@ def belady(refs: np.ndarray, capacity: int) -> int:
     return curve
 
 
-CACHES = {OPTIMUM: "that admits every missed block and starts empty",
-          BOUNDED: "that admits every missed block and starts empty"}
-"""Which caches of ``C`` blocks a headline's ``max_hits`` bounds, by the predicate it states, as words after
-"any cache of C blocks": what a sentence comparing another cache with it says (an empty phrase for a
-predicate that bounds every cache of ``C`` blocks)."""
+BOUNDS = {OPTIMUM: ("max_hits", "that admits every missed block and starts empty"),
+          BOUNDED: ("max_hits", "that admits every missed block and starts empty")}
+"""For each headline predicate: its figure that bounds the widest class of caches of ``C`` blocks, and the
+words after "any cache of C blocks" that name that class: what a sentence comparing another cache (a real
+engine's) with the certificate says (no words for a figure that bounds every cache of ``C`` blocks)."""
 
 UPPER_ONLY = ("The kernel proves the upper bound only; that Belady's MIN reaches it is computed by pycert (two engines "
               "agreeing), not kernel-checked, so max_hits is proved to be a ceiling and computed to be the optimum.")
@@ -224,9 +224,9 @@ class Capacity(Claim):
     def predicates(self) -> tuple[str, ...]:
         return (OPTIMUM, BOUNDED)
 
-    def caches(self, params: CapacityParams) -> str:
-        """The caches of ``capacity_blocks`` blocks this certificate's ``max_hits`` bounds (:data:`CACHES`)."""
-        return CACHES[self.predicate(params)]
+    def widest_bound(self, params: CapacityParams) -> tuple[str, str]:
+        """The figure of a certificate with these parameters that bounds the most caches, and which (:data:`BOUNDS`)."""
+        return BOUNDS[self.predicate(params)]
 
     def library_theorems(self, params: CapacityParams) -> tuple[str, ...]:
         return (self.theorem_names + (self.piece_theorems if params.pieces > 1 else ())

@@ -3,9 +3,9 @@ figures around it, that ``pycert engine replay``, ``trace offload --certs`` and 
 
 Only certificates that verified in the caller's run may be passed in; each figure says which one it
 comes from. The sentence rests on the capacity certificate's kernel-checked ``max_hits`` and names the
-caches it bounds as that certificate's headline states them (:meth:`Capacity.caches`): today caches
-that admit every missed block and start empty; a headline that bounds every cache of the capacity
-makes it "any cache of C blocks".
+caches it bounds as that certificate's headline states them (:meth:`Capacity.widest_bound`): today
+caches that admit every missed block and start empty; a headline that bounds every cache of the
+capacity makes it "any cache of C blocks".
 """
 
 from __future__ import annotations
@@ -76,10 +76,11 @@ def beside(engine: Certificate, capacity: Certificate | None = None, ceiling: Ce
     if ceiling is not None:
         out.unbounded_hits, out.unbounded_known = figure(ceiling, "max_hits"), f"kernel-checked in {ceiling.id}"
     if capacity is not None:
-        optimum = figure(capacity, "max_hits")
+        name_, caches = CAPACITY.widest_bound(capacity.parameters)  # type: ignore[arg-type]
+        optimum = figure(capacity, name_)
         both = next((f.evidence for f in capacity.figures if f.name == "belady_hits"), "") == "kernel-checked"
         if (why := above_optimum(hits, optimum, c, f"the kernel proved for every such cache ({capacity.id})")) is not None:
             raise Rejected(why)
-        out.optimum, out.sentence, out.why_no_sentence = optimum, reached(hits, optimum, c, CAPACITY.caches(capacity.parameters)), None  # type: ignore[arg-type]
+        out.optimum, out.sentence, out.why_no_sentence = optimum, reached(hits, optimum, c, caches), None
         out.optimum_known = f"kernel-checked in {capacity.id}" + ("" if both else " as an upper bound; attained as computed")
     return out
