@@ -39,6 +39,7 @@ from pycert.families import producer
 from pycert.families.capacity import CLAIM
 from pycert.families.capacity.produce import CapacityOptions, capacities
 from pycert.lean.emit import capacity as emit_capacity
+from pycert.lean.emit import pieces
 from tests.certs import make_cert, trace_input
 from tests.conftest import SHARED_TRACES
 from tests.test_cachesim import optimal_hits  # the exhaustive optimum: every eviction tried
@@ -137,7 +138,7 @@ def test_pieces_split_at_cuts_state_the_whole_traces_bound(seed: int, n: int, v:
     refs = np.array([names[rng.randrange(v)] for _ in range(n)], dtype=np.uint64)
     cuts = cut_list(refs, capacity)
     try:
-        points = emit_capacity.split_points(n, cuts, max_refs)
+        points = pieces.split_points(n, cuts, max_refs)
     except InputError as e:
         assert ("no cut of the capacity bound lies between" in str(e) if cuts else "the cut list at this capacity is "
                 "empty" in str(e))
@@ -147,10 +148,10 @@ def test_pieces_split_at_cuts_state_the_whole_traces_bound(seed: int, n: int, v:
     assert all(0 < b - a + 1 <= max_refs for a, b in zip(points, points[1:]))
     if len(points) == 2:
         return
-    plans = [emit_capacity.emit_piece(refs[a:b + 1], "0" * 64, f"P{k}", capacity,
-                                      emit_capacity.local_cuts(cuts, a, b))[1]
+    plans = [pieces.emit_piece(refs[a:b + 1], "0" * 64, f"P{k}", capacity,
+                                      pieces.local_cuts(cuts, a, b))[1]
              for k, (a, b) in enumerate(zip(points, points[1:]))]
-    text, whole = emit_capacity.emit_glue("W", "0" * 64, [f"P{k}" for k in range(len(plans))], plans, v)
+    text, whole = pieces.emit_glue("W", "0" * 64, [f"P{k}" for k in range(len(plans))], plans, v)
     assert (whole.refs, whole.cuts) == (n, len(cuts))
     assert whole.max_hits == bound_pairs(refs, capacity, cuts) == opt_hit_curve(refs).hits(capacity)
     assert f"Pycert.Capacity.Bounded trace {n} {capacity} {whole.max_hits} :=" in text

@@ -10,10 +10,10 @@ from pathlib import Path, PurePosixPath
 
 from pycert.analysis.offload import EngineLine, OffloadReport
 from pycert.certify.documents import load_certificate
-from pycert.certify.manifest import MANIFEST_NAME
 from pycert.certify.verify import verify_certificate
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.exact import Ratio
+from pycert.core.gate import entries
 from pycert.core.schema import Certificate
 from pycert.families.engine.beside import beside
 
@@ -57,10 +57,8 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
     verified: dict[str, list[Certificate]] = {}
     if rep.primary.granularity != 1:
         return rep.model_copy(update={"evidence": evidence})
-    for path in sorted(certs.glob("*.json")):
-        if path.name == MANIFEST_NAME:
-            continue
-        try:
+    for path in (entry.path for entry in entries(certs.resolve(), ".json")):
+        try:  # through the gate: a link, a FIFO or /dev/zero named *.json is refused unread and listed
             cert = load_certificate(path)
         except InputError as err:
             not_used[path.name] = f"not read as a certificate: {err.message}"

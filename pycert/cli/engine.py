@@ -18,17 +18,19 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pycert import prove
-from pycert.certify.documents import load_certificate, parse_certificate
+from pycert.certify.documents import load_certificate
 from pycert.certify.inputs import Locator
 from pycert.certify.verify import verify_certificate
 from pycert.cli import add_backend, add_common, help_of
 from pycert.core.console import Progress, emit, plural, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection, ResourcesExhausted
-from pycert.core.files import atomic_write, certificate_root, check_input, read_input
+from pycert.core.files import atomic_write, certificate_root
+from pycert.core.gate import Source, named
 from pycert.core.limits import (
     MAX_REPLAY_BLOCK_TOKENS,
     MAX_REPLAY_CACHE_TOKENS,
     MAX_REPLAY_PROMPT_TOKENS,
+    MAX_TRACE_BYTES,
     in_path,
     int_range,
     named_path,
@@ -104,14 +106,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=cmd_replay)
 
 
-def checked_trace(path: Path, num_blocks: int, block_tokens: int) -> tuple[Trace, list[list[int]]]:
+def checked_trace(path: Path | Source, num_blocks: int, block_tokens: int) -> tuple[Trace, list[list[int]]]:
     """The trace and its requests, refused before any engine is loaded when a cache of ``num_blocks``
     blocks of ``block_tokens`` tokens cannot replay it."""
     if num_blocks * block_tokens > MAX_REPLAY_CACHE_TOKENS:
         raise InputError(f"{num_blocks:,} blocks of {block_tokens:,} tokens is a cache of {num_blocks * block_tokens:,} "
                          f"tokens; at most {MAX_REPLAY_CACHE_TOKENS:,} (README: Limits)", where="--num-blocks")
-    check_input(path, "a trace file", missing="no such trace file")
-    trace = read_trace(path)
+    source = path if isinstance(path, Source) else named(path)
+    source.check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
+    trace = read_trace(source)
     requests = requests_of(trace)
     if (big := oversized(requests, num_blocks)) is not None:
         raise InputError(f"request {big[0]} (0-based) has {plural(big[1], 'block')}: a cache of {num_blocks:,} cannot hold "
@@ -219,19 +222,21 @@ def _beside(paths: list[Path], given: dict[str, Path]) -> Beside:
 
 
 def replay(args: argparse.Namespace, progress: Progress) -> tuple[ReplayResult, int]:
-    cert = parse_certificate(read_input(args.replay, "a certificate"), where=str(args.replay))
-    if cert.family != "engine":
-        raise InputError(f"a {cert.family} certificate: --replay takes an engine certificate", where=str(args.replay))
+    """The engine run again on a certificate's recorded settings, once the certificate verifies offline
+    in this run (one that does not is refused, naming why, before any engine starts)."""
     given = dict(args.input)
-    trace_input = next(i for i in cert.inputs if i.role == "trace")
-    if args.trace is not None:
-        given[Path(trace_input.path).name] = args.trace
-    checked = verify_certificate(args.replay, inputs=given)
+    if args.trace is not None:  # its trace, where the user says it is
+        given |= {Path(i.path).name: args.trace for i in load_certificate(args.replay).inputs if i.role == "trace"}
+    checked = verify_certificate(args.replay, inputs=given or None)
     if checked.failures:
         raise Rejected(Rejection(subject=str(args.replay), reason="does-not-verify",
                                  detail=f"does not verify, so it is not replayed: {checked.first_problem()}"))
     if not checked.ok:
-        raise InputError(f"not verified, so not replayed: {checked.first_problem()}", where=str(args.replay))
+        raise InputError(f"could not be verified, so it is not replayed: {checked.first_problem()}",
+                         where=str(args.replay))
+    cert = load_certificate(args.replay)
+    if cert.family != "engine":
+        raise InputError(f"a {cert.family} certificate: --replay takes an engine certificate", where=str(args.replay))
     where = Locator(root=certificate_root(args.replay.resolve().parent), external=given)
     log_file = input_path(cert.inputs, "log", where)
     recorded = replaylog.read(log_file)

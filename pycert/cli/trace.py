@@ -18,7 +18,7 @@ from pycert.analysis.offload import OffloadArm, OffloadReport, offload_report
 from pycert.analysis.plot import hit_rate_png, log_capacities, trace_curves
 from pycert.certify.evidence import with_evidence
 from pycert.cli import add_common, help_of
-from pycert.core.console import Progress, emit, table
+from pycert.core.console import Progress, emit, escaped, table
 from pycert.core.errors import EXIT_OK, InputError
 from pycert.core.exact import Ratio
 from pycert.core.files import atomic_write
@@ -237,20 +237,19 @@ def _render_offload(rep: OffloadReport) -> str:
         if not rep.evidence:
             return []
         state = rep.evidence.get(f, "")
-        return [f"{state} ({rep.evidence_by[f]})" if f in rep.evidence_by else state]
+        return [f"{state} ({escaped(rep.evidence_by[f])})" if f in rep.evidence_by else state]
 
     rows = [(f, *(cell(f, getattr(a, f)) for a in arms), *known(f)) for f in fields]
     at = fields.index("gpu_only_belady_hit_rate") + 1
     rows[at:at] = [(f"engine_hit_rate ({e.block_tokens} tokens a block)", cell("", e.engine_hit_rate),
-                    *(["n/a"] if rep.control else []), f"observed ({e.certificate})") for e in rep.engines]
+                    *(["n/a"] if rep.control else []), f"observed ({escaped(e.certificate)})") for e in rep.engines]
     heads = ["figure", f"x{rep.primary.granularity} (as read)"]
     heads += [f"x{rep.control_k} (control)"] if rep.control else []
     heads += [f"evidence (x{rep.primary.granularity})"] if rep.evidence else []
     host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
-    unused = [f"not used (what it would prove stays computed): {name}: {why}" for name, why in rep.not_used.items()]
-    engines = [f"{e.certificate}: " + (f"{e.sentence[:1].upper()}{e.sentence[1:]}." if e.sentence else f"no sentence: {e.why_no_sentence}")
-               for e in rep.engines]
-    return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *engines, *unused])
+    unused = [f"not used (what it would prove stays computed): {escaped(name)}: {escaped(why)}"
+              for name, why in rep.not_used.items()]
+    return "\n".join([f"{escaped(rep.name)}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused])
 
 
 def cmd_offload(args: argparse.Namespace) -> int:

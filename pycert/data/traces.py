@@ -29,8 +29,8 @@ from typing import BinaryIO, Literal
 import numpy as np
 
 from pycert.core.errors import InputError
-from pycert.core.files import open_input
-from pycert.core.limits import MAX_ID_DIGITS, MAX_LINE_BYTES, json_depth_error
+from pycert.core.gate import Source, bounded, inflated, named
+from pycert.core.limits import MAX_ID_DIGITS, MAX_LINE_BYTES, MAX_TRACE_BYTES, MAX_TRACE_REFS, json_depth_error
 
 Format = Literal["mooncake", "ids"]
 FormatChoice = Literal["auto", "mooncake", "ids"]
@@ -96,23 +96,26 @@ class _Hashing(io.RawIOBase):
         return n or 0
 
 
-def read_trace(path: Path, fmt: FormatChoice = "auto") -> Trace:
-    """Read a Mooncake JSONL or one-id-per-line trace (optionally gzip-compressed) from ``path``."""
-    path = Path(path)
-    with open_input(path, "a trace file") as raw:
+def read_trace(source: Source | Path, fmt: FormatChoice = "auto") -> Trace:
+    """Read a Mooncake JSONL or one-id-per-line trace (optionally gzip-compressed) from ``source``: a file
+    of a certificate directory (:func:`pycert.core.gate.inside`) or one the user named (a path). Through the
+    gate: a regular file of at most :data:`~pycert.core.limits.MAX_TRACE_BYTES`, its decompressed data
+    capped (:func:`pycert.core.gate.inflated`), at most :data:`~pycert.core.limits.MAX_TRACE_REFS` references."""
+    source = source if isinstance(source, Source) else named(source)
+    with source.open("a trace file", MAX_TRACE_BYTES) as raw:
         hashing = _Hashing(raw)
         buffered = io.BufferedReader(hashing, _CHUNK)
         stream: BinaryIO = buffered
         if buffered.peek(2)[:2] == _GZIP_MAGIC:
-            stream = gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[assignment]
+            stream = inflated(gzip.GzipFile(fileobj=buffered, mode="rb"), raw.size or 0, str(source))  # type: ignore[arg-type]
         try:
-            refs, requests, tokens, found = _parse(stream, str(path), fmt)
+            refs, requests, tokens, found = _parse(stream, str(source), fmt)
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            raise InputError(f"corrupt or truncated gzip data ({exc})", where=str(path)) from None
+            raise InputError(f"corrupt or truncated gzip data ({exc})", where=str(source)) from None
         for _ in iter(lambda: buffered.read(_CHUNK), b""):  # hash any bytes the parser did not need
             pass
-    return Trace(refs=refs, requests=requests, format=found, sha256=hashing.hash.hexdigest(), name=str(path),
-                 path=path, block_tokens=MOONCAKE_BLOCK_TOKENS if found == "mooncake" else None,
+    return Trace(refs=refs, requests=requests, format=found, sha256=hashing.hash.hexdigest(), name=str(source),
+                 path=source.path, block_tokens=MOONCAKE_BLOCK_TOKENS if found == "mooncake" else None,
                  prompt_tokens=tokens)
 
 
@@ -216,6 +219,7 @@ def _parse_mooncake(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]],
     refs, bounds, tokens = array("Q"), array("q", [0]), array("q")
     for lineno, line in chain([first], rest):
         ids, length = _check_record(_json_line(lineno, line, name), f"{name}:{lineno}")
+        bounded(len(refs) + len(ids), MAX_TRACE_REFS, "block references", f"{name}:{lineno}")
         refs.extend(ids)
         bounds.append(len(refs))
         tokens.append(length)
@@ -245,6 +249,8 @@ def _parse_ids(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]], name
         value = int(digits)
         if value >= 1 << 64:
             raise InputError(f"id does not fit in 64 bits: {value}", where=f"{name}:{lineno}")
+        if len(refs) >= MAX_TRACE_REFS:
+            bounded(len(refs) + 1, MAX_TRACE_REFS, "block references", f"{name}:{lineno}")
         refs.append(value)
     return np.frombuffer(refs, dtype=np.uint64).copy()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
@@ -21,7 +21,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pycert.core.errors import InputError
-from pycert.core.files import read_input
+from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
 
 LOG_SCHEMA = "pycert-leak-log/1"
@@ -126,9 +126,11 @@ def render(log: Log) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def parse_lines(data: bytes, where: str, what: str, header: type[H], line: type[L]) -> tuple[H, list[L]]:
+def parse_lines(data: bytes, where: str, what: str, header: type[H], line: type[L],
+                most: Callable[[H], tuple[int, str]]) -> tuple[H, list[L]]:
     """A JSON Lines log of a ``header`` line then ``line`` lines, from its bytes; any malformed line is an
-    :class:`InputError` naming ``where:line`` (``what``: the kind of log, for the messages)."""
+    :class:`InputError` naming ``where:line`` (``what``: the kind of log, for the messages). ``most`` gives,
+    from the header, how many lines may follow and why: more are refused before they are parsed."""
     if len(data) > MAX_JSON_BYTES:
         raise InputError(f"larger than {MAX_JSON_BYTES >> 20} MiB: not {what}", where=where)
     try:
@@ -141,6 +143,8 @@ def parse_lines(data: bytes, where: str, what: str, header: type[H], line: type[
     first: H | None = None
     records: list[L] = []
     for i, text_line in enumerate(lines, 1):
+        if i == 2 and first is not None and len(lines) - 1 > (bound := most(first))[0]:  # before they are parsed
+            raise InputError(f"{len(lines) - 1:,} request lines for {bound[1]}: not the log of one run", where=where)
         if (deep := json_depth_error(text_line)) is not None:
             raise InputError(deep, where=f"{where}:{i}")
         try:
@@ -163,9 +167,13 @@ def parse_lines(data: bytes, where: str, what: str, header: type[H], line: type[
 
 def parse(data: bytes, where: str) -> Log:
     """A leak log from its bytes (:func:`parse_lines`)."""
-    header, requests = parse_lines(data, where, "a leak log", Header, Request)
+    header, requests = parse_lines(data, where, "a leak log", Header, Request, lambda h: (
+        10 * h.prompts, f"{h.prompts:,} prompts (five arms, a prime and a probe each: {10 * h.prompts:,})"))
     return Log(header=header, requests=tuple(requests))
 
 
-def read(path: Path) -> Log:
-    return parse(read_input(path, "a leak log"), str(path))
+def read(source: Source | Path) -> Log:
+    """The log in a certificate directory (:func:`pycert.core.gate.inside`) or at a path pycert wrote: a
+    regular file of at most :data:`~pycert.core.limits.MAX_JSON_BYTES`, its size checked before a byte is read."""
+    source = source if isinstance(source, Source) else named(source)
+    return parse(source.read("a leak log", MAX_JSON_BYTES), str(source))

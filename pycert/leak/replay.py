@@ -32,7 +32,8 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pycert.core.errors import InputError, Rejection
-from pycert.core.files import read_input
+from pycert.core.gate import Source, named
+from pycert.core.limits import MAX_JSON_BYTES
 from pycert.leak.admission import EngineRequest
 from pycert.leak.engines import Served
 from pycert.leak.log import parse_lines
@@ -189,12 +190,16 @@ def render(log: ReplayLog) -> bytes:
 
 
 def parse(data: bytes, where: str) -> ReplayLog:
-    header, requests = parse_lines(data, where, "an engine replay log", ReplayHeader, ReplayRequest)
+    header, requests = parse_lines(data, where, "an engine replay log", ReplayHeader, ReplayRequest,
+                                   lambda h: (h.requests, f"a trace of {h.requests:,} requests"))
     return ReplayLog(header=header, requests=tuple(requests))
 
 
-def read(path: Path) -> ReplayLog:
-    return parse(read_input(path, "an engine replay log"), str(path))
+def read(source: Source | Path) -> ReplayLog:
+    """The log in a certificate directory (:func:`pycert.core.gate.inside`) or at a path pycert wrote: a
+    regular file of at most :data:`~pycert.core.limits.MAX_JSON_BYTES`, its size checked before a byte is read."""
+    source = source if isinstance(source, Source) else named(source)
+    return parse(source.read("an engine replay log", MAX_JSON_BYTES), str(source))
 
 
 def replay_differences(recorded: ReplayLog, again: ReplayLog) -> list[Rejection]:

@@ -12,8 +12,8 @@ import numpy as np
 
 from pycert.core.console import plural
 from pycert.core.errors import InputError
-from pycert.core.files import check_input
-from pycert.core.limits import MAX_PIECE_REFS, int_list, int_range
+from pycert.core.gate import entries, named
+from pycert.core.limits import MAX_PIECE_REFS, MAX_TRACE_BYTES, int_list, int_range
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
@@ -22,6 +22,7 @@ from pycert.families.ceiling import DEFAULT_TRACE, slug
 from pycert.families.ceiling.produce import certified_trace
 from pycert.lean import cluster
 from pycert.lean.emit import capacity as emit
+from pycert.lean.emit import pieces
 
 
 class CapacityOptions(Options):
@@ -96,7 +97,7 @@ class CapacityProducer(Producer):
             raise InputError(f"--shard-refs {opts.piece_refs}: a piece of a trace checked at a capacity holds at least "
                              "2 references (it shares its ends with its neighbours)")
         for trace in opts.trace:
-            check_input(trace, "a trace file", missing="no such trace file")
+            named(trace).check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
             if not slug(trace.stem):
                 raise InputError("a trace's file name needs a letter or digit (it names the certificate)", where=str(trace))
         # As the ceiling family: two traces folding to one name, or a trace over an earlier run's
@@ -109,8 +110,8 @@ class CapacityProducer(Producer):
                     raise InputError(f"this trace and {other} would both make capacity-{name}-c<C>: rename one of them "
                                      "(a certificate is named by its trace's file name)", where=str(trace))
             mine = re.compile(rf"capacity-{re.escape(name)}-c[0-9]+\.json")
-            for cert in sorted(setting.out_dir.glob(f"capacity-{name}-c*.json")):
-                earlier = certified_trace(cert) if mine.fullmatch(cert.name) else None
+            for cert in (e.path for e in (entries(setting.out_dir, ".json") if setting.out_dir.is_dir() else []) if mine.fullmatch(e.name)):
+                earlier = certified_trace(cert)
                 if earlier is not None and earlier != trace.name:
                     raise InputError(f"{cert} certifies trace {earlier}, which this trace's certificates would replace: "
                                      "rename the trace or prove into another --out", where=str(trace))
@@ -178,7 +179,7 @@ class CapacityProducer(Producer):
                    for o in outcomes if o.source}
         if not p.judge_parts([o.result for o in outcomes]):
             return None
-        text, plan = emit.emit_glue(instance.module, trace.sha256, mods, [o.extra for o in outcomes], distinct)
+        text, plan = pieces.emit_glue(instance.module, trace.sha256, mods, [o.extra for o in outcomes], distinct)
         written[instance.module] = setting.emit(Path(instance.path), text.encode())
         for m in [instance.module, *mods]:
             rel = Path(lean_dir, f"{m}.lean")

@@ -10,8 +10,8 @@ import numpy as np
 
 from pycert.core.console import plural
 from pycert.core.errors import InputError
-from pycert.core.files import check_input
-from pycert.core.limits import MAX_SHARD_REFS, MAX_SHARDS, in_path, int_range
+from pycert.core.gate import named
+from pycert.core.limits import MAX_SHARD_REFS, MAX_SHARDS, MAX_TRACE_BYTES, in_path, int_range
 from pycert.core.schema import declared_inputs
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace
@@ -70,7 +70,7 @@ class CeilingProducer(Producer):
         each other, and so would a trace of another name over an earlier run's certificate in ``--out``."""
         claimed: dict[str, Path] = {}
         for trace in setting.options.trace:  # type: ignore[attr-defined]
-            check_input(trace, "a trace file", missing="no such trace file")
+            named(trace).check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
         for trace in self.traces(setting):
             if not slug(trace.stem):
                 raise InputError("a trace's file name needs a letter or digit (it names the certificate)", where=str(trace))

@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import Field
 
 from pycert.core.errors import Rejected, Rejection
+from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate, InputFile
 from pycert.families.base import Claim, LoggedParams, Reader, input_path
 from pycert.families.ceiling import slug
@@ -105,6 +106,7 @@ class Engine(Claim):
     certificate = EngineCertificate
     lean_module = "Pycert.Capacity"
     primary = ("log", "trace")
+    input_limits = {"log": MAX_JSON_BYTES}
     theorem_names = ("Pycert.Capacity.hits_le_free",)
     limits = (
         "This is an observation, not a proof: one engine, model, device and seed, the trace's requests sent one at a "

@@ -5,9 +5,11 @@ certificate, so a replay that does not hold leaves nothing in ``--out``), and ev
 
 from __future__ import annotations
 
+from fnmatch import fnmatch
 from pathlib import Path
 
 from pycert.core.files import certificate_root
+from pycert.core.gate import entries, inside, named
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
 from pycert.families.engine import CLAIM, LOG_GLOB, EngineParams, headline, log_figures, names
 from pycert.leak import replay as replaylog
@@ -42,12 +44,12 @@ class EngineProducer(Producer):
             setting.emit(rel, opts.log)
             out.append(self._prepared(log, setting.emitted("log", rel), (setting.stage or setting.out_dir) / rel,
                                       opts.trace, setting))
-        for path in sorted((setting.out_dir / "inputs").glob(LOG_GLOB)):
-            if path.stem == fresh:
-                continue
-            log = replaylog.read(path)
+        logs = entries(setting.out_dir / "inputs", ".jsonl") if (setting.out_dir / "inputs").is_dir() else []
+        for source in (e for e in logs if fnmatch(e.name, LOG_GLOB) and e.path.stem != fresh):
+            log = replaylog.read(inside(setting.out_dir, f"inputs/{source.name}"))  # no link, in --out
+            path = source.path
             trace = certificate_root(setting.out_dir).parent / log.header.trace
-            if not trace.is_file():  # a trace from elsewhere: prove leaves its certificate as it is
+            if not named(trace).exists():  # a trace from elsewhere: prove leaves its certificate as it is
                 setting.progress(f"  {path.name}: left as it is, its trace {log.header.trace} is not beside "
                                  f"{setting.out_dir} (pycert engine replay proves it again)")
                 continue
