@@ -7,8 +7,9 @@ and for a cache of unbounded size: the engine's own hits against both, in one ru
 
 (the slice: 600 requests, 16,495 references; sha256 4b4aad55...421f). Wall time, this process's CPU
 time (the engine runs in a thread of it: on a shared machine the steadier figure), peak RSS and the
-load average before and after are printed beside the hits. ``--shape small`` runs the model ``pycert
-leak run`` uses instead of the replay's (BENCHMARKS.md: why the replay has its own).
+load average before and after are printed beside the hits. ``--shapes tiny,small`` replays with the
+replay's model and then with the one ``pycert leak run`` uses, one after the other in the same run
+(BENCHMARKS.md: why the replay has its own); the hits must be the same.
 """
 
 from __future__ import annotations
@@ -34,15 +35,27 @@ def main() -> None:
     ap.add_argument("--num-blocks", type=int, default=1024)
     ap.add_argument("--block-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--shape", choices=("tiny", "small"), default="tiny")
+    ap.add_argument("--shapes", default="tiny", help="tiny, small or tiny,small (default tiny)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    trace, requests = checked_trace(args.trace, args.num_blocks, args.block_tokens)
+    lru, opt = lru_hit_curve(trace.refs), opt_hit_curve(trace.refs)
+    runs = [run(args, trace, requests, shape, lru, opt) for shape in args.shapes.split(",")]
+    if args.json:
+        print(json.dumps(runs, indent=2))
+        return
+    for out in runs:
+        for key, value in out.items():
+            print(f"{key:24} {value}")
+        print()
+
+
+def run(args: argparse.Namespace, trace, requests, shape: str, lru, opt) -> dict:  # noqa: ANN001
     c, b = args.num_blocks, args.block_tokens
-    trace, requests = checked_trace(args.trace, c, b)
     load_before = os.getloadavg()
     t0, cpu0 = time.monotonic(), time.process_time()
     engine = TransformersEngine(seed=args.seed, page_size=b, num_blocks=c, max_batch_tokens=MAX_BATCH_TOKENS,
-                                shape=TINY if args.shape == "tiny" else {**SMALL, "max_position_embeddings": 1 << 22})
+                                shape={"tiny": TINY, "small": {**SMALL, "max_position_embeddings": 1 << 22}}[shape])
     try:
         header = replaylog.engine_header(engine, seed=args.seed, num_blocks=c, block_tokens=b, trace=args.trace.name,
                                          trace_sha256=trace.sha256, requests=len(requests), refs=trace.n_refs)
@@ -50,8 +63,7 @@ def main() -> None:
     finally:
         engine.close()
     wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
-    lru, opt = lru_hit_curve(trace.refs), opt_hit_curve(trace.refs)
-    out = {"trace": args.trace.name, "sha256": trace.sha256, "requests": len(requests), "refs": trace.n_refs,
+    return {"trace": args.trace.name, "sha256": trace.sha256, "requests": len(requests), "refs": trace.n_refs,
            "num_blocks": c, "block_tokens": b, "model": engine.model,
            "engine_hits": sum(r.cached_tokens for r in log.requests) // b, "lru_hits": lru.hits(c),
            "belady_hits": opt.hits(c), "unbounded_hits": lru.refs - lru.distinct,
@@ -61,11 +73,6 @@ def main() -> None:
            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
            "load_before": load_before, "load_after": os.getloadavg(),
            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}
-    if args.json:
-        print(json.dumps(out, indent=2))
-        return
-    for key, value in out.items():
-        print(f"{key:16} {value}")
 
 
 if __name__ == "__main__":
