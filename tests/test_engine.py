@@ -33,6 +33,7 @@ from pycert.leak import replay as replaylog
 from pycert.leak.admission import EngineRequest
 from pycert.lean.emit.capacity import ENCODING, OPTIMUM_ENCODING
 from tests.certs import BACKEND, fixture_statements
+from tests.conftest import REPO
 
 B, C = 16, 12
 
@@ -192,6 +193,21 @@ def test_a_replay_is_one_line_per_request_and_its_figures_hold(replayed: replayl
     assert figures["engine_hit_tokens"] == B * figures["engine_hits"] and figures["prefix_closed"] == 1
 
 
+def test_a_trace_that_is_not_prefix_closed_shows_what_a_prefix_cache_can_take(engine, tmp_path: Path) -> None:  # noqa: ANN001
+    """Block 3 after block 1 and after block 2: two blocks to the engine, one to LRU and the optimum."""
+    path = tmp_path / "open.jsonl"
+    path.write_bytes(mooncake([[1, 3], [2, 3], [1, 3], [2, 3]]))
+    trace = read_trace(path)
+    engine.empty_cache()
+    header = replaylog.engine_header(engine, seed=0, num_blocks=C, block_tokens=B, trace=path.name,
+                                     trace_sha256=trace.sha256, requests=4, refs=8)
+    log = replaylog.replay(engine, requests_of(trace), header)
+    figures, rejections = log_figures(log, path)
+    assert rejections == [] and figures["prefix_closed"] == 0
+    assert (figures["engine_hits"], figures["prefix_unbounded_hits"], figures["unbounded_hits"]) == (4, 4, 5)
+    assert "not prefix-closed" in CLAIM.sentence(EngineParams.of(header), figures, [input_file("trace", path, tmp_path)])
+
+
 def _edited(log: replaylog.ReplayLog, i: int, **changes: object) -> replaylog.ReplayLog:
     lines = list(log.requests)
     lines[i] = lines[i].model_copy(update=changes)
@@ -336,3 +352,24 @@ def test_replay_certifies_verifies_offloads_reports_and_replays(capsys: pytest.C
     assert rc == 1 and "above the" in text and "a defect of the tap, the replay or the proof" in text
     assert not list(bad.glob("engine-*.json")) and (bad / "runs" / "engine-small-c12-b16-seed0.jsonl").is_file()
     assert not (bad / "inputs").exists() or not list((bad / "inputs").glob("engine-*"))
+
+
+COMMITTED = REPO / "certificates" / "engine-synthetic-seed0-c128-b16-seed0.json"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_prove_engine_rewrites_the_committed_certificate(wasm, tmp_path: Path) -> None:  # noqa: ANN001
+    """``pycert prove engine`` (and ``all``) certifies the committed log again, with its trace in ``inputs/``."""
+    from pycert.families.engine.produce import PRODUCER
+    from pycert.prove import prove
+
+    out = tmp_path / "certificates"
+    (out / "inputs").mkdir(parents=True)
+    for name in ("engine-synthetic-seed0-c128-b16-seed0.jsonl", "synthetic-seed0.jsonl"):
+        shutil.copy(REPO / "certificates" / "inputs" / name, out / "inputs" / name)
+    res = prove([(PRODUCER, PRODUCER.options())], backend="wasm", out_dir=out)
+    assert res.ok, res.stages
+    made, committed = json.loads((out / COMMITTED.name).read_text()), json.loads(COMMITTED.read_text())
+    made.pop("backend"), committed.pop("backend")
+    assert made == committed

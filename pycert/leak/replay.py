@@ -75,7 +75,8 @@ class ReplayHeader(_Line):
     generated: int = Field(ge=1, le=64, description="tokens generated per request")
     vocab: int = Field(ge=FIRST_ID + 2, le=1 << 24)
     token_map: str = Text
-    trace: str = Text
+    trace: str = Field(min_length=1, max_length=255, pattern=r"^[^/\x00\n]*[^/\x00\n.][^/\x00\n]*$",
+                       description="the trace's file name (no directory; not . or ..)")
     trace_sha256: str = Digest
     requests: int = Field(ge=1, le=MAX_REQUESTS)
     refs: int = Field(ge=0)

@@ -85,7 +85,8 @@ def headline(figures: Mapping[str, Fraction]) -> str:
 def sentence(p: EngineParams, f: Mapping[str, Fraction], trace: str) -> str:
     closed = ("" if f["prefix_closed"] else
               f" The trace is not prefix-closed: some block follows different prefixes, which the engine holds as "
-              f"different blocks, so no prefix cache of any size serves more than {f['prefix_unbounded_hits']} of them.")
+              f"different blocks, so no prefix cache of any size serves more than {f['prefix_unbounded_hits']} of its "
+              f"{f['refs']} references.")
     return (f"On trace {trace} ({f['requests']} requests, {f['refs']} block references), replayed one request at a "
             f"time in trace order from an empty cache on {p.engine} ({p.engine_version}) with a {p.model} on "
             f"{p.device}, its prefix cache holding {p.num_blocks} blocks of {p.block_tokens} tokens (each trace block "

@@ -1,7 +1,7 @@
 """Certifying engine replays: the log a ``pycert engine replay`` just recorded (published with its
 certificate, so a replay that does not hold leaves nothing in ``--out``), and every
-``inputs/engine-*.jsonl`` already under the certificate directory whose trace is found beside it
-(``pycert prove engine``, and ``all``)."""
+``inputs/engine-*.jsonl`` already under the certificate directory whose trace, named by its file name,
+is in its ``inputs/`` or beside it (``pycert prove engine``, and ``all``)."""
 
 from __future__ import annotations
 
@@ -48,10 +48,12 @@ class EngineProducer(Producer):
         for source in (e for e in logs if fnmatch(e.name, LOG_GLOB) and e.path.stem != fresh):
             log = replaylog.read(inside(setting.out_dir, f"inputs/{source.name}"))  # no link, in --out
             path = source.path
-            trace = certificate_root(setting.out_dir).parent / log.header.trace
-            if not named(trace).exists():  # a trace from elsewhere: prove leaves its certificate as it is
-                setting.progress(f"  {path.name}: left as it is, its trace {log.header.trace} is not beside "
-                                 f"{setting.out_dir} (pycert engine replay proves it again)")
+            name = log.header.trace
+            trace = next((t.path for t in (inside(setting.out_dir, f"inputs/{name}"),  # no link, in --out
+                                           named(certificate_root(setting.out_dir).parent / name)) if t.exists()), None)
+            if trace is None:  # a trace from elsewhere: prove leaves its certificate as it is
+                setting.progress(f"  {path.name}: left as it is, its trace {name} is neither in {setting.out_dir}/inputs "
+                                 "nor beside it (pycert engine replay proves it again)")
                 continue
             out.append(self._prepared(log, input_file("log", path, setting.root), path, trace, setting))
         return out
