@@ -8,8 +8,8 @@ The older revision is checked out into a git worktree under /tmp and run from so
 on ``PYTHONPATH``), with this checkout's virtual environment (``benchmarks/bench_layers.py`` does the
 same). A child past ``--patience`` seconds or ``--memory`` MiB of RSS is killed (its process group) and
 shown so: on the older revision that is what an attack does. Each figure is the child's wall time and
-peak RSS (``wait4``, sampled from ``/proc`` too); the verdict column is the new side's against the case's
-expected one.
+peak RSS (``VmHWM``, sampled every 20 ms: ``wait4``'s ``ru_maxrss`` starts from the parent's RSS at the
+fork); the verdict columns say how each side's answer differs from the case's expected one.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.attacks import corpus  # noqa: E402 (the repository root first, above)
+from pycert.core.console import escaped  # noqa: E402 (the repository root first, above)
+from tests.attacks import corpus  # noqa: E402
 
 DEFAULT_OLD = "9b362af"
 
@@ -76,7 +77,7 @@ def verify_plain(trees: dict[str, Path], repeat: int) -> dict[str, tuple[float, 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--old", default=DEFAULT_OLD, help=f"the older revision (default {DEFAULT_OLD}: main before issue 34)")
-    ap.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
+    ap.add_argument("--cases", default=None, help="comma-separated case names (default: all; '' for none: plain verify alone)")
     ap.add_argument("--patience", type=float, default=120.0, help="seconds before a child is killed (default 120)")
     ap.add_argument("--memory", type=int, default=3072, help="MiB of RSS before a child is killed (default 3072)")
     ap.add_argument("--repeat", type=int, default=3, help="plain verify runs per side (default 3)")
@@ -84,7 +85,7 @@ def main() -> int:
     args = ap.parse_args()
     old = checkout(args.old)
     rows = []
-    for name in args.cases.split(",") if args.cases else corpus.cases():
+    for name in [c for c in args.cases.split(",") if c] if args.cases is not None else corpus.cases():
         with tempfile.TemporaryDirectory(prefix="bench-attack-") as d:
             case = corpus.build(name, Path(d))
             for k, run in enumerate(case.runs):
@@ -92,9 +93,12 @@ def main() -> int:
                     rows.append({"case": name, "run": k, "skipped": why})
                     continue
                 new = corpus.execute(name, k, run, Path(d))
+                holds = corpus.failures(run, new)  # before the old side runs in the same directory
                 before = corpus.execute(name, k, bounded(run, args.patience, args.memory), Path(d), tree=old)
-                rows.append({"case": name, "run": k, "command": " ".join(run.argv[:2]), "old": cell(before),
-                             "new": cell(new), "holds": not corpus.failures(run, new)})
+                broken = [f for f in corpus.failures(run, before) if not f.startswith(("killed", "exit None"))]
+                rows.append({"case": name, "run": k, "command": escaped(" ".join(run.argv[:2])), "old": cell(before),
+                             "old_verdict": "; ".join(broken[:3]) or "as expected", "new": cell(new),
+                             "new_verdict": "; ".join(holds) or "as expected"})
     plain = verify_plain({"old": old, "new": REPO}, args.repeat)
     load = Path("/proc/loadavg").read_text().split()[:3]
     if args.json:
@@ -102,13 +106,14 @@ def main() -> int:
         return 0
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores; load average after the run {' '.join(load)}; "
           f"old = {args.old}")
-    print("| case | run | command | old | new | verdict holds |")
-    print("|---|---|---|---|---|---|")
+    print("| case | run | command | old | old against the case | new | new against the case |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         if "skipped" in r:
-            print(f"| {r['case']} | {r['run']} | | skipped: {r['skipped']} | | |")
+            print(f"| {r['case']} | {r['run']} | | skipped: {r['skipped']} | | | |")
         else:
-            print(f"| {r['case']} | {r['run']} | `{r['command']}` | {r['old']} | {r['new']} | {'yes' if r['holds'] else 'NO'} |")
+            print(f"| {r['case']} | {r['run']} | `{r['command']}` | {r['old']} | {escaped(r['old_verdict'])} | {r['new']} | "
+                  f"{escaped(r['new_verdict'])} |")
     for side, (wall, cpu) in plain.items():
         print(f"plain verify of the committed certificates ({side}): median wall {wall:.2f} s, CPU {cpu:.2f} s "
               f"({args.repeat} runs)")

@@ -68,7 +68,9 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
             continue
         traces = [i for i in cert.inputs if i.role == "trace" and i.sha256 == rep.sha256]
         proves = _proves(cert, rep.primary.capacity_blocks)
-        if not traces or not proves:
+        # a prompts trace's blocks depend on their size (an engine certificate's block_tokens is its page size)
+        prompts_at = None if cert.family == "engine" else getattr(cert.parameters, "block_tokens", None)
+        if not traces or not proves or prompts_at not in (None, rep.primary.block_tokens):
             continue
         given = {PurePosixPath(traces[0].path).name: trace} if trace is not None else None
         result = verify_certificate(path, inputs=given)

@@ -166,14 +166,16 @@ class Curve:
     """The trace's LRU hit counts at every capacity, with its reference and distinct counts."""
 
 
-def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tuple[int, int]] = ()) -> Curve:
+def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tuple[int, int]] = (),
+              fmt: str | None = None, block_tokens: int | None = None) -> Curve:
     """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling),
-    with the ``(capacity, hits)`` that capacity certificates of the page prove marked on it."""
+    read as its certificate's parameters say (``fmt``, ``block_tokens``), with the ``(capacity, hits)``
+    that capacity certificates of the page prove marked on it."""
     # matplotlib and numba: only when a page draws a curve
     from pycert.analysis.plot import hit_rate_png, trace_curves
     from pycert.data.traces import read_trace
 
-    trace = read_trace(trace_path)
+    trace = read_trace(trace_path, fmt or "auto", block_tokens)
     if trace.sha256 != sha256:
         raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
     lru, opt = trace_curves(trace)
@@ -408,7 +410,10 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                 if not path.exists():
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")
-                drawn[i.sha256] = curve_png(path, i.sha256, i.path, sorted(proved.get(i.sha256, [])))
+                # one trace file makes one certificate id in a directory, so it is read one way here
+                drawn[i.sha256] = curve_png(path, i.sha256, i.path, sorted(proved.get(i.sha256, [])),
+                                            getattr(cert.parameters, "trace_format", None),
+                                            getattr(cert.parameters, "block_tokens", None))
     ceilings = {i.sha256: (f.numerator, cert.id) for cert in verified if cert.family == "ceiling"
                 for i in cert.inputs if i.role == "trace" for f in cert.figures if f.name == "max_hits"}
     extras = {cert.id: headroom(cert, drawn[i.sha256], ceilings) for cert in capacity

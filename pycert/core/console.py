@@ -1,12 +1,15 @@
 """Terminal output: JSON for machines, tables and progress for people.
 
-Commands never print directly; they hand a result to :func:`emit`. Progress goes to stderr and
-only when stderr is a terminal and ``--json`` was not given, so pipes and CI logs stay clean.
+Commands never print directly; they hand a result to :func:`emit` (or text to :func:`write_out`).
+Progress goes to stderr and only when stderr is a terminal and ``--json`` was not given, so pipes and
+CI logs stay clean. Output into a pipe whose reader has gone (``pycert trace stats T --json | head -1``)
+ends quietly: the command finishes with its own exit code and no traceback.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import threading
@@ -45,14 +48,27 @@ def escaped(text: object, keep: str = "") -> str:
 
 
 def out(text: str) -> None:
-    """Print human text on stdout, escaped (:func:`escaped`, lines and tabs kept)."""
-    print(escaped(text, keep="\n\t"))
+    """Print human text on stdout, escaped (:func:`escaped`, lines and tabs kept; :func:`write_out`)."""
+    write_out(escaped(text, keep="\n\t"))
+
+
+def write_out(text: str) -> None:
+    """``text`` and a newline on stdout, flushed now: a reader that has gone (a closed pipe) is seen
+    here, not at exit, and the rest of the output goes to /dev/null, so the command still ends with
+    its own exit code and without the interpreter's "Exception ignored" on the final flush."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def emit(as_json: bool, data: Any, human: Callable[[], str] | None = None) -> None:
     """Print ``data`` as JSON, or the human rendering ``human()`` (falls back to JSON), escaped."""
     if as_json or human is None:
-        print(json.dumps(to_jsonable(data), indent=2, sort_keys=False))
+        write_out(json.dumps(to_jsonable(data), indent=2, sort_keys=False))
     else:
         text = human()
         if text:

@@ -15,7 +15,7 @@ A file the user names on the command line (``--input NAME=PATH``, ``--trace``, `
 :func:`named` source: the user chose it, so a link is followed, but it too must be a regular file of
 bounded size. Compressed data is inflated through :func:`inflated`, which caps what comes out
 (:data:`~pycert.core.limits.MAX_INFLATE_RATIO`); a reader that grows with what it reads bounds its
-count first (:func:`bounded`). Every refusal is an :class:`~pycert.core.errors.InputError` naming the
+count first (:func:`bounded`). Every refusal is a :class:`~pycert.core.errors.Refused` input error naming the
 file: "refused, not read".
 """
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from pycert.core.errors import InputError
+from pycert.core.errors import Refused
 from pycert.core.limits import MAX_INFLATE_BYTES, MAX_INFLATE_RATIO, MAX_NAME_BYTES
 
 _CHUNK = 1 << 20
@@ -89,13 +89,13 @@ class Source:
                     os.close(fd)
                 fd = leaf
         except (OSError, ValueError) as exc:
-            raise InputError(_why(exc, what, missing), where=str(self.path)) from None
+            raise Refused(_why(exc, what, missing), where=str(self.path)) from None
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             os.close(fd)
             if stat.S_ISDIR(mode):
-                raise InputError(f"is a directory, not {what}", where=str(self.path))
-            raise InputError(f"is not a regular file (a device, a FIFO or a socket), not {what}: refused, not read",
+                raise Refused(f"is a directory, not {what}", where=str(self.path))
+            raise Refused(f"is not a regular file (a device, a FIFO or a socket), not {what}: refused, not read",
                              where=str(self.path))
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         return fd
@@ -111,13 +111,13 @@ class Source:
     @contextlib.contextmanager
     def open(self, what: str, limit: int, missing: str = "no such file") -> Iterator[Capped]:
         """The file for reading, once it is a regular file of at most ``limit`` bytes (its ``size``); reads
-        past ``limit`` (a file that grew) raise :class:`InputError`. ``missing``: the message when there is
+        past ``limit`` (a file that grew) raise :class:`Refused`. ``missing``: the message when there is
         no such file."""
         fd = self._fd(what, missing)
         size = os.fstat(fd).st_size
         if size > limit:
             os.close(fd)
-            raise InputError(f"{size:,} bytes, above the limit of {limit:,} for {what}: refused, not read",
+            raise Refused(f"{size:,} bytes, above the limit of {limit:,} for {what}: refused, not read",
                              where=str(self.path))
         with os.fdopen(fd, "rb") as raw:
             yield Capped(raw, limit, f"above the limit of {limit:,} bytes for {what}", str(self.path), size)
@@ -146,7 +146,7 @@ def _read(f: BinaryIO, n: int, what: str, where: str) -> bytes:
     try:
         return f.read(n)
     except OSError as exc:
-        raise InputError(f"cannot read {what}: {exc.strerror or exc}", where=where) from None
+        raise Refused(f"cannot read {what}: {exc.strerror or exc}", where=where) from None
 
 
 def _read_all(f: BinaryIO, what: str, where: str) -> bytes:
@@ -160,13 +160,13 @@ def inside(root: Path, rel: str | PurePosixPath) -> Source:
     text = str(rel)
     where = f"{root}/{text}"
     if "\0" in text:
-        raise InputError("a path with a NUL byte: refused, not read", where=where.replace("\0", "\\x00"))
+        raise Refused("a path with a NUL byte: refused, not read", where=where.replace("\0", "\\x00"))
     path = PurePosixPath(text)
     if not text or path.is_absolute() or ".." in path.parts or "\\" in text:
-        raise InputError("a path that leaves the certificate's directory ('..', or absolute): refused, not read",
+        raise Refused("a path that leaves the certificate's directory ('..', or absolute): refused, not read",
                          where=where)
     if any(len(p.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES for p in path.parts):
-        raise InputError(f"a file name longer than {MAX_NAME_BYTES} bytes: refused, not read", where=where)
+        raise Refused(f"a file name longer than {MAX_NAME_BYTES} bytes: refused, not read", where=where)
     return Source(path=Path(root) / path, root=Path(root), rel=path)
 
 
@@ -188,12 +188,12 @@ def entries(root: Path, suffix: str) -> list[Source]:
     try:
         names = sorted(os.listdir(root))
     except OSError as exc:
-        raise InputError(_why(exc, "a certificate directory"), where=str(root)) from None
+        raise Refused(_why(exc, "a certificate directory"), where=str(root)) from None
     return [inside(root, n) for n in names if n.endswith(suffix) and len(n.encode(errors="surrogateescape")) <= MAX_NAME_BYTES]
 
 
 class Capped(io.RawIOBase):
-    """A reader that raises :class:`InputError` once more than ``limit`` bytes came through it; ``size``:
+    """A reader that raises :class:`Refused` once more than ``limit`` bytes came through it; ``size``:
     the file's size when it was opened (None for a stream)."""
 
     def __init__(self, raw: BinaryIO, limit: int, why: str, where: str, size: int | None = None) -> None:
@@ -206,7 +206,7 @@ class Capped(io.RawIOBase):
         n = self.raw.readinto(b)  # type: ignore[attr-defined]
         self.seen += n or 0
         if self.seen > self.limit:
-            raise InputError(self.why, where=self.where)
+            raise Refused(self.why, where=self.where)
         return n or 0
 
     def read(self, n: int = -1) -> bytes:  # type: ignore[override]
@@ -215,7 +215,7 @@ class Capped(io.RawIOBase):
         data = self.raw.read(n)
         self.seen += len(data)
         if self.seen > self.limit:
-            raise InputError(self.why, where=self.where)
+            raise Refused(self.why, where=self.where)
         return data
 
 
@@ -237,12 +237,12 @@ def confined(root: Path, path: Path) -> Path:
     files outside it."""
     root, path = Path(root).absolute(), Path(path).absolute()
     if not path.is_relative_to(root):
-        raise InputError(f"lies outside {root}: pycert writes only inside the directory it was given", where=str(path))
+        raise Refused(f"lies outside {root}: pycert writes only inside the directory it was given", where=str(path))
     at = root
     for part in path.relative_to(root).parts:
         at = at / part
         if at.is_symlink():
-            raise InputError("is a symbolic link: pycert never writes or deletes through a link in the directory it "
+            raise Refused("is a symbolic link: pycert never writes or deletes through a link in the directory it "
                              "writes into; refused, nothing written (replace the link with a directory)", where=str(at))
     return path
 
@@ -250,4 +250,4 @@ def confined(root: Path, path: Path) -> Path:
 def bounded(count: int, limit: int, what: str, where: str) -> None:
     """Refuse, before the work that grows with it, a count past ``limit`` (references, inputs, records)."""
     if count > limit:
-        raise InputError(f"more than {limit:,} {what}: refused before any work that grows with them", where=where)
+        raise Refused(f"more than {limit:,} {what}: refused before any work that grows with them", where=where)

@@ -40,21 +40,6 @@ SHOWN = 5
 """How many rejections of one kind a check lists before it counts the rest (linear output, whatever the input)."""
 
 
-class LoggedParams(Params):
-    """The parameters of an observation: the fields of its log's header of the same names."""
-
-    @classmethod
-    def of(cls, header: BaseModel) -> LoggedParams:
-        return cls(**{name: getattr(header, name) for name in cls.model_fields})
-
-    def said_by(self, header: BaseModel) -> None:
-        """Reject a certificate whose parameters are not what its log's header says, naming the first field."""
-        if (found := self.of(header)) != self:
-            field = next(n for n in type(self).model_fields if getattr(found, n) != getattr(self, n))
-            raise Rejected(Rejection.mismatch(f"parameters.{field}", f"{getattr(found, field)} (the log's header)",
-                                              str(getattr(self, field))))
-
-
 class Options(BaseModel):
     """A family's command-line options as a typed value (``pycert prove <family> ...``)."""
 

@@ -30,6 +30,8 @@ MAX_PROMPT_TOKENS = 1 << 20
 
 ArmName = Literal["unsalted-cross", "keyed-cross", "keyed-own", "attacker-unkeyed", "attacker-keyed"]
 SaltKind = Literal["none", "keyed", "unkeyed", "forged-unkeyed"]
+H = TypeVar("H", bound=BaseModel)
+L = TypeVar("L", bound=BaseModel)
 Level = Annotated[str, Field(pattern=r"^0\.[0-9]{1,6}$", description="a level in (0, 1), as written: 0.95")]
 
 
@@ -97,10 +99,6 @@ class Request(_Line):
         return self
 
 
-H = TypeVar("H", bound=BaseModel)
-L = TypeVar("L", bound=BaseModel)
-
-
 class Log(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -121,16 +119,14 @@ def salt_id(salt: bytes | None) -> str | None:
 
 def render(log: Log) -> bytes:
     """The log as JSON Lines, fields in schema order: the same log gives the same bytes."""
-    lines = [log.header.model_dump_json(by_alias=True)]
-    lines += [r.model_dump_json() for r in log.requests]
-    return ("\n".join(lines) + "\n").encode()
+    return render_lines(log.header, log.requests)
 
 
-def parse_lines(data: bytes, where: str, what: str, header: type[H], line: type[L],
-                most: Callable[[H], tuple[int, str]]) -> tuple[H, list[L]]:
-    """A JSON Lines log of a ``header`` line then ``line`` lines, from its bytes; any malformed line is an
-    :class:`InputError` naming ``where:line`` (``what``: the kind of log, for the messages). ``most`` gives,
-    from the header, how many lines may follow and why: more are refused before they are parsed."""
+def parse_lines(data: bytes, where: str, header_type: type[H], line_type: type[L], what: str,
+                most: Callable[[H], tuple[int, str]] | None = None) -> tuple[H, list[L]]:
+    """A JSON Lines log from its bytes: a ``header_type`` line, then ``line_type`` lines; any malformed
+    line is an :class:`InputError` naming ``where:line`` (``what`` names the kind of log). ``most`` gives,
+    from the header, how many lines may follow and what that is: more are refused before they are parsed."""
     if len(data) > MAX_JSON_BYTES:
         raise InputError(f"larger than {MAX_JSON_BYTES >> 20} MiB: not {what}", where=where)
     try:
@@ -140,34 +136,39 @@ def parse_lines(data: bytes, where: str, what: str, header: type[H], line: type[
     lines = text.splitlines()
     if not lines:
         raise InputError(f"empty: {what} starts with its header line", where=where)
-    first: H | None = None
+    header: H | None = None
     records: list[L] = []
-    for i, text_line in enumerate(lines, 1):
-        if i == 2 and first is not None and len(lines) - 1 > (bound := most(first))[0]:  # before they are parsed
+    for i, line in enumerate(lines, 1):
+        if i == 2 and header is not None and most is not None and len(lines) - 1 > (bound := most(header))[0]:
             raise InputError(f"{len(lines) - 1:,} request lines for {bound[1]}: not the log of one run", where=where)
-        if (deep := json_depth_error(text_line)) is not None:
+        if (deep := json_depth_error(line)) is not None:
             raise InputError(deep, where=f"{where}:{i}")
         try:
-            obj = json.loads(text_line)
+            obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"not JSON ({exc.msg})", where=f"{where}:{i}") from None
         try:
             if i == 1:
-                first = header.model_validate(obj)
+                header = header_type.model_validate(obj)
             else:
-                records.append(line.model_validate(obj))
+                records.append(line_type.model_validate(obj))
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or "(line)"
             kind = "the header" if i == 1 else "a request"
             raise InputError(f"{kind}: {field}: {err['msg']}", where=f"{where}:{i}") from None
-    assert first is not None
-    return first, records
+    assert header is not None
+    return header, records
+
+
+def render_lines(header: BaseModel, records: Sequence[BaseModel]) -> bytes:
+    """A log as JSON Lines, fields in schema order: the same log gives the same bytes."""
+    return ("\n".join([header.model_dump_json(by_alias=True), *(r.model_dump_json() for r in records)]) + "\n").encode()
 
 
 def parse(data: bytes, where: str) -> Log:
     """A leak log from its bytes (:func:`parse_lines`)."""
-    header, requests = parse_lines(data, where, "a leak log", Header, Request, lambda h: (
+    header, requests = parse_lines(data, where, Header, Request, "a leak log", lambda h: (
         10 * h.prompts, f"{h.prompts:,} prompts (five arms, a prime and a probe each: {10 * h.prompts:,})"))
     return Log(header=header, requests=tuple(requests))
 

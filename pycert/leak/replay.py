@@ -34,13 +34,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pycert.core.errors import InputError, Rejection
 from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_JSON_BYTES
-from pycert.leak.admission import EngineRequest
+from pycert.leak.admission import FIRST_ID, EngineRequest
 from pycert.leak.engines import Served
-from pycert.leak.log import parse_lines
+from pycert.leak.log import parse_lines, render_lines
 
 LOG_SCHEMA = "pycert-engine-log/1"
-FIRST_ID = 16
-"""Token ids start here, clear of the special ids a tokenizer may reserve at the bottom."""
 TAIL = FIRST_ID
 """The token after a request's blocks (module docstring)."""
 TOKEN_MAP = "shake256('<seed>:<block id>'), 2 bytes a token, mod (vocab - 16) + 16"
@@ -186,12 +184,11 @@ def engine_header(engine: PagedEngine, **fields: object) -> ReplayHeader:
 
 def render(log: ReplayLog) -> bytes:
     """The log as JSON Lines, fields in schema order: the same log gives the same bytes."""
-    lines = [log.header.model_dump_json(by_alias=True), *(r.model_dump_json() for r in log.requests)]
-    return ("\n".join(lines) + "\n").encode()
+    return render_lines(log.header, log.requests)
 
 
 def parse(data: bytes, where: str) -> ReplayLog:
-    header, requests = parse_lines(data, where, "an engine replay log", ReplayHeader, ReplayRequest,
+    header, requests = parse_lines(data, where, ReplayHeader, ReplayRequest, "an engine replay log",
                                    lambda h: (h.requests, f"a trace of {h.requests:,} requests"))
     return ReplayLog(header=header, requests=tuple(requests))
 

@@ -28,9 +28,19 @@ from pydantic import Field
 
 from pycert.core.errors import InputError, PycertError, Rejected, Rejection
 from pycert.core.limits import MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
-from pycert.core.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
-from pycert.families.base import Claim, Instance, Reader, input_path
-from pycert.families.ceiling import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
+from pycert.core.schema import Certificate, EvidenceState, InputFile, SolverInfo
+from pycert.families.base import Claim, Instance, Reader, input_path, part_of
+from pycert.families.ceiling import (
+    BLOCK_IDENTITY,
+    LEAN_DERIVED,
+    LEAN_OUT,
+    TraceReading,
+    block_identity,
+    lean_ident,
+    read_certified,
+    reading,
+    slug,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,7 +49,7 @@ if TYPE_CHECKING:
     from pycert.lean.emit.pieces import PiecePlan
 
 
-class CapacityParams(Params):
+class CapacityParams(TraceReading):
     capacity_blocks: int = Field(ge=1, le=MAX_PARAM)
     """``C``: the cache holds at most this many blocks."""
     lean_encoding: str
@@ -193,7 +203,7 @@ class Capacity(Claim):
         "one size; a cache that bypasses, prefetches, starts warm or weighs blocks by size is outside the model.",
         UPPER_ONLY,
         "It is an oracle bound, not a connector measurement: no real cache was run.",
-        "Block identity is the trace's hash ids at the trace's block size; another granularity gives other figures.",
+        BLOCK_IDENTITY,
         "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
         "that list into the instance's vectors, then decodes what it wrote and refuses any difference. The kernel "
         "checks every reference of the list the instance decodes to; a reader bug would make the theorem about "
@@ -237,7 +247,8 @@ class Capacity(Claim):
 
     def does_not_prove(self, params: CapacityParams, figures: Mapping[str, Fraction],
                        inputs: Sequence[InputFile]) -> tuple[str, ...]:
-        limits = tuple(BOTH_WAYS if line == UPPER_ONLY and witnessed(params) else line for line in self.limits)
+        limits = tuple(BOTH_WAYS if line == UPPER_ONLY and witnessed(params) else block_identity(params)
+                       if line == BLOCK_IDENTITY else line for line in self.limits)
         return limits + ((piece_limit(params.pieces),) if params.pieces > 1 else ())
 
     def evidence(self, name: str, solver: SolverInfo | None,
@@ -250,7 +261,7 @@ class Capacity(Claim):
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
         refs, c, h = int(figures["refs"]), int(figures["capacity_blocks"]), int(figures["max_hits"])
         blocks = f"{c} block{'s' if c != 1 else ''}"
-        return (f"On trace {trace} ({refs} block references), no demand-fetch cache of {blocks} hits more than {h} "
+        return (f"On trace {trace} ({reading(params)}{refs} block references), no demand-fetch cache of {blocks} hits more than {h} "
                 f"times: a hit-rate ceiling of {float(figures['ceiling']):.6f} at {blocks}, attained by Belady's MIN"
                 + (f"; some cache of {blocks} hits exactly {h} times, so {h} is the optimum." if witnessed(params)
                    else " as pycert computes it (two engines agreeing; the kernel proves the ceiling only)."))
@@ -269,14 +280,13 @@ class Capacity(Claim):
         equal the kernel's bound: a bound above it is loose (the cut list was not optimal) and is not
         certified as the ceiling at ``C``; one below it means the engine is wrong (the bound is proved)."""
         from pycert.analysis.capacity import cut_list  # numba: see instance_text
-        from pycert.data.traces import read_trace
 
         refs, c, h = kernel["refs"], kernel["capacity_blocks"], kernel["max_hits"]
         if c != params.capacity_blocks:
             raise Rejected(Rejection.mismatch("headline (capacity_blocks)", str(params.capacity_blocks), str(c)))
         if refs == 0:
             raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
-        trace = read_trace(input_path(inputs, "trace", read))
+        trace = read_certified(input_path(inputs, "trace", read), params)
         if refs != trace.n_refs:  # the headline's N against the file's, end to end
             raise Rejected(Rejection.mismatch("figures.refs", f"{trace.n_refs} (the references of the trace file)", str(refs)))
         opt = belady(trace.refs, c)
@@ -308,8 +318,7 @@ class Capacity(Claim):
 
     def derived_files(self, params: CapacityParams, inputs: Sequence[InputFile], read: Reader) -> dict[str, bytes]:
         """The instance file, and for a trace in pieces every piece module beside it, from the trace."""
-        from pycert.data.traces import read_trace  # numpy: see instance_text
-        from pycert.lean.emit.capacity import ENCODING, OPTIMUM_ENCODING, PIECES_ENCODING
+        from pycert.lean.emit.capacity import ENCODING, OPTIMUM_ENCODING, PIECES_ENCODING  # numpy: see instance_text
 
         pieced = params.pieces > 1
         expected = (PIECES_ENCODING,) if pieced else (OPTIMUM_ENCODING, ENCODING)
@@ -320,7 +329,7 @@ class Capacity(Claim):
             raise Rejected(Rejection.mismatch("parameters.piece_refs", "the piece size the split was computed with, "
                                               "exactly when the trace is in pieces", repr(params.piece_refs)))
         inst = self.instance(params, self.primary_inputs(inputs))
-        trace = read_trace(input_path(inputs, "trace", read))
+        trace = read_certified(input_path(inputs, "trace", read), params)
         if not pieced:
             return {inst.path: instance_text(trace.refs, trace.sha256, inst.module, params.capacity_blocks,
                                              witnessed(params))[0]}

@@ -18,17 +18,18 @@ from typing import Literal
 
 from pydantic import Field
 
-from pycert.core.errors import Rejected, Rejection
+from pycert.core.errors import Rejection
 from pycert.core.limits import MAX_JSON_BYTES
-from pycert.core.schema import Certificate, InputFile
-from pycert.families.base import Claim, LoggedParams, Reader, input_path
+from pycert.core.schema import Certificate, InputFile, Params
+from pycert.families.base import Claim, Reader, input_path
 from pycert.families.ceiling import slug
+from pycert.families.leak import held_to
 from pycert.leak import replay as replaylog
 
 LOG_GLOB = "engine-*.jsonl"
 
 
-class EngineParams(LoggedParams):
+class EngineParams(Params):
     engine: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
     engine_version: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
     model: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
@@ -39,6 +40,10 @@ class EngineParams(LoggedParams):
     scheduler: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
     safety_margin: str = Field(pattern=r"^[0-9.]{1,12}$")
     generated: int = Field(ge=1, le=64)
+
+    @classmethod
+    def of(cls, h: replaylog.ReplayHeader) -> EngineParams:
+        return cls(**{name: getattr(h, name) for name in cls.model_fields})
 
 class EngineCertificate(Certificate):
     """A certificate of the engine family."""
@@ -148,11 +153,7 @@ class Engine(Claim):
                 read: Reader) -> dict[str, Fraction]:
         """Every figure from the recorded log and the trace; a header that says other parameters is rejected."""
         log = replaylog.read(input_path(inputs, "log", read))
-        params.said_by(log.header)
-        figures, rejections = log_figures(log, input_path(inputs, "trace", read))
-        if rejections:
-            raise Rejected(rejections[0])
-        return figures
+        return held_to(params, EngineParams.of(log.header), *log_figures(log, input_path(inputs, "trace", read)))
 
 
 CLAIM = Engine()

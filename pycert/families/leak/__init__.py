@@ -19,8 +19,8 @@ from pydantic import Field
 
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.limits import MAX_JSON_BYTES
-from pycert.core.schema import Certificate, InputFile
-from pycert.families.base import Claim, LoggedParams, Reader, input_path
+from pycert.core.schema import Certificate, InputFile, Params
+from pycert.families.base import Claim, Reader, input_path
 from pycert.leak import log as leaklog
 from pycert.leak.observation import ARMS, arm_figures, closure_rejections, structure_rejections
 from pycert.leak.stats import trials_needed
@@ -28,7 +28,7 @@ from pycert.leak.stats import trials_needed
 LOG_GLOB = "leak-*.jsonl"
 
 
-class LeakParams(LoggedParams):
+class LeakParams(Params):
     engine: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
     engine_version: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
     model: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
@@ -39,6 +39,11 @@ class LeakParams(LoggedParams):
     max_tokens: int = Field(ge=1, le=leaklog.MAX_PROMPT_TOKENS)
     confidence: leaklog.Level
     underpowered_above: leaklog.Level
+
+    @classmethod
+    def of(cls, h: leaklog.Header) -> LeakParams:
+        return cls(**{name: getattr(h, name) for name in cls.model_fields})
+
 
 class LeakCertificate(Certificate):
     """A certificate of the leak family."""
@@ -135,11 +140,19 @@ class Leak(Claim):
                 read: Reader) -> dict[str, Fraction]:
         """Every figure from the recorded log alone; a header that says other parameters is rejected."""
         log = leaklog.read(input_path(inputs, "log", read))
-        params.said_by(log.header)
-        figures, rejections = log_figures(log)
-        if rejections:
-            raise Rejected(rejections[0])
-        return figures
+        return held_to(params, LeakParams.of(log.header), *log_figures(log))
+
+
+def held_to(params: Params, found: Params, figures: dict[str, Fraction], rejections: list[Rejection]) -> dict[str, Fraction]:
+    """A recorded log's figures, once the certificate's parameters are the log header's (``found``) and the
+    log holds; else the first difference or rejection, raised."""
+    if found != params:
+        field = next(n for n in type(params).model_fields if getattr(found, n) != getattr(params, n))
+        raise Rejected(Rejection.mismatch(f"parameters.{field}", f"{getattr(found, field)} (the log's header)",
+                                          str(getattr(params, field))))
+    if rejections:
+        raise Rejected(rejections[0])
+    return figures
 
 
 CLAIM = Leak()
