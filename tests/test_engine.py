@@ -39,7 +39,7 @@ B, C = 16, 12
 
 
 def mooncake(requests: list[list[int]]) -> bytes:
-    return "".join(json.dumps({"timestamp": i, "input_length": 16 * len(r), "output_length": 2, "hash_ids": r}) + "\n"
+    return "".join(json.dumps({"timestamp": i, "input_length": 512 * len(r), "output_length": 2, "hash_ids": r}) + "\n"
                    for i, r in enumerate(requests)).encode()
 
 

@@ -419,3 +419,14 @@ def test_a_taken_port_is_refused_before_the_engine_loads(capsys: pytest.CaptureF
             assert main([*argv, "--json"]) == 2
             err = json.loads(capsys.readouterr().out)
             assert err["where"] == f"127.0.0.1:{port}" and "cannot listen" in err["error"], err
+
+
+def test_an_audit_log_longer_than_its_plan_is_refused_before_its_lines_are_read(tmp_path: Path) -> None:
+    from pycert.leak import log as leaklog
+
+    h = _header(samples=2, prefix_samples=0, prefixes=())
+    log = _log(h, {"own": 0.05, "cross": 0.3, "fresh": 0.3, "prefix": 0.3}, dict.fromkeys(
+        ("prime", "own", "cross", "fresh", "prefix"), None))
+    data = leaklog.render_lines(log.header, [*log.requests, log.requests[0]])
+    with pytest.raises(InputError, match="13 request lines where the header plans 12"):
+        leaklog.parse_lines(data, "a.jsonl", AuditHeader, type(log.requests[0]), "an audit log")

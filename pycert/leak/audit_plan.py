@@ -74,6 +74,11 @@ class AuditHeader(_Line):
             raise ValueError("tenants A and B must differ")
         return v
 
+    @property
+    def max_requests(self) -> int:
+        """A prime and a probe for every unit of every arm."""
+        return 2 * (3 * self.samples + len(self.prefixes) * self.prefix_samples)
+
     @model_validator(mode="after")
     def _shape(self) -> AuditHeader:
         if self.min_tokens > self.max_tokens:

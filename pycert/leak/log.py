@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
@@ -64,6 +64,11 @@ class Header(_Line):
         if self.min_tokens > self.max_tokens:
             raise ValueError(f"min_tokens {self.min_tokens} exceeds max_tokens {self.max_tokens}")
         return self
+
+    @property
+    def max_requests(self) -> int:
+        """Five arms, a prime and a probe each, for every prompt."""
+        return 10 * self.prompts
 
     def level(self, name: Literal["confidence", "underpowered_above"]) -> Fraction:
         return Fraction(getattr(self, name))
@@ -122,11 +127,9 @@ def render(log: Log) -> bytes:
     return render_lines(log.header, log.requests)
 
 
-def parse_lines(data: bytes, where: str, header_type: type[H], line_type: type[L], what: str,
-                most: Callable[[H], tuple[int, str]] | None = None) -> tuple[H, list[L]]:
+def parse_lines(data: bytes, where: str, header_type: type[H], line_type: type[L], what: str) -> tuple[H, list[L]]:
     """A JSON Lines log from its bytes: a ``header_type`` line, then ``line_type`` lines; any malformed
-    line is an :class:`InputError` naming ``where:line`` (``what`` names the kind of log). ``most`` gives,
-    from the header, how many lines may follow and what that is: more are refused before they are parsed."""
+    line is an :class:`InputError` naming ``where:line`` (``what`` names the kind of log)."""
     if len(data) > MAX_JSON_BYTES:
         raise InputError(f"larger than {MAX_JSON_BYTES >> 20} MiB: not {what}", where=where)
     try:
@@ -139,8 +142,9 @@ def parse_lines(data: bytes, where: str, header_type: type[H], line_type: type[L
     header: H | None = None
     records: list[L] = []
     for i, line in enumerate(lines, 1):
-        if i == 2 and header is not None and most is not None and len(lines) - 1 > (bound := most(header))[0]:
-            raise InputError(f"{len(lines) - 1:,} request lines for {bound[1]}: not the log of one run", where=where)
+        if i == 2 and header is not None and len(lines) - 1 > (most := header.max_requests):  # before parsing them
+            raise InputError(f"{len(lines) - 1:,} request lines where the header plans {most:,}: not the log of one "
+                             "run", where=where)
         if (deep := json_depth_error(line)) is not None:
             raise InputError(deep, where=f"{where}:{i}")
         try:
@@ -168,8 +172,7 @@ def render_lines(header: BaseModel, records: Sequence[BaseModel]) -> bytes:
 
 def parse(data: bytes, where: str) -> Log:
     """A leak log from its bytes (:func:`parse_lines`)."""
-    header, requests = parse_lines(data, where, Header, Request, "a leak log", lambda h: (
-        10 * h.prompts, f"{h.prompts:,} prompts (five arms, a prime and a probe each: {10 * h.prompts:,})"))
+    header, requests = parse_lines(data, where, Header, Request, "a leak log")
     return Log(header=header, requests=tuple(requests))
 
 

@@ -80,6 +80,12 @@ class ReplayHeader(_Line):
     refs: int = Field(ge=0)
 
 
+    @property
+    def max_requests(self) -> int:
+        """The request lines a replay of this header's trace has: one a request."""
+        return self.requests
+
+
 class ReplayRequest(_Line):
     """One request as the engine served it."""
 
@@ -188,8 +194,7 @@ def render(log: ReplayLog) -> bytes:
 
 
 def parse(data: bytes, where: str) -> ReplayLog:
-    header, requests = parse_lines(data, where, ReplayHeader, ReplayRequest, "an engine replay log",
-                                   lambda h: (h.requests, f"a trace of {h.requests:,} requests"))
+    header, requests = parse_lines(data, where, ReplayHeader, ReplayRequest, "an engine replay log")
     return ReplayLog(header=header, requests=tuple(requests))
 
 

@@ -63,7 +63,7 @@ def log_figures(log: replaylog.ReplayLog, trace_path: object) -> tuple[dict[str,
     # numpy and numba: only for a claim that reads a trace
     from pycert.analysis.cachesim import lru_hit_curve
     from pycert.data.traces import read_trace
-    from pycert.families.capacity import belady
+    from pycert.families.capacity.derive import engines
     from pycert.families.engine.figures import above_optimum, log_rejections, observed, requests_of, seen_prefixes
 
     trace = read_trace(trace_path)  # type: ignore[arg-type]
@@ -74,7 +74,7 @@ def log_figures(log: replaylog.ReplayLog, trace_path: object) -> tuple[dict[str,
     c, refs = log.header.num_blocks, trace.n_refs
     curve = lru_hit_curve(trace.refs)
     figures = {"requests": Fraction(len(requests)), "refs": Fraction(refs), "distinct": Fraction(curve.distinct),
-               **observed(log), "lru_hits": Fraction(curve.hits(c)), "belady_hits": Fraction(belady(trace.refs, c)),
+               **observed(log), "lru_hits": Fraction(curve.hits(c)), "belady_hits": Fraction(engines(trace.refs, c, admission=False)),
                "unbounded_hits": Fraction(refs - curve.distinct), "prefix_unbounded_hits": Fraction(refs - chains),
                "prefix_closed": Fraction(int(chains == curve.distinct))}
     figures["engine_hit_rate"] = figures["engine_hits"] / refs if refs else Fraction(0)

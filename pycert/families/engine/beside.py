@@ -3,9 +3,9 @@ figures around it, that ``pycert engine replay``, ``trace offload --certs`` and 
 
 Only certificates that verified in the caller's run may be passed in; each figure says which one it
 comes from. The sentence rests on the capacity certificate's kernel-checked ``max_hits`` and names the
-caches it bounds as that certificate's headline states them (:meth:`Capacity.widest_bound`): today
-caches that admit every missed block and start empty; a headline that bounds every cache of the
-capacity makes it "any cache of C blocks".
+caches it bounds as that certificate's headline states them (:meth:`Capacity.widest_bound`): with the
+optimum under admission control (issue 37's headlines), "any cache of C blocks that starts empty"; with
+an older headline, only the caches that admit every missed block and start empty.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.schema import Certificate
 from pycert.families.capacity import CLAIM as CAPACITY
+from pycert.families.capacity import witnessed
 from pycert.families.engine.figures import above_optimum
 
 
@@ -78,7 +79,7 @@ def beside(engine: Certificate, capacity: Certificate | None = None, ceiling: Ce
     if capacity is not None:
         name_, caches = CAPACITY.widest_bound(capacity.parameters)  # type: ignore[arg-type]
         optimum = figure(capacity, name_)
-        both = next((f.evidence for f in capacity.figures if f.name == "belady_hits"), "") == "kernel-checked"
+        both = witnessed(capacity.parameters)  # type: ignore[arg-type]
         if (why := above_optimum(hits, optimum, c, f"the kernel proved for every such cache ({capacity.id})")) is not None:
             raise Rejected(why)
         out.optimum, out.sentence, out.why_no_sentence = optimum, reached(hits, optimum, c, caches), None
