@@ -14,25 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from pycert.certify.assemble import assemble
-from pycert.certify.inputs import Locator
 from pycert.certify.manifest import write_certificates
-from pycert.certify.provenance import certificate_provenance
 from pycert.certify.verify import verify_certificate
 from pycert.cli import main
 from pycert.core.errors import InputError, Rejected
-from pycert.core.schema import AuditInfo
 from pycert.data.traces import read_trace, trace_from_bytes
 from pycert.families import capacity as capacity_family
-from pycert.families.base import Prepared, input_file
+from pycert.families.base import input_file
 from pycert.families.capacity import CapacityParams
 from pycert.families.engine import CLAIM, EngineParams, log_figures, names
 from pycert.families.engine.beside import beside, reached
 from pycert.families.engine.figures import log_rejections, oversized, requests_of, seen_prefixes
 from pycert.leak import replay as replaylog
 from pycert.leak.admission import EngineRequest
-from pycert.lean.emit.capacity import ENCODING, OPTIMUM_ENCODING
-from tests.certs import BACKEND, fixture_statements
+from pycert.lean.emit.capacity import ENCODING, OPTIMA_ENCODING, OPTIMUM_ENCODING, PIECES_ENCODING
+from tests.certs import make_cert, trace_input
 from tests.conftest import REPO
 
 B, C = 16, 12
@@ -114,10 +110,15 @@ def test_a_trace_the_engine_cannot_replay_is_refused_before_torch(tmp_path: Path
 
 
 def test_the_sentence_names_the_caches_the_capacity_certificate_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Today's headlines bound caches that admit every missed block and start empty, and the sentence says
-    so; a headline that bounds every cache of C blocks (issue 37's, when it lands) makes it the stronger one."""
+    """A headline with the optimum under admission control bounds every cache of C blocks that starts empty,
+    and the sentence takes its figure and says so; a headline without it (a trace in pieces, an older layout)
+    bounds only the caches that admit every missed block, and the sentence names that narrower model."""
     claim = capacity_family.CLAIM
-    for encoding in (OPTIMUM_ENCODING, ENCODING):
+    figure, caches = claim.widest_bound(CapacityParams(capacity_blocks=1024, lean_encoding=OPTIMA_ENCODING))
+    assert figure == "admission_hits" and reached(599, 2438, 1024, caches, (306_688, 1_248_256)) == (
+        "the engine reached 599 of the 2,438 hits any cache of 1,024 blocks that starts empty can reach on this trace "
+        "(in tokens: 306,688 of at most 1,248,256)")
+    for encoding in (OPTIMUM_ENCODING, ENCODING, PIECES_ENCODING):
         params = CapacityParams(capacity_blocks=1024, lean_encoding=encoding)
         figure, caches = claim.widest_bound(params)
         assert figure == "max_hits" and reached(638, 2438, 1024, caches) == (
@@ -189,8 +190,30 @@ def test_a_replay_is_one_line_per_request_and_its_figures_hold(replayed: replayl
     assert rejections == [], rejections
     refs = sum(map(len, REQUESTS))
     assert figures["refs"] == refs and figures["requests"] == len(REQUESTS)
-    assert 0 < figures["engine_hits"] <= figures["belady_hits"] <= figures["unbounded_hits"] == refs - 37
-    assert figures["engine_hit_tokens"] == B * figures["engine_hits"] and figures["prefix_closed"] == 1
+    assert 0 < figures["engine_hits"] <= figures["belady_hits"] <= figures["admission_hits"] <= figures["unbounded_hits"]
+    assert figures["unbounded_hits"] == refs - 37 and figures["prefix_closed"] == 1
+    assert figures["engine_cached_tokens"] == B * figures["engine_hits"]
+    # every block of this trace is a full one of 512 tokens: the token figures are the block figures x 512
+    assert [figures[f"{n}_tokens"] for n in ("refs", "engine_hits", "lru_hits", "unbounded_hits")] == [
+        512 * figures[n] for n in ("refs", "engine_hits", "lru_hits", "unbounded_hits")]
+
+
+def test_a_partial_last_block_the_engine_served_counts_no_tokens(engine, tmp_path: Path) -> None:  # noqa: ANN001
+    """A prompt of 612 tokens is a full block and a partial one of 100 in the trace; the replay sends both as
+    whole blocks and the engine serves both on the repeat, but vLLM never reuses a partial block and the
+    token figures count it as none: 512 of the 1,224 prompt tokens."""
+    path = tmp_path / "partial.jsonl"
+    path.write_text("".join(json.dumps({"timestamp": i, "input_length": 612, "output_length": 2, "hash_ids": [1, 2]})
+                            + "\n" for i in range(2)))
+    trace = read_trace(path)
+    engine.empty_cache()
+    header = replaylog.engine_header(engine, seed=0, num_blocks=C, block_tokens=B, trace=path.name,
+                                     trace_sha256=trace.sha256, requests=2, refs=4)
+    figures, rejections = log_figures(replaylog.replay(engine, requests_of(trace), header), path)
+    assert rejections == []
+    assert (figures["engine_hits"], figures["engine_cached_tokens"]) == (2, 2 * B)
+    assert (figures["refs_tokens"], figures["engine_hits_tokens"], figures["unbounded_hits_tokens"]) == (1224, 512, 512)
+    assert figures["engine_hit_rate_tokens"] == Fraction(512, 1224)
 
 
 def test_a_trace_that_is_not_prefix_closed_shows_what_a_prefix_cache_can_take(engine, tmp_path: Path) -> None:  # noqa: ANN001
@@ -225,6 +248,7 @@ def test_a_log_edited_upward_is_refused(replayed: replaylog.ReplayLog, small_tra
                                                          for r, s in zip(replayed.requests, seen))})
     figures, [why] = log_figures(full, small_trace)
     assert why.reason == "above-optimum" and why.expected == "at most 35" and why.found == str(sum(seen)) == "43"
+    assert "Belady's MIN with bypass reaches there" in why.detail
     # half a block, another request's blocks, a header of another cache size
     assert log_figures(_edited(replayed, 1, cached_tokens=B // 2), small_trace)[1][0].subject == "log line 3.cached_tokens"
     assert "request 1, 3 blocks" in log_figures(_edited(replayed, 1, blocks=2), small_trace)[1][0].detail
@@ -238,13 +262,8 @@ def _certificate(log: replaylog.ReplayLog, trace: Path, out: Path):  # noqa: ANN
     (out / "inputs").mkdir(parents=True, exist_ok=True)
     (out / "inputs" / f"{stem}.jsonl").write_bytes(replaylog.render(log))
     inputs = [input_file("log", out / "inputs" / f"{stem}.jsonl", out), input_file("trace", trace, out)]
-    params = EngineParams.of(log.header)
-    figures = CLAIM.figures(params, {}, inputs, Locator(root=out, external={trace.name: trace}))
-    p = Prepared(claim=CLAIM, id=stem, parameters=params, headline="", inputs=inputs, figures=figures)
-    theorems = p.derived().theorems
-    return assemble(p, BACKEND, AuditInfo(verdict="pass", axioms=["propext"],
-                                          axioms_by_theorem={t: ["propext"] for t in theorems}),
-                    fixture_statements(theorems), certificate_provenance())
+    return make_cert(stem, "engine", EngineParams.of(log.header).model_dump(), inputs, root=out,
+                     external={trace.name: trace})
 
 
 def test_verify_re_derives_the_figures_and_refuses_an_edited_log(replayed, small_trace: Path, tmp_path: Path) -> None:  # noqa: ANN001
@@ -280,19 +299,31 @@ def test_beside_refuses_an_engine_count_above_the_kernel_checked_optimum(replaye
     cert = _certificate(replayed, small_trace, tmp_path / "certs")
     side = beside(cert)
     assert side.sentence is None and "no verified capacity certificate" in side.why_no_sentence
-    assert side.optimum_known.startswith("Belady's MIN computed by pycert")
-    # a capacity certificate whose optimum is below the engine's count: one of them is wrong
-    from tests.certs import make_cert, trace_input
-
+    assert side.optimum_known.startswith("Belady's MIN with bypass computed by pycert") and side.optimum_tokens is None
     shutil.copy(small_trace, tmp_path / "small.jsonl")
-    capacity = make_cert("capacity-small-c12", "capacity", {"capacity_blocks": C, "lean_encoding": OPTIMUM_ENCODING},
-                         [trace_input(tmp_path / "small.jsonl", tmp_path)], root=tmp_path)
+    trace = [trace_input(tmp_path / "small.jsonl", tmp_path)]
+    # today's layout: the optimum with admission control, in blocks and (512 a block) in tokens
+    capacity = make_cert("capacity-small-c12", "capacity", {"capacity_blocks": C, "lean_encoding": OPTIMA_ENCODING,
+                                                          "prefix_cache": "attained"},
+                         trace, root=tmp_path)
     side = beside(cert, capacity)
-    assert side.sentence == reached(side.engine_hits, side.optimum, C, "that admits every missed block and starts empty")
+    assert (side.optimum, side.optimum_tokens, side.engine_tokens) == (35, 35 * 512, 512 * side.engine_hits)
+    assert side.sentence == reached(side.engine_hits, 35, C, "that starts empty", (512 * side.engine_hits, 35 * 512))
+    assert [r[3] for r in side.rows()][2] == f"at most {35 * 512:,} ({100 * 35 / 80:.2f}%)"
+    # a headline without admission control: the narrower model, named
+    older = make_cert("capacity-small-c12", "capacity", {"capacity_blocks": C, "lean_encoding": OPTIMUM_ENCODING},
+                      trace, root=tmp_path)
+    assert "that admits every missed block and starts empty can reach" in beside(cert, older).sentence
+    # a capacity certificate whose optimum is below the engine's count: one of them is wrong
     low = capacity.model_copy(update={"figures": [f.model_copy(update={"numerator": side.engine_hits - 1})
-                                                  if f.name == "max_hits" else f for f in capacity.figures]})
+                                                  if f.name == "admission_hits" else f for f in capacity.figures]})
     with pytest.raises(Rejected, match="above the .* that the kernel proved for every such cache"):
         beside(cert, low)
+    # one above it but other than what the engine certificate computes: pycert's engines and the kernel disagree
+    high = capacity.model_copy(update={"figures": [f.model_copy(update={"numerator": 36})
+                                                   if f.name == "admission_hits" else f for f in capacity.figures]})
+    with pytest.raises(Rejected, match="admission_hits"):
+        beside(cert, high)
     assert Fraction(side.engine_hits, side.refs) < 1
 
 
@@ -312,8 +343,8 @@ def test_replay_certifies_verifies_offloads_reports_and_replays(capsys: pytest.C
     side = res["beside"]
     assert side["optimum_known"] == "kernel-checked in capacity-small-c12"
     assert side["unbounded_known"] == "kernel-checked in ceiling-small"
-    assert side["sentence"] == reached(res["engine_hits"], side["optimum"], C, "that admits every missed block and "
-                                                                               "starts empty")
+    assert side["sentence"] == reached(res["engine_hits"], side["optimum"], C, "that starts empty",
+                                       (side["engine_tokens"], side["optimum_tokens"]))
     assert sorted(p.name for p in out.glob("*.json")) == ["capacity-small-c12.json", "ceiling-small.json",
                                                           "engine-small-c12-b16-seed0.json"]
     assert main(["verify", *map(str, out.glob("*.json"))]) == 0

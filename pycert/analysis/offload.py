@@ -105,6 +105,8 @@ class EngineLine(BaseModel):
     block_tokens: int
     """The tokens each trace block became in the replay (the engine's page size)."""
     engine_hit_rate: Ratio
+    engine_hit_rate_tokens: Ratio | None = None
+    """The same in the trace's tokens (a partial last block none), where the trace gives prompt lengths."""
     sentence: str | None
     why_no_sentence: str | None = None
 

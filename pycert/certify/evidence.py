@@ -116,6 +116,8 @@ def engine_lines(rep: OffloadReport, verified: dict[str, list[Certificate]]) -> 
                                               f"{rep.primary.refs} (pycert's engine)", reason="engine-disagrees"))
         out.append(EngineLine(certificate=cert.filename, engine=cert.parameters.engine,  # type: ignore[attr-defined]
                               block_tokens=cert.parameters.block_tokens,  # type: ignore[attr-defined]
-                              engine_hit_rate=Ratio.of(Fraction(side.engine_hits, side.refs)), sentence=side.sentence,
+                              engine_hit_rate=Ratio.of(Fraction(side.engine_hits, side.refs)),
+                              engine_hit_rate_tokens=None if not side.refs_tokens or side.engine_tokens is None else
+                              Ratio.of(Fraction(side.engine_tokens, side.refs_tokens)), sentence=side.sentence,
                               why_no_sentence=side.why_no_sentence))
     return out

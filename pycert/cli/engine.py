@@ -49,6 +49,9 @@ from pycert.leak import replay as replaylog
 MAX_BATCH_TOKENS = 512
 """Prompt tokens per forward pass: transformers allocates its attention mask for this many rows over the
 whole cache, so fewer rows keep memory down (DEVELOPERS.md: measured)."""
+TORCH_THREADS = 1
+"""torch's intra-op threads during a replay: the replay's model is too small to gain from a second one, and
+on a loaded machine two that wait on each other ran 12x slower (DEVELOPERS.md, BENCHMARKS.md: measured)."""
 
 
 class ReplayResult(BaseModel):
@@ -62,7 +65,8 @@ class ReplayResult(BaseModel):
     block_tokens: int
     seed: int
     engine_hits: int
-    engine_hit_tokens: int
+    engine_cached_tokens: int
+    """What the engine reports serving from its cache, in its own tokens (block_tokens a block)."""
     evicted_blocks: int
     replay_seconds: float
     replay_cpu_seconds: float
@@ -135,7 +139,7 @@ def open_engine(num_blocks: int, block_tokens: int, seed_: int) -> replaylog.Pag
                          where="pycert engine replay") from None
     try:
         return TransformersEngine(seed=seed_, page_size=block_tokens, num_blocks=num_blocks,
-                                  max_batch_tokens=MAX_BATCH_TOKENS, shape=TINY)
+                                  max_batch_tokens=MAX_BATCH_TOKENS, shape=TINY, threads=TORCH_THREADS)
     except MemoryError as exc:
         raise ResourcesExhausted(f"the engine cannot allocate a cache of {num_blocks:,} blocks of {block_tokens} tokens "
                                  f"here: {' '.join(str(exc).split())[:200]}", where="engine") from None
@@ -165,7 +169,7 @@ def _summary(replayed: replaylog.ReplayLog, seconds: tuple[float, float], **fiel
     cached = sum(r.cached_tokens for r in replayed.requests)
     return ReplayResult(engine=f"{h.engine} ({h.engine_version})", model=h.model, trace=h.trace, requests=h.requests,
                         refs=h.refs, num_blocks=h.num_blocks, block_tokens=h.block_tokens, seed=h.seed,
-                        engine_hits=cached // h.block_tokens, engine_hit_tokens=cached,
+                        engine_hits=cached // h.block_tokens, engine_cached_tokens=cached,
                         evicted_blocks=sum(r.evicted_blocks for r in replayed.requests),
                         replay_seconds=round(seconds[0], 1), replay_cpu_seconds=round(seconds[1], 1), **fields)  # type: ignore[arg-type]
 
@@ -255,15 +259,11 @@ def render(res: ReplayResult) -> str:
              f"time in {res.replay_seconds:.1f} s ({res.replay_cpu_seconds:.1f} s of CPU); the engine evicted {plural(res.evicted_blocks, 'cached block')}"]
     s = res.beside
     if s is not None:
-        pct = lambda h: f"{100 * h / s.refs:.2f}%" if s.refs else "-"  # noqa: E731
-        lines += ["", table(["at " + plural(s.capacity_blocks, "block"), "hits", "hit rate", "evidence"], [
-            ("the engine", f"{s.engine_hits:,}", pct(s.engine_hits), f"observed ({s.engine_by})"),
-            ("LRU", f"{s.lru_hits:,}", pct(s.lru_hits), "computed by pycert"),
-            ("the optimum, OPT", f"{s.optimum:,}", pct(s.optimum), s.optimum_known),
-            ("unbounded cache", f"{s.unbounded_hits:,}", pct(s.unbounded_hits), s.unbounded_known)]), ""]
-        lines.append(f"{s.sentence[:1].upper()}{s.sentence[1:]}." if s.sentence else f"(no sentence: {s.why_no_sentence})")
+        lines += ["", table(["at " + plural(s.capacity_blocks, "block"), "hits", "hit rate", "tokens", "evidence"],
+                            s.rows()), ""]
+        lines.append(s.said())
     else:
-        lines.append(f"the engine served {res.engine_hits:,} references ({res.engine_hit_tokens:,} tokens) from its cache")
+        lines.append(f"the engine served {res.engine_hits:,} references ({res.engine_cached_tokens:,} of its tokens) from its cache")
     lines += [f"  {r.render()}" for r in res.rejections]
     if res.replay_of:
         lines.append(f"{'REPLAY AGREES' if res.holds else 'REPLAY DIFFERS'}: {res.replay_of} (log {res.log})")

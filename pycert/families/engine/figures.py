@@ -4,8 +4,8 @@ The checks tie the log to the trace (one line per request, in order, each naming
 by their sha256) and to what any prefix cache can do: the engine serves a request's leading blocks, and
 only blocks some earlier request computed with the same prefix (transformers hashes a block chained to
 its prefix), so a request's count can never pass the run of its leading blocks whose prefix was seen
-before (:func:`seen_prefixes`). A count above that, or a total above Belady's MIN at the cache's
-capacity, is not something a cache of that size can do: a defect of the tap, the replay or a proof.
+before (:func:`seen_prefixes`). A count above that, or a total above Belady's MIN with bypass at the
+cache's capacity, is not something a cache of that size can do: a defect of the tap, the replay or a proof.
 """
 
 from __future__ import annotations
@@ -98,8 +98,18 @@ def log_rejections(log: ReplayLog, requests: Sequence[Sequence[int]], seen: Sequ
 def observed(log: ReplayLog) -> dict[str, Fraction]:
     """What the engine said, summed over the log."""
     cached = sum(r.cached_tokens for r in log.requests)
-    return {"engine_hits": Fraction(cached // log.header.block_tokens), "engine_hit_tokens": Fraction(cached),
+    return {"engine_hits": Fraction(cached // log.header.block_tokens), "engine_cached_tokens": Fraction(cached),
             "evicted_blocks": Fraction(sum(r.evicted_blocks for r in log.requests))}
+
+
+def served_tokens(log: ReplayLog, starts: Sequence[int], tokens: Sequence[int], full: Sequence[bool]) -> int:
+    """The trace's own tokens of the blocks the engine served: each request's leading ``cached_tokens /
+    block_tokens`` references (``starts``: where each request's references begin), a block counting the
+    tokens the trace gives it (``tokens``) and a request's partial last block none (``full``: vLLM and
+    SGLang never reuse a partial block, and the token bounds count it so)."""
+    b = log.header.block_tokens
+    return sum(t for r, a in zip(log.requests, starts) for t, f in zip(tokens[a:a + r.cached_tokens // b],
+                                                                        full[a:a + r.cached_tokens // b]) if f)
 
 
 def above_optimum(hits: int, optimum: int, capacity: int, by: str) -> Rejection | None:

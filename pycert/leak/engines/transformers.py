@@ -85,9 +85,14 @@ class TransformersEngine:
     generated = GENERATED
 
     def __init__(self, *, model_dir: Path | None = None, device: str = "cpu", seed: int = 0, page_size: int = 256,
-                 num_blocks: int = 32, max_batch_tokens: int = 2048, shape: dict[str, int] = SMALL) -> None:
+                 num_blocks: int = 32, max_batch_tokens: int = 2048, shape: dict[str, int] = SMALL,
+                 threads: int | None = None) -> None:
         if device == "cuda" and not torch.cuda.is_available():
             raise InputError(f"--device cuda: this torch ({torch.__version__}) sees no CUDA device", where="--device")
+        if threads is not None:
+            # torch's intra-op threads, for the whole process: on a loaded 2-core machine two threads that
+            # wait on each other made a replay 12x slower than one (DEVELOPERS.md: measured)
+            torch.set_num_threads(threads)
         self.version = f"transformers {transformers.__version__}, torch {torch.__version__}"
         self.device = device
         model, self.model = _local_model(model_dir) if model_dir else _small_model(seed, shape)
