@@ -479,3 +479,27 @@ def test_engine_replay_refuses_before_the_engine_with_one_line(tmp_path: Path, c
         argv, needles = flags[:-2], ("--out:", "give --trace, --num-blocks, --block-tokens and --out")
     expect_error(capsys, ["engine", "replay", *argv], 2, *needles)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("failure", ["start", "memory", "missing"])
+def test_engine_replay_an_engine_that_fails_to_load_is_one_line(tmp_path: Path, capsys, monkeypatch,  # noqa: ANN001
+                                                                failure: str) -> None:
+    """The engine module stood in for (torch is not imported): its failures, mapped by the command, leave
+    nothing in --out."""
+    import types
+
+    def refuse(**_kw: object) -> None:
+        raise {"start": RuntimeError("no\nkernel image"), "memory": MemoryError("cannot allocate 2 GiB")}[failure]
+
+    fake = types.ModuleType("pycert.leak.engines.transformers")
+    fake.TINY, fake.TransformersEngine = {}, refuse  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pycert.leak.engines.transformers", None if failure == "missing" else fake)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD) + "\n")
+    argv = ["engine", "replay", "--trace", str(trace), "--num-blocks", "8", "--block-tokens", "16",
+            "--out", str(tmp_path / "out")]
+    code, needles = {"start": (2, ("engine:", "the engine did not start: no kernel image")),
+                     "memory": (3, ("engine:", "cannot allocate a cache of 8 blocks of 16 tokens")),
+                     "missing": (2, ("pycert engine replay:", "pip install 'pycert[leak]'"))}[failure]
+    expect_error(capsys, argv, code, *needles)
+    assert not (tmp_path / "out").exists()

@@ -354,6 +354,11 @@ def test_replay_certifies_verifies_offloads_reports_and_replays(capsys: pytest.C
     rep = json.loads(capsys.readouterr().out)
     [line] = rep["engines"]
     assert line["sentence"] == side["sentence"] and rep["evidence"]["gpu_only_belady_hit_rate"] == "kernel-checked"
+    assert line["engine_hit_rate_tokens"]["decimal"] == line["engine_hit_rate"]["decimal"]  # every block full here
+    assert main(["trace", "offload", str(trace), "--capacity-tokens", str(512 * C), "--control-k", "1",
+                 "--certs", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert side["sentence"] in text and "engine_hit_rate_tokens (replayed at 16 tokens a block)" in text
     assert main(["report", "--certs", str(out), "--out", str(tmp_path / "r.html")]) == 0
     assert side["sentence"][1:] in (tmp_path / "r.html").read_text()
     capsys.readouterr()
