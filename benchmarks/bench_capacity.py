@@ -41,6 +41,7 @@ from pycert.core.limits import MAX_PIECE_REFS
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace, trace_from_bytes
 from pycert.lean.emit import capacity as emit_capacity
+from pycert.lean.emit import pieces
 from pycert.lean.emit import packed_trace
 
 HERE = Path(__file__).resolve().parent
@@ -124,11 +125,11 @@ def bench_pieces(label: str, trace: Trace, data: bytes, c: int, cuts: list[int],
                  timeout: float, theirs: tuple[int, float] | None) -> list[dict]:
     """Each piece alone (a row each, one Lean process at a time), then ``pycert prove capacity`` end to end."""
     refs, rows = trace.refs, []
-    points = emit_capacity.split_points(trace.n_refs, cuts, MAX_PIECE_REFS)
+    points = pieces.split_points(trace.n_refs, cuts, MAX_PIECE_REFS)
     for k, (a, b) in enumerate(zip(points, points[1:])):
         f = d / f"Capacity{trace.n_refs}C{c}Piece{k}.lean"
         t0 = time.perf_counter()
-        text, piece = emit_capacity.emit_piece(refs[a:b + 1], trace.sha256, f.stem, c, emit_capacity.local_cuts(cuts, a, b))
+        text, piece = pieces.emit_piece(refs[a:b + 1], trace.sha256, f.stem, c, pieces.local_cuts(cuts, a, b))
         emit_s = time.perf_counter() - t0
         f.write_text(text)
         r = run_one(fresh(f), ROOT / "lean", timeout)

@@ -39,6 +39,7 @@ from pycert.families import producer
 from pycert.families.capacity import CLAIM
 from pycert.families.capacity.produce import CapacityOptions, capacities
 from pycert.lean.emit import capacity as emit_capacity
+from pycert.lean.emit import pieces
 from tests.certs import make_cert, trace_input
 from tests.conftest import SHARED_TRACES
 from tests.test_cachesim import optimal_hits  # the exhaustive optimum: every eviction tried
@@ -137,7 +138,7 @@ def test_pieces_split_at_cuts_state_the_whole_traces_bound(seed: int, n: int, v:
     refs = np.array([names[rng.randrange(v)] for _ in range(n)], dtype=np.uint64)
     cuts = cut_list(refs, capacity)
     try:
-        points = emit_capacity.split_points(n, cuts, max_refs)
+        points = pieces.split_points(n, cuts, max_refs)
     except InputError as e:
         assert ("no cut of the capacity bound lies between" in str(e) if cuts else "the cut list at this capacity is "
                 "empty" in str(e))
@@ -147,10 +148,10 @@ def test_pieces_split_at_cuts_state_the_whole_traces_bound(seed: int, n: int, v:
     assert all(0 < b - a + 1 <= max_refs for a, b in zip(points, points[1:]))
     if len(points) == 2:
         return
-    plans = [emit_capacity.emit_piece(refs[a:b + 1], "0" * 64, f"P{k}", capacity,
-                                      emit_capacity.local_cuts(cuts, a, b))[1]
+    plans = [pieces.emit_piece(refs[a:b + 1], "0" * 64, f"P{k}", capacity,
+                                      pieces.local_cuts(cuts, a, b))[1]
              for k, (a, b) in enumerate(zip(points, points[1:]))]
-    text, whole = emit_capacity.emit_glue("W", "0" * 64, [f"P{k}" for k in range(len(plans))], plans, v)
+    text, whole = pieces.emit_glue("W", "0" * 64, [f"P{k}" for k in range(len(plans))], plans, v)
     assert (whole.refs, whole.cuts) == (n, len(cuts))
     assert whole.max_hits == bound_pairs(refs, capacity, cuts) == opt_hit_curve(refs).hits(capacity)
     assert f"Pycert.Capacity.Bounded trace {n} {capacity} {whole.max_hits} :=" in text
@@ -166,8 +167,10 @@ def test_capacities_in_tokens_become_whole_blocks(tmp_path: Path, capsys: pytest
     trace = synthetic.default_trace()  # Mooncake format: 512 tokens a block
     opts = CapacityOptions(capacity_blocks=[128, 4], capacity_tokens=[65_536, 1_000, 2_048])
     assert capacities(opts, trace) == [128, 4, 1]
-    assert capacities(opts.model_copy(update={"block_tokens": 1_000}), trace) == [128, 4, 65, 1, 2]
     ids = write_ids(tmp_path / "ids.txt", 10, 3, seed=1)
+    assert capacities(opts, read_trace(ids, block_tokens=1_000)) == [128, 4, 65, 1, 2]  # the flag is an ids trace's size
+    with pytest.raises(InputError, match="1,000 tokens a block contradicts the trace"):  # never a Mooncake trace's
+        synthetic.default_trace(block_tokens=1_000)
     assert main(["prove", "capacity", "--trace", str(ids), "--capacity-tokens", "1000", "--out",
                  str(tmp_path / "c")]) == 2
     assert "give --block-tokens" in capsys.readouterr().err and not (tmp_path / "c").exists()
@@ -354,7 +357,7 @@ def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys:
     cert = out / "capacity-ids-c4.json"
     doc = json.loads(cert.read_text())
     assert doc["parameters"] == {"capacity_blocks": 4, "lean_encoding": emit_capacity.PIECES_ENCODING,
-                                 "pieces": 3, "piece_refs": 500}
+                                 "pieces": 3, "piece_refs": 500, "trace_format": "ids", "block_tokens": None}
     refs = np.array([int(x) for x in trace.read_text().split()], dtype=np.uint64)
     h = opt_hit_curve(refs).hits(4)
     assert figures_of(cert)["max_hits"] == h and figures_of(cert)["refs"] == 1200
@@ -463,9 +466,9 @@ def test_the_report_marks_each_certified_capacity_on_its_trace(proved: tuple[Pat
     drawn: dict[str, list[tuple[int, int]]] = {}
     real = report.curve_png
 
-    def spy(path: Path, sha: str, label: str, marks: Sequence[tuple[int, int]] = ()) -> report.Curve:
+    def spy(path: Path, sha: str, label: str, marks: Sequence[tuple[int, int]] = (), *reading: object) -> report.Curve:
         drawn[label] = list(marks)
-        return real(path, sha, label, marks)
+        return real(path, sha, label, marks, *reading)
 
     monkeypatch.setattr(report, "curve_png", spy)
     report.write_report(certs, tmp_path / "r.html", inputs={"ids.txt": trace})

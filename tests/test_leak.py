@@ -157,6 +157,20 @@ def test_a_leak_under_the_salt_or_an_unsalted_keyed_request_breaks_the_closure()
     assert [r.reason for r in log_figures(_edited(unsalted))[1]] == ["unsalted"]
 
 
+
+@pytest.mark.parametrize("edit, found", [
+    (lambda r: r["salt_id"] if r["salt"] != "forged-unkeyed" else "0" * 16, "0000000000000000"),
+    (lambda r: "1" * 16 if (r["arm"], r["role"]) == ("keyed-own", "probe") and r["prompt"] == 3 else r["salt_id"],
+     "1111111111111111"),
+], ids=["forged-salt-not-sha256-of-a", "own-keyed-salt-changes"])
+def test_salt_ids_that_contradict_the_claim_are_rejected(edit, found: str) -> None:  # noqa: ANN001
+    from pycert.leak.observation import structure_rejections
+
+    log = _edited(lambda rs: [r.update(salt_id=edit(r)) for r in rs])
+    [r] = structure_rejections(log)
+    assert r.subject.endswith(".salt_id") and r.found == found, r
+
+
 # ---------------------------------------------------------------------------- the certificate
 
 
@@ -384,3 +398,18 @@ def test_prove_leak_rewrites_the_committed_certificate(wasm, tmp_path: Path) -> 
     made, committed = json.loads((out / CERT.name).read_text()), json.loads(CERT.read_text())
     made.pop("backend"), committed.pop("backend")
     assert made == committed
+
+
+@pytest.mark.slow
+def test_kernel_lists_only_the_checks_that_apply_to_an_observation(wasm) -> None:  # noqa: ANN001
+    """A leak certificate has no Lean instance: --kernel rebuilds and audits the library theorems it names,
+    and says nothing of figures read off a kernel type."""
+    res = verify_certificate(CERT, kernel=True, backend="wasm")
+    assert res.ok, res.failures
+    assert "kernel (the library)" in res.checked and "figures off the kernel" not in res.checked, res.checked
+
+
+def test_a_log_with_more_request_lines_than_its_header_allows_is_refused_before_they_are_parsed() -> None:
+    lines = LOG.read_bytes().splitlines(keepends=True)
+    with pytest.raises(InputError, match="request lines for 12 prompts"):
+        leaklog.parse(b"".join([lines[0], *(lines[1:] * 2)]), "log.jsonl")

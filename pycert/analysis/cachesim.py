@@ -22,6 +22,7 @@ from fractions import Fraction
 import numpy as np
 from pydantic import BaseModel
 
+from pycert.analysis.tenants import TenantStats, tenant_stats
 from pycert.core.exact import Ratio
 from pycert.data.traces import Trace
 
@@ -208,7 +209,8 @@ class TraceStats(BaseModel):
     """The capacity-free figures of a trace.
 
     ``cold_miss_floor`` = distinct / refs: the fraction of references that miss at any capacity.
-    ``ceiling`` = 1 - floor: the best hit rate any cache (of any size) can reach.
+    ``ceiling`` = 1 - floor: the best hit rate any cache (of any size) can reach. ``block_rule`` says
+    how ``block_tokens`` was read; ``tenants`` is None when the layout names no tenant.
     """
 
     name: str
@@ -216,11 +218,13 @@ class TraceStats(BaseModel):
     format: str
     granularity: int
     block_tokens: int | None
+    block_rule: str | None = None
     requests: int | None
     refs: int
     distinct: int
     cold_miss_floor: Ratio
     ceiling: Ratio
+    tenants: TenantStats | None = None
 
 
 def stats_from_counts(refs: int, distinct: int) -> tuple[Fraction, Fraction]:
@@ -236,5 +240,6 @@ def trace_stats(trace: Trace) -> TraceStats:
     distinct = _distinct(trace.refs)
     floor, ceiling = stats_from_counts(trace.n_refs, distinct)
     return TraceStats(name=trace.name, sha256=trace.sha256, format=trace.format, granularity=trace.granularity,
-                      block_tokens=trace.block_tokens, requests=trace.n_requests, refs=trace.n_refs,
-                      distinct=distinct, cold_miss_floor=Ratio.of(floor), ceiling=Ratio.of(ceiling))
+                      block_tokens=trace.block_tokens, block_rule=trace.block_rule, requests=trace.n_requests,
+                      refs=trace.n_refs, distinct=distinct, cold_miss_floor=Ratio.of(floor), ceiling=Ratio.of(ceiling),
+                      tenants=tenant_stats(trace))

@@ -9,9 +9,9 @@ from pathlib import Path, PurePosixPath
 
 from pycert.analysis.offload import OffloadReport
 from pycert.certify.documents import load_certificate
-from pycert.certify.manifest import MANIFEST_NAME
 from pycert.certify.verify import verify_certificate
 from pycert.core.errors import InputError, Rejected, Rejection
+from pycert.core.gate import entries
 from pycert.core.schema import Certificate
 
 CEILING_FIGURES = ("refs", "distinct", "cold_miss_floor", "max_achievable_hit_rate")
@@ -42,10 +42,8 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
     not_used: dict[str, str] = {}
     if rep.primary.granularity != 1:
         return rep.model_copy(update={"evidence": evidence})
-    for path in sorted(certs.glob("*.json")):
-        if path.name == MANIFEST_NAME:
-            continue
-        try:
+    for path in (entry.path for entry in entries(certs.resolve(), ".json")):
+        try:  # through the gate: a link, a FIFO or /dev/zero named *.json is refused unread and listed
             cert = load_certificate(path)
         except InputError as err:
             not_used[path.name] = f"not read as a certificate: {err.message}"
@@ -57,7 +55,8 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
         proves = (CEILING_FIGURES if cert.family == "ceiling" else CAPACITY_FIGURES
                   if cert.family == "capacity" and cert.parameters.capacity_blocks == rep.primary.capacity_blocks
                   else ())
-        if not traces or not proves:
+        prompts_at = getattr(cert.parameters, "block_tokens", None)  # a prompts trace's blocks depend on the size
+        if not traces or not proves or prompts_at not in (None, rep.primary.block_tokens):
             continue
         given = {PurePosixPath(traces[0].path).name: trace} if trace is not None else None
         result = verify_certificate(path, inputs=given)

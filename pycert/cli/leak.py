@@ -18,12 +18,14 @@ from statistics import median
 from pydantic import BaseModel
 
 from pycert import prove
-from pycert.certify.documents import parse_certificate
+from pycert.certify.documents import load_certificate
 from pycert.certify.inputs import Locator
+from pycert.certify.verify import verify_certificate
 from pycert.cli import add_backend, add_common, help_of
-from pycert.core.console import Progress, emit, table
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejection
-from pycert.core.files import atomic_write, certificate_root, read_input
+from pycert.core.console import Progress, emit, escaped, table
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection
+from pycert.core.files import atomic_write, certificate_root
+from pycert.core.gate import confined, named
 from pycert.core.limits import in_path, int_range, out_dir, seed
 from pycert.core.resources import default_certificate_dir
 from pycert.core.schema import decimal_of
@@ -132,7 +134,7 @@ def open_engine(args: argparse.Namespace, model: Path | None, seed_: int) -> Eng
 
 
 def _secret(args: argparse.Namespace) -> bytes:
-    return read_input(args.secret_file, "a secret file") if args.secret_file else os.urandom(32)
+    return named(args.secret_file).read("a secret file", 1 << 20) if args.secret_file else os.urandom(32)
 
 
 def summarize(log: leaklog.Log, path: Path, certificate: str | None = None, replay_of: str | None = None,
@@ -164,13 +166,13 @@ def render(res: LeakResult) -> str:
     lines = [f"{res.engine}; {res.model}; {res.device}", "", arms, "",
              f"residual cross-tenant rate under the keyed salt: exact Clopper-Pearson upper bound {bound}"
              f"{' (underpowered)' if res.underpowered else ''}; rule of three {res.rule_of_three} (not the bound)"]
-    lines += [f"  {r.render()}" for r in res.rejections]
+    lines += [f"  {escaped(r.render())}" for r in res.rejections]
     if res.replay_of:
         verdict = "REPLAY AGREES" if res.holds else "REPLAY DIFFERS"
-        lines.append(f"{verdict}: {res.replay_of} (log {res.log})")
+        lines.append(f"{verdict}: {escaped(res.replay_of)} (log {escaped(res.log)})")
     else:
-        lines.append(f"{'LEAK CLOSED' if res.holds else 'NOT SHOWN'}: log {res.log}"
-                     + (f", certificate {res.certificate}" if res.certificate else ", no certificate"))
+        lines.append(f"{'LEAK CLOSED' if res.holds else 'NOT SHOWN'}: log {escaped(res.log)}"
+                     + (f", certificate {escaped(res.certificate)}" if res.certificate else ", no certificate"))
     return "\n".join(lines)
 
 
@@ -192,13 +194,13 @@ def record(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, in
     log = _run_on(engine, plan, secret, progress)
     out = (args.out or default_certificate_dir()).resolve()
     stem = f"leak-{'endpoint' if args.endpoint else 'transformers'}-{log.header.device}-k{plan.prompts}-seed{plan.seed}"
-    path = log_path(out, stem)
+    path = confined(out, log_path(out, stem))  # never into a link a received --out holds
     atomic_write(path, leaklog.render(log))
     res = prove.prove([(producer("leak"), producer("leak").options())], backend=args.backend, out_dir=out,
                       progress=progress)
     written = next((w for w in res.written if Path(w).name == f"{stem}.json"), None)
     if written is None:  # not certified: keep the observation where runs are recorded, out of inputs/
-        kept = out / "runs" / path.name
+        kept = confined(out, out / "runs" / path.name)
         kept.parent.mkdir(parents=True, exist_ok=True)
         path.replace(kept)
         path = kept
@@ -211,7 +213,16 @@ def record(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, in
 
 
 def replay(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, int]:
-    cert = parse_certificate(read_input(args.replay, "a certificate"), where=str(args.replay))
+    """The engine run again on a certificate's recorded settings, once the certificate verifies offline
+    in this run (one that does not is refused, naming why, before any engine starts)."""
+    checked = verify_certificate(args.replay)
+    if checked.failures:
+        raise Rejected(Rejection(subject=str(args.replay), reason="does-not-verify",
+                                 detail=f"does not verify, so it is not replayed: {checked.first_problem()}"))
+    if not checked.ok:
+        raise InputError(f"could not be verified, so it is not replayed: {checked.first_problem()}",
+                         where=str(args.replay))
+    cert = load_certificate(args.replay)
     if cert.family != "leak":
         raise InputError(f"a {cert.family} certificate: --replay takes a leak certificate", where=str(args.replay))
     path = input_path(cert.inputs, "log", Locator(root=certificate_root(args.replay.resolve().parent)))

@@ -49,6 +49,13 @@ class InputError(Located):
     """The user's input is missing or malformed (``where`` names file:line when known)."""
 
 
+class Refused(InputError):
+    """A file the gate (:mod:`pycert.core.gate`) would not read, or stopped reading: a link, not a regular
+    file, too large, a compression bomb, too many references. Kept apart from a malformed file because a
+    checker must not read it as evidence about the certificate (a trace refused unread says nothing about
+    the layout its certificate names)."""
+
+
 class UsageError(InputError):
     """A bad command line (argparse's own errors); ``where`` is the flag or the command."""
 

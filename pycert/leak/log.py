@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pycert.core.errors import InputError
-from pycert.core.files import read_input
+from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
 
 LOG_SCHEMA = "pycert-leak-log/1"
@@ -136,6 +136,9 @@ def parse(data: bytes, where: str) -> Log:
     header: Header | None = None
     requests = []
     for i, line in enumerate(lines, 1):
+        if i == 2 and header is not None and len(lines) - 1 > 10 * header.prompts:  # before the lines are parsed
+            raise InputError(f"{len(lines) - 1:,} request lines for {header.prompts:,} prompts (five arms, a prime "
+                             f"and a probe each: {10 * header.prompts:,}): not the log of one run", where=where)
         if (deep := json_depth_error(line)) is not None:
             raise InputError(deep, where=f"{where}:{i}")
         try:
@@ -156,5 +159,8 @@ def parse(data: bytes, where: str) -> Log:
     return Log(header=header, requests=tuple(requests))
 
 
-def read(path: Path) -> Log:
-    return parse(read_input(path, "a leak log"), str(path))
+def read(source: Source | Path) -> Log:
+    """The log in a certificate directory (:func:`pycert.core.gate.inside`) or at a path pycert wrote: a
+    regular file of at most :data:`~pycert.core.limits.MAX_JSON_BYTES`, its size checked before a byte is read."""
+    source = source if isinstance(source, Source) else named(source)
+    return parse(source.read("a leak log", MAX_JSON_BYTES), str(source))

@@ -27,19 +27,30 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from pycert.core.errors import InputError, PycertError, Rejected, Rejection
-from pycert.core.limits import MAX_PIECE_REFS, MAX_SHARDS
-from pycert.core.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
+from pycert.core.limits import MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
+from pycert.core.schema import Certificate, EvidenceState, InputFile, SolverInfo
 from pycert.families.base import Claim, Instance, Reader, input_path, part_of
-from pycert.families.ceiling import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
+from pycert.families.ceiling import (
+    BLOCK_IDENTITY,
+    LEAN_DERIVED,
+    LEAN_OUT,
+    TraceReading,
+    block_identity,
+    lean_ident,
+    read_certified,
+    reading,
+    slug,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from pycert.lean.emit.capacity import PiecePlan, Plan
+    from pycert.lean.emit.capacity import Plan
+    from pycert.lean.emit.pieces import PiecePlan
 
 
-class CapacityParams(Params):
-    capacity_blocks: int
+class CapacityParams(TraceReading):
+    capacity_blocks: int = Field(ge=1, le=MAX_PARAM)
     """``C``: the cache holds at most this many blocks."""
     lean_encoding: str
     """The layout of the emitted instance file (:data:`pycert.lean.emit.capacity.OPTIMUM_ENCODING`, with
@@ -102,13 +113,15 @@ def piece_names(module: str, count: int) -> list[str]:
 
 
 def piece_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list[int], list[int]]:
-    """The recipe's cut list and the split points of the pieces (:func:`pycert.lean.emit.capacity.split_points`):
+    """The recipe's cut list and the split points of the pieces (:func:`pycert.lean.emit.pieces.split_points`):
     what prove and verify both derive from the trace, the capacity and ``piece_refs``."""
     from pycert.analysis.capacity import cut_list  # see instance_text
-    from pycert.lean.emit import capacity as emit
+    from pycert.lean.emit import pieces
 
     cuts = cut_list(refs, capacity)
-    return cuts, emit.split_points(len(refs), cuts, piece_refs)
+    points = pieces.split_points(len(refs), cuts, piece_refs)
+    pieces.check_join(len(refs), points)
+    return cuts, points
 
 
 def piece_makers(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
@@ -116,9 +129,9 @@ def piece_makers(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts
     """Each piece of a trace split at ``points`` (:func:`piece_layout`): its module name, the call that
     emits it, and its length. prove runs the calls as Ray tasks and verify in turn, so both emit the
     same pieces from the same arguments."""
-    from pycert.lean.emit import capacity as emit  # see instance_text
+    from pycert.lean.emit import pieces  # see instance_text
 
-    return [(m, functools.partial(emit.emit_piece, refs[a:b + 1], sha256, m, capacity, emit.local_cuts(cuts, a, b)),
+    return [(m, functools.partial(pieces.emit_piece, refs[a:b + 1], sha256, m, capacity, pieces.local_cuts(cuts, a, b)),
              b - a + 1) for m, a, b in zip(piece_names(module, len(points) - 1), points, points[1:])]
 
 
@@ -129,13 +142,13 @@ def piece_files(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts:
     compares with the files prove wrote."""
     import numpy as np  # see instance_text
 
-    from pycert.lean.emit import capacity as emit
+    from pycert.lean.emit import pieces
 
     out, plans = {}, []
     for m, make, _ in (makers := piece_makers(refs, sha256, module, capacity, cuts, points)):
         out[m], piece = make()
         plans.append(piece)
-    out[module], plan = emit.emit_glue(module, sha256, [m for m, _, _ in makers], plans, len(np.unique(refs)))
+    out[module], plan = pieces.emit_glue(module, sha256, [m for m, _, _ in makers], plans, len(np.unique(refs)))
     return out, plan
 
 
@@ -184,7 +197,7 @@ class Capacity(Claim):
         "one size; a cache that bypasses, prefetches, starts warm or weighs blocks by size is outside the model.",
         UPPER_ONLY,
         "It is an oracle bound, not a connector measurement: no real cache was run.",
-        "Block identity is the trace's hash ids at the trace's block size; another granularity gives other figures.",
+        BLOCK_IDENTITY,
         "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
         "that list into the instance's vectors, then decodes what it wrote and refuses any difference. The kernel "
         "checks every reference of the list the instance decodes to; a reader bug would make the theorem about "
@@ -222,8 +235,10 @@ class Capacity(Claim):
         return (self.theorem_names + (self.piece_theorems if params.pieces > 1 else ())
                 + (WITNESS_THEOREMS if witnessed(params) else ()))
 
-    def does_not_prove(self, params: CapacityParams, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
-        limits = tuple(BOTH_WAYS if line == UPPER_ONLY and witnessed(params) else line for line in self.limits)
+    def does_not_prove(self, params: CapacityParams, figures: Mapping[str, Fraction],
+                       inputs: Sequence[InputFile]) -> tuple[str, ...]:
+        limits = tuple(BOTH_WAYS if line == UPPER_ONLY and witnessed(params) else block_identity(params)
+                       if line == BLOCK_IDENTITY else line for line in self.limits)
         return limits + ((piece_limit(params.pieces),) if params.pieces > 1 else ())
 
     def evidence(self, name: str, solver: SolverInfo | None,
@@ -236,7 +251,7 @@ class Capacity(Claim):
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
         refs, c, h = int(figures["refs"]), int(figures["capacity_blocks"]), int(figures["max_hits"])
         blocks = f"{c} block{'s' if c != 1 else ''}"
-        return (f"On trace {trace} ({refs} block references), no demand-fetch cache of {blocks} hits more than {h} "
+        return (f"On trace {trace} ({reading(params)}{refs} block references), no demand-fetch cache of {blocks} hits more than {h} "
                 f"times: a hit-rate ceiling of {float(figures['ceiling']):.6f} at {blocks}, attained by Belady's MIN"
                 + (f"; some cache of {blocks} hits exactly {h} times, so {h} is the optimum." if witnessed(params)
                    else " as pycert computes it (two engines agreeing; the kernel proves the ceiling only)."))
@@ -255,14 +270,15 @@ class Capacity(Claim):
         equal the kernel's bound: a bound above it is loose (the cut list was not optimal) and is not
         certified as the ceiling at ``C``; one below it means the engine is wrong (the bound is proved)."""
         from pycert.analysis.capacity import cut_list  # numba: see instance_text
-        from pycert.data.traces import read_trace
 
         refs, c, h = kernel["refs"], kernel["capacity_blocks"], kernel["max_hits"]
         if c != params.capacity_blocks:
             raise Rejected(Rejection.mismatch("headline (capacity_blocks)", str(params.capacity_blocks), str(c)))
         if refs == 0:
             raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
-        trace = read_trace(input_path(inputs, "trace", read))
+        trace = read_certified(input_path(inputs, "trace", read), params)
+        if refs != trace.n_refs:  # the headline's N against the file's, end to end
+            raise Rejected(Rejection.mismatch("figures.refs", f"{trace.n_refs} (the references of the trace file)", str(refs)))
         opt = belady(trace.refs, c)
         if h > opt:
             loose = f"{h - opt} hit{'s' if h - opt > 1 else ''}"
@@ -283,14 +299,16 @@ class Capacity(Claim):
         inst = self.instance(params, self.primary_inputs(inputs))
         return self.derived_files(params, inputs, read)[inst.path]
 
-    def imported(self, params: CapacityParams, instance: Instance, inp: InputFile) -> bool:
-        """A piece module of the instance's trace, beside it (``<Module>Piece<k>.lean``)."""
-        return params.pieces > 1 and part_of(instance, inp, ("Piece",))
+    def parts(self, params: CapacityParams, instance: Instance) -> list[str]:
+        """The piece modules beside the instance, ``<Module>Piece<k>.lean``, one per piece: a certificate
+        names every one, so verify emits no more pieces than the certificate it read names."""
+        where = PurePosixPath(instance.path).parent
+        return ([(where / f"{m}.lean").as_posix() for m in piece_names(instance.module, params.pieces)]
+                if params.pieces > 1 else [])
 
     def derived_files(self, params: CapacityParams, inputs: Sequence[InputFile], read: Reader) -> dict[str, bytes]:
         """The instance file, and for a trace in pieces every piece module beside it, from the trace."""
-        from pycert.data.traces import read_trace  # numpy: see instance_text
-        from pycert.lean.emit.capacity import ENCODING, OPTIMUM_ENCODING, PIECES_ENCODING
+        from pycert.lean.emit.capacity import ENCODING, OPTIMUM_ENCODING, PIECES_ENCODING  # numpy: see instance_text
 
         pieced = params.pieces > 1
         expected = (PIECES_ENCODING,) if pieced else (OPTIMUM_ENCODING, ENCODING)
@@ -301,7 +319,7 @@ class Capacity(Claim):
             raise Rejected(Rejection.mismatch("parameters.piece_refs", "the piece size the split was computed with, "
                                               "exactly when the trace is in pieces", repr(params.piece_refs)))
         inst = self.instance(params, self.primary_inputs(inputs))
-        trace = read_trace(input_path(inputs, "trace", read))
+        trace = read_certified(input_path(inputs, "trace", read), params)
         if not pieced:
             return {inst.path: instance_text(trace.refs, trace.sha256, inst.module, params.capacity_blocks,
                                              witnessed(params))[0]}

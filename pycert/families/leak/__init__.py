@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field
 
 from pycert.core.errors import Rejected, Rejection
+from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Reader, input_path
 from pycert.leak import log as leaklog
@@ -88,6 +89,7 @@ class Leak(Claim):
     certificate = LeakCertificate
     lean_module = "Pycert.Isolation"
     primary = ("log",)
+    input_limits = {"log": MAX_JSON_BYTES}
     theorem_names = (
         "Pycert.Isolation.leak_or_refusal",
         "Pycert.Isolation.owner_floor",
@@ -125,7 +127,8 @@ class Leak(Claim):
     def sentence(self, params: LeakParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         return sentence(params, figures)
 
-    def does_not_prove(self, params: LeakParams, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
+    def does_not_prove(self, params: LeakParams, figures: Mapping[str, Fraction],
+                       inputs: Sequence[InputFile]) -> tuple[str, ...]:
         if not figures.get("underpowered"):
             return self.limits
         level, conf = Fraction(params.underpowered_above), Fraction(params.confidence)

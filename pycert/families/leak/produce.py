@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatch
+
+from pycert.core.gate import entries, inside
 from pycert.families.base import Prepared, Producer, Setting, input_file
 from pycert.families.leak import CLAIM, LOG_GLOB, LeakParams, headline, log_figures
 from pycert.leak import log as leaklog
@@ -14,8 +17,10 @@ class LeakProducer(Producer):
         """Each log ``pycert leak run`` recorded, certified where it lies (prove writes nothing but the
         certificate: the log is the certificate's input, read from the directory)."""
         out = []
-        for path in sorted((setting.out_dir / "inputs").glob(LOG_GLOB)):
-            log = leaklog.read(path)
+        logs = entries(setting.out_dir / "inputs", ".jsonl") if (setting.out_dir / "inputs").is_dir() else []
+        for source in (e for e in logs if fnmatch(e.name, LOG_GLOB)):
+            log = leaklog.read(inside(setting.out_dir, f"inputs/{source.name}"))  # no link, in --out
+            path = source.path
             figures, rejections = log_figures(log)
             setting.progress(f"  {path.name}: {headline(figures) if figures else rejections[0].render()}")
             inp = input_file("log", path, setting.root)

@@ -22,6 +22,7 @@ from pycert.core.errors import PycertError
 from pycert.families import producer
 from pycert.families.capacity.produce import CapacityOptions
 from pycert.lean.emit import capacity as emit
+from pycert.lean.emit import pieces
 from pycert.mutation.lean_batch import LibraryEdit, Snippet
 from pycert.mutation.operators.base import (
     KERNEL_REJECTS,
@@ -193,7 +194,7 @@ def _prove_expect(defect: Callable[[], Any], pattern: str, piece_refs: int | Non
     return run
 
 
-def _pieces(refs: list[int], name: str, lie: Callable[[list[emit.PiecePlan]], None], gap: int = 0) -> str:
+def _pieces(refs: list[int], name: str, lie: Callable[[list[pieces.PiecePlan]], None], gap: int = 0) -> str:
     """Two pieces of ``refs`` split at a middle cut (piece 1 starting ``gap`` references after it) and
     their composition, flattened into one batch snippet, with the pieces' plans edited by ``lie`` before
     the composition is written (so that only the composition states the defect)."""
@@ -202,17 +203,17 @@ def _pieces(refs: list[int], name: str, lie: Callable[[list[emit.PiecePlan]], No
     y = next(y for y in cuts[len(cuts) // 2:] if gap == 0 or refs[y] != refs[y + gap])
     texts, plans = [], []
     for k, (a, b) in enumerate(((0, y), (y + gap, len(refs) - 1))):
-        text, plan = emit.emit_piece(refs[a:b + 1], "0" * 64, f"{name}_P{k}", CAPACITY, emit.local_cuts(cuts, a, b))
+        text, plan = pieces.emit_piece(refs[a:b + 1], "0" * 64, f"{name}_P{k}", CAPACITY, pieces.local_cuts(cuts, a, b))
         texts.append(text)
         plans.append(plan)
     lie(plans)
-    glue, _ = emit.emit_glue(name, "0" * 64, [f"{name}_P0", f"{name}_P1"], plans, len(set(refs)))
+    glue, _ = pieces.emit_glue(name, "0" * 64, [f"{name}_P0", f"{name}_P1"], plans, len(set(refs)))
     return "\n\n".join("\n".join(line for line in strip_header(t).splitlines()
                                  if line != "module" and not line.startswith("public import "))
                        for t in (*texts, glue))
 
 
-def _joint_moved(plans: list[emit.PiecePlan]) -> None:
+def _joint_moved(plans: list[pieces.PiecePlan]) -> None:
     """The composition told that piece 1 starts with piece 0's last id (piece 1 starts one reference
     later): pieces that do not overlap, which would lose a reuse across the split."""
     plans[1].first = plans[0].last
@@ -230,12 +231,12 @@ def _split_off_cut(real: Callable[..., list[int]]) -> Callable[..., list[int]]:
 
 @contextmanager
 def _split_moved() -> Iterator[None]:
-    real = emit.split_points
-    emit.split_points = _split_off_cut(real)
+    real = pieces.split_points
+    pieces.split_points = _split_off_cut(real)
     try:
         yield
     finally:
-        emit.split_points = real
+        pieces.split_points = real
 
 
 def _trace() -> list[int]:
