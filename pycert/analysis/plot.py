@@ -37,15 +37,17 @@ def _rates(curve: HitCurve, caps: np.ndarray) -> np.ndarray:
 
 
 def hit_rate_figure(curve: HitCurve, opt: HitCurve, title: str, proved: Sequence[tuple[int, int]] = (),
-                    fmt: str = "png", block_tokens: int | None = None, admission: Mapping[int, int] | None = None) -> bytes:
+                    fmt: str = "png", block_tokens: int | None = None, admission: Mapping[int, int] | None = None,
+                    observed: Sequence[tuple[int, int]] = ()) -> bytes:
     """The figure's bytes in ``fmt``: the LRU curve ``curve``, the Belady/MIN curve ``opt``, and each
     ``(capacity, hits)`` of ``proved`` (the kernel-checked optimum at that capacity for caches that store
     every miss) as a labelled point, its label giving ``admission[capacity]`` too (the optimum with
-    admission control) where that is certified."""
+    admission control) where that is certified; each of ``observed`` (an engine's own hits at a capacity,
+    measured) as a point of another shape."""
     if fmt not in FORMATS:
         raise ValueError(f"a figure is one of {', '.join(FORMATS)}, not {fmt!r}")
     ceiling = 100 * (curve.refs - curve.distinct) / curve.refs
-    right = max(curve.max_distance, opt.max_distance, *(c for c, _ in proved), 2)
+    right = max(curve.max_distance, opt.max_distance, *(c for c, _ in (*proved, *observed)), 2)
     caps = np.arange(1, right + 1)
     fig, ax = plt.subplots(figsize=(8, 5.4), dpi=120)
     ax.step(caps, _rates(curve, caps), where="post", label="LRU (exact, every capacity)", color="tab:blue")
@@ -60,6 +62,12 @@ def hit_rate_figure(curve: HitCurve, opt: HitCurve, title: str, proved: Sequence
                 f"\nwith admission control {admission[c]:,} ({100 * admission[c] / curve.refs:.2f}%)"
             ax.annotate(f"{c:,} blocks: {h:,} hits ({100 * h / curve.refs:.2f}%){also}", (c, 100 * h / curve.refs),
                         textcoords="offset points", xytext=(6, -12), fontsize=7, va="top")
+    if observed:
+        ax.scatter([c for c, _ in observed], [100 * h / curve.refs for _, h in observed], marker="X", s=48, zorder=3,
+                   color="tab:green", label="an engine's own hits (measured, not kernel-checked)")
+        for c, h in observed:
+            ax.annotate(f"engine: {h:,} hits ({100 * h / curve.refs:.2f}%)", (c, 100 * h / curve.refs),
+                        textcoords="offset points", xytext=(6, 4), fontsize=7, color="tab:green")
     ax.set_xscale("log")
     ax.set_xlim(1, right)
     ax.set_ylim(0, min(100.0, ceiling * 1.1 + 2))

@@ -26,7 +26,7 @@ _SUFFIX_UNITS = (("_tokens", "tokens"), ("_blocks", "blocks"), ("_hits", "hits")
 _RATES = {"ceiling": "% of block references", "cut": "% of the prompt's tokens"}
 
 
-def _e(text: object) -> str:
+def escape(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
@@ -76,8 +76,8 @@ class Cell:
 
     def html(self) -> str:
         if not self.exact:
-            return _e(self.shown)
-        return f'<details class="exact"><summary>{_e(self.shown)}</summary><span>{_e(self.exact)}</span></details>'
+            return escape(self.shown)
+        return f'<details class="exact"><summary>{escape(self.shown)}</summary><span>{escape(self.exact)}</span></details>'
 
 
 @dataclass(frozen=True)
@@ -97,9 +97,9 @@ class Table:
     rows: Sequence[Sequence[Cell]]
 
     def html(self) -> str:
-        head = "".join(f"<th>{_e(h)}</th>" for h in self.headers)
+        head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
         body = "".join("<tr>" + "".join(f"<td>{c.html()}</td>" for c in r) + "</tr>" for r in self.rows)
-        return f'<table class="capacities"><caption>{_e(self.caption)}</caption><tr>{head}</tr>{body}</table>'
+        return f'<table class="capacities"><caption>{escape(self.caption)}</caption><tr>{head}</tr>{body}</table>'
 
 
 @dataclass
@@ -114,17 +114,20 @@ class Card:
     figure_alt: str = ""
     certificates: list[str] = field(default_factory=list)
     unverified: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    """Sentences under the tables about what was measured, not proved (an engine's own hits)."""
 
     def html(self) -> str:
-        tiles = "".join(f'<div class="tile"><div class="big">{n.value.html()}</div><div class="label">{_e(n.label)}'
+        tiles = "".join(f'<div class="tile"><div class="big">{n.value.html()}</div><div class="label">{escape(n.label)}'
                         "</div></div>" for n in self.numbers)
         tables = "".join(t.html() for t in self.tables if t.rows)
+        tables += "".join(f'<p class="note">{escape(n)}</p>' for n in self.notes)
         figure = "" if self.figure is None else (
-            f'<figure><img alt="{_e(self.figure_alt)}" src="data:image/png;base64,'
-            f'{base64.b64encode(self.figure).decode()}"><figcaption>{_e(self.figure_alt)}</figcaption></figure>')
-        warn = "".join(f'<p class="unverified"><strong>NOT VERIFIED</strong>: <a href="#cert-{_e(c)}">{_e(c)}</a>: '
-                       f"{_e(why)}. It lends no figure to this card.</p>" for c, why in self.unverified.items())
-        links = ", ".join(f'<a href="#cert-{_e(c)}">{_e(c)}</a>' for c in self.certificates) or "none that verified"
-        return (f'<section class="card" id="{_e(self.anchor)}"><h2>{_e(self.title)}</h2>'
-                f'<p class="meta">{_e(self.meta)}</p>{warn}<p class="sentence">{_e(self.sentence)}</p>'
+            f'<figure><img alt="{escape(self.figure_alt)}" src="data:image/png;base64,'
+            f'{base64.b64encode(self.figure).decode()}"><figcaption>{escape(self.figure_alt)}</figcaption></figure>')
+        warn = "".join(f'<p class="unverified"><strong>NOT VERIFIED</strong>: <a href="#cert-{escape(c)}">{escape(c)}</a>: '
+                       f"{escape(why)}. It lends no figure to this card.</p>" for c, why in self.unverified.items())
+        links = ", ".join(f'<a href="#cert-{escape(c)}">{escape(c)}</a>' for c in self.certificates) or "none that verified"
+        return (f'<section class="card" id="{escape(self.anchor)}"><h2>{escape(self.title)}</h2>'
+                f'<p class="meta">{escape(self.meta)}</p>{warn}<p class="sentence">{escape(self.sentence)}</p>'
                 f'<div class="tiles">{tiles}</div>{tables}{figure}<p class="certs">Certificates: {links}</p></section>')

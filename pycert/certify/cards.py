@@ -4,8 +4,8 @@ certificate that names no trace.
 
 A card is data first (:class:`Card`: :class:`Number` tiles and :class:`Table` of :class:`Cell`), HTML
 second, so a new figure slots in as one more builder: a tile builder in :data:`TRACE_NUMBERS`, a column in
-one of :data:`TRACE_TABLES` (an engine's observed hits at a capacity, say), or a table of its own (the
-cost of isolation). Only a certificate that verified
+one of :data:`TRACE_TABLES`, or a table of its own (an engine's own hits beside the certified optimum,
+:func:`engine_table`; the cost of isolation). Only a certificate that verified
 lends a figure to a card; one that did not is named on the card with why, and what it would have said is
 left to its own section, marked NOT VERIFIED.
 """
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from pycert.certify.card import Card, Cell, Number, Table, exact_of, pct, rounded, unit_of
 from pycert.core.schema import Certificate, Figure
+from pycert.families.engine.beside import Beside, beside
 
 if TYPE_CHECKING:  # numpy: the page imports the trace engine only when it draws a curve
     from pycert.analysis.cachesim import HitCurve
@@ -53,7 +54,14 @@ class TraceFacts:
     curve: Curve | None = None
     ceiling: Certificate | None = None
     capacity: dict[int, Certificate] = field(default_factory=dict)
+    engines: list[Certificate] = field(default_factory=list)
     unverified: dict[str, str] = field(default_factory=dict)
+
+    def beside(self) -> list[tuple[Certificate, Beside]]:
+        """Each engine certificate's hits beside the optimum at its capacity, from this trace's verified
+        capacity and ceiling certificates where there are ones (:func:`beside` refuses an engine above it)."""
+        return [(e, beside(e, self.capacity.get(e.parameters.num_blocks), self.ceiling))  # type: ignore[attr-defined]
+                for e in self.engines]
 
     @property
     def block_tokens(self) -> int | None:
@@ -304,19 +312,65 @@ def _table(facts: TraceFacts, caption: str, columns: list[Column]) -> Table:
     return Table(caption, [h for h, _ in columns], rows)
 
 
+MEASURED = "observed: the engine's own prefix-cache count, measured, not kernel-checked"
+
+
+def _count_cell(n: int | None, of: int | None, unit: str, how: str, bound: bool = False) -> Cell:
+    """A count with its share, e.g. "1,460 (27.35%)"; the exact fraction and how it is known a click away
+    (``how`` says why there is none, for a count that is None)."""
+    if not of:
+        return Cell("n/a", "the trace gives no prompt lengths")
+    if n is None:
+        return Cell("n/a", how)
+    value, at_most = Fraction(n, of), "at most " if bound else ""
+    return Cell(f"{at_most}{n:,} ({pct(value)})", f"{at_most}{n:,} of {of:,} {unit} = {value.numerator}/"
+                                                   f"{value.denominator}; {how}")
+
+
+def engine_table(pairs: list[tuple[Certificate, Beside]]) -> Table:
+    """A row per engine certificate of the trace: what the engine hit beside LRU and the optimum at its
+    capacity, in blocks and in the trace's prompt tokens, each cell saying how it is known."""
+    rows = []
+    for cert, s in pairs:
+        p = cert.parameters
+        engine = Cell(str(getattr(p, "engine", cert.id)), f"{getattr(p, 'engine_version', '')}; "
+                      f"{getattr(p, 'model', '')} on {getattr(p, 'device', '')}; its cache {s.capacity_blocks:,} blocks of "
+                      f"{getattr(p, 'block_tokens', '?')} tokens, one a block of the trace; {cert.id}")
+        reached = Fraction(s.engine_hits, s.optimum) if s.optimum else None
+        rows.append([
+            Cell(f"{s.capacity_blocks:,}"), engine,
+            _count_cell(s.engine_hits, s.refs, "block references", f"{MEASURED}, in {cert.id}"),
+            _count_cell(s.engine_tokens, s.refs_tokens, "prompt tokens", f"{MEASURED}, in {cert.id}"),
+            _count_cell(s.lru_hits, s.refs, "block references", f"computed by pycert, in {cert.id}"),
+            _count_cell(s.optimum, s.refs, "block references", s.optimum_known),
+            _count_cell(s.optimum_tokens, s.refs_tokens, "prompt tokens",
+                        "the trace's block size × the kernel-checked optimum, an upper bound" if s.sentence else
+                        f"no bound in tokens: {s.why_no_sentence}", bound=True),
+            Cell("n/a") if reached is None else Cell(pct(reached), f"{s.engine_hits:,} of {s.optimum:,} hits: the "
+                                                                   f"engine's (measured) over the optimum's ({s.optimum_known})")])
+    return Table("A real engine at a capacity: its own prefix-cache hits (measured, not kernel-checked) beside "
+                 "the certified optimum", ["capacity (blocks)", "engine (name)", "the engine hit (blocks)",
+                                          "the engine hit (prompt tokens)", "LRU (blocks)",
+                                          "the optimum (blocks)", "the optimum (prompt tokens)",
+                                          "the engine reached (% of the optimum)"], rows)
+
+
 def trace_card(facts: TraceFacts, anchor: str) -> Card:
     refs = facts.refs
     meta = f"sha256 {facts.sha256[:16]}…"
     if refs:
         meta = f"{refs:,} block references" + (f" of {facts.block_tokens:,} tokens" if facts.block_tokens else "") + \
             f", {meta}"
-    certs = [c.id for c in ([facts.ceiling] if facts.ceiling else []) + [facts.capacity[k] for k in sorted(facts.capacity)]]
+    certs = [c.id for c in ([facts.ceiling] if facts.ceiling else []) + [facts.capacity[k] for k in sorted(facts.capacity)]
+             + facts.engines]
+    engines = facts.beside()
     return Card(anchor=anchor, title=f"Trace {facts.name}", meta=meta, sentence=sentence(facts),
                 numbers=[n for build in TRACE_NUMBERS for n in build(facts)],
-                tables=[_table(facts, caption, columns) for caption, columns in TRACE_TABLES],
+                tables=[_table(facts, caption, columns) for caption, columns in TRACE_TABLES] + [engine_table(engines)],
+                notes=[f"Measured, not kernel-checked: {s.sentence}." if s.sentence else s.said() for _, s in engines],
                 figure=None if facts.curve is None else facts.curve.png,
-                figure_alt=f"Hit rate against cache capacity, {facts.name}: LRU, Belady's MIN, the ceiling and every "
-                           "certified capacity",
+                figure_alt=f"Hit rate against cache capacity, {facts.name}: LRU, Belady's MIN, the ceiling, every "
+                           "certified capacity" + (" and every engine's own hits" if engines else ""),
                 certificates=certs, unverified=facts.unverified)
 
 

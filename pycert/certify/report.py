@@ -18,24 +18,23 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import re
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 from pathlib import Path
 
-from pycert.certify.card import Card, exact_of, rounded, unit_of
-from pycert.certify.cards import Curve, TraceFacts, admitted, certificate_card, figures, trace_card
+from pycert.certify.card import Card, escape, exact_of, rounded, unit_of
+from pycert.certify.cards import TraceFacts, admitted, certificate_card, figures, trace_card
 from pycert.certify.documents import parse_certificate
 from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
+from pycert.certify.sections import curve_png, table
 from pycert.certify.verify import VerifyResult, own_library, verify_certificates
 from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root
-from pycert.core.gate import Source, entries, inside
+from pycert.core.gate import entries, inside
 from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
@@ -166,50 +165,13 @@ p.verified { border-left: 4px solid #1a7f37; padding-left: .5rem; }
 p.unverified { background: #c62828; color: #fff; padding: .4rem .6rem; }
 p.unverified a { color: #fff; }
 figure { margin: .5rem 0; }
+p.note { font-size: .9rem; color: #1b5e20; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 """
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
 def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-
-
-def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tuple[int, int]] = (),
-              fmt: str | None = None, block_tokens: int | None = None, admission: dict[int, int] | None = None) -> Curve:
-    """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling),
-    read as its certificate's parameters say (``fmt``, ``block_tokens``), with the ``(capacity, hits)``
-    that capacity certificates of the page prove marked on it (with ``admission``, capacity -> the optimum
-    with admission control, in their labels)."""
-    # matplotlib and numba: only when a page draws a curve
-    from pycert.analysis.cachesim import stack_distances
-    from pycert.analysis.plot import hit_rate_figure, trace_curves
-    from pycert.analysis.requests import ref_tokens, reuse_tokens
-    from pycert.data.traces import read_trace
-
-    trace = read_trace(trace_path, fmt or "auto", block_tokens)
-    if trace.sha256 != sha256:
-        raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
-    lru, opt = trace_curves(trace)
-    png = hit_rate_figure(lru, opt, f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved,
-                          block_tokens=trace.block_tokens, admission=admission)
-    if (weights := ref_tokens(trace)) is None:
-        return Curve(png=png, lru=lru, block_tokens=trace.block_tokens)
-    d, (tokens, full) = stack_distances(trace.refs), weights
-
-    def lru_tokens(c: int) -> Fraction:
-        return Fraction(int(tokens[(d >= 1) & (d <= c) & full].sum()), int(tokens.sum()))
-    return Curve(png=png, lru=lru, block_tokens=trace.block_tokens, lru_tokens=lru_tokens,
-                 ceiling_tokens=reuse_tokens(trace))
-
-
-def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def verdict_line(why_not: str | None) -> str:
@@ -218,40 +180,40 @@ def verdict_line(why_not: str | None) -> str:
         return ('<p class="verified"><strong>Verified offline</strong> when this page was made (pycert verify: '
                 "inputs hashed, instance regenerated, every figure and sentence derived again; the kernel and the "
                 "axiom audit were not re-run).</p>")
-    return (f'<p class="unverified"><strong>NOT VERIFIED</strong> when this page was made: {_e(why_not)}. What '
+    return (f'<p class="unverified"><strong>NOT VERIFIED</strong> when this page was made: {escape(why_not)}. What '
             "follows is what the certificate says, unchecked.</p>")
 
 
 def render_certificate(cert: Certificate, file_hash: str, why_not: str | None = "not checked") -> str:
     """A certificate's own section: every figure (rounded, exact, unit, evidence), what it rests on and does
     not prove, its inputs and backend."""
-    figures = _rows(
-        [(f'<code class="name">{_e(f.name)}</code>', _e(rounded(f)),
-          f'<span class="{"hash" if len(exact_of(f)) > 40 else "num"}">{_e(exact_of(f))}</span>',
-          _e(unit_of(f)), f'<span class="evidence">{_e(f.evidence)}</span>', _e(f.known_by))
+    figures = table(
+        [(f'<code class="name">{escape(f.name)}</code>', escape(rounded(f)),
+          f'<span class="{"hash" if len(exact_of(f)) > 40 else "num"}">{escape(exact_of(f))}</span>',
+          escape(unit_of(f)), f'<span class="evidence">{escape(f.evidence)}</span>', escape(f.known_by))
          for f in cert.figures],
         ("figure", "value", "exact", "unit", "evidence", "known by"),
     )
-    inputs = _rows([(_e(i.role), f"<code>{_e(i.path)}</code>", f'<span class="hash">{_e(i.sha256)}</span>')
+    inputs = table([(escape(i.role), f"<code>{escape(i.path)}</code>", f'<span class="hash">{escape(i.sha256)}</span>')
                     for i in cert.inputs], ("role", "path", "sha256")) if cert.inputs else "<p>none</p>"
     b = cert.backend
-    solver = (f"{_e(cert.solver.name)} {_e(cert.solver.version)}: {_e(cert.solver.status)}, objective "
-              f"{_e(cert.solver.objective)}, bound {_e(cert.solver.bound)}") if cert.solver else "none"
-    limits = "".join(f"<li>{_e(x)}</li>" for x in cert.does_not_prove)
-    theorems = ", ".join(f"<code>{_e(t)}</code>" for t in cert.theorems)
+    solver = (f"{escape(cert.solver.name)} {escape(cert.solver.version)}: {escape(cert.solver.status)}, objective "
+              f"{escape(cert.solver.objective)}, bound {escape(cert.solver.bound)}") if cert.solver else "none"
+    limits = "".join(f"<li>{escape(x)}</li>" for x in cert.does_not_prove)
+    theorems = ", ".join(f"<code>{escape(t)}</code>" for t in cert.theorems)
     return f"""
-<section class="cert" id="cert-{_e(cert.id)}">
-<h3>{_e(cert.id)} <small>({_e(cert.family)})</small></h3>
+<section class="cert" id="cert-{escape(cert.id)}">
+<h3>{escape(cert.id)} <small>({escape(cert.family)})</small></h3>
 {verdict_line(why_not)}
-<p class="claim"><strong>Claim.</strong> {_e(cert.claim)}</p>
+<p class="claim"><strong>Claim.</strong> {escape(cert.claim)}</p>
 {figures}
 <p><strong>Rests on:</strong> {theorems}</p>
 <h4>Inputs</h4>
 {inputs}
-<p><strong>Backend:</strong> {_e(b.kind)}, Lean {_e(b.lean_version)} ({_e(b.lean_commit or "commit unknown")}){
-    f", Node {_e(b.node_version)}" if b.node_version else ""}.
-<strong>Solver:</strong> {solver}. <strong>Audit:</strong> {_e(cert.audit.verdict)}.</p>
-<p><strong>File sha256:</strong> <span class="hash">{_e(file_hash)}</span></p>
+<p><strong>Backend:</strong> {escape(b.kind)}, Lean {escape(b.lean_version)} ({escape(b.lean_commit or "commit unknown")}){
+    f", Node {escape(b.node_version)}" if b.node_version else ""}.
+<strong>Solver:</strong> {solver}. <strong>Audit:</strong> {escape(cert.audit.verdict)}.</p>
+<p><strong>File sha256:</strong> <span class="hash">{escape(file_hash)}</span></p>
 <p><strong>Does not prove:</strong></p><ul>{limits}</ul>
 </section>"""
 
@@ -302,23 +264,23 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
     made (every other one was)."""
     if library is None:
         library = library_signatures(own_library())
-    index = _rows([(f'<a href="#cert-{_e(c.id)}">{_e(c.id)}</a>', _e(c.family),
-                    "yes" if c.id not in not_verified else "<strong>NO</strong> (why: in its section)", _e(c.claim))
+    index = table([(f'<a href="#cert-{escape(c.id)}">{escape(c.id)}</a>', escape(c.family),
+                    "yes" if c.id not in not_verified else "<strong>NO</strong> (why: in its section)", escape(c.claim))
                    for c, _ in certs], ("certificate", "family", "verified offline", "claim"))
     unchecked = sum(c.id in not_verified for c, _ in certs)
     verified = (f"{len(certs) - unchecked} of them verified offline when this page was made, {unchecked} "
                 "<strong>not</strong> (marked below)") if unchecked else \
         f"{'Each' if len(certs) > 1 else 'It was'} verified offline when this page was made"
-    contents = "".join(f'<li><a href="#{_e(c.anchor)}">{_e(c.title)}</a></li>' for c in cards)
+    contents = "".join(f'<li><a href="#{escape(c.anchor)}">{escape(c.title)}</a></li>' for c in cards)
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src '{_script_hash(_SCRIPT)}'; "
            "connect-src 'none'; form-action 'none'; base-uri 'none'")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{_e(csp)}">
+<meta http-equiv="Content-Security-Policy" content="{escape(csp)}">
 <title>pycert certificates</title><style>{_STYLE}</style></head>
 <body>
 <h1>pycert certificates</h1>
-<p>{plural(len(certs), "certificate")}. {verified}. Re-check them offline with <code>{_e(verify)}</code>
+<p>{plural(len(certs), "certificate")}. {verified}. Re-check them offline with <code>{escape(verify)}</code>
 (add <code>--kernel</code> to re-run Lean), or their bytes with <code>sha256sum -c {MANIFEST_NAME}</code>.
 Each number below is rounded for reading: click it for the exact value and how it is known.</p>
 <nav><ul class="contents">{contents}<li><a href="#check">Check a certificate file</a></li>
@@ -376,9 +338,12 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                 fact = facts[i.sha256]
                 marks = [(c, figures(cert)["max_hits"].numerator) for c, cert in sorted(fact.capacity.items())]
                 optima = {c: ha for c, cert in fact.capacity.items() if (ha := admitted(cert)) is not None}
-                # one trace file makes one certificate id in a directory, so it is read one way here
-                fact.curve = curve_png(path, i.sha256, i.path, marks, getattr(cert.parameters, "trace_format", None),
-                                       getattr(cert.parameters, "block_tokens", None), admission=optima)
+                seen = [(s.capacity_blocks, s.engine_hits) for _, s in fact.beside()]
+                # one trace file makes one certificate id in a directory, so it is read one way here; an
+                # engine's block_tokens is its page size, not how the trace was read
+                reading = cert.parameters if cert.family != "engine" else None
+                fact.curve = curve_png(path, i.sha256, i.path, marks, getattr(reading, "trace_format", None),
+                                       getattr(reading, "block_tokens", None), admission=optima, observed=seen)
     cards = [trace_card(f, f"trace-{n}") for n, f in enumerate(facts.values(), 1)]
     cards += [certificate_card(c, not_verified.get(c.id)) for c, _ in certs
               if not any(i.role == "trace" for i in c.inputs)]
@@ -404,4 +369,6 @@ def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[
                 fact.ceiling = cert
             elif cert.family == "capacity" and {"refs", "capacity_blocks", "max_hits"} <= set(figs):
                 fact.capacity[figs["capacity_blocks"].numerator] = cert
+            elif cert.family == "engine" and {"refs", "engine_hits", "admission_hits"} <= set(figs):
+                fact.engines.append(cert)
     return facts
