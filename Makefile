@@ -8,6 +8,9 @@ BIN := $(VENV)/bin
 
 $(VENV)/.prove-deps: pyproject.toml
 	python3 -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# the distribution was called pycert before it became pycert-kv (PyPI's pycert is another project)
+	$(BIN)/python -m pip uninstall -q -y pycert 2>/dev/null || true
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 

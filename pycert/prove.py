@@ -41,7 +41,8 @@ from pycert.core.resources import default_certificate_dir, library_dir
 from pycert.core.schema import AuditInfo, BackendInfo, Certificate, TheoremStatement, declared_inputs
 from pycert.families.base import Options, Prepared, Producer, Progress, Setting
 from pycert.lean import build
-from pycert.lean.backend import Backend, resolve
+from pycert.lean.backend import Backend
+from pycert.lean.resolve import resolve
 from pycert.lean.sources import library_modules, library_signatures, theorem_signatures
 
 StageStatus = Literal["ok", "rejected", "resources", "skipped"]

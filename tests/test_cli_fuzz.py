@@ -328,8 +328,9 @@ def test_trace_analyses(data) -> None:  # noqa: ANN001
             argv.append(str(path))
         else:  # no file, a missing one, a directory, an empty name
             argv += data.draw(st.sampled_from([[], [str(scratch / "none")], [str(scratch)], [""]]))
+        outputs = [[], ["--json"]] + ([["--csv"], ["--csv", "--json"]] if action != "stats" else [])
         flags = [data.draw(maybe("--format", st.sampled_from(FORMATS))), data.draw(maybe("--block-tokens", int_flag(1, 64))),
-                 data.draw(maybe("--granularity", int_flag(1, 4))), data.draw(st.sampled_from([[], ["--json"]]))]
+                 data.draw(maybe("--granularity", int_flag(1, 4))), data.draw(st.sampled_from(outputs))]
         if action == "mrc":
             caps = st.lists(int_flag(0, 64), min_size=1, max_size=4).map(",".join)
             flags += [data.draw(maybe("-c", st.one_of(caps, caps, number_text))),
@@ -369,6 +370,11 @@ def png_complete(b: bytes) -> bool:
     return b.startswith(b"\x89PNG\r\n\x1a\n") and b.endswith(b"IEND\xaeB`\x82")
 
 
+FIGURE_COMPLETE = {".png": png_complete, ".svg": lambda b: b.startswith(b"<?xml") and b.rstrip().endswith(b"</svg>"),
+                   ".pdf": lambda b: b.startswith(b"%PDF-") and b.rstrip().endswith(b"%%EOF"),
+                   ".jpg": lambda b: False}  # refused: nothing may be written
+
+
 @given(st.data())
 @examples(25)
 def test_trace_plot(data) -> None:  # noqa: ANN001
@@ -377,10 +383,11 @@ def test_trace_plot(data) -> None:  # noqa: ANN001
         if data.draw(st.booleans()):
             (scratch / "t.jsonl").write_bytes(data.draw(trace_bytes()))
             argv.append(str(scratch / "t.jsonl"))
-        out, target = data.draw(out_path(scratch, ".png"))
+        suffix = data.draw(st.sampled_from(sorted(FIGURE_COMPLETE)))
+        out, target = data.draw(out_path(scratch, suffix))
         argv += ["-o", out, "--points", data.draw(int_flag(0, 3))]
         argv += data.draw(st.sampled_from([[], ["--json"]]))
-        drive(argv, scratch, outputs=(target,) if target else (), complete=png_complete)
+        drive(argv, scratch, outputs=(target,) if target else (), complete=FIGURE_COMPLETE[suffix])
 
 
 def trace_complete(b: bytes) -> bool:

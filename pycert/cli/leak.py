@@ -124,7 +124,7 @@ def open_engine(args: argparse.Namespace, model: Path | None, seed_: int) -> Eng
         from pycert.leak.engines.transformers import TransformersEngine
     except ImportError as exc:
         raise InputError(f"the in-process engine needs torch and transformers ({exc.name} is missing): "
-                         "pip install 'pycert[leak]'", where="pycert leak run") from None
+                         "pip install 'pycert-kv[leak]'", where="pycert leak run") from None
     return TransformersEngine(model_dir=model, device=args.device, seed=seed_, page_size=args.page_size)
 
 
