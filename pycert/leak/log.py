@@ -16,13 +16,15 @@ import json
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pycert.core.errors import InputError
 from pycert.core.files import read_input
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
+from pycert.leak.admission import EngineRequest
+from pycert.leak.engines import Engine
 
 LOG_SCHEMA = "pycert-leak-log/1"
 MAX_PROMPTS = 10_000
@@ -30,30 +32,35 @@ MAX_PROMPT_TOKENS = 1 << 20
 
 ArmName = Literal["unsalted-cross", "keyed-cross", "keyed-own", "attacker-unkeyed", "attacker-keyed"]
 SaltKind = Literal["none", "keyed", "unkeyed", "forged-unkeyed"]
+H = TypeVar("H", bound=BaseModel)
+R = TypeVar("R", bound=BaseModel)
+Text = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")]
+"""One line of text naming an engine, its version or how it takes a salt."""
+ModelName = Annotated[str, Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")]
+Device = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[a-z0-9:_-]+$")]
 Level = Annotated[str, Field(pattern=r"^0\.[0-9]{1,6}$", description="a level in (0, 1), as written: 0.95")]
 
 
-class _Line(BaseModel):
+class LogLine(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
 
 
-class Header(_Line):
+class Header(LogLine):
     """What the run measured on, and the levels its claim uses."""
 
     kind: Literal["header"] = "header"
     schema_id: Literal["pycert-leak-log/1"] = Field(default=LOG_SCHEMA, alias="schema")
-    engine: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
-    engine_version: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
-    model: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
-    device: str = Field(min_length=1, max_length=40, pattern=r"^[a-z0-9:_-]+$")
+    engine: Text
+    engine_version: Text
+    model: ModelName
+    device: Device
     seed: int = Field(ge=-(1 << 63), le=(1 << 63) - 1)
     prompts: int = Field(ge=1, le=MAX_PROMPTS)
     min_tokens: int = Field(ge=1, le=MAX_PROMPT_TOKENS)
     max_tokens: int = Field(ge=1, le=MAX_PROMPT_TOKENS)
     page_size: int | None = Field(default=None, ge=1, le=MAX_PROMPT_TOKENS,
                                   description="tokens per cache block, where the engine says")
-    salt_form: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$",
-                           description="how the engine receives a salt (prepended tokens, a request field)")
+    salt_form: Text = Field(description="how the engine receives a salt (prepended tokens, a request field)")
     confidence: Level = "0.95"
     underpowered_above: Level = "0.05"
 
@@ -67,7 +74,7 @@ class Header(_Line):
         return Fraction(getattr(self, name))
 
 
-class Request(_Line):
+class Request(LogLine):
     """One request as the engine served it."""
 
     kind: Literal["request"] = "request"
@@ -104,6 +111,15 @@ class Log(BaseModel):
     requests: tuple[Request, ...]
 
 
+def served_fields(engine: Engine, request: EngineRequest) -> dict[str, object]:
+    """Serve ``request`` and return what every log line records of it: the prompt and the salt the engine
+    received (by digest), and what the engine said."""
+    served = engine.serve(request)
+    return {"salt_id": salt_id(request.salt), "prompt_tokens": len(request.tokens),
+            "prompt_sha256": prompt_digest(request.tokens), "engine_tokens": served.engine_tokens,
+            "cached_tokens": served.cached_tokens, "ttft_s": round(served.ttft_s, 6)}
+
+
 def prompt_digest(tokens: Sequence[int]) -> str:
     """sha256 of a prompt's token ids, written as decimal numbers joined by commas."""
     return hashlib.sha256(",".join(map(str, tokens)).encode()).hexdigest()
@@ -122,18 +138,20 @@ def render(log: Log) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def parse(data: bytes, where: str) -> Log:
-    """A log from its bytes; any malformed line is an :class:`InputError` naming ``where:line``."""
+def parse_lines(data: bytes, where: str, header_model: type[H], line_model: type[R],
+                what: str = "a leak log") -> tuple[H, list[R]]:
+    """A JSON Lines log from its bytes, a header line then one line per request; any malformed line is
+    an :class:`InputError` naming ``where:line``."""
     if len(data) > MAX_JSON_BYTES:
-        raise InputError(f"larger than {MAX_JSON_BYTES >> 20} MiB: not a leak log", where=where)
+        raise InputError(f"larger than {MAX_JSON_BYTES >> 20} MiB: not {what}", where=where)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 (byte {exc.start}): not a leak log", where=where) from None
+        raise InputError(f"not UTF-8 (byte {exc.start}): not {what}", where=where) from None
     lines = text.splitlines()
     if not lines:
-        raise InputError("empty: a leak log starts with its header line", where=where)
-    header: Header | None = None
+        raise InputError(f"empty: {what} starts with its header line", where=where)
+    header: H | None = None
     requests = []
     for i, line in enumerate(lines, 1):
         if (deep := json_depth_error(line)) is not None:
@@ -144,15 +162,21 @@ def parse(data: bytes, where: str) -> Log:
             raise InputError(f"not JSON ({exc.msg})", where=f"{where}:{i}") from None
         try:
             if i == 1:
-                header = Header.model_validate(obj)
+                header = header_model.model_validate(obj)
             else:
-                requests.append(Request.model_validate(obj))
+                requests.append(line_model.model_validate(obj))
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or "(line)"
-            what = "the header" if i == 1 else "a request"
-            raise InputError(f"{what}: {field}: {err['msg']}", where=f"{where}:{i}") from None
+            kind = "the header" if i == 1 else "a request"
+            raise InputError(f"{kind}: {field}: {err['msg']}", where=f"{where}:{i}") from None
     assert header is not None
+    return header, requests
+
+
+def parse(data: bytes, where: str) -> Log:
+    """A leak log from its bytes (:func:`parse_lines`)."""
+    header, requests = parse_lines(data, where, Header, Request)
     return Log(header=header, requests=tuple(requests))
 
 

@@ -39,13 +39,11 @@ from transformers.generation.configuration_utils import ContinuousBatchingConfig
 
 from pycert.core.errors import InputError
 from pycert.leak.admission import EngineRequest
-from pycert.leak.engines import Served
+from pycert.leak.engines import FIRST_ID, Served
 
 SALT_TOKENS = 8
 GENERATED = 2
 """Tokens generated per request: with 1 the engine never hashes the prompt's blocks (module docstring)."""
-FIRST_ID = 16
-"""Prompt and salt token ids start here, clear of the special ids a tokenizer may reserve at the bottom."""
 RESULT_TIMEOUT_S = 600.0
 SMALL = {"vocab_size": 8192, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
          "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096}
@@ -59,12 +57,14 @@ def salt_tokens(salt: bytes, vocab: int) -> list[int]:
     return [FIRST_ID + int.from_bytes(stream[i:i + 2], "big") % (vocab - FIRST_ID) for i in range(0, need, 2)]
 
 
-def _small_model(seed: int) -> tuple[torch.nn.Module, str]:
+def _small_model(seed: int, max_positions: int) -> tuple[torch.nn.Module, str]:
+    # rotary positions hold no weights, so the same seed gives the same model at any max_positions
+    s = {**SMALL, "max_position_embeddings": max_positions}
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(Qwen2Config(**SMALL))
-    s = SMALL
+    model = Qwen2ForCausalLM(Qwen2Config(**s))
+    longer = "" if max_positions == SMALL["max_position_embeddings"] else f", {max_positions} positions"
     return model, (f"random-weight Qwen2 ({s['num_hidden_layers']} layers, hidden {s['hidden_size']}, "
-                   f"{s['num_attention_heads']} heads / {s['num_key_value_heads']} KV, vocab {s['vocab_size']}, "
+                   f"{s['num_attention_heads']} heads / {s['num_key_value_heads']} KV, vocab {s['vocab_size']}{longer}, "
                    f"torch seed {seed})")
 
 
@@ -87,13 +87,14 @@ class TransformersEngine:
     salt_form = f"{SALT_TOKENS} prepended tokens from the salt's bytes"
 
     def __init__(self, *, model_dir: Path | None = None, device: str = "cpu", seed: int = 0, page_size: int = 256,
-                 num_blocks: int = 32, max_batch_tokens: int = 2048) -> None:
+                 num_blocks: int = 32, max_batch_tokens: int = 2048,
+                 max_positions: int = SMALL["max_position_embeddings"]) -> None:
         if device == "cuda" and not torch.cuda.is_available():
             raise InputError(f"--device cuda: this torch ({torch.__version__}) sees no CUDA device", where="--device")
         self.version = f"transformers {transformers.__version__}, torch {torch.__version__}"
         self.device = device
         self.page_size = page_size
-        model, self.model = _local_model(model_dir) if model_dir else _small_model(seed)
+        model, self.model = _local_model(model_dir) if model_dir else _small_model(seed, max_positions)
         self.vocab = int(model.config.get_text_config().vocab_size)
         self._model = model.to(device).eval()
         self._served: dict[str, int] = {}
