@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     mode = f.add_mutually_exclusive_group(required=True)
     mode.add_argument("--out", type=out_dir, metavar="DIR", help="make the dataset here (replaces an earlier one)")
     mode.add_argument("--check", type=in_path, metavar="DIR", help="check the dataset in DIR")
+    mode.add_argument("--reprove", type=in_path, metavar="DIR",
+                      help="prove the dataset's certificates in DIR again from its recorded log, without the engine "
+                           "(after a change of the Lean library), and write its table again")
     f.add_argument("--trace", type=in_path, default=None, metavar="CONVERSATION",
                    help="the Mooncake conversation trace (JSONL) the Mooncake rows are read off")
     f.add_argument("--ramp-blocks", type=int_range(1, MAX_RAMP_BLOCKS), default=DEFAULT_RAMP_BLOCKS,
@@ -48,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.set_defaults(func=run)
 
 
-def _refuse(args: argparse.Namespace, flags: dict[str, bool], mode: str) -> None:
+def _refuse(flags: dict[str, bool], mode: str) -> None:
     for flag, given in flags.items():
         if given:
             raise UsageError(f"only with {mode}", where=flag)
@@ -56,9 +59,10 @@ def _refuse(args: argparse.Namespace, flags: dict[str, bool], mode: str) -> None
 
 def run(args: argparse.Namespace) -> int:
     progress = Progress(enabled=not args.json, force=True)  # minutes of engine and Lean: say so
+    plan_flags = {"--ramp-blocks": args.ramp_blocks != DEFAULT_RAMP_BLOCKS,
+                  "--trace-rows": args.trace_rows != DEFAULT_TRACE_ROWS, "--seed": args.seed != 0}
     if args.check is not None:
-        _refuse(args, {"--ramp-blocks": args.ramp_blocks != DEFAULT_RAMP_BLOCKS,
-                       "--trace-rows": args.trace_rows != DEFAULT_TRACE_ROWS, "--seed": args.seed != 0}, "--out")
+        _refuse(plan_flags, "--out")
         from pycert.dataset.check import check_dataset  # the engine's and the verifier's imports: this mode only
 
         res = check_dataset(args.check, args.trace, engine=not args.no_engine, timeout=args.timeout, progress=progress)
@@ -69,11 +73,15 @@ def run(args: argparse.Namespace) -> int:
         emit(args.json, res, lambda: "\n".join([f"AGREES: {res.rows} rows of {res.dataset} "
                                                 f"(checked: {', '.join(res.checked)})", *(f"note: {n}" for n in res.notes)]))
         return EXIT_OK
-    _refuse(args, {"--no-engine": args.no_engine}, "--check")
-    from pycert.dataset.build import generate  # torch, transformers and the build: this mode only
+    _refuse({"--no-engine": args.no_engine}, "--check")
+    from pycert.dataset.build import generate, reprove  # torch, transformers and the build: these modes only
 
-    made = generate(args.trace, args.out, ramp_blocks=args.ramp_blocks, trace_rows=args.trace_rows, seed=args.seed,
-                    backend=args.backend, timeout=args.timeout, progress=progress)
+    if args.reprove is not None:
+        _refuse(plan_flags, "--out")
+        made = reprove(args.reprove, args.trace, backend=args.backend, timeout=args.timeout, progress=progress)
+    else:
+        made = generate(args.trace, args.out, ramp_blocks=args.ramp_blocks, trace_rows=args.trace_rows,
+                        seed=args.seed, backend=args.backend, timeout=args.timeout, progress=progress)
     s = made.summary
 
     def human() -> str:

@@ -24,8 +24,8 @@ from pycert import prove
 from pycert.analysis.first_touch import block_prompt, ramp, ramp_prompt
 from pycert.certify.documents import load_certificate
 from pycert.core.errors import InputError, Rejected, Rejection, ResourcesExhausted
-from pycert.core.files import atomic_write_many, regular_sha256, replace_dir
-from pycert.core.limits import MAX_TRACE_BYTES
+from pycert.core.files import atomic_write_many, read_regular, regular_sha256, replace_dir
+from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
 from pycert.dataset.card import Summary, card, summary
 from pycert.dataset.table import CERTIFICATES, CSV_NAME, PARQUET_NAME, Row, parquet_bytes, render_csv, row_of
 from pycert.families.base import Options
@@ -124,6 +124,7 @@ def table_files(root: Path, rows: Sequence[Row], header: ftlog.FtHeader) -> dict
 
 def generate(trace: Path | None, out: Path, *, ramp_blocks: int, trace_rows: int, seed: int,
              backend: str | None = None, timeout: float = 1800.0, progress: Progress = lambda _m: None) -> DatasetResult:
+    """The dataset made from scratch: the engine measures, then :func:`publish`."""
     if trace_rows and trace is None:
         raise InputError("the Mooncake rows need the trace: give --trace CONVERSATION (or --trace-rows 0)",
                          where="--trace")
@@ -133,6 +134,30 @@ def generate(trace: Path | None, out: Path, *, ramp_blocks: int, trace_rows: int
                       trace=trace.name if trace is not None and trace_rows else None,
                       trace_sha256=regular_sha256(trace, "a trace file", MAX_TRACE_BYTES)
                       if trace is not None and trace_rows else None)
+
+    def measured() -> bytes:
+        progress(f"engine: {4 * ramp_blocks} ramp rows, {trace_rows} trace rows")
+        return ftlog.render(measure(plan, trace, "pycert dataset first-touch", progress))
+
+    return publish(out, trace, measured, backend=backend, timeout=timeout, progress=progress)
+
+
+def reprove(root: Path, trace: Path | None, *, backend: str | None = None, timeout: float = 1800.0,
+            progress: Progress = lambda _m: None) -> DatasetResult:
+    """The dataset's certificates proved again from its recorded log, and its table written again (after a
+    change of the Lean library: every certificate names the library's hash); the engine does not run."""
+    data = read_regular(root / CERTIFICATES / LOG, "a first-touch log", MAX_JSON_BYTES)
+    header = ftlog.parse(data, str(root / CERTIFICATES / LOG)).header
+    if header.trace_rows and trace is None:
+        raise InputError(f"its {header.trace_rows} Mooncake rows need the trace {header.trace}: give --trace PATH",
+                         where="--trace")
+    return publish(root, trace, lambda: data, backend=backend, timeout=timeout, progress=progress)
+
+
+def publish(out: Path, trace: Path | None, log_bytes: Callable[[], bytes], *, backend: str | None, timeout: float,
+            progress: Progress) -> DatasetResult:
+    """Into a staged directory: the log (``log_bytes``), every row's certificate, the table, the card; then
+    the staged directory replaces ``out`` in one rename, only if every certificate held."""
     seconds: dict[str, float] = {}
     made: list[Row] = []
     stages: list[prove.Stage] = []
@@ -140,9 +165,8 @@ def generate(trace: Path | None, out: Path, *, ramp_blocks: int, trace_rows: int
     def fill(stage: Path) -> None:
         certs = stage / CERTIFICATES
         t0 = time.monotonic()
-        progress(f"engine: {4 * ramp_blocks} ramp rows, {trace_rows} trace rows")
-        log = measure(plan, trace, "pycert dataset first-touch", progress)
-        atomic_write_many({certs / LOG: ftlog.render(log)})
+        data = log_bytes()
+        atomic_write_many({certs / LOG: data})
         seconds["engine"] = round(time.monotonic() - t0, 1)
         t0 = time.monotonic()
         res = prove.prove([(RAMP, Options()), (TRACE, TraceOptions(dataset_trace=trace))], backend=backend,
@@ -156,7 +180,7 @@ def generate(trace: Path | None, out: Path, *, ramp_blocks: int, trace_rows: int
             raise ResourcesExhausted(why, where="pycert dataset first-touch")
         made.extend(rows_of_certificates([Path(w) for w in res.written]))
         stages.extend(res.stages)
-        atomic_write_many(table_files(stage, made, log.header))
+        atomic_write_many(table_files(stage, made, ftlog.parse(data, "the log").header))
 
     replace_dir(out, fill, lambda d: (d / CSV_NAME).is_file())
     return DatasetResult(ok=True, out=str(out), rows=len(made), summary=summary(made, PAGE_TOKENS), seconds=seconds,
