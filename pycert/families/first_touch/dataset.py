@@ -66,7 +66,7 @@ def read_log(params: EngineParams, inputs: Sequence[InputFile], read: Reader) ->
 
 
 def counts(log: ftlog.FtLog, workload: str, probe: Sequence[int], prewarm: Sequence[int], cut: bool) -> ftlog.Counts:
-    got = ftlog.workload_counts(log, workload, ftlog.prompt_digest(probe), ftlog.prompt_digest(prewarm), cut)
+    got = ftlog.workload_counts(log, workload, leaklog.prompt_digest(probe), leaklog.prompt_digest(prewarm), cut)
     if isinstance(got, Rejection):
         raise Rejected(got)
     return got
