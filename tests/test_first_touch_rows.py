@@ -13,6 +13,7 @@ import pytest
 from pycert.analysis.first_touch import BLOCK_TOKENS, block_prompt, lead, ramp, ramp_prompt, trace_rows
 from pycert.cli import main
 from pycert.core.errors import InputError, Rejection
+from pycert.core.schema import decimal_of
 from pycert.data.traces import read_trace
 from pycert.dataset.card import card, summary
 from pycert.dataset.table import COLUMNS, CSV_NAME, Row, first_difference, read_csv, render_csv
@@ -282,6 +283,10 @@ def test_the_committed_dataset_table_says_what_its_card_says() -> None:
     ramp_rows = [r for r in rows if r.source == "synthetic_ramp"]
     equal = sum(r.first_touch_cut == r.closed_form_cut for r in ramp_rows)
     assert f"prints `{equal} of {len(ramp_rows)}`" in (root / "README.md").read_text()
+    docs = (root.parent.parent / "docs" / "dataset.md").read_text()
+    s = summary(rows, 256)
+    assert f"prints **`{equal} of {len(ramp_rows)}`**" in docs
+    assert f"mean first_touch_cut of\n**{s.mean_cut}** with **{s.below_floor} of 29**" in docs
     assert all((root / r.certificate).is_file() and Path(r.certificate).stem == r.workload_id for r in rows)
-    assert all(Fraction(r.first_touch_cut) == 1 - Fraction(int(r.pooled_prefill_computed), int(r.apc_prefill_computed))
+    assert all(r.first_touch_cut == decimal_of(1 - Fraction(int(r.pooled_prefill_computed), int(r.apc_prefill_computed)))
                for r in rows)
