@@ -30,11 +30,12 @@ from pycert.audit.axioms import AuditReport, audit_build
 from pycert.audit.per_theorem import certificate_audit
 from pycert.audit.statements import STATEMENTS_MODULE, printed_headline, printed_statements, probe_source
 from pycert.certify.assemble import assemble
-from pycert.certify.manifest import certificate_files
+from pycert.certify.manifest import MANIFEST_NAME, certificate_files
 from pycert.certify.provenance import certificate_provenance, collect, write_run_record
 from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import publish_files
+from pycert.core.gate import confined
 from pycert.core.memo import code_sha256, memo
 from pycert.core.resources import default_certificate_dir, library_dir
 from pycert.core.schema import AuditInfo, BackendInfo, Certificate, TheoremStatement, declared_inputs
@@ -44,6 +45,8 @@ from pycert.lean.backend import Backend, resolve
 from pycert.lean.sources import library_modules, library_signatures, theorem_signatures
 
 StageStatus = Literal["ok", "rejected", "resources", "skipped"]
+WRITTEN_DIRS = ("lean", "lean/derived", "inputs", "runs", MANIFEST_NAME)
+"""Where prove writes in ``--out`` (besides the certificates): none of them may be a symbolic link."""
 
 
 class Stage(BaseModel):
@@ -207,7 +210,7 @@ def figures(run: Run) -> tuple[StageStatus, str]:
                 if stated is None or stated.head != predicate:
                     raise Rejected(Rejection.mismatch(name, f"a theorem stating {predicate}",
                                                       stated.head if stated else "no such theorem built"))
-                kernel_figures = p.claim.kernel_figures(stated.literals, name)
+                kernel_figures = p.claim.kernel_figures(stated.literals, name, p.parameters)
             p.figures = p.claim.figures(p.parameters, kernel_figures, p.inputs, p)
         except Rejected as err:
             run.reject(p, err.rejection.subject, err.rejection.reason, err.rejection.render())
@@ -273,10 +276,10 @@ def write(run: Run) -> tuple[StageStatus, str]:
         return "rejected", f"the audit of their own theorems did not pass: {', '.join(bad)}"
     if not certs:
         return "skipped", "no certificate holds"
-    emitted = {run.stage_dir / i.path: run.out_dir / i.path for p in holding
+    emitted = {run.stage_dir / i.path: confined(run.out_dir, run.out_dir / i.path) for p in holding
                for i in p.inputs if not i.external and (run.stage_dir / i.path).is_file()}
-    stale = replaced_parts(certs, run.out_dir)
-    publish_files(emitted, certificate_files(certs, run.out_dir))
+    stale = [confined(run.out_dir, path) for path in replaced_parts(certs, run.out_dir)]
+    publish_files(emitted, {confined(run.out_dir, path): data for path, data in certificate_files(certs, run.out_dir).items()})
     for path in stale:  # after the batch: an interruption in between leaves a file no certificate names
         path.unlink(missing_ok=True)
     run.written += [str(run.out_dir / c.filename) for c in certs]
@@ -345,6 +348,8 @@ def prove(jobs: list[tuple[Producer, Options]], *, backend: str | None = None, o
     out = (out_dir or default_certificate_dir()).resolve()
     if out.exists() and not out.is_dir():
         raise InputError("is not a directory: --out names the certificate directory", where=str(out))
+    for rel in WRITTEN_DIRS:  # before anything runs: a received --out may have a link where prove writes
+        confined(out, out / rel)
     chosen = resolve(backend)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

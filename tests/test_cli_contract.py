@@ -262,7 +262,8 @@ def test_json_errors_name_where_never_null(tmp_path: Path, capsys, monkeypatch) 
     write_certificates([make_cert("isolation-t3-n4", "isolation", {"T": 3, "n": 4})], certs)
     (certs / "isolation-t3-n4.json").write_text((certs / "isolation-t3-n4.json").read_text().replace('"T": 3', '"T": 4'))
     cases = [
-        (offload + ["--capacity-tokens", "32", "--granularity", "2"], 2, "--block-tokens"),
+        (["trace", "offload", str(Path(__file__).parent / "traces" / "mooncake-sample.jsonl"), "--json",
+          "--block-tokens", "16", "--capacity-tokens", "4096"], 2, "--block-tokens"),
         (offload + ["--capacity-tokens", "8"], 2, "--capacity-tokens"),
         (["prove", "capacity", "--json", "--trace", str(ids), "--out", str(tmp_path / "out")], 2, "pycert prove capacity"),
         (["report", "--json", "--no-curves", "--certs", str(certs), "--out", str(tmp_path / "r.html")], 1,

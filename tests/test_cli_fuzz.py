@@ -39,6 +39,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -107,8 +108,8 @@ class Run:
         self.out, self.err = out.getvalue(), err.getvalue()
 
 
-ACTIONS = {"trace": {"stats", "mrc", "offload", "plot", "generate"}, "pooling": {"solve", "generate", "check"},
-           "toolchain": {"install", "selfcheck"}, "leak": {"run"}, "dataset": {"first-touch"}}
+ACTIONS = {"trace": {"stats", "mrc", "offload", "plot", "convert", "generate"}, "pooling": {"solve", "generate", "check"},
+           "toolchain": {"install", "selfcheck"}, "leak": {"run", "serve", "gateway", "audit"}, "dataset": {"first-touch"}}
 
 
 def command_of(argv: list[str]) -> str:
@@ -210,7 +211,7 @@ def deep(n: int) -> str:
 def byte_mutations(draw, data: bytes) -> bytes:  # noqa: ANN001
     """Byte-level damage on top of ``data``: flips, truncation, insertions, encodings, gzip."""
     ops = draw(st.lists(st.sampled_from(["flip", "truncate", "insert", "bom", "crlf", "nonutf8", "deep", "bigint",
-                                         "gzip", "badgzip", "nul", "longline"]), max_size=3))
+                                         "gzip", "badgzip", "zstd", "badzstd", "nul", "longline"]), max_size=3))
     for op in ops:
         pos = draw(st.integers(0, max(0, len(data))))
         if op == "flip" and data:
@@ -234,6 +235,10 @@ def byte_mutations(draw, data: bytes) -> bytes:  # noqa: ANN001
             data = gzip.compress(data)
         elif op == "badgzip":
             data = gzip.compress(data)[: max(2, pos % 40)]
+        elif op == "zstd":
+            data = zstandard.ZstdCompressor().compress(data)
+        elif op == "badzstd":
+            data = zstandard.ZstdCompressor().compress(data)[: max(4, pos % 40)]
         elif op == "nul":
             data = data[:pos] + b"\x00" + data[pos:]
         elif op == "longline" and draw(st.integers(0, 9)) == 0:  # rare: 1 MiB lines are slow to hash
@@ -241,15 +246,27 @@ def byte_mutations(draw, data: bytes) -> bytes:  # noqa: ANN001
     return data
 
 
+LAYOUT_FIELDS = {
+    "mooncake": ("timestamp", "input_length", "output_length", "hash_ids"),
+    "bailian": ("chat_id", "parent_chat_id", "timestamp", "input_length", "output_length", "type", "turn", "hash_ids"),
+    "aiperf": ("session_id", "delay", "input_length", "output_length", "hash_ids"),
+    "prompts": ("prompt_token_ids", "timestamp"),
+}
+"""Each JSON layout's fields (docs/formats.md), drawn valid-looking or wrong, with an optional tenant."""
+
+
 @st.composite
 def trace_bytes(draw) -> bytes:  # noqa: ANN001
-    kind = draw(st.sampled_from(["mooncake", "ids", "binary"]))
-    if kind == "mooncake":
-        field = st.one_of(st.integers(0, 10**6), json_value)
+    kind = draw(st.sampled_from([*LAYOUT_FIELDS, "ids", "binary"]))
+    if kind in LAYOUT_FIELDS:
+        field = st.one_of(st.integers(-1, 10**6), st.floats(0, 100), st.text(max_size=4), json_value)
         block = st.one_of(st.integers(0, 50), st.integers(0, 2**63 - 1), json_value)
-        recs = draw(st.lists(st.fixed_dictionaries(
-            {"timestamp": field, "input_length": field, "output_length": field,
-             "hash_ids": st.one_of(st.lists(block, max_size=12), json_value)}), max_size=12))
+        values = {f: st.one_of(st.lists(block, max_size=40), json_value) if f in ("hash_ids", "prompt_token_ids")
+                  else field for f in LAYOUT_FIELDS[kind]}
+        tenant = draw(st.sampled_from([None, st.sampled_from(["a", "b", ""]), json_value]))
+        if tenant is not None:
+            values["tenant"] = tenant
+        recs = draw(st.lists(st.fixed_dictionaries(values), max_size=12))
         for r in recs:
             if draw(st.integers(0, 5)) == 0:
                 r.pop(draw(st.sampled_from(sorted(r))))
@@ -311,8 +328,7 @@ def test_trace_analyses(data) -> None:  # noqa: ANN001
             argv.append(str(path))
         else:  # no file, a missing one, a directory, an empty name
             argv += data.draw(st.sampled_from([[], [str(scratch / "none")], [str(scratch)], [""]]))
-        formats = ["auto", "mooncake", "ids"] * 3 + ["csv", ""]
-        flags = [data.draw(maybe("--format", st.sampled_from(formats))),
+        flags = [data.draw(maybe("--format", st.sampled_from(FORMATS))), data.draw(maybe("--block-tokens", int_flag(1, 64))),
                  data.draw(maybe("--granularity", int_flag(1, 4))), data.draw(st.sampled_from([[], ["--json"]]))]
         if action == "mrc":
             caps = st.lists(int_flag(0, 64), min_size=1, max_size=4).map(",".join)
@@ -322,8 +338,31 @@ def test_trace_analyses(data) -> None:  # noqa: ANN001
             flags += [data.draw(st.one_of(st.just([]), int_flag(1, 1 << 16).map(lambda v: ["--capacity-tokens", v]),
                                           st.just(["--capacity-tokens", "4096"]))),
                       data.draw(maybe("--host-tokens", int_flag(0, 1 << 16))),
-                      data.draw(maybe("--control-k", int_flag(1, 8))), data.draw(maybe("--block-tokens", int_flag(1, 64)))]
+                      data.draw(maybe("--control-k", int_flag(1, 8)))]
         drive(argv + shuffle_flags(data.draw, *flags), scratch)
+
+
+FORMATS = ["auto", "mooncake", "bailian", "aiperf", "prompts", "ids"] * 2 + ["csv", ""]
+
+
+def ids_complete(b: bytes) -> bool:
+    from pycert.data.traces import trace_from_bytes
+
+    return trace_from_bytes(b, "written").format == "ids"
+
+
+@given(st.data())
+@examples(80)
+def test_trace_convert(data) -> None:  # noqa: ANN001
+    """Whatever the input, the canonical file and its record are written whole, or neither changes."""
+    with scratch_dir() as scratch:
+        (scratch / "t.jsonl").write_bytes(data.draw(trace_bytes()))
+        src = data.draw(st.sampled_from([str(scratch / "t.jsonl")] * 4 + [str(scratch / "none"), str(scratch), ""]))
+        out, target = data.draw(out_path(scratch, ".ids"))
+        argv = ["trace", "convert", src, "-o", out] + data.draw(maybe("--format", st.sampled_from(FORMATS)))
+        argv += data.draw(maybe("--block-tokens", int_flag(1, 64))) + data.draw(st.sampled_from([[], ["--json"]]))
+        outputs = (target, target.with_name(target.name + ".source.json")) if target else ()
+        drive(argv, scratch, outputs=outputs, complete=lambda b: b.startswith(b"{") or ids_complete(b))
 
 
 def png_complete(b: bytes) -> bool:
@@ -587,6 +626,17 @@ LEAN_REFUSED = [  # each must be refused before a Lean process starts
     ["leak", "run", "--page-size", "2"], ["leak", "run", "--replay", ""], ["leak", "run", "--backend", "jvm"],
     ["leak", "run", "--endpoint", "http://127.0.0.1:9"], ["leak", "run", "--min-tokens", "800"],
     ["leak", "run", "--replay", "/nonexistent-pycert-fuzz/c.json"], ["leak", "run", "--secret-file", "/nonexistent-x"],
+    ["leak", "serve", "--port", "70000"], ["leak", "serve", "--port", "-1"], ["leak", "serve", "--num-blocks", "0"],
+    ["leak", "serve", "--model", "/nonexistent-pycert-fuzz"], ["leak", "gateway"],
+    ["leak", "gateway", "--upstream", "ftp://x", "--keys", "k"],
+    ["leak", "gateway", "--upstream", "http://127.0.0.1:9", "--keys", "/nonexistent-pycert-fuzz/k"],
+    ["leak", "gateway", "--upstream", "http://127.0.0.1:9", "--keys", "k", "--salt-in", "bits"],
+    ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "/nonexistent-pycert-fuzz/k", "--out", "o"],
+    ["leak", "audit", "--endpoint", "127.0.0.1:9", "--keys", "k", "--out", "o"],
+    ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--samples", "1"],
+    ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--alpha", "1"],
+    ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--prefixes", "x"],
+    ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k"],
     ["dataset"], ["dataset", "first-touch"], ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d"],
     ["dataset", "first-touch", "--out", "a", "--check", "b"], ["dataset", "first-touch", "--check", ""],
     ["dataset", "first-touch", "--check", "/nonexistent-pycert-fuzz/d"],

@@ -13,6 +13,7 @@ import pytest
 from pycert.analysis.first_touch import BLOCK_TOKENS, block_prompt, lead, ramp, ramp_prompt, trace_rows
 from pycert.cli import main
 from pycert.core.errors import InputError, Rejection
+from pycert.core.gate import inside
 from pycert.core.schema import decimal_of
 from pycert.data.traces import read_trace
 from pycert.dataset.card import card, summary
@@ -170,7 +171,7 @@ ROWS = [row(1), row(2, "0.75", "1"), row(1, "0.25", "", "mooncake_fast25_trace")
 
 def table(tmp_path: Path, text: bytes) -> Rejection | list[Row]:
     (tmp_path / CSV_NAME).write_bytes(text)
-    return read_csv(tmp_path / CSV_NAME)
+    return read_csv(inside(tmp_path, CSV_NAME))
 
 
 def test_the_table_round_trips(tmp_path: Path) -> None:
@@ -278,7 +279,7 @@ def test_the_committed_dataset_table_says_what_its_card_says() -> None:
     root = Path(__file__).resolve().parent.parent / "datasets" / "first-touch"
     if not (root / CSV_NAME).is_file():
         pytest.skip("no committed dataset")
-    rows = read_csv(root / CSV_NAME)
+    rows = read_csv(inside(root, CSV_NAME))
     assert isinstance(rows, list) and len(rows) == 65
     ramp_rows = [r for r in rows if r.source == "synthetic_ramp"]
     equal = sum(r.first_touch_cut == r.closed_form_cut for r in ramp_rows)

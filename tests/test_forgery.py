@@ -59,12 +59,16 @@ def _drop_limit(d: dict) -> None:
     d["does_not_prove"].pop()
 
 
+def _ceiling(d: dict) -> dict:
+    return next(f for f in d["figures"] if f["name"] == "ceiling")
+
+
 def _known_by(d: dict) -> None:
-    d["figures"][-1]["known_by"] = "Lean kernel: everything"
+    _ceiling(d)["known_by"] = "Lean kernel: everything"
 
 
 def _upgrade(d: dict) -> None:
-    d["figures"][-1]["evidence"] = "kernel-checked"
+    _ceiling(d)["evidence"] = "kernel-checked"
 
 
 def _pooling_upgrade(d: dict) -> None:
@@ -108,27 +112,6 @@ def test_genuine_certificate_verifies_from_another_directory(tmp_path: Path, mon
     assert "ok " in capsys.readouterr().out
 
 
-def test_dotdot_input_is_refused_unread(tmp_path: Path) -> None:
-    root = copy_repo(tmp_path)
-    res = verify_certificate(forge(root, CEILING, lambda d: d["inputs"][0].update(path="../../../../etc/passwd")))
-    assert res.status == "rejected" and res.failures[0].subject == "inputs[0]", res.failures
-    assert "root:" not in str(res.model_dump())  # passwd's first line is never printed
-
-
-def test_symlink_out_of_the_root_is_refused_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from pycert.cli import main
-
-    root = copy_repo(tmp_path / "copy")
-    outside = tmp_path / "outside.jsonl"
-    trace = root / "certificates" / "inputs" / "synthetic-seed0.jsonl"
-    outside.write_bytes(trace.read_bytes())
-    trace.unlink()
-    trace.symlink_to(outside)
-    res = verify_certificate(root / "certificates" / CEILING)
-    assert res.status == "input-error" and "outside the certificate's directory" in res.errors[0], res
-    assert main(["verify", str(root / "certificates" / CEILING)]) == 2
-
-
 def test_missing_input_does_not_hide_a_tamper(tmp_path: Path) -> None:
     """A tampered figure is reported, and the result is rejected (exit 1), even with the trace gone."""
     from pycert.cli import main
@@ -140,14 +123,6 @@ def test_missing_input_does_not_hide_a_tamper(tmp_path: Path) -> None:
     assert res.status == "rejected" and res.missing, res
     assert "claim" in [f.subject for f in res.failures]
     assert main(["verify", str(path)]) == 1
-
-
-@pytest.mark.timeout(30)
-@pytest.mark.parametrize("T, n", [(1 << 20, 1 << 20), (8, 65_536), (10**4000, 1)])
-def test_huge_isolation_parameters_are_rejected_before_any_arithmetic(tmp_path: Path, T: int, n: int) -> None:
-    root = copy_repo(tmp_path)
-    res = verify_certificate(forge(root, "isolation-t8-n1024.json", lambda d: d["parameters"].update(T=T, n=n)))
-    assert res.status == "rejected" and res.failures[0].subject.startswith("parameters"), res.failures
 
 
 def test_prove_refuses_two_traces_with_one_file_name(tmp_path: Path) -> None:

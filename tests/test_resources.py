@@ -140,9 +140,9 @@ def test_an_external_input_is_found_by_name_beside_the_directory_or_where_handed
     with pytest.raises(InputError, match="--input small.jsonl=PATH"):
         where.locate(trace)
     beside = _trace(tmp_path / "small.jsonl")
-    assert where.locate(trace) == beside
+    assert where.locate(trace).path == beside
     given = _trace(tmp_path / "far" / "x.jsonl")
-    assert Locator(root=tmp_path / "certs", external={"small.jsonl": given}).locate(trace) == given
+    assert Locator(root=tmp_path / "certs", external={"small.jsonl": given}).locate(trace).path == given
 
 
 def test_verify_finds_the_root_from_the_certificates_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

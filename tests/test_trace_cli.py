@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import random
 import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pycert.analysis.cachesim import belady_hits, lru_hit_curve
+from pycert.analysis.tenants import cross_tenant
 from pycert.certify.manifest import write_certificates
 from pycert.cli import main
 from pycert.data import synthetic
+from pycert.data.convert import ConvertedTrace
+from pycert.data.traces import read_trace
 from pycert.lean.emit import packed_trace
 from tests.certs import make_cert, trace_input
 from tests.test_verify import tampered_copy
@@ -158,7 +164,7 @@ GOOD = '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}
 
 @pytest.mark.parametrize("content, expect", [
     (GOOD + '{"timestamp": 0,\n', ":2: malformed JSON"),
-    ('{"timestamp": 0, "input_length": 1, "hash_ids": [1]}\n', ":1: missing field 'output_length'"),
+    (GOOD + '{"timestamp": 0, "input_length": 1, "hash_ids": [1]}\n', ":2: missing field 'output_length'"),
     (GOOD.replace("[1]", "[1, -1]"), ":1: hash_ids[1] is negative"),
     (GOOD.replace("[1]", '["a"]'), ":1: hash_ids[0] is not an integer"),
     ("", ": empty trace"),
@@ -235,3 +241,64 @@ def test_every_command_on_the_mooncake_traces(path: Path, tmp_path: Path, capsys
         rates = {p["capacity"]: round(p["lru_hit_rate"]["decimal"], 6) for p in mrc["points"]}
         assert rates == {128: 0.040988, 1024: 0.044475, 10000: 0.211165}
         assert (stats["refs"], stats["distinct"], round(stats["ceiling"]["decimal"], 6)) == (288_500, 182_790, 0.366412)
+
+
+TRACES = REPO / "tests" / "traces"
+
+
+def test_stats_json_keys_block_size_and_tenants(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "stats", str(TRACES / "prompts-sample.jsonl"))
+    assert {"refs", "distinct", "block_tokens", "tenants"} <= set(data)
+    assert data["block_tokens"] == 16 and data["format"] == "prompts"
+    tenants = data["tenants"]
+    assert tenants["count"] == 2 and [t["tenant"] for t in tenants["per_tenant"]] == ["acme", "globex"]
+    assert sum(t["refs"] for t in tenants["per_tenant"]) == data["refs"]
+    assert sum(t["cross_tenant_refs"] for t in tenants["per_tenant"]) == tenants["cross_tenant_refs"]
+    assert run_json(capsys, "stats", str(TRACES / "bailian-sample.jsonl"))["tenants"] is None
+    rc, out, _ = run(capsys, "stats", str(TRACES / "prompts-sample.jsonl"), "--block-tokens", "8")
+    assert rc == 0 and "tenant 'globex'" in out and "8 tokens (prompts cut into blocks of 8 tokens, --block-tokens)" in out
+
+
+def test_cross_tenant_references_against_their_definition() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        n = rng.randint(1, 30)
+        refs = [rng.randint(0, 5) for _ in range(n)]
+        owner = [rng.randint(0, 2) for _ in range(n)]
+        want = [any(refs[j] == refs[i] and owner[j] != owner[i] for j in range(i)) for i in range(n)]
+        assert cross_tenant(np.array(refs, dtype=np.uint64), np.array(owner)).tolist() == want
+
+
+def test_block_tokens_that_contradict_the_trace_is_one_line_naming_both(capsys: pytest.CaptureFixture[str]) -> None:
+    for action in ("stats", "offload"):
+        rc, out, err = run(capsys, action, str(TRACES / "mooncake-sample.jsonl"), "--block-tokens", "64",
+                           *(["--capacity-tokens", "4096"] if action == "offload" else []))
+        assert rc == 2 and out == "" and err.count("\n") == 1
+        assert err.startswith("pycert: --block-tokens: 64 tokens a block contradicts the trace (the trace says 512)")
+    rc, out, _ = run(capsys, "stats", "--block-tokens", "64", "--json")
+    assert rc == 2 and json.loads(out)["where"] == "--block-tokens"
+
+
+def test_convert_writes_an_ids_trace_and_its_source_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = TRACES / "bailian-sample.jsonl"
+    out = tmp_path / "canon.ids"
+    data = run_json(capsys, "convert", str(src), "-o", str(out))
+    record = ConvertedTrace.model_validate_json((tmp_path / "canon.ids.source.json").read_text())
+    assert record.model_dump() == data and record.source == src.name and record.format == "bailian"
+    canon, orig = read_trace(out), read_trace(src)
+    assert canon.format == "ids" and canon.refs.tolist() == orig.refs.tolist()
+    assert record.source_sha256 == orig.sha256 and record.output_sha256 == canon.sha256
+    with pytest.raises(SystemExit) as exc:
+        main(["trace", "convert", str(src)])
+    assert exc.value.code == 2 and "-o/--output" in capsys.readouterr().err
+
+
+def test_stdin_and_a_closed_pipe(tmp_path: Path) -> None:
+    """``-`` reads stdin (gzip too); output into a pipe whose reader has gone ends quietly, exit 0."""
+    data = gzip.compress((TRACES / "aiperf-sample.jsonl").read_bytes())
+    proc = subprocess.run([sys.executable, "-m", "pycert", "trace", "stats", "-", "--json"], input=data, cwd=REPO,
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["name"] == "<stdin>"
+    shell = subprocess.run(f"set -o pipefail; {sys.executable} -m pycert trace stats --json | head -1",
+                           shell=True, executable="/bin/bash", cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert shell.returncode == 0 and shell.stdout == "{\n" and shell.stderr == "", shell.stderr

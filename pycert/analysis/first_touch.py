@@ -29,7 +29,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from pycert.core.errors import InputError
-from pycert.leak.engines import FIRST_ID
+from pycert.leak.admission import FIRST_ID
 
 if TYPE_CHECKING:
     from pycert.data.traces import Trace

@@ -13,7 +13,8 @@ from typing import Annotated, Any, Union
 from pydantic import Field, TypeAdapter, ValidationError
 
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import atomic_write, read_input
+from pycert.core.files import atomic_write
+from pycert.core.gate import beside, named
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
 from pycert.core.resources import schema_path
 from pycert.core.schema import SCHEMA_ID, Certificate
@@ -99,8 +100,9 @@ def not_a_certificate(text: str | bytes) -> str | None:
 
 
 def load_certificate(path: Path) -> Certificate:
-    """Read and validate one certificate: a missing or malformed file is an ``InputError``, a bad one ``Rejected``."""
-    return parse_certificate(read_input(path, "a certificate file"), where=str(path))
+    """Read (as a file of its directory, through the gate: :func:`pycert.core.gate.beside`) and validate one
+    certificate: a missing or malformed file is an ``InputError``, a bad one ``Rejected``."""
+    return parse_certificate(beside(named(path)).read("a certificate file", MAX_JSON_BYTES), where=str(path))
 
 
 def export_schema() -> dict[str, Any]:

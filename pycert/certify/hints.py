@@ -12,7 +12,10 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from pycert.core.files import certificate_root, file_sha256
+from pycert.core.errors import InputError
+from pycert.core.files import certificate_root
+from pycert.core import gate
+from pycert.core.limits import MAX_TRACE_BYTES
 from pycert.core.resources import shared_traces_dir
 from pycert.core.schema import declared, declared_inputs
 from pycert.families.ceiling import DEFAULT_TRACE
@@ -30,7 +33,10 @@ def shown(path: Path | str) -> str:
 
 
 def _holds(path: Path, sha256: str) -> bool:
-    return path.is_file() and file_sha256(path) == sha256
+    try:  # a file beside a received directory: read like one of its own (no link, a regular file)
+        return gate.beside(gate.named(path)).sha256("a trace file", MAX_TRACE_BYTES) == sha256
+    except InputError:
+        return False
 
 
 def external_inputs(cert_files: Iterable[Path]) -> dict[str, str]:
@@ -99,8 +105,11 @@ def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> str:
                 traces.append(shown(found) if found else shlex.quote(f"{UNKNOWN}/{i['path']}"))
             else:
                 traces.append(shown(beside / i["path"]))
-    capacities = sorted({int(c) for f in cert_files
-                         if isinstance(c := ((declared(f) or {}).get("parameters") or {}).get("capacity_blocks"), int)})
+    params = [(declared(f) or {}).get("parameters") or {} for f in cert_files]
+    capacities = sorted({int(c) for p in params if isinstance(c := p.get("capacity_blocks"), int)})
+    # a prompts trace's blocks depend on the size it was cut at (one --block-tokens serves a run)
+    cut = sorted({b for p in params if p.get("trace_format") == "prompts" and isinstance(b := p.get("block_tokens"), int)})
     return (f"pycert prove {families[0] if len(families) == 1 else 'all'}"
             + "".join(f" --trace {t}" for t in dict.fromkeys(traces))
-            + (f" --capacity-blocks {','.join(map(str, capacities))}" if capacities else "") + f" --out {shown(cert_dir)}")
+            + (f" --capacity-blocks {','.join(map(str, capacities))}" if capacities else "")
+            + (f" --block-tokens {cut[0]}" if len(cut) == 1 else "") + f" --out {shown(cert_dir)}")

@@ -13,8 +13,9 @@ import re
 from pathlib import Path
 
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import atomic_write_many, read_regular
-from pycert.core.limits import MAX_MANIFEST_BYTES
+from pycert.core.files import atomic_write_many
+from pycert.core.gate import Source, beside, named
+from pycert.core.limits import MAX_MANIFEST_BYTES, MAX_NAME_BYTES
 from pycert.core.schema import Certificate
 
 MANIFEST_NAME = "MANIFEST.sha256"
@@ -32,7 +33,7 @@ def parse_manifest(text: str, where: str = MANIFEST_NAME) -> dict[str, str]:
         m = _MANIFEST_LINE.match(line)
         if not m or m.group(2) in entries:
             raise Rejected(Rejection.mismatch(f"{where}:{n}", "a sha256sum line naming a file once", repr(line[:100])))
-        if not _PLAIN_NAME.fullmatch(m.group(2)):  # never a path: nothing outside the directory is read
+        if not _PLAIN_NAME.fullmatch(m.group(2)) or len(m.group(2)) > MAX_NAME_BYTES:  # never a path, nor a name no file has
             raise Rejected(Rejection.mismatch(f"{where}:{n}", "a certificate's plain file name (<id>.json)",
                                               repr(m.group(2)[:100])))
         entries[m.group(2)] = m.group(1)
@@ -43,18 +44,21 @@ def render_manifest(entries: dict[str, str]) -> str:
     return "".join(f"{entries[name]}  {name}\n" for name in sorted(entries))
 
 
-def read_manifest(path: Path) -> dict[str, str]:
-    if not path.exists() and not path.is_symlink():
-        raise InputError("no manifest beside the certificate", where=str(path))
-    data = read_regular(path, "a manifest file", MAX_MANIFEST_BYTES)
+def read_manifest(source: Source | Path) -> dict[str, str]:
+    """The manifest's entries; a path is read as a file of its directory (:func:`pycert.core.gate.beside`:
+    never through a link), a :class:`~pycert.core.gate.Source` as it says (``--manifest``: one the user named)."""
+    source = source if isinstance(source, Source) else beside(named(source))
+    if not source.exists():
+        raise InputError("no manifest beside the certificate", where=str(source))
+    data = source.read("a manifest file", MAX_MANIFEST_BYTES)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise Rejected(Rejection.mismatch(str(path), "a UTF-8 sha256sum file", "undecodable bytes")) from None
-    return parse_manifest(text, where=str(path))
+        raise Rejected(Rejection.mismatch(str(source), "a UTF-8 sha256sum file", "undecodable bytes")) from None
+    return parse_manifest(text, where=str(source))
 
 
-def lists(manifest: Path, name: str) -> bool:
+def lists(manifest: Source | Path, name: str) -> bool:
     """Whether the manifest at ``manifest`` has an entry for ``name`` (False when it is missing or unreadable)."""
     try:
         return name in read_manifest(manifest)
@@ -84,7 +88,7 @@ def certificate_files(certs: list[Certificate], out_dir: Path) -> dict[Path, byt
     if len(set(ids)) != len(ids):
         raise ValueError(f"duplicate certificate ids: {sorted({i for i in ids if ids.count(i) > 1})}")
     manifest_path = out_dir / MANIFEST_NAME
-    entries = read_manifest(manifest_path) if manifest_path.exists() else {}
+    entries = read_manifest(manifest_path) if manifest_path.exists() or manifest_path.is_symlink() else {}
     entries = {name: h for name, h in entries.items() if (out_dir / name).is_file()}
     files: dict[Path, bytes] = {}
     for cert in certs:

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from pycert import __version__
 from pycert.core.files import atomic_write
+from pycert.core.gate import confined
 from pycert.core.resources import checkout_root, library_sha256
 from pycert.core.schema import Provenance
 
@@ -90,6 +91,6 @@ def collect(run_id: str | None = None) -> RunRecord:
 
 
 def write_run_record(record: RunRecord, cert_dir: Path) -> Path:
-    path = cert_dir / RUN_RECORD
+    path = confined(cert_dir, cert_dir / RUN_RECORD)
     atomic_write(path, (record.model_dump_json(indent=2) + "\n").encode())
     return path

@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,8 +31,9 @@ from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_mani
 from pycert.certify.verify import VerifyResult, own_library, verify_certificates
 from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import atomic_write, certificate_root, read_regular, regular_size
-from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
+from pycert.core.files import atomic_write, certificate_root
+from pycert.core.gate import Source, entries, inside
+from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
 from pycert.lean.sources import library_signatures
@@ -162,22 +164,34 @@ class Curve:
     png: bytes
     lru: HitCurve
     """The trace's LRU hit counts at every capacity, with its reference and distinct counts."""
+    lru_tokens: Callable[[int], Fraction] | None = None
+    """LRU's hit rate in tokens at a capacity (a partial block never reused); None: no prompt lengths."""
+    ceiling_tokens: Fraction | None = None
 
 
-def curve_png(trace_path: Path, sha256: str, label: str, proved: Sequence[tuple[int, int]] = ()) -> Curve:
+def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tuple[int, int]] = (),
+              fmt: str | None = None, block_tokens: int | None = None) -> Curve:
     """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling),
-    with the ``(capacity, hits)`` that capacity certificates of the page prove marked on it."""
+    read as its certificate's parameters say (``fmt``, ``block_tokens``), with the ``(capacity, hits)``
+    that capacity certificates of the page prove marked on it."""
     # matplotlib and numba: only when a page draws a curve
+    from pycert.analysis.cachesim import stack_distances
     from pycert.analysis.plot import hit_rate_png, trace_curves
+    from pycert.analysis.requests import ref_tokens, reuse_tokens
     from pycert.data.traces import read_trace
 
-    regular_size(trace_path, "a trace file", MAX_TRACE_BYTES)
-    trace = read_trace(trace_path)
+    trace = read_trace(trace_path, fmt or "auto", block_tokens)
     if trace.sha256 != sha256:
         raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
     lru, opt = trace_curves(trace)
     png = hit_rate_png(lru, opt, f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved)
-    return Curve(png=png, lru=lru)
+    if (weights := ref_tokens(trace)) is None:
+        return Curve(png=png, lru=lru)
+    d, (tokens, full) = stack_distances(trace.refs), weights
+
+    def lru_tokens(c: int) -> Fraction:
+        return Fraction(int(tokens[(d >= 1) & (d <= c) & full].sum()), int(tokens.sum()))
+    return Curve(png=png, lru=lru, lru_tokens=lru_tokens, ceiling_tokens=reuse_tokens(trace))
 
 
 def headroom(cert: Certificate, curve: Curve, ceilings: dict[str, tuple[int, str]]) -> str:
@@ -190,20 +204,45 @@ def headroom(cert: Certificate, curve: Curve, ceilings: dict[str, tuple[int, str
     lru = curve.lru.hits(c)
     ceiling, by = ceilings.get(trace.sha256, (n - curve.lru.distinct, ""))
     known = (f"kernel-checked in <a href=\"#cert-{_e(by)}\">{_e(by)}</a>" if by
-             else "computed by pycert's trace engine: no ceiling certificate of this trace is on the page")
+             else "computed by pycert's trace engine: no ceiling certificate of this trace verified for this page")
 
     both = any(f.name == "belady_hits" and f.evidence == "kernel-checked" for f in cert.figures)
-    how = ("this certificate's kernel-checked optimum: no cache of that size hits more, and one hits exactly that"
-           if both else "this certificate's kernel-checked bound, attained as computed")
+    how = ("this certificate's kernel-checked optimum for caches that admit every missed block: none hits more, and "
+           "one hits exactly that" if both else "this certificate's kernel-checked bound, attained as computed")
 
-    def pct(hits: int) -> str:
-        return f"{100 * hits / n:.2f}%"
+    def pct(hits: int | Fraction) -> str:
+        return f"{float(100 * hits / n):.2f}%"
 
+    admitted = (f" With admission control (a missed block may be left out) the optimum is {figs['admission_hits']:,} "
+                f"({pct(figs['admission_hits'])}, kernel-checked both ways"
+                + (", reached by a prefix cache" if "prefix_cache_hits" in figs else "") + ")."
+                if "admission_hits" in figs else "")
     return (f"<p><strong>Headroom at {c:,} blocks.</strong> LRU {lru:,} hits ({pct(lru)}, computed by pycert's "
             f"trace engine); Belady's MIN {opt:,} ({pct(opt)}, {how}); the capacity-free ceiling {ceiling:,} "
             f"({pct(ceiling)}, {known}). A better eviction "
             f"policy can win at most <strong>{100 * (opt - lru) / n:.2f} points</strong> (OPT - LRU); only an extra "
-            f"tier can win the other <strong>{100 * (ceiling - opt) / n:.2f}</strong> (ceiling - OPT).</p>")
+            f"tier can win the other <strong>{100 * (ceiling - opt) / n:.2f}</strong> (ceiling - OPT).{admitted}</p>"
+            + in_tokens(cert, curve, c))
+
+
+def in_tokens(cert: Certificate, curve: Curve, c: int) -> str:
+    """The same headroom in tokens, the unit vLLM and SGLang report (every figure computed or derived)."""
+    rates = {f.name: Fraction(f.numerator, f.denominator) for f in cert.figures}
+    if curve.lru_tokens is None or "ceiling_tokens" not in rates:
+        return ""
+
+    def pct(rate: Fraction) -> str:
+        return f"{float(100 * rate):.2f}%"
+
+    bounds = f"at most {pct(rates['ceiling_tokens'])} for caches that admit every missed block" + (
+        f" and {pct(rates['admission_ceiling_tokens'])} with admission control" if "admission_ceiling_tokens" in rates
+        else "")
+    reached = (f"; the prefix cache reaching the optimum hits {pct(rates['prefix_cache_hit_rate_tokens'])} (the "
+               "kernel-checked witness's full blocks, computed)" if "prefix_cache_hit_rate_tokens" in rates else "")
+    ceiling = f"; the capacity-free ceiling {pct(curve.ceiling_tokens)} (computed)" if curve.ceiling_tokens else ""
+    return (f"<p><strong>In tokens</strong> (vLLM and SGLang report hit rates in tokens; a request's partial last "
+            f"block is never reused): LRU {pct(curve.lru_tokens(c))} (computed); {bounds} (block_tokens × the "
+            f"kernel-checked block bounds, derived){reached}{ceiling}.</p>")
 
 
 def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
@@ -262,10 +301,12 @@ def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, byte
 </section>"""
 
 
-def in_reading_order(name: str) -> tuple[tuple[int, int | str], ...]:
+def in_reading_order(name: str) -> tuple[tuple[int, int, str], ...]:
     """A sort key that orders the numbers inside a name by value: ``capacity-t-c128`` before
-    ``capacity-t-c1024`` (as text, ``1024`` sorts first)."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part)
+    ``capacity-t-c1024`` (as text, ``1024`` sorts first); by length, then digits, so that no number
+    is converted (a name of 5,000 digits sorts too)."""
+    return tuple((0, len(part.lstrip("0")), part.lstrip("0")) if part.isdigit() else (1, 0, part)
+                 for part in re.split(r"(\d+)", name) if part)
 
 
 def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certificate, str]]]:
@@ -275,14 +316,14 @@ def load_directory(cert_dir: Path) -> tuple[dict[str, str], list[tuple[Certifica
         raise InputError("no such directory" if not cert_dir.exists() else "not a directory of certificates",
                          where=str(cert_dir))
     manifest = read_manifest(cert_dir / MANIFEST_NAME)
-    for stray in sorted(p.name for p in cert_dir.glob("*.json") if p.name not in manifest):
+    for stray in (e.name for e in entries(cert_dir, ".json") if e.name not in manifest):
         raise Rejected(manifest_rejection(manifest, stray, b"", cert_dir / MANIFEST_NAME))
     certs = []
     for name in sorted(manifest, key=in_reading_order):
-        path = cert_dir / name
-        if not path.exists() and not path.is_symlink():
+        path = inside(cert_dir, name)
+        if not path.exists():
             raise InputError("listed in the manifest but absent", where=str(path))
-        data = read_regular(path, "a certificate file (the manifest lists it)", MAX_JSON_BYTES)
+        data = path.read("a certificate file (the manifest lists it)", MAX_JSON_BYTES)
         if rejection := manifest_rejection(manifest, name, data, cert_dir / MANIFEST_NAME):
             raise Rejected(rejection)
         try:
@@ -363,13 +404,13 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     progress(f"verifying {plural(len(certs), 'certificate')} offline")
     results = verify_certificates([cert_dir / c.filename for c, _ in certs], root=root, inputs=inputs)
     not_verified = {c.id: why for (c, _), r in zip(certs, results) if (why := why_not_verified(r)) is not None}
+    verified = [c for c, _ in certs if c.id not in not_verified]  # only these lend a figure to another's line
     where = Locator(root=root or certificate_root(cert_dir), external=dict(inputs or {}))
     drawn: dict[str, Curve] = {}
     proved: dict[str, list[tuple[int, int]]] = {}  # trace sha256 -> (capacity, hits) its capacity certificates prove
-    # A capacity certificate whose inputs or figures are not what its family names gets no mark and no
-    # headroom line (the page's own verifier, and pycert verify, say what is wrong with it).
-    capacity = [c for c, _ in certs if c.family == "capacity" and not FAMILIES["capacity"].required(c.parameters, c.inputs)
-                and {"capacity_blocks", "max_hits"} <= {f.name for f in c.figures if f.denominator == 1}]
+    # Nothing that did not verify in this run lends a figure: an unverified capacity certificate gets no mark
+    # and no headroom line, and an unverified ceiling certificate's bound is not shown as kernel-checked.
+    capacity = [c for c in verified if c.family == "capacity"]
     for cert in capacity:
         figs = {f.name: f.numerator for f in cert.figures if f.denominator == 1}
         for i in cert.inputs:
@@ -382,8 +423,11 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                 if not path.exists():
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")
-                drawn[i.sha256] = curve_png(path, i.sha256, i.path, sorted(proved.get(i.sha256, [])))
-    ceilings = {i.sha256: (f.numerator, cert.id) for cert, _ in certs if cert.family == "ceiling"
+                # one trace file makes one certificate id in a directory, so it is read one way here
+                drawn[i.sha256] = curve_png(path, i.sha256, i.path, sorted(proved.get(i.sha256, [])),
+                                            getattr(cert.parameters, "trace_format", None),
+                                            getattr(cert.parameters, "block_tokens", None))
+    ceilings = {i.sha256: (f.numerator, cert.id) for cert in verified if cert.family == "ceiling"
                 for i in cert.inputs if i.role == "trace" for f in cert.figures if f.name == "max_hits"}
     extras = {cert.id: headroom(cert, drawn[i.sha256], ceilings) for cert in capacity
               for i in cert.inputs if i.role == "trace" and i.sha256 in drawn}

@@ -1,9 +1,10 @@
 """Offline re-derivation of a certificate from the certificate alone plus the inputs it names.
 
-``verify_certificate`` trusts nothing the certificate says about itself. It checks the manifest entry
-and the schema (which bounds every parameter before any arithmetic), locates every input inside the
-certificate's directory (symlinks resolved; an external one where the user handed it in, else by its
-file name beside that directory), hashes it,
+``verify_certificate`` trusts nothing the certificate says about itself, and reads its directory only
+through the gate (:mod:`pycert.core.gate`: plain files, no link, sizes and counts bounded before any work).
+It checks the manifest entry and the schema (which bounds every parameter and the input count before any
+arithmetic), locates every input inside the certificate's directory (an external one where the user
+handed it in, else by its file name beside that directory), hashes it,
 recomputes every figure (:meth:`Family.recompute`) and every derived input (:meth:`Family.regenerate`),
 derives the claim, the theorem list, the ``does_not_prove`` lines and each figure's evidence state and
 ``known_by`` again
@@ -33,18 +34,13 @@ from pycert.certify.documents import not_a_certificate, parse_certificate
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, lists, manifest_rejection, read_manifest
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.files import certificate_root, read_regular, regular_sha256, time_box
-from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
+from pycert.core.files import certificate_root, time_box
+from pycert.core.gate import Source, beside, inside, named
+from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.resources import library_dir, library_sha256
 from pycert.core.schema import Certificate, decimal_of, declared_inputs
 from pycert.families import FAMILIES
-from pycert.lean.sources import (
-    Declaration,
-    library_signatures,
-    scan_declarations,
-    statement_literals,
-    theorem_signatures,
-)
+from pycert.certify.theorems import headline_literals, theorem_rejections
 
 NOT_RERUN = "kernel and axiom audit: not re-run (run verify --kernel to rebuild and re-audit the named theorems)"
 
@@ -80,41 +76,6 @@ class VerifyResult(BaseModel):
         return (self.errors or [f"missing input: {m}" for m in self.missing] or [None])[0]
 
 
-# ---------------------------------------------------------------------------- Lean declarations
-
-
-def library_declarations(files: Iterable[Path], failures: list[Rejection] | None = None) -> dict[str, Declaration]:
-    """Declarations of every file; one that is not UTF-8 (so not Lean source) declares nothing and is
-    a rejection in ``failures`` (raised as :class:`Rejected` when none is given)."""
-    decls: dict[str, Declaration] = {}
-    for path in files:
-        try:
-            source = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            failure = Rejection.mismatch(f"lean source {path}", "UTF-8 Lean source",
-                                         f"undecodable bytes at offset {exc.start}")
-            if failures is None:
-                raise Rejected(failure) from None
-            failures.append(failure)
-            continue
-        for d in scan_declarations(source, str(path)):
-            decls.setdefault(d.name, d)
-    return decls
-
-
-def check_theorems(names: list[str], decls: dict[str, Declaration]) -> list[Rejection]:
-    failures = []
-    for i, name in enumerate(names):
-        d = decls.get(name)
-        if d is None:
-            failures.append(Rejection.mismatch(f"theorems[{i}]", "a theorem of the library (lean/Pycert)",
-                                               f"{name} (no such declaration)"))
-        elif d.kind not in ("theorem", "lemma") or d.private:
-            failures.append(Rejection.mismatch(f"theorems[{i}]", "a public theorem",
-                                               f"{'private ' if d.private else ''}{d.kind} {name} ({d.file}:{d.line})"))
-    return failures
-
-
 # ---------------------------------------------------------------------------- the checks
 
 
@@ -135,7 +96,7 @@ def compare_figures(cert: Certificate, recomputed: dict[str, Fraction]) -> list[
     return failures
 
 
-def _check_manifest(path: Path, data: bytes, manifest: Path, result: VerifyResult) -> None:
+def _check_manifest(path: Path, data: bytes, manifest: Source, result: VerifyResult) -> None:
     entries = read_manifest(manifest)
     result.checked.append("manifest")
     if rejection := manifest_rejection(entries, path.name, data, manifest):
@@ -157,10 +118,10 @@ def _check_primary(cert: Certificate, where: Locator, result: VerifyResult) -> b
     unless external, its sha256 as recorded. True when all are there and match."""
     result.checked.append("inputs")
     clean = True
-    for i, inp in enumerate(FAMILIES[cert.family].primary_inputs(cert.inputs)):
-        try:
-            p = where.locate(inp)
-            actual = regular_sha256(p, f"a {inp.role} file", MAX_TRACE_BYTES)
+    claim = FAMILIES[cert.family]
+    for i, inp in enumerate(claim.primary_inputs(cert.inputs)):
+        try:  # the size is checked before a byte is read: a 2 GB log is refused, not hashed
+            actual = where.locate(inp).sha256(f"a {inp.role} file", claim.input_limit(inp.role))
         except InputError as err:  # an external input not found is missing; an escaping path is malformed
             missing = err.message == "no such file" or "--input" in err.message
             at = f" ({err.where})" if err.where and err.where != inp.path else ""
@@ -190,8 +151,8 @@ def _regenerate(cert: Certificate, where: Locator, timeout: float, result: Verif
     except Rejected as err:
         result.failures.append(err.rejection)
         return None
-    except InputError as err:
-        result.errors.append(f"{inst.path}: {err.message}")
+    except InputError as err:  # names the input at fault (a trace's file:line), not the file derived from it
+        result.errors.append(str(err))
         return None
     recorded = {i.path: i for i in cert.inputs if i.derived_from is not None and i.role == "lean"}
     clean = True
@@ -209,29 +170,18 @@ def _regenerate(cert: Certificate, where: Locator, timeout: float, result: Verif
             result.failures.append(Rejection.mismatch(f"inputs[{path}].sha256 (regenerated from the "
                                                       f"{inst.derived_from})", actual, recorded[path].sha256))
             clean = False
-        elif (kept := where.root / path).is_file() or kept.is_symlink():
+        elif (kept := inside(where.root.resolve(), path)).exists():
             try:
-                same = read_regular(kept, "a Lean file", len(data)) == data
-            except InputError:
-                same = False
+                same = kept.read("a Lean file", len(data)) == data
+            except InputError as err:
+                if "above the limit" not in err.message:  # a link, a FIFO: not a copy that could be compared
+                    result.errors.append(str(err))
+                    continue
+                same = False  # longer than what pycert regenerates: other bytes
             if not same:
                 result.failures.append(Rejection.mismatch(f"{path} (the copy beside the certificate)",
                                                           "the bytes pycert regenerates", "other bytes"))
     return files if clean else None
-
-
-def headline_literals(cert: Certificate, source: bytes) -> list[int] | Rejection:
-    """The literals of the regenerated instance's headline, from its source (plain verify)."""
-    claim = FAMILIES[cert.family]
-    name = claim.headline(cert.parameters, cert.inputs)
-    signature = theorem_signatures(source.decode("utf-8")).get(name)
-    if signature is None:
-        return Rejection.mismatch(name, "a theorem of the regenerated instance", "no such theorem")
-    predicate = claim.predicate(cert.parameters)
-    stated = statement_literals(signature, predicate)
-    if stated is None:
-        return Rejection.mismatch(f"{name} (source)", f"a statement of {predicate}", signature)
-    return stated
 
 
 def recompute(cert: Certificate, literals: list[int], where: Locator, timeout: float,
@@ -239,7 +189,7 @@ def recompute(cert: Certificate, literals: list[int], where: Locator, timeout: f
     """Every figure from the headline's literals and the inputs (the claim's one function)."""
     claim = FAMILIES[cert.family]
     try:
-        kernel = claim.kernel_figures(literals, claim.headline(cert.parameters, cert.inputs))
+        kernel = claim.kernel_figures(literals, claim.headline(cert.parameters, cert.inputs), cert.parameters)
         with time_box(timeout, "recomputing the figures"):
             return claim.figures(cert.parameters, kernel, cert.inputs, where)
     except Rejected as err:
@@ -285,29 +235,8 @@ def _check_library(cert: Certificate, library: Path, result: VerifyResult) -> No
 
 
 def _check_theorems(cert: Certificate, library: Path, instance: bytes | None, result: VerifyResult) -> None:
-    """Every named theorem but the headline must be a public declaration of the verifier's own library,
-    and the headline one of the regenerated instance, each with the statement its source declares."""
     result.checked.append("theorems")
-    files = sorted((library / "Pycert").rglob("*.lean")) if (library / "Pycert").is_dir() else []
-    headline = FAMILIES[cert.family].headline(cert.parameters, cert.inputs)
-    result.failures += check_theorems([t for t in cert.theorems if t != headline],
-                                      library_declarations(files, result.failures))
-    signatures = library_signatures(library)
-    if instance is not None:
-        signatures.update(theorem_signatures(instance.decode("utf-8")))
-    result.failures += check_signatures(cert, signatures)
-
-
-def check_signatures(cert: Certificate, signatures: dict[str, str]) -> list[Rejection]:
-    out = []
-    if list(cert.statements) != cert.theorems:
-        out.append(Rejection.mismatch("statements", f"one per theorem ({', '.join(cert.theorems)})",
-                                      ", ".join(cert.statements) or "none"))
-    for name, pinned in cert.statements.items():
-        if name in signatures and pinned.signature != signatures[name]:
-            out.append(Rejection.mismatch(f"statements[{name}].signature", repr(signatures[name]),
-                                          repr(pinned.signature)))
-    return out
+    result.failures += theorem_rejections(cert, library, instance)
 
 
 def _check_audit_record(cert: Certificate, result: VerifyResult) -> None:
@@ -315,13 +244,14 @@ def _check_audit_record(cert: Certificate, result: VerifyResult) -> None:
     result.failures += recorded_audit_rejections(cert.audit, cert.theorems)
 
 
-def _read_checked(path: Path, manifest: Path, result: VerifyResult) -> Certificate | None:
+def _read_checked(path: Path, manifest: Source, result: VerifyResult) -> Certificate | None:
     """The certificate, once its bytes are checked against the manifest and parsed; None when that failed."""
-    if not path.exists() and not path.is_symlink():
-        result.missing.append(f"{path} (no such file)")
-        return None
     try:
-        data = read_regular(path, "a certificate file", MAX_JSON_BYTES)
+        source = beside(named(path))
+        if not source.exists():
+            result.missing.append(f"{path} (no such file)")
+            return None
+        data = source.read("a certificate file", MAX_JSON_BYTES)
     except InputError as err:
         result.errors.append(err.message)
         return None
@@ -356,7 +286,7 @@ def _offline(path: Path, root: Path | None, manifest: Path | None, timeout: floa
              library: Path) -> tuple[VerifyResult, Certificate | None, dict[str, bytes] | None]:
     """Every check that needs no Lean; the certificate and its regenerated Lean files, for ``--kernel``."""
     result = VerifyResult(certificate=str(path), status="ok")
-    cert = _read_checked(path, manifest or path.parent / MANIFEST_NAME, result)
+    cert = _read_checked(path, named(manifest) if manifest else beside(named(path.parent / MANIFEST_NAME)), result)
     if cert is None:
         return result, None, None
     where = Locator(root=root or certificate_root(path.parent), external=dict(inputs or {}))
@@ -416,9 +346,13 @@ def verify_certificates(paths: list[Path], root: Path | None = None, manifest: P
     if ready:
         from pycert.certify.rebuild import rebuild_all  # the build and the audit: only under --kernel (start-up)
 
-        for (result, _, _), (failures, note) in zip(ready, rebuild_all([(c, i) for _, c, i in ready], library,
-                                                                       backend, timeout, progress)):
-            result.checked += ["kernel", "audit", "statements", "figures off the kernel"]
+        for (result, cert, _), (failures, note) in zip(ready, rebuild_all([(c, i) for _, c, i in ready], library,
+                                                                          backend, timeout, progress)):
+            # a family with no Lean instance (an observation) has its library theorems rebuilt and audited, and
+            # no headline whose figures the kernel could state
+            lean_less = FAMILIES[cert.family].headline_predicate is None
+            result.checked += ["kernel (the library)" if lean_less else "kernel", "audit", "statements",
+                               *(() if lean_less else ("figures off the kernel",))]
             result.failures += failures
             result.notes.append(note)
     return [_finish(result) for result, _, _ in done]

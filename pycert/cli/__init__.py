@@ -121,8 +121,10 @@ def report_error(message: str, where: str | None, code: int, as_json: bool, text
     under ``--json``, ``{"error": message, "where": where, "exit": code, **details}`` on stdout. An error
     about no place in particular (an interrupt, a setting that contradicts another) is where the command
     that raised it ran: ``where`` is then ``command`` (``pycert trace offload``), never null."""
+    from pycert.core.console import escaped  # lazily: see the module docstring
+
     line = text or ("pycert: " + (f"{where}: {message}" if where else message))
-    line = " ".join(line.split())  # one line, whatever the message held
+    line = escaped(" ".join(line.split()))  # one line, whatever the message held, that a terminal shows as it is
     try:
         if as_json:
             import json

@@ -5,7 +5,9 @@ cached tokens as the engine reports them, writes the log to ``--out``'s ``inputs
 (``pycert prove leak``: the ``leak`` family). Exit 0 when the observation shows the leak and its
 closure, 1 when it does not (the log then goes to ``runs/``, uncertified), 2 on a usage or input
 error. ``--replay CERT`` runs the engine again on the certificate's recorded settings and compares
-every request's cached tokens with its log (exit 1 on any difference); it writes nothing.
+every request's cached tokens with its log (exit 1 on any difference), after checking the certificate
+itself as plain ``pycert verify`` does (a certificate that does not verify is exit 1 before the engine
+starts); it writes nothing.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from statistics import median
 from pydantic import BaseModel
 
 from pycert import prove
-from pycert.certify.documents import parse_certificate
+from pycert.certify.documents import load_certificate
 from pycert.certify.inputs import Locator
-from pycert.cli import add_backend, add_common, help_of
-from pycert.core.console import Progress, emit, table
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejection
-from pycert.core.files import atomic_write, certificate_root, read_input
+from pycert.certify.verify import verify_certificate
+from pycert.cli import add_backend, add_common, help_of, leak_http
+from pycert.cli.leak_http import level
+from pycert.core.console import Progress, emit, escaped, table
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection
+from pycert.core.files import atomic_write, certificate_root
+from pycert.core.gate import confined, named
 from pycert.core.limits import in_path, int_range, out_dir, seed
 from pycert.core.resources import default_certificate_dir
 from pycert.core.schema import decimal_of
@@ -93,8 +98,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--salt-field", default="cache_salt", help="with --endpoint: the request's salt field (vLLM: cache_salt)")
     r.add_argument("--secret-file", type=in_path, default=None, metavar="PATH",
                    help="the admission layer's server secret (default: 32 fresh random bytes, never written)")
-    r.add_argument("--confidence", type=_level, default="0.95", help="confidence of the bound (default 0.95)")
-    r.add_argument("--underpowered-above", type=_level, default="0.05",
+    r.add_argument("--confidence", type=level, default="0.95", help="confidence of the bound (default 0.95)")
+    r.add_argument("--underpowered-above", type=level, default="0.05",
                    help="call the run underpowered when the bound is above this (default 0.05)")
     r.add_argument("--out", type=out_dir, default=None,
                    help="certificate directory (default: as pycert prove); the log goes to its inputs/")
@@ -103,15 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_common(r)
     add_backend(r)
     r.set_defaults(func=cmd_run)
-
-
-def _level(text: str) -> str:
-    """A level as the log writes it: ``0.`` and 1 to 6 digits, not all zero."""
-    head, dot, tail = text.partition(".")
-    if not (head == "0" and dot and 1 <= len(tail) <= 6 and tail.isdigit() and int(tail) > 0):
-        raise argparse.ArgumentTypeError(f"expected a decimal strictly between 0 and 1 with at most 6 places "
-                                         f"(like 0.95), got {text!r}")
-    return text
+    leak_http.register(lsub)
 
 
 def open_engine(args: argparse.Namespace, model: Path | None, seed_: int) -> Engine:
@@ -126,7 +123,7 @@ def open_engine(args: argparse.Namespace, model: Path | None, seed_: int) -> Eng
 
 
 def _secret(args: argparse.Namespace) -> bytes:
-    return read_input(args.secret_file, "a secret file") if args.secret_file else os.urandom(32)
+    return named(args.secret_file).read("a secret file", 1 << 20) if args.secret_file else os.urandom(32)
 
 
 def summarize(log: leaklog.Log, path: Path, certificate: str | None = None, replay_of: str | None = None,
@@ -158,13 +155,13 @@ def render(res: LeakResult) -> str:
     lines = [f"{res.engine}; {res.model}; {res.device}", "", arms, "",
              f"residual cross-tenant rate under the keyed salt: exact Clopper-Pearson upper bound {bound}"
              f"{' (underpowered)' if res.underpowered else ''}; rule of three {res.rule_of_three} (not the bound)"]
-    lines += [f"  {r.render()}" for r in res.rejections]
+    lines += [f"  {escaped(r.render())}" for r in res.rejections]
     if res.replay_of:
         verdict = "REPLAY AGREES" if res.holds else "REPLAY DIFFERS"
-        lines.append(f"{verdict}: {res.replay_of} (log {res.log})")
+        lines.append(f"{verdict}: {escaped(res.replay_of)} (log {escaped(res.log)})")
     else:
-        lines.append(f"{'LEAK CLOSED' if res.holds else 'NOT SHOWN'}: log {res.log}"
-                     + (f", certificate {res.certificate}" if res.certificate else ", no certificate"))
+        lines.append(f"{'LEAK CLOSED' if res.holds else 'NOT SHOWN'}: log {escaped(res.log)}"
+                     + (f", certificate {escaped(res.certificate)}" if res.certificate else ", no certificate"))
     return "\n".join(lines)
 
 
@@ -186,13 +183,13 @@ def record(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, in
     log = _run_on(engine, plan, secret, progress)
     out = (args.out or default_certificate_dir()).resolve()
     stem = f"leak-{'endpoint' if args.endpoint else 'transformers'}-{log.header.device}-k{plan.prompts}-seed{plan.seed}"
-    path = log_path(out, stem)
+    path = confined(out, log_path(out, stem))  # never into a link a received --out holds
     atomic_write(path, leaklog.render(log))
     res = prove.prove([(producer("leak"), producer("leak").options())], backend=args.backend, out_dir=out,
                       progress=progress)
     written = next((w for w in res.written if Path(w).name == f"{stem}.json"), None)
     if written is None:  # not certified: keep the observation where runs are recorded, out of inputs/
-        kept = out / "runs" / path.name
+        kept = confined(out, out / "runs" / path.name)
         kept.parent.mkdir(parents=True, exist_ok=True)
         path.replace(kept)
         path = kept
@@ -205,9 +202,21 @@ def record(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, in
 
 
 def replay(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, int]:
-    cert = parse_certificate(read_input(args.replay, "a certificate"), where=str(args.replay))
+    """Verify the certificate offline first (its log's sha256, parameters, figures, claim: everything plain
+    ``pycert verify`` checks), and run the engine only for one that verifies (one that does not is refused,
+    naming why, before any engine starts)."""
+    cert = load_certificate(args.replay)
     if cert.family != "leak":
         raise InputError(f"a {cert.family} certificate: --replay takes a leak certificate", where=str(args.replay))
+    checked = verify_certificate(args.replay)
+    if checked.missing or checked.errors:
+        raise InputError(f"cannot be verified, so it was not replayed: {(checked.missing + checked.errors)[0]}",
+                         where=str(args.replay))
+    if not checked.ok:
+        first = checked.failures[0]
+        raise Rejected(Rejection(subject=str(args.replay), reason="not-verified", detail=f"does not verify, so it was "
+                                 f"not replayed: {first.render()}", expected=first.expected, found=first.found))
+    progress(f"{args.replay}: verifies offline ({', '.join(checked.checked)})")
     path = input_path(cert.inputs, "log", Locator(root=certificate_root(args.replay.resolve().parent)))
     recorded = leaklog.read(path)
     h = recorded.header

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from pycert import prove
 from pycert.cli import add_backend, add_common, help_of
-from pycert.core.console import Progress, emit, plural, table
+from pycert.core.console import Progress, emit, plural, table, write_out
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError
 from pycert.core.files import atomic_write
 from pycert.core.limits import (
@@ -126,7 +126,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
              lambda: f"wrote {args.out}: {plural(len(inst.trace), 'reference')} over {plural(len(set(inst.trace)), 'block')} "
                      f"(seed {seed})")
     else:
-        print(text, end="")
+        write_out(text.removesuffix("\n"))
     return EXIT_OK
 
 

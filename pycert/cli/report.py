@@ -8,7 +8,8 @@ from pathlib import Path
 from pycert.certify.report import write_report
 from pycert.certify.verify import refuse_unused_inputs
 from pycert.cli import add_common, add_root, help_of
-from pycert.core.console import Progress, emit, plural
+from pycert.core.console import Progress, emit, escaped, plural
+from pycert.core.gate import entries
 from pycert.core.limits import in_path, out_path
 
 
@@ -30,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    refuse_unused_inputs(dict(args.input), sorted(args.certs.glob("*.json")))
+    refuse_unused_inputs(dict(args.input), [e.path for e in entries(args.certs, ".json")] if args.certs.is_dir() else [])
     out, count, not_verified = write_report(args.certs, args.out, root=args.root, curves=not args.no_curves,
                                             inputs=dict(args.input), progress=Progress(enabled=not args.json))
     emit(args.json, {"report": str(out), "certificates": count, "not_verified": not_verified},
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
 def render(out: Path, count: int, not_verified: dict[str, str]) -> str:
     if not not_verified:
-        return f"wrote {out} ({plural(count, 'certificate')}, {'each ' if count > 1 else ''}verified offline)"
-    return "\n".join([f"wrote {out} ({plural(count, 'certificate')}: {count - len(not_verified)} verified offline, "
+        return f"wrote {escaped(out)} ({plural(count, 'certificate')}, {'each ' if count > 1 else ''}verified offline)"
+    return "\n".join([f"wrote {escaped(out)} ({plural(count, 'certificate')}: {count - len(not_verified)} verified offline, "
                       f"{len(not_verified)} shown marked NOT VERIFIED)",
-                      *(f"  not verified: {cid}: {why}" for cid, why in not_verified.items())])
+                      *(f"  not verified: {cid}: {escaped(why)}" for cid, why in not_verified.items())])

@@ -1,24 +1,24 @@
-"""``pycert trace stats|mrc|offload|plot|generate``: exact cache figures of a block-reference trace.
+"""``pycert trace stats|mrc|offload|plot|convert|generate``: exact cache figures of a block-reference trace.
 
-Every analysis takes an optional TRACE (Mooncake JSONL or one id per line, gzip or not); without one
-it uses the embedded seeded synthetic trace (:func:`pycert.data.synthetic.default_trace`).
+Every analysis takes an optional TRACE in any layout of :mod:`pycert.data.formats` (gzip or zstd too;
+``-`` reads stdin); without one it uses the embedded seeded synthetic trace
+(:func:`pycert.data.synthetic.default_trace`).
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from pycert.analysis.cachesim import HitCurve, TraceStats, lru_hit_curve, trace_stats
-from pycert.analysis.offload import OffloadArm, OffloadReport, offload_report
+from pycert.analysis.offload import ENGINES_REPORT, TOKEN_RATES, OffloadArm, OffloadReport, offload_report
 from pycert.analysis.plot import hit_rate_png, log_capacities, trace_curves
 from pycert.certify.evidence import with_evidence
 from pycert.cli import add_common, help_of
-from pycert.core.console import Progress, emit, table
+from pycert.core.console import Progress, emit, escaped, plural, table
 from pycert.core.errors import EXIT_OK, InputError
 from pycert.core.exact import Ratio
 from pycert.core.files import atomic_write
@@ -32,6 +32,8 @@ from pycert.core.limits import (
     seed,
 )
 from pycert.data import synthetic
+from pycert.data.convert import SIDECAR, convert, sidecar
+from pycert.data.formats import FORMAT_CHOICES
 from pycert.data.traces import Trace, coarsen, read_trace
 
 
@@ -82,13 +84,23 @@ def _capacity_list(text: str) -> list[int]:
 
 def _trace_args(p: argparse.ArgumentParser) -> None:
     add_common(p)
-    p.add_argument("trace", nargs="?", type=in_path, default=None, metavar="TRACE",
-                   help="Mooncake JSONL or one-id-per-line file, optionally gzip (default: the embedded "
-                        f"synthetic trace, seed 0, {synthetic.DEFAULT_REQUESTS} requests)")
-    p.add_argument("--format", choices=("auto", "mooncake", "ids"), default="auto",
-                   help="input format (default: auto, by the first line)")
+    trace_input(p, required=False)
     p.add_argument("--granularity", type=_positive_int, default=1, metavar="K",
                    help="merge K consecutive blocks of a request into one before any figure (default 1)")
+
+
+def trace_input(p: argparse.ArgumentParser, required: bool) -> None:
+    """TRACE, ``--format`` and ``--block-tokens``: how a trace is read, the same for every trace command."""
+    default = "" if required else (f" (default: the embedded synthetic trace, seed 0, {synthetic.DEFAULT_REQUESTS} "
+                                   "requests)")
+    p.add_argument("trace", nargs=None if required else "?", type=in_path, default=None, metavar="TRACE",
+                   help="a trace: Mooncake, Qwen-Bailian or AIPerf JSONL, prompts as token ids, or one id per line; "
+                        f"gzip or zstd too; - reads stdin{default}")
+    p.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
+                   help="the trace's layout (default: auto, by the first line; docs/formats.md)")
+    p.add_argument("--block-tokens", type=_positive_int, default=None, metavar="B",
+                   help="tokens a block: how a prompts trace is cut into blocks (default 16); for a layout with "
+                        "input_length and hash_ids it must agree with their lengths; for one id per line it sets it")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -117,8 +129,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="host-tier capacity in tokens (default: unbounded)")
     o.add_argument("--control-k", type=_positive_int, default=4, metavar="K",
                    help="granularity-control factor: the report again with K-times larger blocks (1: none; default 4)")
-    o.add_argument("--block-tokens", type=_positive_int, default=None, metavar="B",
-                   help="tokens per block (needed for one-id-per-line traces; Mooncake: 512)")
     o.add_argument("--certs", type=in_path, default=None, metavar="DIR",
                    help="certificates of this trace (pycert prove ceiling --trace T --capacity-blocks G): each "
                         "figure they prove, verified offline, is marked kernel-checked (default: every figure computed)")
@@ -133,6 +143,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"at most {MAX_BELADY_POINTS}); the plotted line is exact at every capacity")
     g.set_defaults(func=cmd_plot)
 
+    c = tsub.add_parser("convert", help="write any trace as the canonical one-id-per-line file, with its source's sha256")
+    add_common(c)
+    trace_input(c, required=True)
+    c.add_argument("-o", "--output", type=out_path, required=True, metavar="OUT",
+                   help=f"the ids file to write; the record of its source goes beside it, to OUT{SIDECAR}")
+    c.set_defaults(func=cmd_convert)
+
     w = tsub.add_parser("generate", help="write a seeded synthetic Mooncake-format trace (shared prefixes, sessions)")
     add_common(w)
     w.add_argument("-o", "--output", type=out_path, required=True, help="JSONL path to write")
@@ -142,13 +159,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.set_defaults(func=cmd_generate)
 
 
-def _load(args: argparse.Namespace, progress: Progress) -> Trace:
+def load(args: argparse.Namespace, progress: Progress) -> Trace:
+    """The trace a command names, read as its flags say (without one: the embedded synthetic trace)."""
     if args.trace is None:
-        trace = synthetic.default_trace()
+        if args.format not in ("auto", "mooncake"):
+            raise InputError(f"the embedded synthetic trace is in the mooncake layout, not {args.format}",
+                             where="--format")
+        trace = synthetic.default_trace(block_tokens=args.block_tokens)
     else:
         progress(f"reading {args.trace}")
-        trace = read_trace(args.trace, args.format)
-    return coarsen(trace, args.granularity)
+        trace = read_trace(args.trace, args.format, args.block_tokens)
+    return coarsen(trace, getattr(args, "granularity", 1))
 
 
 def _rate(r: Ratio) -> str:
@@ -157,15 +178,26 @@ def _rate(r: Ratio) -> str:
 
 def _stats_rows(st: TraceStats) -> list[tuple[str, str]]:
     shape = f"{st.format}" + (f", {st.requests:,} requests" if st.requests is not None else "")
-    shape += f", {st.block_tokens} tokens/block" if st.block_tokens else ""
     shape += f", granularity x{st.granularity}" if st.granularity > 1 else ""
-    return [("trace", st.name), ("sha256", st.sha256), ("format", shape), ("refs", f"{st.refs:,}"),
-            ("distinct", f"{st.distinct:,}"), ("cold-miss floor", _rate(st.cold_miss_floor)),
+    block = "not known" if st.block_tokens is None else f"{st.block_tokens:,} tokens"
+    block += f" ({st.block_rule})" if st.block_rule else " (the layout does not say: give --block-tokens)"
+    rows = [("trace", st.name), ("sha256", st.sha256), ("format", shape), ("block size", block),
+            ("refs", f"{st.refs:,}"), ("distinct", f"{st.distinct:,}"), ("cold-miss floor", _rate(st.cold_miss_floor)),
             ("ceiling", _rate(st.ceiling))]
+    if st.ceiling_tokens is not None:
+        rows.append(("ceiling in tokens", _rate(st.ceiling_tokens)))
+    if st.prefix_closed is not None:
+        rows.append(("prefix-closed", "yes" if st.prefix_closed else "no"))
+    if st.tenants is not None:
+        rows.append(("tenants", f"{st.tenants.count:,}; cross-tenant references (a block another tenant used "
+                                f"before): {st.tenants.cross_tenant_refs:,} of {st.refs:,}"))
+        rows += [(f"tenant {t.tenant!r}", f"{plural(t.requests, 'request')}, {plural(t.refs, 'reference')}, "
+                                          f"{t.cross_tenant_refs:,} cross-tenant") for t in st.tenants.per_tenant]
+    return rows
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    st = trace_stats(_load(args, Progress(enabled=not args.json)))
+    st = trace_stats(load(args, Progress(enabled=not args.json)))
     emit(args.json, st, lambda: table(["figure", "value"], _stats_rows(st)))
     return EXIT_OK
 
@@ -214,7 +246,7 @@ def _render_mrc(res: MrcResult) -> str:
 
 def cmd_mrc(args: argparse.Namespace) -> int:
     progress = Progress(enabled=not args.json)
-    res = mrc_result(_load(args, progress), args.capacity, not args.no_belady, args.all, progress)
+    res = mrc_result(load(args, progress), args.capacity, not args.no_belady, args.all, progress)
     emit(args.json, res, lambda: _render_mrc(res))
     return EXIT_OK
 
@@ -223,12 +255,16 @@ def _render_offload(rep: OffloadReport) -> str:
     arms: list[OffloadArm] = [rep.primary] + ([rep.control] if rep.control else [])
     fields = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
               "cold_miss_floor", "max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
-              "host_backed_hit_rate", "host_load_frac", "headroom_pp", "policy_headroom_pp", "tier_headroom_pp",
-              "gpu_share_of_achievable"]
+              "gpu_only_admission_hit_rate", "host_backed_hit_rate", "host_load_frac", "headroom_pp", "policy_headroom_pp",
+              "tier_headroom_pp", "gpu_share_of_achievable"]
+    tokens = rep.primary.refs_tokens is not None
+    fields += ["refs_tokens", *(f"{f}_tokens" for f in TOKEN_RATES)] if tokens else []
 
     def cell(f: str, v: object) -> str:
         if isinstance(v, Ratio):
             return f"{v.decimal:.6f}"
+        if v is None and f.endswith("_tokens"):
+            return "n/a (no prompt lengths)"
         if v is None:  # host_blocks without --host-tokens; a share of an achievable rate of zero
             return "n/a (no block is ever reused: nothing is achievable)" if f == "gpu_share_of_achievable" else "unbounded"
         return f"{v:,}" if isinstance(v, int) else str(v)
@@ -237,23 +273,21 @@ def _render_offload(rep: OffloadReport) -> str:
         if not rep.evidence:
             return []
         state = rep.evidence.get(f, "")
-        return [f"{state} ({rep.evidence_by[f]})" if f in rep.evidence_by else state]
+        return [f"{state} ({escaped(rep.evidence_by[f])})" if f in rep.evidence_by else state]
 
     rows = [(f, *(cell(f, getattr(a, f)) for a in arms), *known(f)) for f in fields]
     heads = ["figure", f"x{rep.primary.granularity} (as read)"]
     heads += [f"x{rep.control_k} (control)"] if rep.control else []
     heads += [f"evidence (x{rep.primary.granularity})"] if rep.evidence else []
     host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
-    unused = [f"not used (what it would prove stays computed): {name}: {why}" for name, why in rep.not_used.items()]
-    return "\n".join([f"{rep.name}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused])
+    unused = [f"not used (what it would prove stays computed): {escaped(name)}: {escaped(why)}"
+              for name, why in rep.not_used.items()]
+    return "\n".join([f"{escaped(rep.name)}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused,
+                      *([ENGINES_REPORT] if tokens else [])])
 
 
 def cmd_offload(args: argparse.Namespace) -> int:
-    trace = _load(args, Progress(enabled=not args.json))
-    if args.block_tokens is not None:
-        if args.granularity > 1:
-            raise InputError("give --block-tokens for the trace as read, without --granularity", where="--block-tokens")
-        trace = replace(trace, block_tokens=args.block_tokens)
+    trace = load(args, Progress(enabled=not args.json))
     rep = offload_report(trace, args.capacity_tokens, args.host_tokens, args.control_k)
     if args.certs is not None:
         rep = with_evidence(rep, trace.path, args.certs)
@@ -263,7 +297,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     progress = Progress(enabled=not args.json)
-    trace = _load(args, progress)
+    trace = load(args, progress)
     progress(f"LRU and OPT stack distances over {trace.n_refs:,} references")
     curve, opt = trace_curves(trace)
     belady = {c: opt.hits(c) for c in log_capacities(curve.max_distance, args.points)}
@@ -274,6 +308,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
     data = {"path": str(args.output), "stats": trace_stats(trace),
             "belady_hits": {str(c): h for c, h in belady.items()}}
     emit(args.json, data, lambda: f"wrote {args.output}")
+    return EXIT_OK
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    res = convert(load(args, Progress(enabled=not args.json)), args.output)
+    emit(args.json, res, lambda: f"wrote {args.output} ({plural(res.refs, 'reference')}, sha256 {res.output_sha256}) "
+                                 f"and {sidecar(args.output)}: from {res.source} ({res.format}, sha256 {res.source_sha256})")
     return EXIT_OK
 
 

@@ -15,7 +15,7 @@ import contextlib
 
 from pycert.certify.verify import VerifyResult, refuse_unused_inputs, verify_certificates
 from pycert.cli import add_backend, add_common, add_root, help_of
-from pycert.core.console import Progress, emit, to_jsonable
+from pycert.core.console import Progress, emit, escaped, out, to_jsonable
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError, UsageError
 from pycert.core.limits import in_path, seconds
 from pycert.lean.build import fresh_build_cache
@@ -58,13 +58,14 @@ def exit_code(results: list[VerifyResult]) -> int:
 
 def render(results: list[VerifyResult]) -> str:
     lines = []
-    for r in results:
+    for r in results:  # each path and string from the directory escaped alone: none can start a line or move the cursor
         label = {"ok": "ok", "rejected": "REJECTED", "missing-input": "MISSING", "input-error": "BAD INPUT"}[r.status]
-        lines.append(f"{label:<9} {r.certificate}" + (f"  (checked: {', '.join(r.checked)})" if r.ok else ""))
-        lines += [f"  {r.certificate}: {f.render()}" for f in r.failures]
-        lines += [f"  {r.certificate}: {e}" for e in r.errors]
-        lines += [f"  {r.certificate}: missing input: {m}" for m in r.missing]
-        lines += [f"  note: {n}" for n in r.notes]
+        cert = escaped(r.certificate)
+        lines.append(f"{label:<9} {cert}" + (f"  (checked: {', '.join(r.checked)})" if r.ok else ""))
+        lines += [f"  {cert}: {escaped(f.render())}" for f in r.failures]
+        lines += [f"  {cert}: {escaped(e)}" for e in r.errors]
+        lines += [f"  {cert}: missing input: {escaped(m)}" for m in r.missing]
+        lines += [f"  note: {escaped(n)}" for n in r.notes]
     return "\n".join(lines)
 
 
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         emit(args.json, results, human=lambda: render(results))
         return code
     if not args.json:
-        print(render(results))
+        out(render(results))
     bad = [r for r in results if r.status in ("missing-input", "input-error")]
     first = bad[0]
     more = f" ({len(bad)} of {len(results)} certificates could not be checked)" if len(results) > 1 else ""

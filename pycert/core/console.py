@@ -1,12 +1,16 @@
 """Terminal output: JSON for machines, tables and progress for people.
 
-Commands never print directly; they hand a result to :func:`emit`. Progress goes to stderr and
-only when stderr is a terminal and ``--json`` was not given, so pipes and CI logs stay clean.
+Commands never print directly; they hand a result to :func:`emit` (or text to :func:`write_out`).
+Progress goes to stderr and only when stderr is a terminal and ``--json`` was not given, so pipes and
+CI logs stay clean. Output into a pipe whose reader has gone (``pycert trace stats T --json | head -1``)
+ends quietly: the command finishes with its own exit code and no traceback.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 import threading
 import time
@@ -26,14 +30,49 @@ def to_jsonable(data: Any) -> Any:
     return data
 
 
+_ACTIVE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+"""What a terminal acts on instead of showing: C0 and C1 controls (the escape that starts a cursor move or a
+line clear, carriage return, newline), DEL, and Unicode's invisible line, direction and joiner marks."""
+
+
+def escaped(text: object, keep: str = "") -> str:
+    """``text`` with every character a terminal would act on written as ``\\xNN`` or ``\\uNNNN`` (those in
+    ``keep`` left as they are): a name from a stranger's directory can neither move the cursor, clear a line,
+    reorder what follows nor start a line of its own. Every path and string from a directory that text
+    output shows goes through here (each field alone, newline included; whole outputs with ``keep="\\n"``)."""
+    def one(m: re.Match[str]) -> str:
+        c = m.group()
+        return c if c in keep else (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+    return _ACTIVE.sub(one, str(text))
+
+
+def out(text: str) -> None:
+    """Print human text on stdout, escaped (:func:`escaped`, lines and tabs kept; :func:`write_out`)."""
+    write_out(escaped(text, keep="\n\t"))
+
+
+def write_out(text: str) -> None:
+    """``text`` and a newline on stdout, flushed now: a reader that has gone (a closed pipe) is seen
+    here, not at exit, and the rest of the output goes to /dev/null, so the command still ends with
+    its own exit code and without the interpreter's "Exception ignored" on the final flush."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def emit(as_json: bool, data: Any, human: Callable[[], str] | None = None) -> None:
-    """Print ``data`` as JSON, or the human rendering ``human()`` (falls back to JSON)."""
+    """Print ``data`` as JSON, or the human rendering ``human()`` (falls back to JSON), escaped."""
     if as_json or human is None:
-        print(json.dumps(to_jsonable(data), indent=2, sort_keys=False))
+        write_out(json.dumps(to_jsonable(data), indent=2, sort_keys=False))
     else:
         text = human()
         if text:
-            print(text)
+            out(text)
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
@@ -71,7 +110,7 @@ class Progress:
 
     def __call__(self, message: str) -> None:
         if self.enabled:
-            line = f"[{time.monotonic() - self.t0:7.1f}s] {message}\n"
+            line = f"[{time.monotonic() - self.t0:7.1f}s] {escaped(message)}\n"
             with Progress._lock:
                 sys.stderr.write(line)
                 sys.stderr.flush()

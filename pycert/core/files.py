@@ -9,48 +9,23 @@ into place the same way.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import signal
-import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from pycert.core.errors import InputError
-
-_CHUNK = 1 << 20
+from pycert.core.gate import named
+from pycert.core.limits import MAX_TRACE_BYTES
 
 
 def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def open_input(path: Path, what: str, missing: str = "no such file") -> BinaryIO:
-    """An input file opened for reading; a missing, directory or unreadable one is an input error
-    naming it (``what`` says what it should have been: "a trace file")."""
-    try:
-        return open(path, "rb")
-    except FileNotFoundError:
-        raise InputError(missing, where=str(path)) from None
-    except IsADirectoryError:
-        raise InputError(f"is a directory, not {what}", where=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from None
-
-
-def check_input(path: Path, what: str, missing: str = "no such file") -> None:
-    """Refuse, with :func:`open_input`'s one-line errors, an input that cannot be read, before the work
-    that reads it later begins."""
-    open_input(path, what, missing).close()
+    """Hex sha256 of a file the user named or pycert wrote (:func:`pycert.core.gate.named`)."""
+    return named(path).sha256("a file", MAX_TRACE_BYTES)
 
 
 def missing_dirs(path: Path) -> list[Path]:
@@ -72,50 +47,6 @@ def remove_empty(dirs: list[Path]) -> None:
             continue
         except OSError:  # not empty: what is left is someone's
             return
-
-
-def read_input(path: Path, what: str, missing: str = "no such file") -> bytes:
-    """The bytes of an input file, with :func:`open_input`'s one-line errors."""
-    with open_input(path, what, missing) as f:
-        try:
-            return f.read()
-        except OSError as exc:
-            raise InputError(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from None
-
-
-def regular_size(path: Path, what: str, limit: int) -> int:
-    """The size of ``path`` when it is a regular file of at most ``limit`` bytes, else an input error: a
-    device (``/dev/zero``), a FIFO or a socket is never opened, so it can neither fill memory nor hang."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise InputError("no such file", where=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"is a directory, not {what}", where=str(path))
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"is not a regular file (a device, a FIFO or a socket), not {what}: refused, not read",
-                         where=str(path))
-    if st.st_size > limit:
-        raise InputError(f"{st.st_size} bytes, above the limit of {limit} for {what}", where=str(path))
-    return st.st_size
-
-
-def read_regular(path: Path, what: str, limit: int) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes (:func:`regular_size`), read with the cap."""
-    regular_size(path, what, limit)
-    with open_input(path, what) as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:  # it grew after the check
-        raise InputError(f"above the limit of {limit} bytes for {what}", where=str(path))
-    return data
-
-
-def regular_sha256(path: Path, what: str, limit: int) -> str:
-    """:func:`file_sha256` of a regular file of at most ``limit`` bytes (:func:`regular_size`)."""
-    regular_size(path, what, limit)
-    return file_sha256(path)
 
 
 @contextlib.contextmanager

@@ -51,9 +51,23 @@ MAX_POOL_REFS = 16_384
 routing is a matching over up to hosts x requests edges, and CP-SAT models grow with the references
 (the committed instance: 16 hosts, 32 requests, 512 references)."""
 MAX_MANIFEST_BYTES = 1 << 20
+MAX_KEYS_BYTES = 1 << 20
+"""Largest tenant keys file (``pycert leak gateway --keys``, ``leak audit --keys``): one ``TENANT KEY`` a line."""
 """Largest ``MANIFEST.sha256``."""
 MAX_TRACE_BYTES = 64 << 30
 """Largest trace file verify or report reads (a day of one fleet's block references is about 2 GB)."""
+MAX_INFLATE_RATIO = 128
+"""A compressed file decompresses to at most this many times its stored size (the released Mooncake traces
+compress about 4 to 1): a 23 KB gzip of 24 MB of one repeated id is refused, not parsed for a minute."""
+MAX_INFLATE_BYTES = MAX_TRACE_BYTES
+"""And to at most this many bytes, whatever its ratio."""
+MAX_TRACE_REFS = 1 << 32
+"""Most block references a trace may hold (10^8 were certified in 31 shards): counted as it is read."""
+MAX_NAME_BYTES = 255
+"""Longest file name (one path component), the Linux ``NAME_MAX``: a longer one is refused before the
+file system is asked (which fails in its own words)."""
+MAX_INPUTS = MAX_SHARDS + 64
+"""Most inputs a certificate may name: a trace, its instance, and its shards or pieces and schedule modules."""
 
 
 def json_depth_error(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | None:

@@ -15,10 +15,11 @@ import functools
 import hashlib
 import importlib.resources
 import os
+import stat
 import tempfile
 from pathlib import Path
 
-from pycert.core.errors import ToolchainMissing
+from pycert.core.errors import InputError, ToolchainMissing
 
 DATA_DIR = "_data"
 """The package-data folder inside ``pycert`` in a built wheel."""
@@ -136,7 +137,17 @@ def scratch_root() -> Path:
     if not is_visible(root):
         root = Path("/tmp")
     path = root / f"pycert-{os.getuid()}"
-    path.mkdir(mode=0o700, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(path)
+    except OSError as exc:
+        raise InputError(f"cannot make pycert's scratch directory: {exc.strerror or exc}", where=str(path)) from None
+    # /tmp is everyone's: a directory of this name that another user made, or may write, could hold a planted
+    # toolchain loader or olean that verify --kernel would run or read
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise InputError(f"pycert's scratch directory is not private (it must be a directory owned by uid {os.getuid()} "
+                         f"with mode 0700; it is {stat.filemode(st.st_mode)}, owned by uid {st.st_uid}): refused; "
+                         "remove it, or set TMPDIR to a directory of your own under /tmp or /home", where=str(path))
     return path
 
 

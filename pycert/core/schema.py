@@ -25,8 +25,8 @@ from pydantic import (
 
 from pycert.core.errors import InputError
 from pycert.core.exact import Exact
-from pycert.core.files import read_regular
-from pycert.core.limits import MAX_JSON_BYTES
+from pycert.core.gate import beside, named
+from pycert.core.limits import MAX_INPUTS, MAX_JSON_BYTES, json_depth_error
 
 SCHEMA_ID = "pycert-cert/1"
 DECIMAL_DIGITS = 20
@@ -188,7 +188,8 @@ class Certificate(_Strict):
     theorems: list[str] = Field(min_length=1, description="fully qualified Lean declarations it rests on")
     statements: dict[str, TheoremStatement] = Field(description="each theorem's statement, pinned")
     parameters: Params
-    inputs: list[InputFile] = []
+    inputs: list[InputFile] = Field([], max_length=MAX_INPUTS, description="at most a trace, its instance and "
+                                   "the shards or pieces it imports: bounded before any check grows with them")
     figures: list[Figure] = Field(min_length=1)
     backend: BackendInfo
     solver: SolverInfo | None = None
@@ -215,12 +216,14 @@ class Certificate(_Strict):
 
 
 def declared(path: Path) -> dict[str, Any] | None:
-    """A certificate file's JSON object, read without validating it (to plan a run, check flags before
-    the real checks, or name what it holds in a command); None when it is no JSON object, which those
-    checks then report."""
+    """A certificate file's JSON object, read through the gate as a file of its directory
+    (:func:`pycert.core.gate.beside`) without validating it (to plan a run, check flags before the real
+    checks, or name what it holds in a command); None when it is no JSON object, which those checks then
+    report."""
     try:
-        doc = json.loads(read_regular(Path(path), "a certificate file", MAX_JSON_BYTES))
-    except (InputError, ValueError):  # not a regular file, too big, not JSON: the real checks say so
+        data = beside(named(path)).read("a certificate file", MAX_JSON_BYTES)
+        doc = None if json_depth_error(data) else json.loads(data)
+    except (InputError, ValueError):  # not a regular file, too big, too deep, not JSON: the real checks say so
         return None
     return doc if isinstance(doc, dict) else None
 

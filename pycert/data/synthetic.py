@@ -105,8 +105,8 @@ def write_trace(path: Path, seed: int = 0, requests: int = DEFAULT_REQUESTS, **o
     return path
 
 
-def default_trace(seed: int = 0, requests: int = DEFAULT_REQUESTS) -> Trace:
+def default_trace(seed: int = 0, requests: int = DEFAULT_REQUESTS, block_tokens: int | None = None) -> Trace:
     """The embedded trace used when no trace file is given, parsed by the same reader as a file
-    (its sha256 is that of the JSONL bytes :func:`write_trace` would write)."""
+    (its sha256 is that of the JSONL bytes :func:`write_trace` would write), ``--block-tokens`` too."""
     return trace_from_bytes(to_jsonl(generate(seed, requests)), name=f"synthetic(seed={seed}, requests={requests})",
-                            fmt="mooncake")
+                            fmt="mooncake", block_tokens=block_tokens)

@@ -24,7 +24,8 @@ from pycert import prove
 from pycert.analysis.first_touch import block_prompt, ramp, ramp_prompt
 from pycert.certify.documents import load_certificate
 from pycert.core.errors import InputError, Rejected, Rejection, ResourcesExhausted
-from pycert.core.files import atomic_write_many, read_regular, regular_sha256, replace_dir
+from pycert.core.files import atomic_write_many, replace_dir
+from pycert.core.gate import inside, named
 from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
 from pycert.dataset.card import Summary, card, summary
 from pycert.dataset.table import CERTIFICATES, CSV_NAME, PARQUET_NAME, Row, parquet_bytes, render_csv, row_of
@@ -132,7 +133,7 @@ def generate(trace: Path | None, out: Path, *, ramp_blocks: int, trace_rows: int
         rows_of(trace, trace_rows)  # a trace with too few workloads is refused before the engine starts
     plan = ftlog.Plan(seed=seed, ramp_blocks=ramp_blocks, trace_rows=trace_rows,
                       trace=trace.name if trace is not None and trace_rows else None,
-                      trace_sha256=regular_sha256(trace, "a trace file", MAX_TRACE_BYTES)
+                      trace_sha256=named(trace).sha256("a trace file", MAX_TRACE_BYTES)
                       if trace is not None and trace_rows else None)
 
     def measured() -> bytes:
@@ -146,7 +147,7 @@ def reprove(root: Path, trace: Path | None, *, backend: str | None = None, timeo
             progress: Progress = lambda _m: None) -> DatasetResult:
     """The dataset's certificates proved again from its recorded log, and its table written again (after a
     change of the Lean library: every certificate names the library's hash); the engine does not run."""
-    data = read_regular(root / CERTIFICATES / LOG, "a first-touch log", MAX_JSON_BYTES)
+    data = inside(root, f"{CERTIFICATES}/{LOG}").read("a first-touch log", MAX_JSON_BYTES)
     header = ftlog.parse(data, str(root / CERTIFICATES / LOG)).header
     if header.trace_rows and trace is None:
         raise InputError(f"its {header.trace_rows} Mooncake rows need the trace {header.trace}: give --trace PATH",

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from pycert.certify.verify import verify_certificates
 from pycert.core.errors import InputError, Rejection
-from pycert.core.files import read_regular
+from pycert.core.gate import Source, entries, inside
 from pycert.dataset.build import NOTICE_NAME, measure, rows_of_certificates, table_files
 from pycert.dataset.table import CERTIFICATES, CSV_NAME, MAX_CSV_BYTES, PARQUET_NAME, first_difference, read_csv
 from pycert.families.first_touch.dataset import LOG
@@ -54,8 +54,8 @@ def _first_line_difference(name: str, expected: bytes, found: bytes) -> Rejectio
                               repr(b[i][:120]) if i < len(b) else "the end of the file", reason="file")
 
 
-def _parquet(path: Path, expected: bytes | None, notes: list[str]) -> Rejection | None:
-    if not path.is_file() and not path.is_symlink():
+def _parquet(path: Source, expected: bytes | None, notes: list[str]) -> Rejection | None:
+    if not path.exists():
         return None
     if expected is None:
         notes.append(f"{PARQUET_NAME} not checked: pyarrow is not importable here")
@@ -63,7 +63,7 @@ def _parquet(path: Path, expected: bytes | None, notes: list[str]) -> Rejection 
     import pyarrow.parquet as pq  # importable: parquet_bytes just used it
 
     try:
-        found = pq.read_table(io.BytesIO(read_regular(path, "a Parquet table", MAX_CSV_BYTES)))
+        found = pq.read_table(io.BytesIO(path.read("a Parquet table", MAX_CSV_BYTES)))
     except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         return Rejection(subject=PARQUET_NAME, reason="not-parquet", detail=f"not a Parquet table ({exc})")
     if not found.equals(pq.read_table(io.BytesIO(expected))):
@@ -85,18 +85,22 @@ def check_dataset(root: Path, trace: Path | None, *, engine: bool = True, timeou
         res.rejection = rejection
         return res
 
-    found = read_csv(root / CSV_NAME)
+    found = read_csv(inside(root, CSV_NAME))
     if isinstance(found, Rejection):
         return no(found)
     res.rows = len(found)
     res.checked.append("table")
     certs = root / CERTIFICATES
-    header = ftlog.read(certs / LOG).header
+    if certs.is_symlink() or not certs.is_dir():  # the certificates are read as files of this directory
+        raise InputError("not a directory (a link is not followed): a dataset keeps its certificates here",
+                         where=str(certs))
+    log = inside(root, f"{CERTIFICATES}/{LOG}")
+    header = ftlog.read(log).header
     if header.trace_rows and trace is None:
         raise InputError(f"its {header.trace_rows} Mooncake rows need the trace {header.trace}: give --trace PATH",
                          where="--trace")
     want = planned_ids(header)
-    have = sorted(p.stem for p in certs.glob("*.json"))
+    have = sorted(s.name.removesuffix(".json") for s in entries(certs, ".json"))
     if extra := sorted(set(have) - set(want)):
         return no(Rejection.mismatch(f"{CERTIFICATES}/{extra[0]}.json", "no such certificate (the log's plan makes "
                                      f"{len(want)})", "present", reason="extra-certificate"))
@@ -119,16 +123,16 @@ def check_dataset(root: Path, trace: Path | None, *, engine: bool = True, timeou
     res.checked.append("cells")
     files = table_files(root, expected, header)
     for name in ("README.md", NOTICE_NAME):
-        data = read_regular(root / name, "a dataset file", MAX_CSV_BYTES)
+        data = inside(root, name).read("a dataset file", MAX_CSV_BYTES)
         if (diff := _first_line_difference(name, files[root / name], data)) is not None:
             return no(diff)
     res.checked += ["card", "notice"]
-    if (diff := _parquet(root / PARQUET_NAME, files.get(root / PARQUET_NAME), res.notes)) is not None:
+    if (diff := _parquet(inside(root, PARQUET_NAME), files.get(root / PARQUET_NAME), res.notes)) is not None:
         return no(diff)
     if engine:
         progress("engine: every workload again")
         again = measure(header, trace, "pycert dataset first-touch --check", progress)
-        recorded = ftlog.read(certs / LOG)
+        recorded = ftlog.read(log)
         if diffs := ftlog.replay_differences(recorded, again):
             return no(diffs[0])
         res.checked.append("engine re-run")

@@ -14,13 +14,12 @@ import csv
 import io
 from collections.abc import Sequence
 from fractions import Fraction
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pycert.core.errors import Rejection
-from pycert.core.files import read_regular
+from pycert.core.gate import Source
 from pycert.core.schema import Certificate, decimal_of
 from pycert.families.first_touch_ramp import SOURCE as RAMP
 from pycert.families.first_touch_trace import SOURCE as TRACE
@@ -103,11 +102,11 @@ def parquet_bytes(rows: Sequence[Row]) -> bytes | None:
     return sink.getvalue()
 
 
-def read_csv(path: Path) -> list[Row] | Rejection:
+def read_csv(path: Source) -> list[Row] | Rejection:
     """The table as found, or the first reason it is not the dataset's table: a missing or extra column,
     a short or long line, a cell that is not of its column's kind, a row named twice. (A missing or
     unreadable file is an :class:`InputError`: nothing was checked.)"""
-    data = read_regular(path, "a dataset table", MAX_CSV_BYTES)
+    data = path.read("a dataset table", MAX_CSV_BYTES)
     try:
         lines = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
     except (UnicodeDecodeError, csv.Error) as exc:

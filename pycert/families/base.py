@@ -29,11 +29,15 @@ from pydantic import BaseModel, ConfigDict
 
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root, file_sha256
+from pycert.core.gate import Source, named
+from pycert.core.limits import MAX_TRACE_BYTES
 from pycert.core.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
 from pycert.lean.diagnostics import CheckResult
 from pycert.lean.emit import INSTANCE_NAMESPACE
 
 Progress = Callable[[str], None]
+SHOWN = 5
+"""How many rejections of one kind a check lists before it counts the rest (linear output, whatever the input)."""
 
 
 class Options(BaseModel):
@@ -88,9 +92,10 @@ class Derived:
 
 class Reader(Protocol):
     """Where a claim reads a certificate's inputs: verify's locator, confined to the certificate's
-    directory (:class:`pycert.certify.inputs.Locator`), or a producer's own files."""
+    directory (:class:`pycert.certify.inputs.Locator`), or a producer's own files; either way a
+    :class:`~pycert.core.gate.Source`, read only through the gate."""
 
-    def locate(self, inp: InputFile) -> Path: ...
+    def locate(self, inp: InputFile) -> Source: ...
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,9 @@ class Claim(ABC):
     primary: ClassVar[tuple[str, ...]] = ()
     """The roles of the inputs a certificate names that are not derived (a trace, an instance file),
     one input each."""
+    input_limits: ClassVar[Mapping[str, int]] = {}
+    """Role -> the most bytes an input of that role may have (default: a trace's,
+    :data:`~pycert.core.limits.MAX_TRACE_BYTES`): checked before the input is hashed or read."""
     headline_predicate: ClassVar[str | None] = None
     """The library definition an instance's headline states (``Pycert.Ceiling.Bounded``); None for a
     family with no Lean instance (an observation: every figure from its inputs)."""
@@ -159,6 +167,14 @@ class Claim(ABC):
     def regenerate(self, params: Params, inputs: Sequence[InputFile], read: Reader) -> bytes:
         """The instance file's bytes: the one function prove writes it with and verify writes it again."""
         raise Rejected(Rejection.mismatch("inputs", f"no Lean instance (the {self.name} family has none)", "one"))
+
+    def input_limit(self, role: str) -> int:
+        return self.input_limits.get(role, MAX_TRACE_BYTES)
+
+    def parts(self, params: Params, instance: Instance) -> list[str] | None:
+        """The paths of the modules the instance imports, when the parameters alone fix them (a trace in
+        pieces: their number is a parameter); None when only the trace does (:meth:`imported` decides)."""
+        return None
 
     def imported(self, params: Params, instance: Instance, inp: InputFile) -> bool:
         """Whether the derived input ``inp`` may be a module the instance imports (a shard of a big trace).
@@ -189,41 +205,56 @@ class Claim(ABC):
 
     def required(self, params: Params, inputs: Sequence[InputFile]) -> list[Rejection]:
         """Every way ``inputs`` differ from what a certificate with these parameters must name: exactly
-        one input of each primary role, then the instance derived from them, nothing else."""
+        one input of each primary role, then the instance derived from them, then the modules it imports
+        (:meth:`parts`), nothing else. Linear in the inputs, and so is what it says: at most
+        :data:`SHOWN` rejections of each kind, then one that counts the rest."""
         if out := self.primary_count_errors(inputs):
             return out
         primary = self.primary_inputs(inputs)
         want = [(i.role, i.path, i.external, i.derived_from) for i in primary]
         if (inst := self.instance(params, primary)) is not None:
             want.append(("lean", inst.path, False, inst.derived_from))
-            want += [(i.role, i.path, i.external, i.derived_from) for i in inputs
-                     if i.path != inst.path and self.imported(params, inst, i)]
+            if (paths := self.parts(params, inst)) is not None:
+                want += [("lean", path, False, "trace") for path in paths]
+            else:
+                want += [(i.role, i.path, i.external, i.derived_from) for i in inputs
+                         if i.path != inst.path and self.imported(params, inst, i)]
         have = [(i.role, i.path, i.external, i.derived_from) for i in inputs]
-        for w in want:
-            if w not in have:
-                out.append(Rejection.mismatch("inputs", f"{w[0]} {w[1]}" + (f" derived from the {w[3]}" if w[3] else ""),
-                                              "absent", reason="missing-input"))
-        for h in have:
-            if h not in want:
-                out.append(Rejection.mismatch(f"inputs[{h[1]}]", "no such input (the family names: "
-                                              + ", ".join(w[1] for w in want) + ")",
-                                              f"{h[0]} {h[1]}" + (f" derived from {h[3]}" if h[3] else ""),
-                                              reason="extra-input"))
+        wanted, had = set(want), set(have)
+        named = ", ".join(w[1] for w in want[:SHOWN]) + (f" and {len(want) - SHOWN:,} more" if len(want) > SHOWN else "")
+        absent = [w for w in want if w not in had]
+        extra = [h for h in have if h not in wanted]
+        for w in absent[:SHOWN]:
+            out.append(Rejection.mismatch("inputs", f"{w[0]} {w[1]}" + (f" derived from the {w[3]}" if w[3] else ""),
+                                          "absent", reason="missing-input"))
+        for h in extra[:SHOWN]:
+            out.append(Rejection.mismatch(f"inputs[{h[1]}]", f"no such input (the family names: {named})",
+                                          f"{h[0]} {h[1]}" + (f" derived from {h[3]}" if h[3] else ""), reason="extra-input"))
+        for kind, rest, reason in (("absent", absent, "missing-input"), ("extra", extra, "extra-input")):
+            if len(rest) > SHOWN:
+                out.append(Rejection(subject="inputs", reason=reason,
+                                     detail=f"and {len(rest) - SHOWN:,} more {kind} inputs ({len(rest):,} in all)"))
         if not out and have != want:
-            out.append(Rejection.mismatch("inputs", "in the order " + ", ".join(w[1] for w in want),
-                                          ", ".join(h[1] for h in have)))
+            k = next((k for k, (h, w) in enumerate(zip(have, want)) if h != w), len(want))  # or one named twice
+            expected = f"{want[k][1]} (the family's order)" if k < len(want) else f"{len(want)} inputs, each once"
+            out.append(Rejection.mismatch(f"inputs[{k}]", expected, have[k][1]))
         return out
 
     def headline(self, params: Params, inputs: Sequence[InputFile]) -> str | None:
         inst = self.instance(params, self.primary_inputs(inputs))
         return inst.headline if inst is not None else None
 
-    def kernel_figures(self, literals: Sequence[int], headline: str) -> dict[str, int]:
+    def literal_names(self, params: Params) -> tuple[str, ...]:
+        """The figures the headline of a certificate with these parameters states, in order."""
+        return self.headline_figures
+
+    def kernel_figures(self, literals: Sequence[int], headline: str, params: Params) -> dict[str, int]:
         """The headline's literals by figure name; a statement with another number of them is rejected."""
-        if len(literals) != len(self.headline_figures):
-            raise Rejected(Rejection.mismatch(f"{headline} (its literals)", ", ".join(self.headline_figures),
+        names = self.literal_names(params)
+        if len(literals) != len(names):
+            raise Rejected(Rejection.mismatch(f"{headline} (its literals)", ", ".join(names),
                                               ", ".join(map(str, literals)) or "none"))
-        return dict(zip(self.headline_figures, literals, strict=True))
+        return dict(zip(names, literals, strict=True))
 
     def disagreements(self, figures: Mapping[str, Fraction], engine: Mapping[str, Fraction]) -> list[Rejection]:
         """Where pycert's own engines disagree with the figures the kernel proved: a defect in an engine,
@@ -244,7 +275,8 @@ class Claim(ABC):
         headline = self.headline(params, inputs)
         return (*self.library_theorems(params), *((headline,) if headline else ()))
 
-    def does_not_prove(self, params: Params, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
+    def does_not_prove(self, params: Params, figures: Mapping[str, Fraction],
+                       inputs: Sequence[InputFile]) -> tuple[str, ...]:
         return self.limits
 
     def predicate(self, params: Params) -> str | None:
@@ -264,7 +296,7 @@ class Claim(ABC):
         headline = self.headline(params, inputs) or "(no instance)"
         known = {name: self.evidence(name, solver, params) for name in figures}
         return Derived(claim=self.sentence(params, figures, inputs), theorems=self.theorems(params, inputs),
-                       does_not_prove=self.does_not_prove(params, figures),
+                       does_not_prove=self.does_not_prove(params, figures, inputs),
                        known_by={n: k[1].replace("{headline}", headline) for n, k in known.items()},
                        evidence={n: k[0] for n, k in known.items()})
 
@@ -304,9 +336,9 @@ class Prepared:
     def derived(self) -> Derived:
         return self.claim.derive(self.parameters, self.figures, self.inputs, self.solver)
 
-    def locate(self, inp: InputFile) -> Path:
-        """This run's own files, as a :class:`Reader`."""
-        return self.located[inp.path]
+    def locate(self, inp: InputFile) -> Source:
+        """This run's own files (and the traces the user named), as a :class:`Reader`."""
+        return named(self.located[inp.path])
 
     def judge_parts(self, results: Sequence[CheckResult]) -> bool:
         """Record the kernel's verdicts on the modules checked before the instance (a big trace's parts,
@@ -369,7 +401,7 @@ def part_of(instance: Instance, inp: InputFile, kinds: tuple[str, ...]) -> bool:
             and any(tail.startswith(k) and tail[len(k):].isdigit() for k in kinds))
 
 
-def input_path(inputs: Sequence[InputFile], role: str, read: Reader) -> Path:
+def input_path(inputs: Sequence[InputFile], role: str, read: Reader) -> Source:
     """The one input of ``role``, located."""
     found = [i for i in inputs if i.role == role]
     if len(found) != 1:

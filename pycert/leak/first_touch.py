@@ -38,10 +38,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pycert.core.errors import Rejection
-from pycert.core.files import read_regular
+from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_JSON_BYTES
-from pycert.leak.admission import Admission, EngineRequest, TenantRequest
-from pycert.leak.engines import FIRST_ID, Engine
+from pycert.leak.admission import FIRST_ID, Admission, EngineRequest, TenantRequest
+from pycert.leak.engines import Engine
 from pycert.leak.log import (
     MAX_PROMPT_TOKENS,
     Device,
@@ -49,6 +49,7 @@ from pycert.leak.log import (
     ModelName,
     Text,
     parse_lines,
+    render_lines,
     served_fields,
 )
 
@@ -90,6 +91,11 @@ class FtHeader(LogLine):
     trace: str | None = Field(default=None, max_length=255, pattern=r"^[^/\n]+$",
                               description="the trace's file name, where trace_rows > 0")
     trace_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+
+    @property
+    def max_requests(self) -> int:
+        """Six requests for each ramp workload (every arm), three for each trace workload (the tenants)."""
+        return 6 * 4 * self.ramp_blocks + 3 * self.trace_rows
 
 
 class FtRequest(LogLine):
@@ -228,8 +234,7 @@ def replay_differences(recorded: FtLog, again: FtLog) -> list[Rejection]:
 
 
 def render(log: FtLog) -> bytes:
-    lines = [log.header.model_dump_json(by_alias=True), *(r.model_dump_json() for r in log.requests)]
-    return ("\n".join(lines) + "\n").encode()
+    return render_lines(log.header, log.requests)
 
 
 def parse(data: bytes, where: str) -> FtLog:
@@ -237,5 +242,7 @@ def parse(data: bytes, where: str) -> FtLog:
     return FtLog(header=header, requests=tuple(requests))
 
 
-def read(path: Path) -> FtLog:
-    return parse(read_regular(path, "a first-touch log", MAX_JSON_BYTES), str(path))
+def read(source: Source | Path) -> FtLog:
+    """The log in a dataset's directory (:func:`pycert.core.gate.inside`) or at a path pycert wrote."""
+    source = source if isinstance(source, Source) else named(source)
+    return parse(source.read("a first-touch log", MAX_JSON_BYTES), str(source))

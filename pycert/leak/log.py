@@ -21,7 +21,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pycert.core.errors import InputError
-from pycert.core.files import read_input
+from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
 from pycert.leak.admission import EngineRequest
 from pycert.leak.engines import Engine
@@ -33,7 +33,7 @@ MAX_PROMPT_TOKENS = 1 << 20
 ArmName = Literal["unsalted-cross", "keyed-cross", "keyed-own", "attacker-unkeyed", "attacker-keyed"]
 SaltKind = Literal["none", "keyed", "unkeyed", "forged-unkeyed"]
 H = TypeVar("H", bound=BaseModel)
-R = TypeVar("R", bound=BaseModel)
+L = TypeVar("L", bound=BaseModel)
 Text = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")]
 """One line of text naming an engine, its version or how it takes a salt."""
 ModelName = Annotated[str, Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")]
@@ -69,6 +69,11 @@ class Header(LogLine):
         if self.min_tokens > self.max_tokens:
             raise ValueError(f"min_tokens {self.min_tokens} exceeds max_tokens {self.max_tokens}")
         return self
+
+    @property
+    def max_requests(self) -> int:
+        """Five arms, a prime and a probe each, for every prompt."""
+        return 10 * self.prompts
 
     def level(self, name: Literal["confidence", "underpowered_above"]) -> Fraction:
         return Fraction(getattr(self, name))
@@ -133,15 +138,12 @@ def salt_id(salt: bytes | None) -> str | None:
 
 def render(log: Log) -> bytes:
     """The log as JSON Lines, fields in schema order: the same log gives the same bytes."""
-    lines = [log.header.model_dump_json(by_alias=True)]
-    lines += [r.model_dump_json() for r in log.requests]
-    return ("\n".join(lines) + "\n").encode()
+    return render_lines(log.header, log.requests)
 
 
-def parse_lines(data: bytes, where: str, header_model: type[H], line_model: type[R],
-                what: str = "a leak log") -> tuple[H, list[R]]:
-    """A JSON Lines log from its bytes, a header line then one line per request; any malformed line is
-    an :class:`InputError` naming ``where:line``."""
+def parse_lines(data: bytes, where: str, header_type: type[H], line_type: type[L], what: str) -> tuple[H, list[L]]:
+    """A JSON Lines log from its bytes: a ``header_type`` line, then ``line_type`` lines; any malformed
+    line is an :class:`InputError` naming ``where:line`` (``what`` names the kind of log)."""
     if len(data) > MAX_JSON_BYTES:
         raise InputError(f"larger than {MAX_JSON_BYTES >> 20} MiB: not {what}", where=where)
     try:
@@ -152,8 +154,11 @@ def parse_lines(data: bytes, where: str, header_model: type[H], line_model: type
     if not lines:
         raise InputError(f"empty: {what} starts with its header line", where=where)
     header: H | None = None
-    requests = []
+    records: list[L] = []
     for i, line in enumerate(lines, 1):
+        if i == 2 and header is not None and len(lines) - 1 > (most := header.max_requests):  # before parsing them
+            raise InputError(f"{len(lines) - 1:,} request lines where the header plans {most:,}: not the log of one "
+                             "run", where=where)
         if (deep := json_depth_error(line)) is not None:
             raise InputError(deep, where=f"{where}:{i}")
         try:
@@ -162,23 +167,31 @@ def parse_lines(data: bytes, where: str, header_model: type[H], line_model: type
             raise InputError(f"not JSON ({exc.msg})", where=f"{where}:{i}") from None
         try:
             if i == 1:
-                header = header_model.model_validate(obj)
+                header = header_type.model_validate(obj)
             else:
-                requests.append(line_model.model_validate(obj))
+                records.append(line_type.model_validate(obj))
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or "(line)"
             kind = "the header" if i == 1 else "a request"
             raise InputError(f"{kind}: {field}: {err['msg']}", where=f"{where}:{i}") from None
     assert header is not None
-    return header, requests
+    return header, records
+
+
+def render_lines(header: BaseModel, records: Sequence[BaseModel]) -> bytes:
+    """A log as JSON Lines, fields in schema order: the same log gives the same bytes."""
+    return ("\n".join([header.model_dump_json(by_alias=True), *(r.model_dump_json() for r in records)]) + "\n").encode()
 
 
 def parse(data: bytes, where: str) -> Log:
     """A leak log from its bytes (:func:`parse_lines`)."""
-    header, requests = parse_lines(data, where, Header, Request)
+    header, requests = parse_lines(data, where, Header, Request, "a leak log")
     return Log(header=header, requests=tuple(requests))
 
 
-def read(path: Path) -> Log:
-    return parse(read_input(path, "a leak log"), str(path))
+def read(source: Source | Path) -> Log:
+    """The log in a certificate directory (:func:`pycert.core.gate.inside`) or at a path pycert wrote: a
+    regular file of at most :data:`~pycert.core.limits.MAX_JSON_BYTES`, its size checked before a byte is read."""
+    source = source if isinstance(source, Source) else named(source)
+    return parse(source.read("a leak log", MAX_JSON_BYTES), str(source))

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from pycert.core.errors import Rejection
-from pycert.leak.log import ArmName, Log, SaltKind
+from pycert.leak.admission import unkeyed_salt
+from pycert.leak.log import ArmName, Log, SaltKind, salt_id
 from pycert.leak.stats import clopper_pearson_upper, rule_of_three
 
 TENANT_A, TENANT_B, ATTACKER = "tenant-a", "tenant-b", "attacker"
@@ -87,7 +88,30 @@ def structure_rejections(log: Log) -> list[Rejection]:
             out.append(Rejection.mismatch(f"{where}.prompt_sha256", f"prompt {p}'s text in every arm", r.prompt_sha256))
         if r.salt == "none" and r.salt_id is not None:
             out.append(Rejection.mismatch(f"{where}.salt_id", "none for an unsalted request", str(r.salt_id)))
-    return out
+    return out or salt_rejections(log)
+
+
+def salt_rejections(log: Log) -> list[Rejection]:
+    """Where the salts the engine received contradict the claim: an unkeyed or forged salt is not
+    sha256(tenant A) (a public figure anyone recomputes), a tenant's keyed salt is not one salt throughout,
+    or two tenants, or a keyed and the unkeyed scheme, share one (then the keyed zero would show nothing)."""
+    unkeyed = salt_id(unkeyed_salt(TENANT_A))
+    keyed: dict[str, str] = {}
+    for i, r in enumerate(log.requests, 2):
+        if r.salt_id is None:
+            continue  # a salted request that reached the engine without a salt: closure_rejections says so
+        if r.salt in ("unkeyed", "forged-unkeyed") and r.salt_id != unkeyed:
+            return [Rejection.mismatch(f"log line {i}.salt_id", f"{unkeyed} (sha256 of {TENANT_A}'s unkeyed salt)",
+                                       r.salt_id)]
+        if r.salt == "keyed" and keyed.setdefault(r.tenant, r.salt_id) != r.salt_id:
+            return [Rejection.mismatch(f"log line {i}.salt_id", f"{keyed[r.tenant]} ({r.tenant}'s keyed salt, as "
+                                       "on its first request)", r.salt_id)]
+    shared = [(t, u) for t in keyed for u in keyed if t < u and keyed[t] == keyed[u]]
+    if shared or unkeyed in keyed.values():
+        t, u = shared[0] if shared else (next(t for t, v in keyed.items() if v == unkeyed), "the unkeyed scheme")
+        return [Rejection(subject="log.salt_id", reason="shared-salt", detail=f"{t} and {u} carried one salt "
+                          f"({keyed[t]}): a keyed per-tenant salt separates them, so this is not the run the claim describes")]
+    return []
 
 
 def arm_figures(log: Log) -> dict[str, Fraction]:

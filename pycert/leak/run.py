@@ -14,8 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pycert.core.errors import Rejection
-from pycert.leak.admission import Admission, EngineRequest, TenantRequest, UnkeyedAdmission, unkeyed_salt
-from pycert.leak.engines import FIRST_ID, Engine
+from pycert.leak.admission import (
+    FIRST_ID,
+    Admission,
+    EngineRequest,
+    TenantRequest,
+    UnkeyedAdmission,
+    unkeyed_salt,
+)
+from pycert.leak.engines import Engine
 from pycert.leak.log import Header, Log, Request, SaltKind, served_fields
 from pycert.leak.observation import ARMS, TENANT_A
 

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pycert.core.errors import InputError
-from pycert.core.files import read_input
+from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
 from pycert.solvers.instance import COMMITTED, Instance, consistency_errors
 
@@ -89,14 +89,16 @@ def parse_instance(text: str, source: str = "instance") -> Instance:
     return inst
 
 
-def load_instance(path: Path | str = COMMITTED) -> Instance:
-    path = Path(path)
-    data = read_input(path, "an instance file", missing="no such instance file")
+def load_instance(source: Source | Path | str = COMMITTED) -> Instance:
+    """An instance from a certificate directory (:func:`pycert.core.gate.inside`) or a path the user named:
+    a regular file of at most :data:`~pycert.core.limits.MAX_JSON_BYTES`."""
+    source = source if isinstance(source, Source) else named(source)
+    data = source.read("an instance file", MAX_JSON_BYTES, missing="no such instance file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", where=str(path)) from None
-    return parse_instance(text, source=str(path))
+        raise InputError("not UTF-8 text", where=str(source)) from None
+    return parse_instance(text, source=str(source))
 
 
 def dump_instance(inst: Instance) -> str:

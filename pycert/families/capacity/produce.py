@@ -12,16 +12,18 @@ import numpy as np
 
 from pycert.core.console import plural
 from pycert.core.errors import InputError
-from pycert.core.files import check_input
-from pycert.core.limits import MAX_PIECE_REFS, int_list, int_range
+from pycert.core.gate import entries, named
+from pycert.core.limits import MAX_PIECE_REFS, MAX_TRACE_BYTES, int_list, int_range
 from pycert.data import synthetic
-from pycert.data.traces import Trace, read_trace
+from pycert.data.traces import Trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.families.capacity import CLAIM, CapacityParams, instance_text, names, piece_layout, piece_makers
+from pycert.analysis.requests import prefix_verdict
+from pycert.families.capacity import CLAIM, CapacityParams, derive, names
 from pycert.families.ceiling import DEFAULT_TRACE, slug
-from pycert.families.ceiling.produce import certified_trace
+from pycert.families.ceiling.produce import certified_trace, read_for_proof, reading_of, refuse_stdin
 from pycert.lean import cluster
 from pycert.lean.emit import capacity as emit
+from pycert.lean.emit import pieces
 
 
 class CapacityOptions(Options):
@@ -31,7 +33,9 @@ class CapacityOptions(Options):
     capacity_tokens: list[int] = []
     """Capacities in tokens, each turned into whole blocks of ``block_tokens``."""
     block_tokens: int | None = None
-    """Tokens a block holds; default: what the trace's format says (Mooncake: 512)."""
+    """The ceiling family's ``--block-tokens``: tokens a block holds; default: what the trace says."""
+    trace_format: str = "auto"
+    """The ceiling family's ``--format``."""
     required: bool = False
     """``pycert prove capacity``: a run with no capacity is a usage error (under ``prove ceiling`` or
     ``prove all`` it makes no capacity certificate)."""
@@ -47,7 +51,7 @@ def capacities(opts: CapacityOptions, trace: Trace) -> list[int]:
     in whole blocks, in order, once each."""
     blocks = list(opts.capacity_blocks)
     if opts.capacity_tokens:
-        bt = opts.block_tokens or trace.block_tokens
+        bt = trace.block_tokens  # read with --block-tokens, which had to agree with the trace
         if bt is None:
             raise InputError("the trace format does not say how many tokens a block holds: give --block-tokens",
                              where=trace.name)
@@ -66,17 +70,18 @@ class CapacityProducer(Producer):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--capacity-blocks", type=int_list(1), action="extend", default=[], metavar="C[,C...]",
                             help="certify the hit ceiling at these cache capacities, in blocks (under prove ceiling or "
-                                 "all, beside the capacity-free ceiling): one certificate "
-                                 "per trace and capacity (Belady's MIN hit count, kernel-checked as the optimum: an "
-                                 "upper bound and a policy that reaches it; a trace in pieces: the bound)")
+                                 "all, beside the capacity-free ceiling): one certificate per trace and capacity, the "
+                                 "optimum kernel-checked both ways for caches with admission control (Belady's MIN with "
+                                 "bypass; a prefix cache where the trace is prefix-closed) and for caches that admit "
+                                 "every missed block (Belady's MIN); a trace in pieces: the second bound")
         parser.add_argument("--capacity-tokens", type=int_list(1), action="extend", default=[], metavar="T[,T...]",
-                            help="the same at capacities in tokens, each in whole blocks of --block-tokens")
-        parser.add_argument("--block-tokens", type=int_range(1), default=None, metavar="B",
-                            help="tokens per block for --capacity-tokens (default: the trace format's, Mooncake 512)")
+                            help="the same at capacities in tokens, each in whole blocks of the trace's block size "
+                                 "(what it says, or --block-tokens)")
 
     def options_from(self, args: argparse.Namespace, everything: bool = False) -> CapacityOptions:
         return CapacityOptions(trace=getattr(args, "trace", []), capacity_blocks=args.capacity_blocks,
-                               capacity_tokens=args.capacity_tokens, block_tokens=args.block_tokens,
+                               capacity_tokens=args.capacity_tokens, block_tokens=getattr(args, "block_tokens", None),
+                               trace_format=getattr(args, "format", "auto"),
                                required=args.family == self.claim.name, piece_refs=getattr(args, "shard_refs", None),
                                ray_address=getattr(args, "ray_address", None))
 
@@ -90,13 +95,12 @@ class CapacityProducer(Producer):
         opts: CapacityOptions = setting.options  # type: ignore[assignment]
         if opts.required and not (opts.capacity_blocks or opts.capacity_tokens):
             raise InputError("give the capacities to certify: --capacity-blocks C[,C...] or --capacity-tokens T[,T...]")
-        if opts.block_tokens is not None and not opts.capacity_tokens:
-            raise InputError("--block-tokens applies to --capacity-tokens, and none was given")
         if (opts.capacity_blocks or opts.capacity_tokens) and opts.piece_refs is not None and opts.piece_refs < 2:
             raise InputError(f"--shard-refs {opts.piece_refs}: a piece of a trace checked at a capacity holds at least "
                              "2 references (it shares its ends with its neighbours)")
+        refuse_stdin(opts.trace)
         for trace in opts.trace:
-            check_input(trace, "a trace file", missing="no such trace file")
+            named(trace).check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
             if not slug(trace.stem):
                 raise InputError("a trace's file name needs a letter or digit (it names the certificate)", where=str(trace))
         # As the ceiling family: two traces folding to one name, or a trace over an earlier run's
@@ -109,8 +113,8 @@ class CapacityProducer(Producer):
                     raise InputError(f"this trace and {other} would both make capacity-{name}-c<C>: rename one of them "
                                      "(a certificate is named by its trace's file name)", where=str(trace))
             mine = re.compile(rf"capacity-{re.escape(name)}-c[0-9]+\.json")
-            for cert in sorted(setting.out_dir.glob(f"capacity-{name}-c*.json")):
-                earlier = certified_trace(cert) if mine.fullmatch(cert.name) else None
+            for cert in (e.path for e in (entries(setting.out_dir, ".json") if setting.out_dir.is_dir() else []) if mine.fullmatch(e.name)):
+                earlier = certified_trace(cert)
                 if earlier is not None and earlier != trace.name:
                     raise InputError(f"{cert} certifies trace {earlier}, which this trace's certificates would replace: "
                                      "rename the trace or prove into another --out", where=str(trace))
@@ -126,7 +130,7 @@ class CapacityProducer(Producer):
         return out
 
     def _prepare_trace(self, path: Path, setting: Setting, emitted: Path | None = None) -> list[Prepared]:
-        trace = read_trace(path)
+        trace = read_for_proof(path, setting.options)
         trace_input = (setting.emitted("trace", emitted, sha256=trace.sha256) if emitted is not None
                        else input_file("trace", path, setting.root, sha256=trace.sha256))
         opts: CapacityOptions = setting.options  # type: ignore[assignment]
@@ -134,19 +138,25 @@ class CapacityProducer(Producer):
         out = []
         limit = min(opts.piece_refs or MAX_PIECE_REFS, MAX_PIECE_REFS)
         for c in capacities(opts, trace):
-            params = CapacityParams(capacity_blocks=c, lean_encoding=emit.OPTIMUM_ENCODING)
+            params = CapacityParams(capacity_blocks=c, lean_encoding=emit.OPTIMA_ENCODING,
+                                    **reading_of(trace))  # type: ignore[arg-type]
             if trace.n_refs > limit or not emit.fits_one(trace.n_refs, distinct):
                 setting.progress(f"{trace.name}: cut list at {plural(c, 'block')}, split into pieces of at most "
                                  f"{plural(limit, 'reference')}")
-                cuts, points = piece_layout(trace.refs, c, limit)
+                cuts, points = derive.piece_layout(trace.refs, c, limit)
                 params = CapacityParams(capacity_blocks=c, lean_encoding=emit.PIECES_ENCODING, piece_refs=limit,
-                                        pieces=len(points) - 1)
+                                        pieces=len(points) - 1, **reading_of(trace))  # type: ignore[arg-type]
+            else:
+                verdict, why = prefix_verdict(trace, derive.model(trace.refs, c, admission=True).ends)
+                params = params.model_copy(update={"prefix_cache": verdict})
+                if verdict != "attained":
+                    setting.progress(f"{trace.name}: no prefix cache claimed at {plural(c, 'block')}: {why}")
             instance = CLAIM.instance(params, [trace_input])
             p = Prepared(claim=CLAIM, id=names(path, c)[0], parameters=params, headline="", inputs=[trace_input],
                          located={trace_input.path: path})
             if params.piece_refs is None:
-                setting.progress(f"{trace.name}: cut list and instance at {plural(c, 'block')}")
-                text, plan = instance_text(trace.refs, trace.sha256, instance.module, c)
+                setting.progress(f"{trace.name}: cut lists and instance at {plural(c, 'block')}")
+                text, plan = derive.instance_text(trace, instance.module, c, params.lean_encoding, params.prefix_cache)
                 lean_path = setting.emit(Path(instance.path), text)
                 p.inputs.append(setting.emitted("lean", Path(instance.path), derived_from="trace"))
                 p.lean_file, p.located[instance.path] = lean_path, lean_path
@@ -155,7 +165,11 @@ class CapacityProducer(Producer):
                 continue
             p.engine = {"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
                         "cuts": Fraction(plan.cuts)}
-            p.headline = f"{plural(c, 'block')}: ceiling {plan.max_hits / plan.refs:.6f}" if plan.refs else "empty"
+            if plan.admission is not None:
+                p.engine |= {"admission_hits": Fraction(plan.admission.max_hits),
+                             "admission_cuts": Fraction(plan.admission.cuts)}
+            ceiling = (plan.admission.max_hits if plan.admission is not None else plan.max_hits) / plan.refs
+            p.headline = f"{plural(c, 'block')}: ceiling {ceiling:.6f}" if plan.refs else "empty"
             out.append(p)
         return out
 
@@ -167,7 +181,7 @@ class CapacityProducer(Producer):
         params: CapacityParams = p.parameters  # type: ignore[assignment]
         c, instance = params.capacity_blocks, p.instance
         assert instance is not None
-        makers = piece_makers(trace.refs, trace.sha256, instance.module, c, cuts, points)
+        makers = derive.piece_makers(trace.refs, trace.sha256, instance.module, c, cuts, points)
         mods = [m for m, _, _ in makers]
         works = [cluster.Work(m, make, size=plural(n, "reference")) for m, make, n in makers]
         setting.progress(f"{instance.module}: {plural(trace.n_refs, 'reference')} in {len(mods)} pieces at {plural(c, 'block')}")
@@ -178,7 +192,7 @@ class CapacityProducer(Producer):
                    for o in outcomes if o.source}
         if not p.judge_parts([o.result for o in outcomes]):
             return None
-        text, plan = emit.emit_glue(instance.module, trace.sha256, mods, [o.extra for o in outcomes], distinct)
+        text, plan = pieces.emit_glue(instance.module, trace.sha256, mods, [o.extra for o in outcomes], distinct)
         written[instance.module] = setting.emit(Path(instance.path), text.encode())
         for m in [instance.module, *mods]:
             rel = Path(lean_dir, f"{m}.lean")

@@ -1,6 +1,7 @@
-"""Hit ceiling (``lean/Pycert/Ceiling.lean``): no demand-fetch cache hits more often than the trace's
-repeats allow, hits + distinct ≤ |trace| for every policy and capacity, kernel-checked on the whole
-trace (``lean/Pycert/PackedTrace.lean`` and its emitter :mod:`pycert.lean.emit.packed_trace`).
+"""Hit ceiling (``lean/Pycert/Ceiling.lean``): no demand-fetch cache that admits every missed block hits
+more often than the trace's repeats allow, hits + distinct ≤ |trace| for every policy and capacity,
+kernel-checked on the whole trace (``lean/Pycert/PackedTrace.lean`` and its emitter
+:mod:`pycert.lean.emit.packed_trace`).
 
 This module is the claim; :mod:`pycert.families.ceiling.produce` makes the certificates.
 """
@@ -14,9 +15,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from pycert.core.errors import Rejected, Rejection
+from pycert.core.errors import InputError, Refused, Rejected, Rejection
 from pycert.core.limits import MAX_SHARDS
 from pycert.core.schema import Certificate, InputFile, Params
+from pycert.data.formats import Format
 from pycert.families.base import Claim, Instance, Reader, input_path, part_of
 
 if TYPE_CHECKING:
@@ -30,7 +32,61 @@ LEAN_DERIVED = LEAN_OUT / "derived"
 derived from that trace (ignored by git in the repository) that verify regenerates."""
 
 
-class CeilingParams(Params):
+class TraceReading(Params):
+    """How the trace was read: what the list of block ids depends on besides the file's bytes, so that
+    verify reads the same list from the same file."""
+
+    trace_format: Format | None = None
+    """The layout (:mod:`pycert.data.formats`); None: a certificate made before layouts were recorded,
+    whose trace is read as the first line says (``auto``)."""
+    block_tokens: int | None = Field(None, ge=1)
+    """How a prompts trace was cut into blocks; None for every other layout, whose blocks the trace names."""
+
+
+BLOCK_IDENTITY = "Block identity is the trace's hash ids at the trace's block size; another granularity gives other figures."
+
+
+def block_identity(params: TraceReading) -> str:
+    """The ``does_not_prove`` line that says what a block is, for the layout the trace was read in."""
+    if params.trace_format != "prompts":
+        return BLOCK_IDENTITY
+    return (f"A block is {params.block_tokens} consecutive tokens from a prompt's start, named by the whole prompt prefix "
+            "up to its end (exact interning, vLLM's chained-hash semantics): only full blocks are references, a "
+            "partial last block is none; another block size gives other figures.")
+
+
+def reading(params: TraceReading) -> str:
+    """What the claim sentence says of the blocks, where the reading made them (a prompts trace)."""
+    if params.trace_format != "prompts":
+        return ""
+    return f"prompts cut into blocks of {params.block_tokens} tokens, full blocks only: "
+
+
+def read_certified(path: Path, params: TraceReading) -> Trace:
+    """The trace of a certificate, read as its parameters say. The file's sha256 was checked before, so a
+    file that reads in another layout but not in the one named means the parameters are not the ones it
+    was proved with (a rejection); one that reads in no layout is malformed input, named at its line."""
+    from pycert.data.traces import read_trace  # numpy: see instance_text
+
+    if (params.trace_format == "prompts") != (params.block_tokens is not None):
+        raise Rejected(Rejection.mismatch("parameters.block_tokens", "the block size exactly when the layout is prompts",
+                                          repr(params.block_tokens)))
+    try:
+        return read_trace(path, params.trace_format or "auto", params.block_tokens)
+    except Refused:
+        raise
+    except InputError as err:
+        if params.trace_format in (None, "auto"):
+            raise
+        try:
+            found = read_trace(path).format
+        except InputError:
+            raise err from None
+        raise Rejected(Rejection.mismatch("parameters.trace_format", f"a layout the trace reads in ({err})",
+                                          f"{params.trace_format!r} (the trace reads as {found!r})")) from None
+
+
+class CeilingParams(TraceReading):
     lean_encoding: str
     """The layout of the emitted instance files: one file (:data:`pycert.lean.emit.packed_trace.ENCODING`) or
     shards (:data:`pycert.lean.emit.shards.ENCODING`)."""
@@ -101,9 +157,10 @@ class Ceiling(Claim):
     headline_figures = ("refs", "distinct", "max_hits")
     limits = (
         "A ceiling is per trace: it says nothing about other traffic.",
-        "It bounds demand-fetch caches only: a prefetching cache is outside the model.",
+        "It bounds demand-fetch caches that admit every missed block, of any capacity; a cache that prefetches, or "
+        "that may decline to admit a block, is outside the model.",
         "It is an oracle bound, not a connector measurement: no real cache was run.",
-        "Block identity is the trace's hash ids at the trace's block size; another granularity gives other figures.",
+        BLOCK_IDENTITY,
         "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
         "that list into the instance's vectors, then decodes what it wrote (pycert.lean.emit.packed_trace.decode, the "
         "Lean decode re-run in Python) and refuses any difference. The kernel checks every reference of the list the "
@@ -114,20 +171,38 @@ class Ceiling(Claim):
         "distinct": ("kernel-checked", "Lean kernel: a literal of {headline} (distinct trace), every reference decoded"),
         "max_hits": ("kernel-checked", "Lean kernel: a literal of {headline} (hits P trace ≤ it for every policy P)"),
         "ceiling": ("computed", "exact arithmetic max_hits / refs of the two kernel-checked figures"),
+        "refs_tokens": ("computed", "the trace's prompt tokens (Mooncake's input_length), summed by Python"),
+        "max_hits_tokens": ("computed", "the tokens of the references that reuse a full block, summed by Python: what "
+                            "a cache of unbounded capacity hits, a request's partial last block never reused (vLLM "
+                            "caches full blocks only); beside the kernel-checked max_hits, not itself kernel-checked"),
+        "ceiling_tokens": ("computed", "exact arithmetic max_hits_tokens / refs_tokens"),
     }
 
     def library_theorems(self, params: CeilingParams) -> tuple[str, ...]:
         return self.theorem_names + (self.shard_theorems if params.shards > 1 else ())
 
-    def does_not_prove(self, params: CeilingParams, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
-        return self.limits + ((shard_limit(params.shards),) if params.shards > 1 else ())
+    def does_not_prove(self, params: CeilingParams, figures: Mapping[str, Fraction],
+                       inputs: Sequence[InputFile]) -> tuple[str, ...]:
+        """The family's limits (the block identity as the trace was read), and for a sharded trace how it was
+        checked, with the number of shard modules the certificate names (the shards that exist, each
+        regenerated byte for byte: the split may make fewer than the ``shards`` it was asked for, and no
+        number in the text is taken from a parameter)."""
+        limits = tuple(block_identity(params) if line == BLOCK_IDENTITY else line for line in self.limits)
+        if params.shards == 1:
+            return limits
+        inst = self.instance(params, self.primary_inputs(inputs)) if len(self.primary_inputs(inputs)) == 1 else None
+        made = sum(inst is not None and part_of(inst, i, ("Shard",)) for i in inputs)
+        return (*limits, shard_limit(made))
 
     def sentence(self, params: CeilingParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
         refs, distinct, ceiling = int(figures["refs"]), int(figures["distinct"]), figures["ceiling"]
-        return (f"On trace {trace} ({refs} block references, {distinct} distinct), no demand-fetch cache of any "
-                f"capacity or eviction policy hits more than {int(figures['max_hits'])} times: a hit-rate ceiling "
-                f"of {float(ceiling):.6f}.")
+        tokens = (f" In tokens, {int(figures['max_hits_tokens'])} of {int(figures['refs_tokens'])} prompt tokens "
+                  f"({float(figures['ceiling_tokens']):.6f}) are in reused full blocks (computed; a partial block is "
+                  "never reused, as in vLLM)." if "ceiling_tokens" in figures else "")
+        return (f"On trace {trace} ({reading(params)}{refs} block references, {distinct} distinct), no demand-fetch "
+                f"cache that admits every missed block and prefetches nothing, of any capacity or eviction policy, "
+                f"hits more than {int(figures['max_hits'])} times: a hit-rate ceiling of {float(ceiling):.6f}.{tokens}")
 
     def instance(self, params: CeilingParams, primary: Sequence[InputFile]) -> Instance:
         """``lean/Ceiling<Name>.lean`` from the trace's file name; for a trace from outside the certificate
@@ -139,10 +214,18 @@ class Ceiling(Claim):
 
     def figures(self, params: CeilingParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:
+        from pycert.analysis.requests import ref_tokens, reuse_tokens  # numpy: see instance_text
+        from pycert.data.traces import read_trace
+
         if kernel["max_hits"] != kernel["refs"] - kernel["distinct"]:
             raise Rejected(Rejection.mismatch("headline (max_hits)", str(kernel["refs"] - kernel["distinct"]),
                                               str(kernel["max_hits"])))
-        return ceiling_figures(kernel["refs"], kernel["distinct"], kernel["max_hits"])
+        out = ceiling_figures(kernel["refs"], kernel["distinct"], kernel["max_hits"])
+        trace = read_trace(input_path(inputs, "trace", read))
+        if (rate := reuse_tokens(trace)) is not None:
+            total = int(ref_tokens(trace)[0].sum())
+            out |= {"refs_tokens": Fraction(total), "max_hits_tokens": rate * total, "ceiling_tokens": rate}
+        return out
 
     def regenerate(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
         inst = self.instance(params, self.primary_inputs(inputs))
@@ -154,7 +237,6 @@ class Ceiling(Claim):
 
     def derived_files(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> dict[str, bytes]:
         """The instance file, and for a sharded trace every shard and schedule module beside it."""
-        from pycert.data.traces import read_trace  # numpy: see instance_text
         from pycert.lean.emit import packed_trace, shards  # numpy: see instance_text
 
         expected = shards.ENCODING if params.shards > 1 else packed_trace.ENCODING
@@ -162,12 +244,12 @@ class Ceiling(Claim):
             raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(expected), repr(params.lean_encoding)))
         inst = self.instance(params, self.primary_inputs(inputs))
         path = input_path(inputs, "trace", read)
+        trace = read_certified(path, params)
         if params.shards == 1:
-            trace = read_trace(path)
             return {inst.path: instance_text(trace.refs, trace.sha256, inst.module)}
         where = PurePosixPath(inst.path).parent
         return {(where / f"{m}.lean").as_posix(): text.encode()
-                for m, text in shard_files(path, inst.module, params.shards).items()}
+                for m, text in shard_files(trace, inst.module, params.shards).items()}
 
 
 def shard_limit(count: int) -> str:
@@ -179,15 +261,13 @@ def shard_limit(count: int) -> str:
             "references (Pycert.Shards.merge_perm).")
 
 
-def shard_files(path: Path, module: str, count: int) -> dict[str, str]:
+def shard_files(trace: Trace, module: str, count: int) -> dict[str, str]:
     """The Lean source of every module of a sharded certificate, by module name, from the trace alone:
     what verify regenerates and compares with the files prove wrote (the same emitters)."""
     import numpy as np  # see instance_text
 
-    from pycert.data.traces import read_trace
     from pycert.lean.emit import shards
 
-    trace = read_trace(path)
     lay = shards.layout(trace.refs, trace.sha256, module, count)
     parts = shards.shard_refs(trace.refs, lay)
     out = {lay.shard_name(i): shards.emit_shard(part, lay.sha256, lay.shard_name(i), lay.cuts[i], lay.cuts[i + 1])[0]

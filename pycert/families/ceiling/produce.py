@@ -10,10 +10,12 @@ import numpy as np
 
 from pycert.core.console import plural
 from pycert.core.errors import InputError
-from pycert.core.files import check_input
-from pycert.core.limits import MAX_SHARD_REFS, MAX_SHARDS, in_path, int_range
+from pycert.core.gate import named
+from pycert.core.limits import MAX_SHARD_REFS, MAX_SHARDS, MAX_TRACE_BYTES, in_path, int_range
 from pycert.core.schema import declared_inputs
 from pycert.data import synthetic
+from pycert.data.formats import FORMAT_CHOICES
+from pycert.data.formats.source import is_stdin
 from pycert.data.traces import Trace, read_trace
 from pycert.families.base import Instance, Options, Prepared, Producer, Setting, input_file
 from pycert.families.ceiling import CLAIM, DEFAULT_TRACE, CeilingParams, engine_figures, instance_text, names, slug
@@ -31,6 +33,29 @@ class CeilingOptions(Options):
     """References per shard of a big trace (None: chosen from measured memory)."""
     ray_address: str | None = None
     """The Ray cluster shards are checked on (None: a local one pycert starts)."""
+    trace_format: str = "auto"
+    """``--format``: the layout of every ``--trace``."""
+    block_tokens: int | None = None
+    """``--block-tokens``: how a prompts trace is cut into blocks; for a layout with lengths it must agree
+    with them; the capacity family turns ``--capacity-tokens`` into blocks of it."""
+
+
+def reading_of(trace: Trace) -> dict[str, object]:
+    """The parameters that record how ``trace`` was read (:class:`pycert.families.ceiling.TraceReading`)."""
+    return {"trace_format": trace.format, "block_tokens": trace.block_tokens if trace.format == "prompts" else None}
+
+
+def read_for_proof(path: Path, opts: CeilingOptions | object) -> Trace:
+    """A ``--trace`` read as ``--format`` and ``--block-tokens`` say (options of either trace family)."""
+    return read_trace(path, getattr(opts, "trace_format", "auto"), getattr(opts, "block_tokens", None))
+
+
+def refuse_stdin(traces: list[Path]) -> None:
+    """A certificate names its trace by file and sha256, for verify to read again: stdin cannot be."""
+    for trace in traces:
+        if is_stdin(trace):
+            raise InputError("a certificate's trace must be a file, which verify reads again: stdin cannot be; "
+                             "save it to a file and give that", where="--trace -")
 
 
 def certified_trace(cert: Path) -> str | None:
@@ -51,13 +76,20 @@ class CeilingProducer(Producer):
                             help="references per shard of a trace (default: chosen from measured memory; a trace "
                                  "that fits one Lean process is one file); for a trace checked at a capacity, the most "
                                  "references a piece holds (at least 2; at most, and by default, 524,288)")
+        parser.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
+                            help="the layout of every --trace (default: auto, by its first line; docs/formats.md); the "
+                                 "certificate records it")
+        parser.add_argument("--block-tokens", type=int_range(1), default=None, metavar="B",
+                            help="tokens a block: how a prompts trace is cut into blocks (default 16; the certificate "
+                                 "records it), and the block size --capacity-tokens counts in; for a layout with "
+                                 "input_length and hash_ids it must agree with their lengths")
         parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
                             help="the Ray cluster that checks the shards of a big trace (default: a local one on "
                                  "this machine's cores, started by pycert and stopped when it exits)")
 
     def options_from(self, args: argparse.Namespace, everything: bool = False) -> CeilingOptions:
         return CeilingOptions(trace=args.trace, synthetic=everything, shard_refs=args.shard_refs,
-                              ray_address=args.ray_address)
+                              ray_address=args.ray_address, trace_format=args.format, block_tokens=args.block_tokens)
 
     def traces(self, setting: Setting) -> list[Path]:
         """The traces of this run; the embedded default by its place in the certificate directory."""
@@ -69,8 +101,9 @@ class CeilingProducer(Producer):
         one of those names (``my-trace`` and ``my_trace``, ``t1`` here and ``other/t1``) would overwrite
         each other, and so would a trace of another name over an earlier run's certificate in ``--out``."""
         claimed: dict[str, Path] = {}
+        refuse_stdin(setting.options.trace)  # type: ignore[attr-defined]
         for trace in setting.options.trace:  # type: ignore[attr-defined]
-            check_input(trace, "a trace file", missing="no such trace file")
+            named(trace).check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
         for trace in self.traces(setting):
             if not slug(trace.stem):
                 raise InputError("a trace's file name needs a letter or digit (it names the certificate)", where=str(trace))
@@ -97,7 +130,7 @@ class CeilingProducer(Producer):
 
     def _prepare_trace(self, trace_path: Path, setting: Setting, emitted: Path | None = None) -> Prepared:
         opts: CeilingOptions = setting.options  # type: ignore[assignment]
-        trace = read_trace(trace_path)
+        trace = read_for_proof(trace_path, opts)
         cert_id, _ = names(trace_path)
         trace_input = (setting.emitted("trace", emitted, sha256=trace.sha256) if emitted is not None
                        else input_file("trace", trace_path, setting.root, sha256=trace.sha256))
@@ -107,7 +140,8 @@ class CeilingProducer(Producer):
         if count > MAX_SHARDS:
             raise InputError(f"the trace would need {count:,} shards; a certificate names at most {MAX_SHARDS:,} "
                              "(raise --shard-refs)", where=str(trace_path))
-        params = CeilingParams(lean_encoding=shards.ENCODING if count > 1 else ENCODING, shards=count)
+        params = CeilingParams(lean_encoding=shards.ENCODING if count > 1 else ENCODING, shards=count,
+                               **reading_of(trace))  # type: ignore[arg-type]
         instance = CLAIM.instance(params, [trace_input])
         prepared = Prepared(
             claim=CLAIM, id=cert_id, parameters=params, engine=engine,

@@ -6,14 +6,16 @@ that a whole dataset is one Lean process per family rather than one per row."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fnmatch import fnmatch
 from fractions import Fraction
 from pathlib import Path
 
 from pydantic import Field, model_validator
 
 from pycert.core.errors import Rejected, Rejection
+from pycert.core.gate import entries, inside
 from pycert.core.schema import InputFile, Params
-from pycert.families.base import Reader, input_path
+from pycert.families.base import Reader, Setting, input_path
 from pycert.leak import first_touch as ftlog
 from pycert.leak import log as leaklog
 from pycert.lean.emit import INSTANCE_NAMESPACE
@@ -54,6 +56,13 @@ class RowParams(EngineParams):
 
 def engine_fields(header: ftlog.FtHeader) -> dict[str, object]:
     return {k: getattr(header, k) for k in ENGINE_FIELDS}
+
+
+def recorded_logs(setting: Setting) -> list[tuple[Path, ftlog.FtLog]]:
+    """Every first-touch log under ``--out``'s ``inputs/``, each read through the gate (no link, in ``--out``)."""
+    inputs = setting.out_dir / "inputs"
+    found = entries(inputs, ".jsonl") if inputs.is_dir() else []
+    return [(s.path, ftlog.read(inside(setting.out_dir, f"inputs/{s.name}"))) for s in found if fnmatch(s.name, LOG_GLOB)]
 
 
 def read_log(params: EngineParams, inputs: Sequence[InputFile], read: Reader) -> ftlog.FtLog:

@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pycert.families.base import Prepared, Producer, Setting, input_file
-from pycert.families.first_touch.dataset import LOG_GLOB, engine_fields
+from pycert.families.first_touch.dataset import engine_fields, recorded_logs
 from pycert.families.first_touch_ramp import CLAIM, RampParams, engine_figures, ramp_module, workload_id
-from pycert.leak import first_touch as ftlog
 
 
 class RampProducer(Producer):
@@ -17,8 +16,8 @@ class RampProducer(Producer):
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         out = []
-        for path in sorted((setting.out_dir / "inputs").glob(LOG_GLOB)):
-            h = ftlog.read(path).header
+        for path, log_read in recorded_logs(setting):
+            h = log_read.header
             if not h.ramp_blocks or h.page_size is None:
                 continue
             log = input_file("log", path, setting.root)

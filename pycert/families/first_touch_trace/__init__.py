@@ -19,7 +19,7 @@ from pydantic import Field
 
 from pycert.analysis.first_touch import BLOCK_TOKENS, TraceRow, block_prompt, trace_rows
 from pycert.core.errors import Rejected, Rejection
-from pycert.core.files import regular_sha256
+from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_TRACE_BYTES
 from pycert.core.schema import Certificate, InputFile
 from pycert.families.base import Claim, Instance, Reader, input_path
@@ -66,14 +66,19 @@ def module_name(trace: PurePosixPath | Path, rows: int) -> str:
 _READ: dict[tuple[str, int], list[TraceRow]] = {}
 
 
-def rows_of(path: Path, rows: int) -> list[TraceRow]:
-    """The trace's workloads, read once per content and row count in a process (verify asks once per row)."""
-    key = (regular_sha256(path, "a trace file", MAX_TRACE_BYTES), rows)
+def trace_sha256(path: Source | Path) -> str:
+    return (path if isinstance(path, Source) else named(path)).sha256("a trace file", MAX_TRACE_BYTES)
+
+
+def rows_of(path: Source | Path, rows: int) -> list[TraceRow]:
+    """The trace's workloads, read (as Mooncake JSONL: the rows are defined on its 512-token blocks) once per
+    content and row count in a process (verify asks once per row)."""
+    key = (trace_sha256(path), rows)
     if key not in _READ:
         from pycert.data.traces import read_trace  # numpy: only for a claim that reads a trace
 
         _READ.clear()
-        _READ[key] = trace_rows(read_trace(path), rows)
+        _READ[key] = trace_rows(read_trace(path, "mooncake"), rows)
     return _READ[key]
 
 
@@ -151,7 +156,7 @@ class FirstTouchTrace(Claim):
     def regenerate(self, params: TraceParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
         path = input_path(inputs, "trace", read)
         module = self.instance(params, self.primary_inputs(inputs)).module
-        return trace_module(rows_of(path, params.rows), module, regular_sha256(path, "a trace file", MAX_TRACE_BYTES))
+        return trace_module(rows_of(path, params.rows), module, trace_sha256(path))
 
     def figures(self, params: TraceParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:
@@ -161,7 +166,7 @@ class FirstTouchTrace(Claim):
         r = rows_of(path, params.rows)[params.row - 1]
         log = read_log(params, inputs, read)
         h = log.header
-        if (h.trace_rows, h.trace_sha256) != (params.rows, (sha := regular_sha256(path, "a trace file", MAX_TRACE_BYTES))):
+        if (h.trace_rows, h.trace_sha256) != (params.rows, (sha := trace_sha256(path))):
             raise Rejected(Rejection.mismatch("log header (trace_rows, trace_sha256)", f"{params.rows}, {sha}",
                                               f"{h.trace_rows}, {h.trace_sha256}"))
         prompt = block_prompt(params.seed, r.req, r.n, params.vocab)

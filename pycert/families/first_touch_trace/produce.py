@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pycert.core.errors import InputError
+from pycert.core.gate import named
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.families.first_touch.dataset import LOG_GLOB, engine_fields
+from pycert.families.first_touch.dataset import engine_fields, recorded_logs
 from pycert.families.first_touch_trace import CLAIM, TraceParams, engine_figures, rows_of, trace_module, workload_id
 from pycert.leak import first_touch as ftlog
 
@@ -26,15 +27,15 @@ class TraceProducer(Producer):
     def _trace(self, setting: Setting, header: ftlog.FtHeader, log: Path) -> Path:
         given = setting.options.dataset_trace  # type: ignore[attr-defined]
         path = given if given is not None else setting.root.parent / str(header.trace)
-        if not path.is_file():
+        if not named(path).exists():
             raise InputError(f"the Mooncake rows of {log.name} need their trace {header.trace}: not beside the "
                              "certificate directory (pycert dataset first-touch --trace hands it over)", where=str(path))
         return path
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         out = []
-        for path in sorted((setting.out_dir / "inputs").glob(LOG_GLOB)):
-            h = ftlog.read(path).header
+        for path, log_read in recorded_logs(setting):
+            h = log_read.header
             if not h.trace_rows:
                 continue
             trace_path = self._trace(setting, h, path)

@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field
 
 from pycert.core.errors import Rejected, Rejection
+from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Reader, input_path
 from pycert.leak import log as leaklog
@@ -88,6 +89,7 @@ class Leak(Claim):
     certificate = LeakCertificate
     lean_module = "Pycert.Isolation"
     primary = ("log",)
+    input_limits = {"log": MAX_JSON_BYTES}
     theorem_names = (
         "Pycert.Isolation.leak_or_refusal",
         "Pycert.Isolation.owner_floor",
@@ -125,7 +127,8 @@ class Leak(Claim):
     def sentence(self, params: LeakParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         return sentence(params, figures)
 
-    def does_not_prove(self, params: LeakParams, figures: Mapping[str, Fraction]) -> tuple[str, ...]:
+    def does_not_prove(self, params: LeakParams, figures: Mapping[str, Fraction],
+                       inputs: Sequence[InputFile]) -> tuple[str, ...]:
         if not figures.get("underpowered"):
             return self.limits
         level, conf = Fraction(params.underpowered_above), Fraction(params.confidence)
@@ -137,14 +140,19 @@ class Leak(Claim):
                 read: Reader) -> dict[str, Fraction]:
         """Every figure from the recorded log alone; a header that says other parameters is rejected."""
         log = leaklog.read(input_path(inputs, "log", read))
-        if (found := LeakParams.of(log.header)) != params:
-            field = next(n for n in LeakParams.model_fields if getattr(found, n) != getattr(params, n))
-            raise Rejected(Rejection.mismatch(f"parameters.{field}", f"{getattr(found, field)} (the log's header)",
-                                              str(getattr(params, field))))
-        figures, rejections = log_figures(log)
-        if rejections:
-            raise Rejected(rejections[0])
-        return figures
+        return held_to(params, LeakParams.of(log.header), *log_figures(log))
+
+
+def held_to(params: Params, found: Params, figures: dict[str, Fraction], rejections: list[Rejection]) -> dict[str, Fraction]:
+    """A recorded log's figures, once the certificate's parameters are the log header's (``found``) and the
+    log holds; else the first difference or rejection, raised."""
+    if found != params:
+        field = next(n for n in type(params).model_fields if getattr(found, n) != getattr(params, n))
+        raise Rejected(Rejection.mismatch(f"parameters.{field}", f"{getattr(found, field)} (the log's header)",
+                                          str(getattr(params, field))))
+    if rejections:
+        raise Rejected(rejections[0])
+    return figures
 
 
 CLAIM = Leak()

@@ -19,6 +19,8 @@ from pydantic import BaseModel
 
 from pycert.core.errors import Rejection
 from pycert.core.files import atomic_write
+from pycert.core.gate import named
+from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.memo import code_sha256, memo
 from pycert.core.schema import Figure, SolverInfo
 from pycert.families.base import Prepared, Producer, Progress, Setting
@@ -192,7 +194,7 @@ def run_pooling(
     t0 = time.perf_counter()
     path = Path(instance_path)
     inst = load_instance(path)  # a one-line error for a missing or malformed file, before anything reads it
-    data = path.read_bytes()
+    data = named(path).read("an instance file", MAX_JSON_BYTES)
     trace = inst.trace
     key = [hashlib.sha256(data).hexdigest(), params.model_dump_json(), (cases or CapacitatedParams()).model_dump_json(),
            ortools_version(), highs_version(), code_sha256("pycert.solvers", "pycert.analysis", __name__)]
@@ -229,7 +231,7 @@ class PoolingProducer(Producer):
         """The solvers and their independent checks now; the emitted wall file joins the one build. The
         committed instance travels with the certificate (``inputs/``), never named by its place in a
         checkout or in site-packages."""
-        instance = setting.emit(Path("inputs") / COMMITTED.name, COMMITTED.read_bytes())
+        instance = setting.emit(Path("inputs") / COMMITTED.name, named(COMMITTED).read("an instance file", MAX_JSON_BYTES))
         lean_path = (setting.stage or setting.out_dir) / LEAN_WALL
         res = run_pooling(instance, lean_file=lean_path, progress=lambda m: setting.progress("  " + m))
         pooled, per = res.pooled, res.per_instance

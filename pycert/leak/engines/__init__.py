@@ -18,9 +18,6 @@ from typing import Any, Protocol
 from pycert.core.errors import InputError
 from pycert.leak.admission import EngineRequest
 
-FIRST_ID = 16
-"""Prompt and salt token ids start here, clear of the special ids a tokenizer may reserve at the bottom."""
-
 
 @dataclass(frozen=True)
 class Served:

@@ -1,0 +1,211 @@
+"""Where a trace's bytes come from: a file or stdin, hashed as stored, decompressed, cut into lines.
+
+Every layout reads through :func:`opened`, so the things that are the same for all of them are done
+once: the sha256 is of the bytes as stored (a compressed file's hash matches ``sha256sum`` of the file
+the user has), gzip and zstd are recognised by their magic bytes alone (never by the file name), and
+every decompressed stream passes :func:`decompressed`, whose cap bounds what any layout can be made to
+read. Bad input is an :class:`~pycert.core.errors.InputError` naming ``file:line``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import sys
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import zstandard
+
+from pycert.core.errors import InputError
+from pycert.core.gate import Source as File
+from pycert.core.gate import inflated, named
+from pycert.core.limits import MAX_INFLATE_BYTES, MAX_LINE_BYTES, MAX_TRACE_BYTES, json_depth_error
+
+STDIN = "-"
+"""The path that reads standard input."""
+STDIN_NAME = "<stdin>"
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_BOM = b"\xef\xbb\xbf"
+_CHUNK = 1 << 20
+
+
+def is_stdin(path: Path | str) -> bool:
+    return str(path) == STDIN
+
+
+def display_name(path: Path | str) -> str:
+    """How errors and figures name a source: the path as given, or ``<stdin>``."""
+    return STDIN_NAME if is_stdin(path) else str(path)
+
+
+class _Hashing(io.RawIOBase):
+    """A read-through wrapper that feeds every byte it passes on into a sha256."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw, self.hash = raw, hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+        n = self.raw.readinto(b)  # type: ignore[attr-defined]
+        if n:
+            self.hash.update(memoryview(b)[:n])
+        return n or 0
+
+
+class _Codec(io.RawIOBase):
+    """A decompressor's output, its own errors turned into one line naming the file (the gate's
+    :func:`~pycert.core.gate.inflated` caps how much comes out)."""
+
+    def __init__(self, inner: BinaryIO, name: str, codec: str) -> None:
+        self.inner, self.name, self.codec = inner, name, codec
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+        try:
+            data = self.inner.read(len(b))
+        except (EOFError, OSError, zlib.error, zstandard.ZstdError) as exc:
+            raise InputError(f"corrupt or truncated {self.codec} data ({exc})", where=self.name) from None
+        b[:len(data)] = data
+        return len(data)
+
+
+class _Zstd(io.RawIOBase):
+    """zstd frames, one after another, decompressed a small input chunk at a time (so one call yields
+    at most what 2 KiB can expand to, a few tens of MiB, before the cap sees it). zstandard's own
+    readers stop after the first frame and end quietly inside a cut one; this one reads every frame
+    and refuses a stream that ends inside a frame."""
+
+    _IN = 2048
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw, self.frame, self.inside = raw, zstandard.ZstdDecompressor().decompressobj(), False
+        self.out, self.at = b"", 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+        parts, have = [self.out[self.at:]], len(self.out) - self.at
+        while have < len(b) and (chunk := self.raw.read(self._IN)):  # fill the caller's buffer: fewer, larger reads
+            while chunk:
+                self.inside = True
+                parts.append(out := self.frame.decompress(chunk))
+                have += len(out)
+                chunk = b""
+                if self.frame.eof:  # the next frame starts in what this one did not use
+                    chunk, self.inside = self.frame.unused_data, False
+                    self.frame = zstandard.ZstdDecompressor().decompressobj()
+        if have < len(b) and self.inside:
+            raise EOFError("the stream ends inside a frame")
+        self.out, n = b"".join(parts), min(len(b), have)
+        b[:n] = self.out[:n]
+        self.at = n
+        return n
+
+
+def decompressed(stream: io.BufferedReader, name: str, stored: int | None) -> BinaryIO:
+    """``stream`` as text bytes: gzip and zstd (by their magic bytes) are decompressed through the gate's
+    cap (:func:`~pycert.core.gate.inflated`: a multiple of the ``stored`` size, or
+    :data:`~pycert.core.limits.MAX_INFLATE_BYTES` for a stream of unknown size), anything else is passed
+    on as it is. The one place a trace is decompressed."""
+    magic = stream.peek(4)[:4]
+    if magic.startswith(GZIP_MAGIC):
+        inner: BinaryIO = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
+        codec = "gzip"
+    elif magic == ZSTD_MAGIC:
+        inner = _Zstd(stream)  # type: ignore[assignment]
+        codec = "zstd"
+    else:
+        return stream
+    return inflated(_Codec(inner, name, codec), MAX_INFLATE_BYTES if stored is None else stored, name)  # type: ignore[arg-type]
+
+
+class Source:
+    """An open trace: ``text`` yields the decompressed bytes, ``sha256()`` the hash of all the stored
+    bytes (what the parser did not need is read and hashed first)."""
+
+    def __init__(self, raw: BinaryIO, name: str, stored: int | None) -> None:
+        self.name = name
+        self._hashing = _Hashing(raw)
+        self._stored = io.BufferedReader(self._hashing, _CHUNK)
+        self.text = decompressed(self._stored, name, stored)
+
+    def sha256(self) -> str:
+        for _ in iter(lambda: self._stored.read(_CHUNK), b""):
+            pass
+        return self._hashing.hash.hexdigest()
+
+
+@contextlib.contextmanager
+def opened(path: File | Path | str) -> Iterator[Source]:
+    """The trace at ``path``, through the gate (a file of a certificate directory, or one the user named;
+    ``-``: standard input, which is read but never closed)."""
+    name = display_name(path)
+    if is_stdin(path):
+        yield Source(sys.stdin.buffer, name, None)
+        return
+    file = path if isinstance(path, File) else named(path)
+    with file.open("a trace file", MAX_TRACE_BYTES) as raw:
+        yield Source(raw, name, raw.size)
+
+
+def from_bytes(data: bytes, name: str) -> Source:
+    """An in-memory trace, read exactly as a file with these bytes would be."""
+    return Source(io.BytesIO(data), name, len(data))
+
+
+def lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines, each one request (JSON layouts) or one reference (ids).
+
+    Blank lines (empty or whitespace only) are allowed at the end of the file alone: one before a
+    later line is an input error naming it, since it stands where a request or a reference should
+    be (a line lost in an edit or a merge), and a reader that skipped it would certify a trace
+    nobody wrote. A UTF-8 byte-order mark before the first line is dropped (CRLF ends are
+    whitespace to every reader); a line longer than :data:`~pycert.core.limits.MAX_LINE_BYTES` is
+    refused before it is parsed.
+    """
+    lineno, blank = 0, None
+    while line := stream.readline(MAX_LINE_BYTES + 1):
+        lineno += 1
+        if len(line) > MAX_LINE_BYTES:
+            raise InputError(f"line longer than the limit of {MAX_LINE_BYTES:,} bytes", where=f"{name}:{lineno}")
+        if lineno == 1 and line.startswith(_BOM):
+            line = line[len(_BOM):]
+        if not line.strip():
+            blank = blank or lineno
+            continue
+        if blank:
+            raise InputError(f"blank line in the middle of the trace (line {lineno} follows it): blank lines "
+                             "are allowed only at the end of the file", where=f"{name}:{blank}")
+        yield lineno, line
+
+
+def json_object(lineno: int, line: bytes, name: str) -> dict:
+    """One line's JSON object, or an input error naming ``name:lineno`` and why it is none."""
+    where = f"{name}:{lineno}"
+    if why := json_depth_error(line):
+        raise InputError(why, where=where)
+    try:
+        obj = json.loads(line)
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", where=where) from None
+    except json.JSONDecodeError as exc:
+        if not line.endswith(b"\n"):
+            raise InputError(f"truncated last line (no newline, incomplete JSON: {exc.msg})", where=where) from None
+        raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", where=where) from None
+    except ValueError:  # int() of a number past 4,300 digits
+        raise InputError("a number with more than 4,300 digits (ids stop at 20)", where=where) from None
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, got {type(obj).__name__}", where=where)
+    return obj
