@@ -3,16 +3,18 @@
 * ``make``: ``pycert dataset first-touch --trace T --out DIR`` (the engine, the certificates, the table);
 * ``check``: ``--check DIR --trace T`` (every certificate verified offline, every cell, the engine again);
 * ``check-offline``: the same with ``--no-engine``;
+* ``check-kernel``: ``--no-engine --kernel`` (offline, then one build: the library and the two modules);
 * ``kernel-batched``: the dataset's Lean work as ``pycert dataset`` does it, every row's headline of a
   family in one module (two ``pycert check`` files);
-* ``kernel-per-row``: today's one-instance-per-certificate path for comparison: one module per row
-  (the same declarations, split).
+* ``kernel-per-row``: the one-instance-per-certificate path for comparison: one module per row (the same
+  declarations, split), on ``--per-row`` rows of each family (all of them: 65 Lean processes, which hold
+  both of the machine's Lean slots for a quarter of an hour).
 
 The two kernel scenarios check the instance files against the library from the build cache (built
 once beforehand if it is not there): each file carries a fresh comment, so the cache cannot answer for it.
 
     python benchmarks/bench_dataset.py --trace ../shared/traces/mooncake-fast25/conversation_trace.jsonl \\
-        [--out /tmp/first-touch] [--only make,check,...] [--json]
+        [--out /tmp/first-touch] [--only make,check,...] [--per-row 3] [--json]
 
 Each figure is wall seconds and the peak resident memory of the largest process the scenario ran
 (``ru_maxrss`` of the children), with the load average before and after.
@@ -32,7 +34,7 @@ import time
 import uuid
 from pathlib import Path
 
-SCENARIOS = ("make", "check", "check-offline", "kernel-batched", "kernel-per-row")
+SCENARIOS = ("make", "check", "check-offline", "check-kernel", "kernel-batched", "kernel-per-row")
 PYCERT = [sys.executable, "-m", "pycert"]
 
 
@@ -85,6 +87,7 @@ def main() -> int:
     ap.add_argument("--trace", type=Path, required=True)
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "pycert-bench-first-touch")
     ap.add_argument("--only", default=",".join(SCENARIOS))
+    ap.add_argument("--per-row", type=int, default=3, help="rows of each family split for kernel-per-row (0: all)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     chosen = [s for s in args.only.split(",") if s]
@@ -97,6 +100,9 @@ def main() -> int:
     if "check-offline" in chosen:
         figures["check-offline"] = timed([*PYCERT, *base, "--check", str(args.out), "--trace", str(args.trace),
                                           "--no-engine"])
+    if "check-kernel" in chosen:
+        figures["check-kernel"] = timed([*PYCERT, *base, "--check", str(args.out), "--trace", str(args.trace),
+                                         "--no-engine", "--kernel"])
     lean = args.out / "certificates" / "lean"
     if {"kernel-batched", "kernel-per-row"} & set(chosen):
         subprocess.run([*PYCERT, "build"], capture_output=True, check=False)  # the library, cached: not measured
@@ -110,7 +116,7 @@ def main() -> int:
         figures["kernel-batched"] = kernel(copies)
     if "kernel-per-row" in chosen:
         scratch = Path(tempfile.mkdtemp(prefix="bench-per-row-", dir="/tmp"))
-        figures["kernel-per-row"] = kernel([f for m in modules for f in split_rows(m, scratch)])
+        figures["kernel-per-row"] = kernel([f for m in modules for f in split_rows(m, scratch)[:args.per_row or None]])
     print(json.dumps(figures, indent=2) if args.json else "\n".join(f"{k}: {v}" for k, v in figures.items()))
     return 0
 

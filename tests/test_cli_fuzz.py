@@ -486,7 +486,7 @@ def test_dataset_check(data) -> None:  # noqa: ANN001
             log.parent.mkdir(parents=True)
             log.write_bytes(data.draw(st.one_of(st.binary(max_size=60), st.sampled_from([b"", b"{}\n", b"[1]\n"]))))
         argv = ["dataset", "first-touch", "--check", str(scratch), "--no-engine",
-                *data.draw(st.sampled_from([[], ["--json"]]))]
+                *data.draw(st.sampled_from([[], ["--json"]])), *data.draw(st.sampled_from([[], ["--kernel"]]))]
         run = drive(argv, scratch)
         assert run.rc in (1, 2), (run.rc, run.err)
 
@@ -652,6 +652,8 @@ LEAN_REFUSED = [  # each must be refused before a Lean process starts
     ["dataset", "first-touch", "--reprove", "/nonexistent-pycert-fuzz/d"],
     ["dataset", "first-touch", "--reprove", "/nonexistent-pycert-fuzz/d", "--trace-rows", "3"],
     ["dataset", "first-touch", "--reprove", "a", "--check", "b"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--kernel"],
+    ["dataset", "first-touch", "--check", "/nonexistent-pycert-fuzz/d", "--kernel"],
 ]
 
 

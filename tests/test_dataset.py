@@ -61,10 +61,12 @@ def test_every_certificate_verifies_with_the_kernel(made, capsys) -> None:  # no
 
 def test_check_agrees_on_the_dataset_as_made(made, capsys) -> None:  # noqa: ANN001
     root, trace = made
-    rc, out, err = run(capsys, "dataset", "first-touch", "--check", str(root), "--trace", str(trace), "--json")
+    rc, out, err = run(capsys, "dataset", "first-touch", "--check", str(root), "--trace", str(trace), "--kernel",
+                       "--json")
     assert rc == 0, err
     doc = json.loads(out)
-    assert doc["ok"] and doc["rows"] == 6 and "engine re-run" in doc["checked"]
+    assert doc["ok"] and doc["rows"] == 6
+    assert {"engine re-run", "certificates (offline and kernel)"} <= set(doc["checked"]), doc
 
 
 def tampered(made, tmp_path: Path, edit) -> Path:  # noqa: ANN001

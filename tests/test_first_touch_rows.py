@@ -248,6 +248,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize(("argv", "needle"), [
     (["--out", "{d}/x"], "the Mooncake rows need the trace"),
     (["--out", "{d}/x", "--no-engine"], "--no-engine: only with --check"),
+    (["--out", "{d}/x", "--kernel"], "--kernel: only with --check"),
+    (["--reprove", "{d}", "--kernel"], "--kernel: only with --check"),
     (["--check", "{d}", "--seed", "3"], "--seed: only with --out"),
     (["--check", "{d}/none"], "no such dataset directory"),
     (["--out", "{d}/x", "--trace", "{d}/none.jsonl"], "none.jsonl"),

@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --out: the model's and the prompts' seed (default 0)")
     f.add_argument("--no-engine", action="store_true",
                    help="with --check: do not run the engine again (the rows are derived from the recorded log)")
+    f.add_argument("--kernel", action="store_true",
+                   help="with --check: also rebuild every certificate's Lean module and re-run the kernel and the axiom "
+                        "audit on it (one build: two instance files), as pycert verify --kernel does")
     f.add_argument("--timeout", type=seconds, default=1800.0, help="seconds per Lean process, or per verify")
     add_common(f)
     add_backend(f)
@@ -65,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         _refuse(plan_flags, "--out")
         from pycert.dataset.check import check_dataset  # the engine's and the verifier's imports: this mode only
 
-        res = check_dataset(args.check, args.trace, engine=not args.no_engine, timeout=args.timeout, progress=progress)
+        res = check_dataset(args.check, args.trace, engine=not args.no_engine, kernel=args.kernel,
+                            backend=args.backend, timeout=args.timeout, progress=progress)
         if res.rejection is not None:
             err = Rejected(res.rejection)
             err.details = {"result": to_jsonable(res)}
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         emit(args.json, res, lambda: "\n".join([f"AGREES: {res.rows} rows of {res.dataset} "
                                                 f"(checked: {', '.join(res.checked)})", *(f"note: {n}" for n in res.notes)]))
         return EXIT_OK
-    _refuse({"--no-engine": args.no_engine}, "--check")
+    _refuse({"--no-engine": args.no_engine, "--kernel": args.kernel}, "--check")
     from pycert.dataset.build import generate, reprove  # torch, transformers and the build: these modes only
 
     if args.reprove is not None:

@@ -8,7 +8,8 @@ nothing from it is run. In order, stopping at the first that says no (the engine
    named twice, every cell of its column's kind);
 2. the certificates are exactly those the log's plan makes, and each verifies offline
    (:func:`pycert.certify.verify.verify_certificates`: inputs, regenerated Lean modules, figures off
-   their headlines, derived text, library);
+   their headlines, derived text, library); with ``--kernel``, the regenerated modules are also compiled
+   and audited again (one build);
 3. every cell equals the one its certificate makes (:func:`pycert.dataset.table.row_of`), then the card,
    the NOTICE and, where pyarrow is importable, the Parquet table equal what the rows make;
 4. the engine, run again on the log's plan, counts every request as the log recorded (unless
@@ -75,7 +76,8 @@ def planned_ids(h: ftlog.FtHeader) -> list[str]:
     return [ramp_id(k) for k in range(1, 4 * h.ramp_blocks + 1)] + [trace_id(k) for k in range(1, h.trace_rows + 1)]
 
 
-def check_dataset(root: Path, trace: Path | None, *, engine: bool = True, timeout: float = 1800.0,
+def check_dataset(root: Path, trace: Path | None, *, engine: bool = True, kernel: bool = False,
+                  backend: str | None = None, timeout: float = 1800.0,
                   progress: Progress = lambda _m: None) -> CheckResult:
     if not root.is_dir():
         raise InputError("no such dataset directory", where=str(root))
@@ -108,15 +110,19 @@ def check_dataset(root: Path, trace: Path | None, *, engine: bool = True, timeou
         return no(Rejection.mismatch(f"{CERTIFICATES}/{missing[0]}.json", "present", "absent",
                                      reason="missing-certificate"))
     paths = [certs / f"{w}.json" for w in want]
-    progress(f"verify: {len(paths)} certificates")
+    progress(f"verify: {len(paths)} certificates" + (", then the kernel" if kernel else ""))
     results = verify_certificates(paths, inputs={header.trace: trace} if header.trace and trace else None,
-                                  timeout=timeout)
+                                  kernel=kernel, backend=backend, timeout=timeout, progress=progress)
     for r in results:
         if r.failures:
             return no(r.failures[0].model_copy(update={"subject": f"{Path(r.certificate).name}: {r.failures[0].subject}"}))
     if bad := next((r for r in results if not r.ok), None):
         raise InputError(bad.first_problem() or bad.status, where=bad.certificate)
-    res.checked.append("certificates (offline)")
+    if kernel:
+        res.checked.append("certificates (offline and kernel)")
+    else:
+        res.checked.append("certificates (offline)")
+        res.notes.append("kernel: not re-run (--kernel rebuilds every row's Lean module and audits it again)")
     expected = rows_of_certificates(paths)
     if (diff := first_difference(expected, found, CSV_NAME)) is not None:
         return no(diff)
