@@ -68,6 +68,7 @@ def test_check_agrees_on_the_dataset_as_made(made, capsys) -> None:  # noqa: ANN
     doc = json.loads(out)
     assert doc["ok"] and doc["rows"] == 6
     assert {"engine re-run", "certificates (offline and kernel)"} <= set(doc["checked"]), doc
+    assert ("parquet" in doc["checked"]) == (root / "first_touch.parquet").exists(), doc
 
 
 def tampered(made, tmp_path: Path, edit) -> Path:  # noqa: ANN001
@@ -101,6 +102,26 @@ def test_check_names_the_first_thing_that_differs(made, tmp_path: Path, capsys, 
     # progress lines come first (the command says what it is doing); the reason is one line, the last
     errors = [line for line in err.splitlines() if line.startswith("pycert: ")]
     assert rc == 1 and len(errors) == 1 and err.splitlines()[-1] == errors[0] and needle in errors[0], err
+
+
+def _parquet_with_one_cell_changed(d: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pq.ParquetFile(d / "first_touch.parquet").read(use_threads=False)
+    i = table.column_names.index("cached_tokens")
+    pq.write_table(table.set_column(i, "cached_tokens", [[v.as_py() + 1 for v in table.column(i)]]),
+                   d / "first_touch.parquet")
+
+
+@pytest.mark.parametrize(("edit", "needle"), [
+    (_parquet_with_one_cell_changed, "first_touch.parquet: expected the table the rows make, found another table"),
+    (lambda d: (d / "first_touch.parquet").write_bytes(b"PAR1 not a table"), "first_touch.parquet: not a Parquet table"),
+])
+def test_check_reads_the_parquet_table_against_the_rows(made, tmp_path: Path, capsys, edit, needle: str) -> None:  # noqa: ANN001
+    if not (made[0] / "first_touch.parquet").exists():
+        pytest.skip("pyarrow was not importable when the dataset was made")
+    copy = tampered(made, tmp_path, edit)
+    rc, out, err = run(capsys, "dataset", "first-touch", "--check", str(copy), "--trace", str(made[1]), "--no-engine")
+    assert rc == 1 and needle in err.splitlines()[-1], err
 
 
 def test_check_without_the_trace_is_an_input_error(made, capsys) -> None:  # noqa: ANN001
