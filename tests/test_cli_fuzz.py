@@ -109,7 +109,8 @@ class Run:
 
 
 ACTIONS = {"trace": {"stats", "mrc", "offload", "plot", "convert", "generate"}, "pooling": {"solve", "generate", "check"},
-           "toolchain": {"install", "selfcheck"}, "leak": {"run", "serve", "gateway", "audit"}, "engine": {"replay"}}
+           "toolchain": {"install", "selfcheck"}, "leak": {"run", "serve", "gateway", "audit"}, "dataset": {"first-touch"},
+           "engine": {"replay"}}
 
 
 def command_of(argv: list[str]) -> str:
@@ -476,6 +477,28 @@ def test_verify(data) -> None:  # noqa: ANN001
         drive(argv, scratch)
 
 
+@given(st.data())
+@examples(150)
+def test_dataset_check(data) -> None:  # noqa: ANN001
+    """A stranger's dataset directory: a table made from a well-formed one by byte edits, with or without
+    a log beside it. Refused in one line (1: the table or its rows; 2: a file missing or malformed), never
+    a traceback, and never after starting the engine (no certificate here verifies)."""
+    with scratch_dir() as scratch:
+        good = (b"workload_id,source,prompt_tokens,apc_prefill_computed,pooled_prefill_computed,cached_tokens,"
+                b"first_touch_cut,closed_form_cut,zero_tenant_leak,certificate\n"
+                b"synthetic-001,synthetic_ramp,257,257,1,256,0.99610894941634241245,0.99610894941634241245,true,"
+                b"certificates/synthetic-001.json\n")
+        (scratch / "first_touch.csv").write_bytes(data.draw(byte_mutations(good)))
+        if data.draw(st.booleans()):
+            log = scratch / "certificates" / "inputs" / "first-touch-engine.jsonl"
+            log.parent.mkdir(parents=True)
+            log.write_bytes(data.draw(st.one_of(st.binary(max_size=60), st.sampled_from([b"", b"{}\n", b"[1]\n"]))))
+        argv = ["dataset", "first-touch", "--check", str(scratch), "--no-engine",
+                *data.draw(st.sampled_from([[], ["--json"]])), *data.draw(st.sampled_from([[], ["--kernel"]]))]
+        run = drive(argv, scratch)
+        assert run.rc in (1, 2), (run.rc, run.err)
+
+
 def html_complete(b: bytes) -> bool:
     return b.startswith(b"<!doctype html>") and b.rstrip().endswith(b"</html>")
 
@@ -657,6 +680,23 @@ LEAN_REFUSED = [  # each must be refused before a Lean process starts
     ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--alpha", "1"],
     ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--prefixes", "x"],
     ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k"],
+    ["dataset"], ["dataset", "first-touch"], ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d"],
+    ["dataset", "first-touch", "--out", "a", "--check", "b"], ["dataset", "first-touch", "--check", ""],
+    ["dataset", "first-touch", "--check", "/nonexistent-pycert-fuzz/d"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--ramp-blocks", "0"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--ramp-blocks", "9" * 5000],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--trace-rows", "-1"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--seed", "-1"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--no-engine"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--trace", "/nonexistent-pycert-fuzz/t.jsonl"],
+    ["dataset", "first-touch", "--check", "/nonexistent-pycert-fuzz/d", "--seed", "4"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--timeout", "nan"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--backend", "jvm"],
+    ["dataset", "first-touch", "--reprove", "/nonexistent-pycert-fuzz/d"],
+    ["dataset", "first-touch", "--reprove", "/nonexistent-pycert-fuzz/d", "--trace-rows", "3"],
+    ["dataset", "first-touch", "--reprove", "a", "--check", "b"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--kernel"],
+    ["dataset", "first-touch", "--check", "/nonexistent-pycert-fuzz/d", "--kernel"],
     ["engine"], ["engine", "replay"], ["engine", "replay", "--num-blocks", "1"], ["engine", "replay", "--block-tokens", "2"],
     ["engine", "replay", "--num-blocks", "9" * 5000], ["engine", "replay", "--block-tokens", "-64"],
     ["engine", "replay", "--replay", ""], ["engine", "replay", "--replay", "/nonexistent-pycert-fuzz/c.json"],

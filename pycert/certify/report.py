@@ -45,7 +45,7 @@ _SCRIPT = r"""
 const manifest = JSON.parse(document.getElementById("manifest").textContent);
 const library = JSON.parse(document.getElementById("library").textContent);
 const headlines = JSON.parse(document.getElementById("headlines").textContent);
-const headlineName = /^Pycert\.Instance\.[A-Za-z0-9_]+\.headline$/;
+const headlineName = /^Pycert\.Instance\.[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?\.headline$/;
 const nameOf = new Map(Object.entries(manifest).map(([name, hash]) => [hash, name]));
 const verdict = document.getElementById("verdict");
 const details = document.getElementById("verdict-details");

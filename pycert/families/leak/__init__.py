@@ -30,10 +30,10 @@ LOG_GLOB = "leak-*.jsonl"
 
 
 class LeakParams(Params):
-    engine: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
-    engine_version: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
-    model: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
-    device: str = Field(min_length=1, max_length=40, pattern=r"^[a-z0-9:_-]+$")
+    engine: leaklog.Text
+    engine_version: leaklog.Text
+    model: leaklog.ModelName
+    device: leaklog.Device
     seed: int = Field(ge=-(1 << 63), le=(1 << 63) - 1)
     prompts: int = Field(ge=1, le=leaklog.MAX_PROMPTS)
     min_tokens: int = Field(ge=1, le=leaklog.MAX_PROMPT_TOKENS)
