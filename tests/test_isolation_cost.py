@@ -4,6 +4,7 @@ trace, a trace whose optima and gap are known by hand, the certificate's figures
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from fractions import Fraction
@@ -215,7 +216,7 @@ def test_a_keyed_instance_made_with_another_map_is_rejected(tmp_path: Path) -> N
     t = read_trace(tmp_path / "hand.jsonl")
     s = derive.salted(t, params)
     one = derive.Salted(trace=t, tenant_of=s.tenant_of * 0, owner=s.owner * 0,
-                        keyed=t.__class__(**{**t.__dict__, "refs": salt.keyed_refs(t.refs, s.owner * 0)}), tenants=1)
+                        keyed=dataclasses.replace(t, refs=salt.keyed_refs(t.refs, s.owner * 0)), tenants=1)
     other = derive.files(one, params, CLAIM.instance(params, CLAIM.primary_inputs(
         CLAIM.certificate.model_validate(doc).inputs)).path)[0][keyed["path"]]
     kept = cert.parent / keyed["path"]
