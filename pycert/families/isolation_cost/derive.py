@@ -16,6 +16,7 @@ from pycert.analysis import salt
 from pycert.analysis.requests import prefix_verdict
 from pycert.analysis.tenants import cross_tenant
 from pycert.core.errors import InputError, Rejected, Rejection
+from pycert.core.limits import MAX_PIECE_REFS
 from pycert.data.traces import Trace
 from pycert.families.capacity import check_optimum
 from pycert.families.capacity import derive as capacity
@@ -38,7 +39,11 @@ class Salted:
 def salted(trace: Trace, params: IsolationCostParams) -> Salted:
     """The tenant map the parameters name, made again from the trace and checked against the parameters (its
     sha256, the number of tenants), and the keyed trace. The trace's sha256 was checked before, so a map
-    that cannot be made is a rejection of the parameters."""
+    that cannot be made is a rejection of the parameters, and so is a trace longer than one instance holds
+    (refused before any engine runs on it)."""
+    if trace.n_refs > MAX_PIECE_REFS:
+        raise Rejected(Rejection.mismatch("inputs[trace]", f"at most {MAX_PIECE_REFS:,} references (one instance a "
+                                          "capacity)", f"{trace.n_refs:,}"))
     try:
         tenant_of = salt.tenant_map(trace, params.tenant_rule, params.tenants, params.prefix_blocks)
     except InputError as err:
