@@ -363,6 +363,9 @@ class Producer(ABC):
     """A family whose ``pycert prove`` subcommand takes this family's options too and runs it alongside
     (``pycert prove ceiling --trace T --capacity-blocks 128``); this family's own subcommand then takes
     that family's options (``--trace``) as well."""
+    borrows: ClassVar[tuple[str, ...]] = ()
+    """Families whose ``pycert prove`` options this family's own subcommand takes as well, without running
+    them (``pycert prove isolation-cost --trace T --capacity-blocks C``: the ceiling's and capacity's flags)."""
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """The family's own ``pycert prove`` options (none by default)."""

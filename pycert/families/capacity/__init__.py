@@ -137,7 +137,7 @@ def prefix_claimed(params: CapacityParams) -> bool:
     return both_models(params) and params.prefix_cache == "attained"
 
 
-def _refuse(figure: str, proved: int, opt: int, capacity: int, what: str) -> None:
+def check_optimum(figure: str, proved: int, opt: int, capacity: int, what: str) -> None:
     """A kernel bound above Belady's count is loose (not certified as the ceiling); one below it means an
     engine is wrong (the bound is proved)."""
     if proved > opt:
@@ -232,14 +232,14 @@ class Capacity(Claim):
         if refs != trace.n_refs:  # the headline's N against the file's, end to end
             raise Rejected(Rejection.mismatch("figures.refs", f"{trace.n_refs} (the references of the trace file)", str(refs)))
         opt = derive.engines(trace.refs, c, admission=False)
-        _refuse("max_hits", h, opt, c, "Belady's MIN")
+        check_optimum("max_hits", h, opt, c, "Belady's MIN")
         out = {"refs": Fraction(refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(h),
                "ceiling": Fraction(h, refs), "belady_hits": Fraction(opt),
                "cuts": Fraction(len(derive.model(trace.refs, c, admission=False).cuts))}
         prefix_ends = None
         if both_models(params):
             ha = kernel["admission_hits"]
-            _refuse("admission_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
+            check_optimum("admission_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
             admitted = derive.model(trace.refs, c, admission=True)
             verdict, why = prefix_verdict(trace, admitted.ends)
             if verdict != params.prefix_cache:

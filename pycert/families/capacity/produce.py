@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 
@@ -69,6 +70,31 @@ def capacities(opts: CapacityOptions, trace: Trace) -> list[int]:
     return list(dict.fromkeys(blocks))
 
 
+def refuse_overwrites(given: list[Path], traces: list[Path], out_dir: Path,
+                      stems: Callable[[Path], tuple[str, str]]) -> None:
+    """Refuse, before anything runs, a ``--trace`` that cannot be read or names no certificate, and, as the
+    ceiling family does, two traces whose certificates (``<stem>-c<C>.json``) or Lean modules (``stems``: the
+    certificate stem and the module stem of a trace) would be one, or a trace over an earlier run's
+    certificate of another trace in ``out_dir``: they would overwrite each other's certificates."""
+    refuse_stdin(given)
+    for trace in given:
+        named(trace).check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
+        check_name(trace)
+    claimed: dict[str, Path] = {}
+    for trace in traces:
+        stem, module = stems(trace)
+        for key in (stem, module):
+            if (other := claimed.setdefault(key, trace)) != trace:
+                raise InputError(f"this trace and {other} would both make {stem}-c<C>: rename one of them "
+                                 "(a certificate is named by its trace's file name)", where=str(trace))
+        mine = re.compile(rf"{re.escape(stem)}-c[0-9]+\.json")
+        for cert in (e.path for e in (entries(out_dir, ".json") if out_dir.is_dir() else []) if mine.fullmatch(e.name)):
+            earlier = certified_trace(cert)
+            if earlier is not None and earlier != trace.name:
+                raise InputError(f"{cert} certifies trace {earlier}, which this trace's certificates would replace: "
+                                 "rename the trace or prove into another --out", where=str(trace))
+
+
 class CapacityProducer(Producer):
     claim = CLAIM
     options = CapacityOptions
@@ -80,7 +106,8 @@ class CapacityProducer(Producer):
                                  "all, beside the capacity-free ceiling): one certificate per trace and capacity, the "
                                  "optimum kernel-checked both ways for caches with admission control (Belady's MIN with "
                                  "bypass; a prefix cache where the trace is prefix-closed) and for caches that admit "
-                                 "every missed block (Belady's MIN); a trace in pieces: the second bound")
+                                 "every missed block (Belady's MIN); a trace in pieces: the second bound; under prove "
+                                 "isolation-cost, the capacities a per-tenant salt's cost is certified at")
         parser.add_argument("--capacity-tokens", type=int_list(1), action="extend", default=[], metavar="T[,T...]",
                             help="the same at capacities in tokens, each in whole blocks of the trace's block size "
                                  "(what it says, or --block-tokens)")
@@ -105,25 +132,8 @@ class CapacityProducer(Producer):
         if (opts.capacity_blocks or opts.capacity_tokens) and opts.piece_refs is not None and opts.piece_refs < 2:
             raise InputError(f"--shard-refs {opts.piece_refs}: a piece of a trace checked at a capacity holds at least "
                              "2 references (it shares its ends with its neighbours)")
-        refuse_stdin(opts.trace)
-        for trace in opts.trace:
-            named(trace).check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
-            check_name(trace)
-        # As the ceiling family: two traces folding to one name, or a trace over an earlier run's
-        # certificate of another trace in --out, would overwrite each other's certificates.
-        claimed: dict[str, Path] = {}
-        for trace in self.traces(setting):
-            name = slug(trace.stem)
-            for key in (name, names(trace, 0)[1]):
-                if (other := claimed.setdefault(key, trace)) != trace:
-                    raise InputError(f"this trace and {other} would both make capacity-{name}-c<C>: rename one of them "
-                                     "(a certificate is named by its trace's file name)", where=str(trace))
-            mine = re.compile(rf"capacity-{re.escape(name)}-c[0-9]+\.json")
-            for cert in (e.path for e in (entries(setting.out_dir, ".json") if setting.out_dir.is_dir() else []) if mine.fullmatch(e.name)):
-                earlier = certified_trace(cert)
-                if earlier is not None and earlier != trace.name:
-                    raise InputError(f"{cert} certifies trace {earlier}, which this trace's certificates would replace: "
-                                     "rename the trace or prove into another --out", where=str(trace))
+        refuse_overwrites(opts.trace, self.traces(setting), setting.out_dir,
+                          lambda trace: (f"capacity-{slug(trace.stem)}", names(trace, 0)[1]))
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         return [p for path, emitted in trace_files(self.traces(setting), setting)

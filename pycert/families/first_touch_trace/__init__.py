@@ -23,7 +23,7 @@ from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_TRACE_BYTES
 from pycert.core.schema import Certificate, InputFile
 from pycert.families.base import Claim, Instance, Reader, input_path
-from pycert.families.ceiling import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
+from pycert.families.traces import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
 from pycert.families.first_touch.dataset import (
     CUT_EVIDENCE,
     TENANT_EVIDENCE,
