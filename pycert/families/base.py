@@ -108,6 +108,9 @@ class Instance:
     """Relative to the certificate directory (``lean/<Module>.lean``, or ``lean/derived/…``)."""
     derived_from: str
     """The role of the input it is made from, or ``parameters``."""
+    section: str | None = None
+    """The namespace inside the module that holds this certificate's headline, when one file holds the
+    headlines of several certificates (a curve of capacities: ``C128``); None: the module's own."""
 
     @property
     def module(self) -> str:
@@ -120,7 +123,7 @@ class Instance:
     @property
     def headline(self) -> str:
         """The one theorem whose statement carries every figure the kernel checked, as literals."""
-        return f"{self.namespace}.headline"
+        return f"{self.namespace}.{self.section}.headline" if self.section else f"{self.namespace}.headline"
 
     def input(self, sha256: str) -> InputFile:
         return InputFile(role="lean", path=self.path, sha256=sha256, derived_from=self.derived_from)

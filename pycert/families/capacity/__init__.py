@@ -24,15 +24,16 @@ This module is the claim; :mod:`pycert.families.capacity.produce` makes the cert
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.limits import MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
+from pycert.core.limits import MAX_CURVE, MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
 from pycert.core.schema import Certificate, EvidenceState, InputFile, SolverInfo
 from pycert.families.base import Claim, Instance, Reader, input_path
 from pycert.families.capacity.text import (BOTH_WAYS, BOUNDED, LIMITS, OPTIMA, OPTIMA_LIMITS, OPTIMUM, PREFIX_NOT_CLAIMED,
@@ -48,6 +49,7 @@ from pycert.families.ceiling import (
     reading,
     slug,
 )
+from pycert.lean.emit import CAPACITY_CURVE_ENCODING as CURVE_ENCODING
 from pycert.lean.emit import CAPACITY_ENCODING as ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING as OPTIMA_ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMUM_ENCODING as OPTIMUM_ENCODING
@@ -59,9 +61,13 @@ class CapacityParams(TraceReading):
     capacity_blocks: int = Field(ge=1, le=MAX_PARAM)
     """``C``: the cache holds at most this many blocks."""
     lean_encoding: str
-    """The layout of the emitted instance file: :data:`OPTIMA_ENCODING` (both cache models, both ways),
-    :data:`OPTIMUM_ENCODING` (caches that admit every missed block, both ways), :data:`ENCODING` (that
-    bound alone) or :data:`PIECES_ENCODING` (a trace checked in pieces)."""
+    """The layout of the emitted instance file: :data:`CURVE_ENCODING` (both cache models, both ways, at each
+    capacity of ``curve``: what prove writes for a trace that fits one instance), :data:`OPTIMA_ENCODING` (the
+    same at one capacity), :data:`OPTIMUM_ENCODING` (caches that admit every missed block, both ways),
+    :data:`ENCODING` (that bound alone) or :data:`PIECES_ENCODING` (a trace checked in pieces)."""
+    curve: list[int] | None = Field(None, min_length=1, max_length=MAX_CURVE)
+    """Under :data:`CURVE_ENCODING`: every capacity the instance file checks, in increasing order, this
+    certificate's among them (the certificates of the others name the same file); it fixes the file."""
     prefix_cache: Literal["attained", "no-requests", "not-prefix-closed", "not-a-prefix"] | None = None
     """Under :data:`OPTIMA_ENCODING`: ``attained`` when the certificate claims that a prefix cache reaches
     the optimum with admission control, else why it does not (:func:`pycert.analysis.requests.prefix_verdict`)."""
@@ -70,6 +76,14 @@ class CapacityParams(TraceReading):
     piece_refs: int | None = Field(None, ge=2, le=MAX_PIECE_REFS)
     """The piece-size limit the split was computed with (no piece holds more): with the trace and the
     capacity it fixes the split (None: one instance file)."""
+
+
+    @field_validator("curve")
+    @classmethod
+    def _increasing(cls, curve: list[int] | None) -> list[int] | None:
+        if curve is not None and (any(not 1 <= c <= MAX_PARAM for c in curve) or any(b <= a for a, b in zip(curve, curve[1:]))):
+            raise ValueError(f"the capacities of a curve are in increasing order, each 1 to {MAX_PARAM}")
+        return curve
 
 
 class CapacityCertificate(Certificate):
@@ -85,12 +99,24 @@ def names(trace: PurePosixPath, capacity: int) -> tuple[str, str]:
     return f"capacity-{name}-c{capacity}", f"Capacity{lean_ident(name)}C{capacity}"
 
 
+def curve_module(trace: PurePosixPath, curve: Sequence[int]) -> str:
+    """The Lean module of a trace's curve: the one-capacity name for a curve of one, else named by a digest
+    of its capacities, so that another list never writes the same file with other content."""
+    if len(curve) == 1:
+        return names(trace, curve[0])[1]
+    digest = hashlib.sha256(",".join(map(str, curve)).encode()).hexdigest()[:10]
+    return f"Capacity{lean_ident(slug(trace.stem))}Curve{digest}"
+
+
 LITERALS = {BOUNDED: ("refs", "capacity_blocks", "max_hits"), OPTIMUM: ("refs", "capacity_blocks", "max_hits"),
             OPTIMA: ("refs", "capacity_blocks", "max_hits", "admission_hits"),
             PREFIX_OPTIMA: ("refs", "capacity_blocks", "max_hits", "admission_hits", "prefix_cache_hits")}
 """Each headline predicate's literals, in order, by figure name."""
 WITNESS_THEOREMS = ("Pycert.Capacity.realise", "Pycert.Capacity.optimum_of", "Pycert.SortedOptimum.linked_of_sortOK",
                     "Pycert.SortedOptimum.optimum_of_checks")
+CURVE_WITNESS_THEOREMS = ("Pycert.Capacity.realise", "Pycert.Capacity.optimum_of", "Pycert.SortedOptimum.linked_of_sortOK",
+                          "Pycert.SortedOptimum.linked_facts", "Pycert.SortedOptimum.optimum_of_facts")
+"""What a capacity of a curve rests on in place of :data:`WITNESS_THEOREMS` (the sort's facts derived once)."""
 """The library theorems a certificate with the witness rests on as well."""
 ADMISSION_THEOREMS = ("Pycert.Admission.run_of_policy", "Pycert.Admission.spans_le", "Pycert.Admission.hits_le_freeA",
                       "Pycert.Admission.realiseA", "Pycert.Admission.optimumA_of", "Pycert.SortedOptimum.ends_spec",
@@ -108,11 +134,11 @@ def piece_names(module: str, count: int) -> list[str]:
 
 def witnessed(params: CapacityParams) -> bool:
     """Whether a certificate's instance carries Belady's hit pairs (states an optimum, not only a bound)."""
-    return params.lean_encoding in (OPTIMUM_ENCODING, OPTIMA_ENCODING)
+    return params.lean_encoding in (OPTIMUM_ENCODING, OPTIMA_ENCODING, CURVE_ENCODING)
 
 
 def both_models(params: CapacityParams) -> bool:
-    return params.lean_encoding == OPTIMA_ENCODING
+    return params.lean_encoding in (OPTIMA_ENCODING, CURVE_ENCODING)
 
 
 def prefix_claimed(params: CapacityParams) -> bool:
@@ -161,8 +187,9 @@ class Capacity(Claim):
         return LITERALS[self.predicate(params)]
 
     def library_theorems(self, params: CapacityParams) -> tuple[str, ...]:
+        witness = CURVE_WITNESS_THEOREMS if params.lean_encoding == CURVE_ENCODING else WITNESS_THEOREMS
         return (self.theorem_names + (PIECE_THEOREMS if params.pieces > 1 else ())
-                + (WITNESS_THEOREMS if witnessed(params) else ()) + (ADMISSION_THEOREMS if both_models(params) else ())
+                + (witness if witnessed(params) else ()) + (ADMISSION_THEOREMS if both_models(params) else ())
                 + (PREFIX_THEOREMS if prefix_claimed(params) else ()))
 
     def does_not_prove(self, params: CapacityParams, figures: Mapping[str, Fraction],
@@ -189,9 +216,13 @@ class Capacity(Claim):
         """``lean/Capacity<Name>C<C>.lean``, or ``lean/derived/`` for a trace from outside the certificate
         directory (full-resolution data derived from it, which verify regenerates)."""
         [trace] = primary
+        where = LEAN_DERIVED if trace.external else LEAN_OUT
+        if params.lean_encoding == CURVE_ENCODING and params.curve:  # one file, a namespace per capacity
+            module = curve_module(PurePosixPath(trace.path), params.curve)
+            return Instance(path=(where / f"{module}.lean").as_posix(), derived_from="trace",
+                            section=f"C{params.capacity_blocks}")
         module = names(PurePosixPath(trace.path), params.capacity_blocks)[1]
-        return Instance(path=((LEAN_DERIVED if trace.external else LEAN_OUT) / f"{module}.lean").as_posix(),
-                        derived_from="trace")
+        return Instance(path=(where / f"{module}.lean").as_posix(), derived_from="trace")
 
     def figures(self, params: CapacityParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:
@@ -247,7 +278,7 @@ class Capacity(Claim):
         from pycert.families.capacity import derive  # numpy: see figures
 
         pieced = params.pieces > 1
-        expected = (PIECES_ENCODING,) if pieced else (OPTIMA_ENCODING, OPTIMUM_ENCODING, ENCODING)
+        expected = (PIECES_ENCODING,) if pieced else (CURVE_ENCODING, OPTIMA_ENCODING, OPTIMUM_ENCODING, ENCODING)
         if params.lean_encoding not in expected:
             raise Rejected(Rejection.mismatch("parameters.lean_encoding", " or ".join(map(repr, expected)),
                                               repr(params.lean_encoding)))
@@ -257,8 +288,14 @@ class Capacity(Claim):
         if both_models(params) != (params.prefix_cache is not None):
             raise Rejected(Rejection.mismatch("parameters.prefix_cache", "set exactly when both cache models are stated",
                                               repr(params.prefix_cache)))
+        curved = params.lean_encoding == CURVE_ENCODING
+        if curved != (params.curve is not None) or curved and params.capacity_blocks not in (params.curve or ()):
+            raise Rejected(Rejection.mismatch("parameters.curve", "the capacities of the instance file, this certificate's "
+                                              "among them, exactly when the layout is a curve", repr(params.curve)))
         inst = self.instance(params, self.primary_inputs(inputs))
         trace = read_certified(input_path(inputs, "trace", read), params)
+        if curved:
+            return {inst.path: derive.curve_text(trace, inst.module, params.curve or [])[0]}
         if not pieced:
             return {inst.path: derive.instance_text(trace, inst.module, params.capacity_blocks, params.lean_encoding,
                                                     params.prefix_cache)[0]}

@@ -23,6 +23,7 @@ from pycert.mutation.operators.base import (
 )
 from pycert.mutation.operators.capacity import Capacity
 from pycert.mutation.operators.certificate import CertificateTamper
+from pycert.mutation.operators.curve import Curve
 from pycert.mutation.operators.forgery import Forgery
 from pycert.mutation.operators.instance_data import InstanceData
 from pycert.mutation.operators.kernel_forgery import KernelForgery
@@ -36,7 +37,7 @@ from pycert.mutation.operators.solver import Solver
 from pycert.mutation.operators.trace_engine import TraceEngine
 
 OPERATORS: tuple[type[Operator], ...] = (LeanStatement, Proof, InstanceData, ShardDefects, Solver, CertificateTamper,
-                                         Forgery, KernelForgery, KernelLink, Capacity, AuditSelfTest, TraceEngine,
+                                         Forgery, KernelForgery, KernelLink, Capacity, Curve, AuditSelfTest, TraceEngine,
                                          ReportVerifier, LeakRun)
 
 __all__ = ["AUDIT_HEADER", "CEILING_CERT", "CERT_DIR", "OPERATORS", "TRACE_INPUT", "WINDOW", "Operator", "Planned",
