@@ -2,7 +2,6 @@ module
 
 prelude
 public import Pycert.SortedAdmission
-import Init.Omega
 
 /-!
 # Running counts the kernel computes: a curve of capacities in one instance
@@ -14,28 +13,38 @@ were most of what a capacity added to an instance (dozens of planes of `2 ^ M` b
 from its digits); here the kernel computes them instead, so that one instance can hold many
 capacities:
 
-* `runP M w c`: the running count of the bits of `c`, in `w` planes, by `M` rounds of doubling
-  (Kogge–Stone: round `k` adds the planes shifted by `2 ^ k` places), one ripple-carry sum a round.
+* `runP M w c`: the running count of the bits of `c`, in `w` planes, one plane at a time: each bit of
+  the count is the parity of the carries into it before each place, a prefix XOR (`M` rounds of
+  doubling, three operations on whole planes a round).
+
+A curve's instance imports this file alone: it brings the whole sorted-trace library with it.
 
 What this file does not say: that `runP` counts. Nothing rests on it: every use is tested by `cutsOK`
 like a literal, and a wrong count (too few planes, a wrong round) fails that test.
 -/
 
 namespace Pycert.Curve
-open Pycert.SortedOptimum
 
-/-- `rounds ones k r P`: `r` rounds of doubling from round `k` on, each adding to the planes `P` the same
-planes moved `2 ^ k` places up, kept below the places of `ones`. -/
-@[expose] public noncomputable def rounds (ones : Nat) : Nat → Nat → List Nat → List Nat
-  | _, 0, P => P
-  | k, r + 1, P => rounds ones (k + 1) r (addP P (P.map fun p => (p <<< 2 ^ k) &&& ones) 0).1
+/-- Prefix XOR from round `k` on, `r` rounds: each XORs into `x` the same plane moved `2 ^ k` places up,
+kept below the places of `ones`; after rounds `0 … M - 1`, place `t` holds the XOR of the places
+`t - 2 ^ M < u ≤ t`. -/
+@[expose] public noncomputable def pxor (ones : Nat) : Nat → Nat → Nat → Nat
+  | _, 0, x => x
+  | k, r + 1, x => pxor ones (k + 1) r (x ^^^ ((x <<< 2 ^ k) &&& ones))
 
-/-- The running count of `c` on `2 ^ M` places, in `w` planes: at place `t`, the bits of `c` below `t`
-(after `M` rounds the planes hold the count at and below each place; moved one place up, below it).
-The places run to `2 ^ M` itself, which a trace of exactly `2 ^ M` references reads. The masks are
-shifts, not powers: the kernel computes `2 ^ e` only for `e ≤ 2 ^ 24` (DEVELOPERS.md). -/
+/-- The planes of a running count from one bit up: `d` marks the places whose own bit carries into this
+bit. The bit at `t` is the parity of the carries before `t` (the prefix XOR moved one place up), and the
+places that carry on into the next bit are those of `d` where this bit is already set. -/
+@[expose] public noncomputable def runFrom (M ones : Nat) : Nat → Nat → List Nat
+  | 0, _ => []
+  | w + 1, d => (fun E => E :: runFrom M ones w (d &&& E)) ((pxor ones 0 M d <<< 1) &&& ones)
+
+/-- The running count of `c` on `2 ^ M` places, in `w` planes: at place `t`, the number of bits of `c`
+below `t`, bit by bit (bit 0 is the parity of the bits before `t`; a bit of `c` carries into bit `b + 1`
+where bits `0 … b` of the count are all set). The places run to `2 ^ M` itself, which a trace of
+exactly `2 ^ M` references reads. The masks are shifts, not powers: the kernel computes `2 ^ e` only for
+`e ≤ 2 ^ 24` (DEVELOPERS.md). -/
 @[expose] public noncomputable def runP (M w c : Nat) : List Nat :=
-  (rounds ((1 <<< (2 ^ M + 1)) - 1) 0 M (c :: List.replicate (w - 1) 0)).map
-    fun p => (p <<< 1) &&& ((1 <<< (2 ^ M + 1)) - 1)
+  runFrom M ((1 <<< (2 ^ M + 1)) - 1) w c
 
 end Pycert.Curve
