@@ -57,8 +57,10 @@ def today_tree(rev: str, tmp: Path) -> tuple[Path, str]:
 
 
 def pycert(tree: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    # from inside the tree: `python -m` puts the working directory first on the path, before PYTHONPATH and
+    # before the editable install of this checkout
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([sys.executable, "-m", "pycert", *args], capture_output=True, text=True, env=env)
+    return subprocess.run([sys.executable, "-m", "pycert", *args], capture_output=True, text=True, env=env, cwd=tree)
 
 
 def prove(tree: Path, trace: Path, capacities: list[int], tmp: Path) -> dict:
@@ -74,7 +76,8 @@ def prove(tree: Path, trace: Path, capacities: list[int], tmp: Path) -> dict:
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
-        raise SystemExit(f"prove failed ({res.returncode}): {res.stderr[-2000:]}")
+        raise SystemExit(f"prove failed ({res.returncode}): {res.stdout[-2000:]}")
+
     lean = [m.groupdict() for m in LEAN_LINE.finditer(res.stderr)]
     figures = {}
     for cert in out.glob("capacity-*.json"):
@@ -105,6 +108,9 @@ def main() -> None:
         for code in (tree, ROOT):  # the libraries, before anything is timed
             if (built := pycert(code, ["build", "--backend", "wasm"])).returncode != 0:
                 raise SystemExit(f"library build failed: {built.stderr[-1000:]}")
+            where = re.search(r"^library\s+(\S+)", pycert(code, ["toolchain"]).stdout, re.M)
+            if where is None or not where.group(1).startswith(str(code)):
+                raise SystemExit(f"{code}'s commands would run another library: {where and where.group(1)}")
         rows = [{"path": f"today ({args.today} {commit[:7]}), one command per capacity", **prove(tree, args.trace, [c], tmp)}
                 for c in today_caps]
         rows.append({"path": "curve, one command", **prove(ROOT, args.trace, caps, tmp)})
