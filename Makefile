@@ -1,17 +1,25 @@
 # The README's two commands. Each does all of its own set-up on a fresh machine.
+# `make prove` installs what proving needs and nothing more; `make test` adds the test and leak extras
+# (pytest, libCacheSim, torch, transformers: the suite, `pycert leak run` and `pycert engine replay`).
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup prove test browser install-check
+.PHONY: setup toolchain prove test browser install-check
 
-$(BIN)/pycert: pyproject.toml
+$(VENV)/.prove-deps: pyproject.toml
 	python3 -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.test-deps: pyproject.toml $(VENV)/.prove-deps
 	$(BIN)/python -m pip install -q -e '.[test,leak]'
 	touch $@
 
-setup: $(BIN)/pycert
+toolchain: $(VENV)/.prove-deps
 	$(BIN)/pycert toolchain install
+
+# Everything a developer needs: both sets of dependencies and the toolchain.
+setup: $(VENV)/.test-deps toolchain
 
 # The report page is tested in real headless Chromium (Debian's package), installed when missing.
 browser:
@@ -19,7 +27,7 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing and not root: the browser test will fail"; fi; }
 
-prove: setup
+prove: toolchain
 	$(BIN)/pycert prove all
 
 # `make test` runs this too (tests/test_install.py is part of the suite); here it runs alone.

@@ -84,6 +84,11 @@ class Backend(ABC):
         """Compile ``units`` (the modules of ``library``, if given, and standalone files): one verdict per
         unit, in an order where each comes after what it imports, and the tree of compiled files."""
 
+    def cache_identity(self) -> str | None:
+        """What the build cache keys this backend's compiled files by (its toolchain), or None when the
+        backend keeps its own (Lake)."""
+        return None
+
     @abstractmethod
     def print_axioms(self, project: Path | None, modules: list[str], theorems: list[str],
                      timeout: float) -> PrintedAxioms:

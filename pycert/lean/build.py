@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel
 
@@ -193,6 +193,52 @@ class BuildCache:
             (entry / "result.json").write_text(result.model_dump_json())
 
         publish_dir(self.root / self.keys[unit.module], fill)
+
+
+class CacheEntry(BaseModel):
+    """One module's build-cache entry as bytes, to send to another machine (a Ray task's result through
+    the object store, or the library the driver hands its tasks): no shared disk needed."""
+
+    module: str
+    key: str
+    files: dict[str, bytes]
+    """Path in the entry (``result.json``, ``Pycert/Lists.olean``, ...) -> its bytes."""
+
+
+def export_entries(cache: BuildCache, modules: Iterable[str]) -> list[CacheEntry]:
+    """The entries ``cache`` holds for ``modules`` (a module it has no verdict for is left out)."""
+    out = []
+    for m in modules:
+        entry = cache.root / cache.keys[m]
+        if (entry / "result.json").is_file():
+            out.append(CacheEntry(module=m, key=cache.keys[m], files={
+                f.relative_to(entry).as_posix(): f.read_bytes() for f in entry.rglob("*") if f.is_file()}))
+    return out
+
+
+def import_entries(cache: BuildCache, entries: Iterable[CacheEntry]) -> list[str]:
+    """Put ``entries`` into ``cache`` where it lacks them; each must have the key this cache derives for its
+    module from its own sources (a machine with another library or toolchain is refused, naming it)."""
+    added = []
+    for e in entries:
+        if cache.keys.get(e.module) != e.key:
+            raise InputError(f"{e.module}: built from other sources or with another Lean toolchain than this "
+                             "machine's (each machine must run the same pycert and toolchain)")
+        target = cache.root / e.key
+        if (target / "result.json").is_file():
+            continue
+
+        def fill(entry: Path, files: dict[str, bytes] = e.files) -> None:
+            for name, data in files.items():
+                rel = PurePosixPath(name)
+                if rel.is_absolute() or any(part in ("", ".", "..") for part in rel.parts):
+                    raise InputError(f"a cache entry holds a file named {name!r}", where=e.module)
+                (entry / rel).parent.mkdir(parents=True, exist_ok=True)
+                (entry / rel).write_bytes(data)
+
+        if publish_dir(target, fill):
+            added.append(e.module)
+    return added
 
 
 def prune_old_trees(root: Path, max_age_s: float = 86400.0) -> None:

@@ -1,17 +1,18 @@
 """Lean modules emitted and checked as Ray tasks: one task per module, on a local cluster that pycert
-starts or on an existing one (``address``).
+starts (bound to the loopback) or on an existing one (``address``).
 
 A task is given a function that writes its module's source (a shard's, from that shard's
-references alone) and checks it with the build system (:func:`pycert.lean.build.build`, the library
-coming from the build cache), so Python's emitting and Lean's checking both spread over the
-cluster. Ray schedules the tasks (one core each) and retries a task whose worker was lost or whose
-Lean was killed (``max_retries``); Lean running out of heap or time is deterministic and is not
-retried, but reported by module. The compiled module lands in the content-addressed build cache,
-which every worker must see (on one machine it is the same directory; on a cluster,
-``$PYCERT_BUILD_CACHE`` on a shared path): the driver's own build of the module that imports them
-then finds every one of them there and checks only that module.
-"""
+references alone) and checks it with the build system (:func:`pycert.lean.build.build`), so Python's
+emitting and Lean's checking both spread over the cluster. Ray schedules the tasks (one core each)
+and retries a task whose worker was lost or whose Lean was killed (``max_retries``); Lean running
+out of heap or time is deterministic and is not retried, but reported by module.
 
+Nothing travels through a shared disk: the driver builds the library first and puts its compiled
+files in Ray's object store once; each task seeds its own machine's build cache from them, and returns
+its module's compiled files and verdict as its result, which the driver puts into its own build cache
+under the key it derives itself (a machine with another library or toolchain is refused). The driver's
+build of the module that imports them then finds every one of them there and checks only that module.
+"""
 from __future__ import annotations
 
 import os
@@ -32,13 +33,17 @@ from pydantic import BaseModel
 from pycert.core.errors import InputError, PycertError, Terminated
 from pycert.core.resources import library_dir
 from pycert.lean import build
+from pycert.lean.backend import Backend, resolve
 from pycert.lean.diagnostics import CheckResult
+from pycert.lean.sources import file_units, library_units
 from pycert.lean.toolchain import scratch_root
 
+LOOPBACK = "127.0.0.1"
 RETRIES = 2
 """Tries after the first for a task whose worker was lost or whose Lean was killed by a signal."""
-_PASSED = ("PYCERT_", "XDG_CACHE_HOME")
-"""Environment the driver hands its workers: where the caches are, which Lean, how many slots."""
+_PASSED = ("PYCERT_", "XDG_CACHE_HOME", "TMPDIR")
+"""Environment the driver hands the workers of a local cluster (the same machine): where the caches are,
+which Lean, how many slots. The nodes of an existing cluster keep their own."""
 
 
 @dataclass(frozen=True)
@@ -65,24 +70,62 @@ class LeanKilled(Exception):
     """A worker's Lean was killed by a signal (the out-of-memory killer, maybe): worth another try."""
 
 
-def _check_one(make: Callable[[], tuple[str, Any]], module: str, backend: str | None, timeout: float) -> dict:
-    """The task body: emit, check against the library (from the cache), return the verdict."""
+def _check_one(make: Callable[[], tuple[str, Any]], module: str, backend: str | None, timeout: float,
+               library: list[build.CacheEntry]) -> dict:
+    """The task body: seed this machine's build cache with the library, emit, check against it, and
+    return the verdict with the module's compiled files."""
     import ray  # the task runs in a Ray worker, which has it imported already
 
+    chosen = resolve(backend)
+    identity = chosen.cache_identity()
+    if identity is not None:
+        build.import_entries(build.BuildCache(identity, library_units(library_dir())), library)
     text, extra = make()
     stage = Path(tempfile.mkdtemp(prefix="ray-", dir=scratch_root()))
     try:
         path = stage / f"{module}.lean"
         path.write_text(text, encoding="utf-8")
-        res = build.build(library=library_dir(), files=[path], backend=backend, timeout=timeout, jobs=1)
+        res = build.build(library=library_dir(), files=[path], backend=chosen, timeout=timeout, jobs=1)
+        r = next((x for x in res.results if x.module == module), None)
+        if r is None:
+            raise PycertError(f"{module}: the build did not report it")
+        if r.status == "resources" and r.cause == "killed":
+            raise LeanKilled(r.detail)
+        entry = None
+        if identity is not None:
+            cache = build.BuildCache(identity, library_units(library_dir()) + file_units([path]))
+            entry = next(iter(build.export_entries(cache, [module])), None)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    r = next((x for x in res.results if x.module == module), None)
-    if r is None:
-        raise PycertError(f"{module}: the build did not report it")
-    if r.status == "resources" and r.cause == "killed":
-        raise LeanKilled(r.detail)
-    return {"source": text, "extra": extra, "result": r.model_dump(), "node": ray.get_runtime_context().get_node_id()}
+    return {"source": text, "extra": extra, "result": r.model_dump(), "entry": entry,
+            "node": ray.get_runtime_context().get_node_id()}
+
+
+def _library(backend: Backend, progress: Callable[[str], None]) -> list[build.CacheEntry]:
+    """The library, built here (from the cache when it can), as the entries every task seeds its cache with."""
+    identity = backend.cache_identity()
+    if identity is None:
+        return []
+    units = library_units(library_dir())
+    res = build.build(library=library_dir(), backend=backend, progress=lambda m: progress("  " + m))
+    if not res.ok:
+        bad = ", ".join(f"{r.module} ({r.status})" for r in res.results if not r.ok)
+        raise PycertError(f"the Lean library does not build: {bad}")
+    return build.export_entries(build.BuildCache(identity, units), [u.module for u in units])
+
+
+def _keep(backend: Backend, module: str, source: str, entry: build.CacheEntry | None) -> None:
+    """Put a task's compiled module into this machine's build cache, under the key derived here."""
+    identity = backend.cache_identity()
+    if identity is None or entry is None:
+        return
+    stage = Path(tempfile.mkdtemp(prefix="ray-", dir=scratch_root()))
+    try:
+        path = stage / f"{module}.lean"
+        path.write_text(source, encoding="utf-8")
+        build.import_entries(build.BuildCache(identity, library_units(library_dir()) + file_units([path])), [entry])
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def reachable(address: str, timeout: float = 10.0) -> None:
@@ -99,12 +142,18 @@ def reachable(address: str, timeout: float = 10.0) -> None:
 
 
 def connect(address: str | None) -> str:
-    """Join the cluster at ``address``, or start a local one on this machine's cores; what was joined."""
+    """Join the cluster at ``address``, or start a local one on this machine's cores whose every port
+    (GCS, raylet, workers, object manager) listens on the loopback, with no dashboard; what was joined."""
+    if address is None and "ray" not in sys.modules:  # read by Ray at import: set them before
+        os.environ.setdefault("RAY_AUTH_MODE", "token")  # Ray's default for a local cluster (else it says so)
+        # Ray binds its servers to the node's IP, and resolves 127.0.0.1 to the machine's outward address
+        # unless clusters are off, as on macOS and Windows: then a local cluster stays on the loopback.
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     import ray  # 0.3 s to import, and only a sharded proof needs it
 
     if ray.is_initialized():
         return "the cluster this process joined before"
-    env = {k: v for k, v in os.environ.items() if k.startswith(_PASSED)}
+    env = {k: v for k, v in os.environ.items() if k.startswith(_PASSED)} if address is None else {}
     options: dict[str, Any] = dict(log_to_driver=False, configure_logging=False, runtime_env={"env_vars": env})
     # Ray's driver installs its own SIGTERM handler (a crash dump, exit 1): pycert's (remove the
     # temporaries, exit 143) is put back once the cluster is joined.
@@ -114,28 +163,34 @@ def connect(address: str | None) -> str:
             reachable(address)
             ray.init(address=address, **options)
             return f"the Ray cluster at {address}"
-        ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, **options)
+        ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, _node_ip_address=LOOPBACK, **options)
+        if (ip := ray.util.get_node_ip_address()) != LOOPBACK:
+            ray.shutdown()
+            raise InputError(f"the local Ray cluster would listen on {ip}, not on the loopback: start pycert "
+                             "in a fresh process, or start a cluster yourself and pass --ray-address")
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise InputError(f"cannot start or join a Ray cluster: {str(exc).splitlines()[0]}",
                          where=f"--ray-address {address}" if address else None) from None
     finally:
         if on_term is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, on_term)
-    return f"a local Ray cluster of {os.cpu_count()} cores"
+    return f"a local Ray cluster of {os.cpu_count()} cores on {LOOPBACK}"
 
 
 def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, address: str | None = None,
               progress: Callable[[str], None] = lambda _m: None) -> list[Outcome]:
     """Emit and check every module of ``works`` as Ray tasks; outcomes in the order given. A task that
     failed on every try is reported as its module's verdict, never raised."""
-    if address is None and "ray" not in sys.modules:  # Ray's own default for a local cluster, set before Ray reads
-        os.environ.setdefault("RAY_AUTH_MODE", "token")  # it at import: otherwise it says so on stderr
+    chosen = resolve(backend)
+    progress("library, for the cluster's tasks ...")
+    library = _library(chosen, progress)
+    progress(f"cluster: {connect(address)}")
     import ray  # see connect
 
-    progress(f"cluster: {connect(address)}")
     task = ray.remote(num_cpus=1, max_retries=RETRIES, retry_exceptions=[LeanKilled])(_check_one)
     t0 = time.monotonic()
-    pending = {task.remote(w.make, w.module, backend, timeout): i for i, w in enumerate(works)}
+    shipped = ray.put(library)
+    pending = {task.remote(w.make, w.module, backend, timeout, shipped): i for i, w in enumerate(works)}
     out: dict[int, Outcome] = {}
     while pending:
         try:
@@ -148,11 +203,14 @@ def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, add
         w = works[i]
         try:
             got = ray.get(done[0])
-            out[i] = Outcome(module=w.module, source=got["source"], extra=got["extra"],
-                             result=CheckResult.model_validate(got["result"]), node=got["node"])
         except Exception as exc:  # noqa: BLE001 - Ray wraps what the task raised; each is a verdict on the module
             out[i] = Outcome(module=w.module, source="", result=lost(w, exc), tries=RETRIES + 1)
-        progress(f"  {w.module}: {out[i].result.summary()}{', ' + w.size if w.size else ''} "
+        else:
+            _keep(chosen, w.module, got["source"], got["entry"])
+            out[i] = Outcome(module=w.module, source=got["source"], extra=got["extra"],
+                             result=CheckResult.model_validate(got["result"]), node=got["node"])
+        progress(f"  {w.module}: {out[i].result.summary()}{', ' + w.size if w.size else ''}"
+                 f"{' on node ' + out[i].node[:12] if out[i].node else ''} "
                  f"[{len(out)} of {len(works)} done, {time.monotonic() - t0:.0f} s]")
     return [out[i] for i in range(len(works))]
 

@@ -39,11 +39,14 @@ class WasmBackend(Backend):
     def toolchain_library(self) -> Path:
         return self.lib
 
+    def cache_identity(self) -> str:
+        return f"wasm:{self.stamp.integrity}"
+
     def build(self, library: Path | None, units: list[Unit], options: BuildOptions) -> tuple[list[CheckResult], Path]:
         prune_old_trees(scratch_root())
         tree = Path(tempfile.mkdtemp(prefix="oleans-", dir=scratch_root()))
         atexit.register(shutil.rmtree, tree, ignore_errors=True)  # the run's audit is done by then
-        cache = BuildCache(f"wasm:{self.stamp.integrity}", units)
+        cache = BuildCache(self.cache_identity(), units)
 
         def compile_unit(u: Unit) -> CheckResult:
             if (hit := cache.lookup(u, tree)) is not None:
