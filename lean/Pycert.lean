@@ -28,8 +28,6 @@ public import Pycert.SortedTrace
 public import Pycert.SortedOptimum
 public import Pycert.SortedAdmission
 public import Pycert.Curve
-public import Pycert.Joints
-public import Pycert.SortedJoints
 
 /-!
 # pycert: the theorem library
@@ -37,7 +35,6 @@ public import Pycert.SortedJoints
 The root of `lean_lib Pycert`: importing it imports every file. The list facts and the cache model
 come first, then one file per family of claims, then the packed vectors a whole-trace instance
 rests on, the shards a trace too big for one Lean process is checked in (`Shards`), and the sorted trace at a
-capacity, many capacities to one instance (`Curve`), and in pieces both ways with the open pairs
-carried across each joint (`Joints`, `SortedJoints`). It is a `prelude` file, so it adds no import of all of `Init` beyond what the files
+capacity, many capacities to one instance (`Curve`). It is a `prelude` file, so it adds no import of all of `Init` beyond what the files
 themselves import (without it, `pycert audit` loaded all 517 modules of the toolchain, not 100).
 -/
