@@ -30,7 +30,7 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.limits import MAX_CURVE, MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
@@ -88,6 +88,16 @@ class CapacityParams(TraceReading):
         if curve is not None and (any(not 1 <= c <= MAX_PARAM for c in curve) or any(b <= a for a, b in zip(curve, curve[1:]))):
             raise ValueError(f"the capacities of a curve are in increasing order, each 1 to {MAX_PARAM}")
         return curve
+
+    @model_validator(mode="after")
+    def _in_its_curve(self) -> CapacityParams:
+        # read before any input is looked for: a curve that leaves this capacity out names a file that
+        # does not check it, and verify would otherwise only say that file is missing
+        curved = self.lean_encoding == CURVE_ENCODING
+        if curved != (self.curve is not None) or curved and self.capacity_blocks not in (self.curve or ()):
+            raise ValueError(f"parameters.curve: the capacities of the instance file, this certificate's "
+                             f"among them, exactly when the layout is a curve (got {self.curve!r})")
+        return self
 
 
 class CapacityCertificate(Certificate):
@@ -312,9 +322,6 @@ class Capacity(Claim):
             raise Rejected(Rejection.mismatch("parameters.prefix_cache", "set exactly when both cache models are stated",
                                               repr(params.prefix_cache)))
         curved = params.lean_encoding == CURVE_ENCODING
-        if curved != (params.curve is not None) or curved and params.capacity_blocks not in (params.curve or ()):
-            raise Rejected(Rejection.mismatch("parameters.curve", "the capacities of the instance file, this certificate's "
-                                              "among them, exactly when the layout is a curve", repr(params.curve)))
         inst = self.instance(params, self.primary_inputs(inputs))
         trace = _certified(inputs, read, params)
         if curved:
