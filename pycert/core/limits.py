@@ -36,6 +36,10 @@ MAX_PIECE_REFS = 1 << 19
 """References per piece of a trace checked at a capacity: ``2 ** 19`` places of fields of at most 32
 bits (such a piece has fewer than ``2 ** 31`` blocks) fill the ``2 ** 24`` bits one Lean process sorts
 within its heap (:data:`pycert.lean.emit.capacity.MAX_SORT_BITS`)."""
+MAX_CURVE = 32
+"""The most capacities one instance file checks (:mod:`pycert.lean.emit.curve`). Measured on the conversation
+trace (DEVELOPERS.md): each capacity adds about 5 s of Lean CPU and no measurable heap to the one process, so 32
+keep a file near three minutes; a longer list is checked in as many files as it takes (each sorts the trace)."""
 MAX_SHARDS = 1 << 16
 """The most shards a certificate may name (10^8 references took 31): bounds what verify emits again."""
 MAX_BELADY_POINTS = 1_000

@@ -16,9 +16,10 @@ from pycert.core.console import plural
 from pycert.core.errors import InputError
 from pycert.core.gate import entries, named
 from pycert.core.limits import MAX_PIECE_REFS, MAX_TRACE_BYTES, int_list, int_range
+from pycert.core.schema import InputFile
 from pycert.data.traces import Trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.families.capacity import CLAIM, CapacityParams, derive, names
+from pycert.families.capacity import CLAIM, CURVE_ENCODING, CapacityParams, curve_module, derive, names
 from pycert.families.traces import (
     DEFAULT_TRACE,
     certified_trace,
@@ -31,7 +32,7 @@ from pycert.families.traces import (
 )
 from pycert.lean import cluster
 from pycert.lean.emit import capacity as emit
-from pycert.lean.emit import pieces
+from pycert.lean.emit import curve, pieces
 
 
 class CapacityOptions(Options):
@@ -145,43 +146,65 @@ class CapacityProducer(Producer):
                        else input_file("trace", path, setting.root, sha256=trace.sha256))
         opts: CapacityOptions = setting.options  # type: ignore[assignment]
         distinct = len(np.unique(trace.refs))
-        out = []
         limit = min(opts.piece_refs or MAX_PIECE_REFS, MAX_PIECE_REFS)
+        if trace.n_refs <= limit and emit.fits_one(trace.n_refs, distinct):
+            return [p for run in curve.chunks(capacities(opts, trace))
+                    for p in self._prepare_curve(path, trace, trace_input, run, setting)]
+        out = []
         for c in capacities(opts, trace):
-            params = CapacityParams(capacity_blocks=c, lean_encoding=emit.OPTIMA_ENCODING,
-                                    **reading_of(trace))  # type: ignore[arg-type]
-            if trace.n_refs > limit or not emit.fits_one(trace.n_refs, distinct):
-                setting.progress(f"{trace.name}: cut list at {plural(c, 'block')}, split into pieces of at most "
-                                 f"{plural(limit, 'reference')}")
-                cuts, points = derive.piece_layout(trace.refs, c, limit)
-                params = CapacityParams(capacity_blocks=c, lean_encoding=emit.PIECES_ENCODING, piece_refs=limit,
-                                        pieces=len(points) - 1, **reading_of(trace))  # type: ignore[arg-type]
-            else:
-                verdict, why = prefix_verdict(trace, derive.model(trace.refs, c, admission=True).ends)
-                params = params.model_copy(update={"prefix_cache": verdict})
-                if verdict != "attained":
-                    setting.progress(f"{trace.name}: no prefix cache claimed at {plural(c, 'block')}: {why}")
-            instance = CLAIM.instance(params, [trace_input])
-            p = Prepared(claim=CLAIM, id=names(path, c)[0], parameters=params, headline="", inputs=[trace_input],
-                         located={trace_input.path: path})
-            if params.piece_refs is None:
-                setting.progress(f"{trace.name}: cut lists and instance at {plural(c, 'block')}")
-                text, plan = derive.instance_text(trace, instance.module, c, params.lean_encoding, params.prefix_cache)
-                lean_path = setting.emit(Path(instance.path), text)
-                p.inputs.append(setting.emitted("lean", Path(instance.path), derived_from="trace"))
-                p.lean_file, p.located[instance.path] = lean_path, lean_path
-            elif (plan := self._prepare_pieces(p, trace, distinct, cuts, points, setting)) is None:
-                out.append(p)
-                continue
-            p.engine = {"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
-                        "cuts": Fraction(plan.cuts)}
-            if plan.admission is not None:
-                p.engine |= {"admission_hits": Fraction(plan.admission.max_hits),
-                             "admission_cuts": Fraction(plan.admission.cuts)}
-            ceiling = (plan.admission.max_hits if plan.admission is not None else plan.max_hits) / plan.refs
-            p.headline = f"{plural(c, 'block')}: ceiling {ceiling:.6f}" if plan.refs else "empty"
+            setting.progress(f"{trace.name}: cut list at {plural(c, 'block')}, split into pieces of at most "
+                             f"{plural(limit, 'reference')}")
+            cuts, points = derive.piece_layout(trace.refs, c, limit)
+            params = CapacityParams(capacity_blocks=c, lean_encoding=emit.PIECES_ENCODING, piece_refs=limit,
+                                    pieces=len(points) - 1, **reading_of(trace))  # type: ignore[arg-type]
+            p = self._prepared(path, trace_input, params)
+            if (plan := self._prepare_pieces(p, trace, distinct, cuts, points, setting)) is not None:
+                self._expect(p, plan)
             out.append(p)
         return out
+
+    def _prepare_curve(self, path: Path, trace: Trace, trace_input: InputFile, run: list[int],
+                       setting: Setting) -> list[Prepared]:
+        """One instance file for every capacity of ``run`` (the trace sorted once), and a certificate per capacity
+        resting on it, each with its own headline."""
+        module = curve_module(PurePosixPath(trace_input.path), run)
+        setting.progress(f"{trace.name}: cut lists and witnesses at {', '.join(map(str, run))} blocks, one instance "
+                         f"({module})")
+        text, plans = derive.curve_text(trace, module, run)
+        every = []
+        for c in run:
+            verdict, why = prefix_verdict(trace, derive.model(trace.refs, c, admission=True).ends)
+            if verdict != "attained":
+                setting.progress(f"{trace.name}: no prefix cache claimed at {plural(c, 'block')}: {why}")
+            every.append(CapacityParams(capacity_blocks=c, lean_encoding=CURVE_ENCODING, curve=run, prefix_cache=verdict,
+                                        **reading_of(trace)))  # type: ignore[arg-type]
+        rel = Path(CLAIM.instance(every[0], [trace_input]).path)  # the same file for every capacity of the run
+        lean_path = setting.emit(rel, text)
+        lean_input = setting.emitted("lean", rel, derived_from="trace")
+        out = []
+        for params, plan in zip(every, plans):
+            p = self._prepared(path, trace_input, params)
+            p.inputs.append(lean_input)
+            p.lean_file, p.located[rel.as_posix()] = lean_path, lean_path
+            self._expect(p, plan)
+            out.append(p)
+        return out
+
+    def _prepared(self, path: Path, trace_input: InputFile, params: CapacityParams) -> Prepared:
+        return Prepared(claim=CLAIM, id=names(path, params.capacity_blocks)[0], parameters=params, headline="",
+                        inputs=[trace_input], located={trace_input.path: path})
+
+    @staticmethod
+    def _expect(p: Prepared, plan: emit.Plan) -> None:
+        """What pycert's engines expect the kernel to state, and the run table's figure."""
+        c = plan.capacity
+        p.engine = {"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
+                    "cuts": Fraction(plan.cuts)}
+        if plan.admission is not None:
+            p.engine |= {"admission_hits": Fraction(plan.admission.max_hits),
+                         "admission_cuts": Fraction(plan.admission.cuts)}
+        ceiling = (plan.admission.max_hits if plan.admission is not None else plan.max_hits) / plan.refs
+        p.headline = f"{plural(c, 'block')}: ceiling {ceiling:.6f}" if plan.refs else "empty"
 
     def _prepare_pieces(self, p: Prepared, trace: Trace, distinct: int, cuts: list[int], points: list[int],
                         setting: Setting) -> emit.Plan | None:

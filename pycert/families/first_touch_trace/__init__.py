@@ -151,7 +151,7 @@ class FirstTouchTrace(Claim):
         trace = next(i for i in primary if i.role == "trace")
         where = LEAN_DERIVED if trace.external else LEAN_OUT
         module = module_name(PurePosixPath(trace.path), params.rows)
-        return Instance(path=(where / f"{module}.lean").as_posix(), derived_from="trace", row=f"Mooncake{params.row:03d}")
+        return Instance(path=(where / f"{module}.lean").as_posix(), derived_from="trace", section=f"Mooncake{params.row:03d}")
 
     def regenerate(self, params: TraceParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
         path = input_path(inputs, "trace", read)

@@ -23,6 +23,7 @@ from pycert.mutation.operators.base import (
 )
 from pycert.mutation.operators.capacity import Capacity
 from pycert.mutation.operators.certificate import CertificateTamper
+from pycert.mutation.operators.curve import Curve
 from pycert.mutation.operators.forgery import Forgery
 from pycert.mutation.operators.instance_data import InstanceData
 from pycert.mutation.operators.isolation_cost import IsolationCost
@@ -37,8 +38,8 @@ from pycert.mutation.operators.solver import Solver
 from pycert.mutation.operators.trace_engine import TraceEngine
 
 OPERATORS: tuple[type[Operator], ...] = (LeanStatement, Proof, InstanceData, ShardDefects, Solver, CertificateTamper,
-                                         Forgery, KernelForgery, KernelLink, Capacity, IsolationCost, AuditSelfTest,
-                                         TraceEngine, ReportVerifier, LeakRun)
+                                         Forgery, KernelForgery, KernelLink, Capacity, Curve, IsolationCost,
+                                         AuditSelfTest, TraceEngine, ReportVerifier, LeakRun)
 
 __all__ = ["AUDIT_HEADER", "CEILING_CERT", "CERT_DIR", "OPERATORS", "TRACE_INPUT", "WINDOW", "Operator", "Planned",
            "Verdict", "expect_failure"]
