@@ -63,6 +63,9 @@ MAX_INFLATE_BYTES = MAX_TRACE_BYTES
 """And to at most this many bytes, whatever its ratio."""
 MAX_TRACE_REFS = 1 << 32
 """Most block references a trace may hold (10^8 were certified in 31 shards): counted as it is read."""
+MAX_TRACE_TOKENS = 1 << 62
+"""Most prompt tokens a trace's requests may hold in all (``input_length`` summed as it is read): every
+token figure is a sum of them in numpy's int64, which would wrap past 2^63 into a negative or a >100% ceiling."""
 MAX_NAME_BYTES = 255
 """Longest file name (one path component), the Linux ``NAME_MAX``: a longer one is refused before the
 file system is asked (which fails in its own words)."""
