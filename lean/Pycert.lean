@@ -17,6 +17,7 @@ public import Pycert.Ceiling
 public import Pycert.Pooling
 public import Pycert.Isolation
 public import Pycert.FirstTouch
+public import Pycert.FirstTouchTrace
 public import Pycert.Packed
 public import Pycert.Route
 public import Pycert.PackedTrace
@@ -27,12 +28,14 @@ public import Pycert.Planes
 public import Pycert.SortedTrace
 public import Pycert.SortedOptimum
 public import Pycert.SortedAdmission
+public import Pycert.IsolationCost
 
 /-!
 # pycert: the theorem library
 
 The root of `lean_lib Pycert`: importing it imports every file. The list facts and the cache model
 come first, then one file per family of claims, then the packed vectors a whole-trace instance
-rests on, and the shards a trace too big for one Lean process is checked in (`Shards`). It is a `prelude` file, so it adds no import of all of `Init` beyond what the files
+rests on, and the shards a trace too big for one Lean process is checked in (`Shards`), and last what a per-tenant salt
+costs at a capacity (`IsolationCost`), stated on two sorted instances. It is a `prelude` file, so it adds no import of all of `Init` beyond what the files
 themselves import (without it, `pycert audit` loaded all 517 modules of the toolchain, not 100).
 -/

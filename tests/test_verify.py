@@ -519,7 +519,7 @@ def test_fresh_runs_verify_with_an_empty_build_cache_and_needs_kernel(repo: Path
     """The wiring of --fresh (what the build cache does under it: test_build's fresh cache test). The
     spy records the build cache verify would use and verifies offline, to keep Lean out of this test."""
     from pycert.cli import verify as cli_verify
-    from pycert.lean.build import build_cache_dir
+    from pycert.lean.scheduler import build_cache_dir
 
     seen: list[Path] = []
 
@@ -547,7 +547,7 @@ COMMITTED = sorted((REPO / "certificates").glob("*.json"))
 def test_committed_certificates_cover_every_family() -> None:
     families = {json.loads(p.read_text())["family"] for p in COMMITTED}
     assert families == set(FAMILIES) == {"isolation", "first-touch", "ceiling", "capacity", "pooling", "leak",
-                                                  "leak-audit", "engine"}, families
+                                                  "leak-audit", "engine", "isolation-cost"}, families
 
 
 def needs_shared(path: Path) -> bool:

@@ -40,6 +40,9 @@ MAX_SHARDS = 1 << 16
 """The most shards a certificate may name (10^8 references took 31): bounds what verify emits again."""
 MAX_BELADY_POINTS = 1_000
 """``trace plot --points``: each is one O(n log n) Belady pass."""
+MAX_TENANTS = 1 << 16
+"""Tenants of an isolation-cost tenant map (``--tenants``, or a trace's own tenant field): the partitioned arm
+runs Belady's MIN once per tenant that gets a block."""
 MAX_FAMILY_SIZE = 65_536
 """``pooling solve --family-sizes``: references per capacitated-family case."""
 MAX_SECONDS = 86_400.0

@@ -108,6 +108,9 @@ class Instance:
     """Relative to the certificate directory (``lean/<Module>.lean``, or ``lean/derived/…``)."""
     derived_from: str
     """The role of the input it is made from, or ``parameters``."""
+    row: str | None = None
+    """In a module that states many certificates' headlines (a dataset's rows, one Lean process for all),
+    the namespace of this certificate's own, inside the module's."""
 
     @property
     def module(self) -> str:
@@ -115,7 +118,7 @@ class Instance:
 
     @property
     def namespace(self) -> str:
-        return f"{INSTANCE_NAMESPACE}.{self.module}"
+        return f"{INSTANCE_NAMESPACE}.{self.module}" + (f".{self.row}" if self.row else "")
 
     @property
     def headline(self) -> str:
@@ -360,6 +363,9 @@ class Producer(ABC):
     """A family whose ``pycert prove`` subcommand takes this family's options too and runs it alongside
     (``pycert prove ceiling --trace T --capacity-blocks 128``); this family's own subcommand then takes
     that family's options (``--trace``) as well."""
+    borrows: ClassVar[tuple[str, ...]] = ()
+    """Families whose ``pycert prove`` options this family's own subcommand takes as well, without running
+    them (``pycert prove isolation-cost --trace T --capacity-blocks C``: the ceiling's and capacity's flags)."""
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """The family's own ``pycert prove`` options (none by default)."""

@@ -1,7 +1,7 @@
 """The embedded wasm backend: pycert is its own minimal Lake.
 
 Every module is compiled by its own Lean process (``lean --json -o``) in import order through the
-build system (:func:`pycert.lean.build.schedule`), with the content cache answering for unchanged
+build system (:func:`pycert.lean.scheduler.schedule`), with the content cache answering for unchanged
 modules. Sources are staged under a directory the wasm process can see (it mounts only ``/tmp`` and
 ``/home``) and its diagnostics mapped back to the user's paths. Lean refuses ``#print axioms`` here
 (every file is a ``module``), so the audit's cross-check says it was not run.
@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from pycert.core.resources import cache_dir, scratch_root
 from pycert.lean.backend import Backend, BuildOptions, PrintedAxioms, ToolchainInfo
-from pycert.lean.build import BuildCache, link_outputs, prune_old_trees, schedule
+from pycert.lean.scheduler import BuildCache, link_outputs, prune_old_trees, schedule
 from pycert.lean.diagnostics import CheckResult, check_result
 from pycert.lean.process import run_process
 from pycert.lean.sources import Unit, module_path

@@ -35,9 +35,21 @@ from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.limits import MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
 from pycert.core.schema import Certificate, EvidenceState, InputFile, SolverInfo
 from pycert.families.base import Claim, Instance, Reader, input_path
-from pycert.families.capacity.text import (BOTH_WAYS, BOUNDED, LIMITS, OPTIMA, OPTIMA_LIMITS, OPTIMUM, PREFIX_NOT_CLAIMED,
-                                           PREFIX_OPTIMA, UPPER_ONLY, evidence_of, piece_limit, sentence)
-from pycert.families.ceiling import (
+from pycert.families.capacity.text import (
+    BOTH_WAYS,
+    BOUNDED,
+    LIMITS,
+    OPTIMA,
+    OPTIMA_LIMITS,
+    OPTIMUM,
+    PREFIX_NOT_CLAIMED,
+    PREFIX_OPTIMA,
+    UPPER_ONLY,
+    evidence_of,
+    piece_limit,
+    sentence,
+)
+from pycert.families.traces import (
     BLOCK_IDENTITY,
     LEAN_DERIVED,
     LEAN_OUT,
@@ -52,7 +64,6 @@ from pycert.lean.emit import CAPACITY_ENCODING as ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING as OPTIMA_ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMUM_ENCODING as OPTIMUM_ENCODING
 from pycert.lean.emit import CAPACITY_PIECES_ENCODING as PIECES_ENCODING
-
 
 
 class CapacityParams(TraceReading):
@@ -126,7 +137,7 @@ def prefix_claimed(params: CapacityParams) -> bool:
     return both_models(params) and params.prefix_cache == "attained"
 
 
-def _refuse(figure: str, proved: int, opt: int, capacity: int, what: str) -> None:
+def check_optimum(figure: str, proved: int, opt: int, capacity: int, what: str) -> None:
     """A kernel bound above Belady's count is loose (not certified as the ceiling); one below it means an
     engine is wrong (the bound is proved)."""
     if proved > opt:
@@ -221,14 +232,14 @@ class Capacity(Claim):
         if refs != trace.n_refs:  # the headline's N against the file's, end to end
             raise Rejected(Rejection.mismatch("figures.refs", f"{trace.n_refs} (the references of the trace file)", str(refs)))
         opt = derive.engines(trace.refs, c, admission=False)
-        _refuse("max_hits", h, opt, c, "Belady's MIN")
+        check_optimum("max_hits", h, opt, c, "Belady's MIN")
         out = {"refs": Fraction(refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(h),
                "ceiling": Fraction(h, refs), "belady_hits": Fraction(opt),
                "cuts": Fraction(len(derive.model(trace.refs, c, admission=False).cuts))}
         prefix_ends = None
         if both_models(params):
             ha = kernel["admission_hits"]
-            _refuse("admission_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
+            check_optimum("admission_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
             admitted = derive.model(trace.refs, c, admission=True)
             verdict, why = prefix_verdict(trace, admitted.ends)
             if verdict != params.prefix_cache:

@@ -12,8 +12,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from pycert.analysis import capacity as recipe
 from pycert.analysis import cachesim, optcurve, requests
+from pycert.analysis import capacity as recipe
 from pycert.analysis.requests import PrefixVerdict, firsts
 from pycert.core.errors import PycertError, Rejected, Rejection
 from pycert.data.traces import Trace
@@ -43,11 +43,12 @@ def model(refs: np.ndarray, capacity: int, admission: bool) -> Model:
 
 
 def instance_text(trace: Trace, module: str, capacity: int, encoding: str,
-                  prefix: PrefixVerdict | None = None) -> tuple[bytes, emit.Plan]:
+                  prefix: PrefixVerdict | None = None, as_module: bool = False) -> tuple[bytes, emit.Plan]:
     """The Lean instance file of a trace at ``capacity`` blocks in ``encoding`` (the bound alone, the
     optimum without admission control, or both models both ways, with the prefix test where ``prefix``
     is ``attained``), and what it states: the one function prove and verify both call. A bound that
-    Belady's pairs do not reach is refused before Lean runs: it cannot be stated as the optimum."""
+    Belady's pairs do not reach is refused before Lean runs: it cannot be stated as the optimum.
+    ``as_module``: a Lean ``module`` another instance imports (:func:`pycert.lean.emit.capacity.emit_instance`)."""
     refs = trace.refs
     plain = model(refs, capacity, admission=False)
     witness = None if encoding == emit.ENCODING else (plain.starts, plain.ends)
@@ -57,7 +58,7 @@ def instance_text(trace: Trace, module: str, capacity: int, encoding: str,
         admission = emit.Side(admitted.cuts, (admitted.starts, admitted.ends))
         first = firsts(trace) if prefix == "attained" else None
     text, plan = emit.emit_instance(refs, trace.sha256, module, capacity, plain.cuts, witness=witness,
-                                    admission=admission, firsts=first)
+                                    admission=admission, firsts=first, as_module=as_module)
     checks = [("", plan.max_hits, plan.witness_hits)]
     if plan.admission is not None:
         checks.append(("with admission control ", plan.admission.max_hits, plan.admission.witness_hits))

@@ -5,22 +5,30 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from pycert.analysis.requests import prefix_verdict
 from pycert.core.console import plural
 from pycert.core.errors import InputError
 from pycert.core.gate import entries, named
 from pycert.core.limits import MAX_PIECE_REFS, MAX_TRACE_BYTES, int_list, int_range
-from pycert.data import synthetic
 from pycert.data.traces import Trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.analysis.requests import prefix_verdict
 from pycert.families.capacity import CLAIM, CapacityParams, derive, names
-from pycert.families.ceiling import DEFAULT_TRACE, slug
-from pycert.families.ceiling.produce import certified_trace, read_for_proof, reading_of, refuse_stdin
+from pycert.families.traces import (
+    DEFAULT_TRACE,
+    certified_trace,
+    check_name,
+    read_for_proof,
+    reading_of,
+    refuse_stdin,
+    slug,
+    trace_files,
+)
 from pycert.lean import cluster
 from pycert.lean.emit import capacity as emit
 from pycert.lean.emit import pieces
@@ -62,6 +70,31 @@ def capacities(opts: CapacityOptions, trace: Trace) -> list[int]:
     return list(dict.fromkeys(blocks))
 
 
+def refuse_overwrites(given: list[Path], traces: list[Path], out_dir: Path,
+                      stems: Callable[[Path], tuple[str, str]]) -> None:
+    """Refuse, before anything runs, a ``--trace`` that cannot be read or names no certificate, and, as the
+    ceiling family does, two traces whose certificates (``<stem>-c<C>.json``) or Lean modules (``stems``: the
+    certificate stem and the module stem of a trace) would be one, or a trace over an earlier run's
+    certificate of another trace in ``out_dir``: they would overwrite each other's certificates."""
+    refuse_stdin(given)
+    for trace in given:
+        named(trace).check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
+        check_name(trace)
+    claimed: dict[str, Path] = {}
+    for trace in traces:
+        stem, module = stems(trace)
+        for key in (stem, module):
+            if (other := claimed.setdefault(key, trace)) != trace:
+                raise InputError(f"this trace and {other} would both make {stem}-c<C>: rename one of them "
+                                 "(a certificate is named by its trace's file name)", where=str(trace))
+        mine = re.compile(rf"{re.escape(stem)}-c[0-9]+\.json")
+        for cert in (e.path for e in (entries(out_dir, ".json") if out_dir.is_dir() else []) if mine.fullmatch(e.name)):
+            earlier = certified_trace(cert)
+            if earlier is not None and earlier != trace.name:
+                raise InputError(f"{cert} certifies trace {earlier}, which this trace's certificates would replace: "
+                                 "rename the trace or prove into another --out", where=str(trace))
+
+
 class CapacityProducer(Producer):
     claim = CLAIM
     options = CapacityOptions
@@ -73,7 +106,8 @@ class CapacityProducer(Producer):
                                  "all, beside the capacity-free ceiling): one certificate per trace and capacity, the "
                                  "optimum kernel-checked both ways for caches with admission control (Belady's MIN with "
                                  "bypass; a prefix cache where the trace is prefix-closed) and for caches that admit "
-                                 "every missed block (Belady's MIN); a trace in pieces: the second bound")
+                                 "every missed block (Belady's MIN); a trace in pieces: the second bound; under prove "
+                                 "isolation-cost, the capacities a per-tenant salt's cost is certified at")
         parser.add_argument("--capacity-tokens", type=int_list(1), action="extend", default=[], metavar="T[,T...]",
                             help="the same at capacities in tokens, each in whole blocks of the trace's block size "
                                  "(what it says, or --block-tokens)")
@@ -98,36 +132,12 @@ class CapacityProducer(Producer):
         if (opts.capacity_blocks or opts.capacity_tokens) and opts.piece_refs is not None and opts.piece_refs < 2:
             raise InputError(f"--shard-refs {opts.piece_refs}: a piece of a trace checked at a capacity holds at least "
                              "2 references (it shares its ends with its neighbours)")
-        refuse_stdin(opts.trace)
-        for trace in opts.trace:
-            named(trace).check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
-            if not slug(trace.stem):
-                raise InputError("a trace's file name needs a letter or digit (it names the certificate)", where=str(trace))
-        # As the ceiling family: two traces folding to one name, or a trace over an earlier run's
-        # certificate of another trace in --out, would overwrite each other's certificates.
-        claimed: dict[str, Path] = {}
-        for trace in self.traces(setting):
-            name = slug(trace.stem)
-            for key in (name, names(trace, 0)[1]):
-                if (other := claimed.setdefault(key, trace)) != trace:
-                    raise InputError(f"this trace and {other} would both make capacity-{name}-c<C>: rename one of them "
-                                     "(a certificate is named by its trace's file name)", where=str(trace))
-            mine = re.compile(rf"capacity-{re.escape(name)}-c[0-9]+\.json")
-            for cert in (e.path for e in (entries(setting.out_dir, ".json") if setting.out_dir.is_dir() else []) if mine.fullmatch(e.name)):
-                earlier = certified_trace(cert)
-                if earlier is not None and earlier != trace.name:
-                    raise InputError(f"{cert} certifies trace {earlier}, which this trace's certificates would replace: "
-                                     "rename the trace or prove into another --out", where=str(trace))
+        refuse_overwrites(opts.trace, self.traces(setting), setting.out_dir,
+                          lambda trace: (f"capacity-{slug(trace.stem)}", names(trace, 0)[1]))
 
     def prepare(self, setting: Setting) -> list[Prepared]:
-        out = []
-        for path in self.traces(setting):
-            if path == setting.out_dir / DEFAULT_TRACE:  # the embedded default, regenerated byte-identically
-                emitted = setting.emit(DEFAULT_TRACE, synthetic.to_jsonl(synthetic.generate(0)))
-                out += self._prepare_trace(emitted, setting, DEFAULT_TRACE)
-            else:
-                out += self._prepare_trace(path, setting)
-        return out
+        return [p for path, emitted in trace_files(self.traces(setting), setting)
+                for p in self._prepare_trace(path, setting, emitted)]
 
     def _prepare_trace(self, path: Path, setting: Setting, emitted: Path | None = None) -> list[Prepared]:
         trace = read_for_proof(path, setting.options)
