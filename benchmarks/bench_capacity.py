@@ -1,10 +1,14 @@
 """The ceiling at a capacity, kernel-checked: per capacity, the cut list's length, the instance's kernel
-seconds and peak memory, for the bound alone and for the bound with Belady's hit pairs as the witness
-(``Optimum``, both ways; ``emit_s`` then includes the pairs), beside the whole-trace ceiling check
-(capacity-free) and libCacheSim's Belady (a simulation, no proof) on the same trace, in one run.
+seconds and peak memory, for the bound alone (``bound``), for the bound with Belady's hit pairs as the
+witness (``optimum``: ``Optimum``, both ways; ``emit_s`` then includes the pairs) and for both cache models
+both ways with the prefix test where the trace has requests (``optima``: ``Optima`` or ``PrefixOptima``,
+issue 37; ``emit_s`` includes both models' pairs, cut lists and the prefix verdict), beside the
+whole-trace ceiling check (capacity-free) and libCacheSim's Belady (a simulation, no proof) on the same
+trace, in one run.
 
     python benchmarks/bench_capacity.py [--trace FILE] [--capacities 2,16,128,1024,8192]
-        [--synthetic 1000000] [--synthetic-capacities 128] [--timeout 1800] [--json]
+        [--checks bound,optimum,optima] [--synthetic 1000000] [--synthetic-capacities 128] [--timeout 1800]
+        [--json]
 
 Each Lean file runs alone in its own process (one Lean process at a time, a fresh first line so that
 pycert's build cache misses), so ``peak_rss_mib`` is that Lean process's peak resident memory and
@@ -35,14 +39,15 @@ from pathlib import Path
 import numpy as np
 from bench_lean_trace import fresh, run_one  # the same one-process-per-file runner
 
-from pycert.analysis.capacity import belady_pairs, cut_list
+from pycert.analysis.capacity import belady_hit_flags, cut_list
+from pycert.analysis.requests import prefix_verdict
 from pycert.core import console, resources
 from pycert.core.limits import MAX_PIECE_REFS
 from pycert.data import synthetic
 from pycert.data.traces import Trace, read_trace, trace_from_bytes
+from pycert.families.capacity import derive
 from pycert.lean.emit import capacity as emit_capacity
-from pycert.lean.emit import pieces
-from pycert.lean.emit import packed_trace
+from pycert.lean.emit import packed_trace, pieces
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -79,7 +84,18 @@ def synthetic_trace(target: int) -> tuple[Trace, bytes]:
         requests = requests * target // synth.n_refs + 1
 
 
-def bench_trace(label: str, trace: Trace, capacities: list[int], d: Path, timeout: float, data: bytes) -> list[dict]:
+def instance(trace: Trace, module: str, c: int, check: str) -> tuple[str, emit_capacity.Plan]:
+    """The instance of one check, as the family writes it (``derive.instance_text``: the cut lists, the
+    pairs, the prefix verdict and the emitter)."""
+    encoding = {"bound": emit_capacity.ENCODING, "optimum": emit_capacity.OPTIMUM_ENCODING,
+                "optima": emit_capacity.OPTIMA_ENCODING}[check]
+    prefix = prefix_verdict(trace, belady_hit_flags(trace.refs, c, admission=True))[0] if check == "optima" else None
+    text, plan = derive.instance_text(trace, module, c, encoding, prefix)
+    return text.decode(), plan
+
+
+def bench_trace(label: str, trace: Trace, capacities: list[int], d: Path, timeout: float, data: bytes,
+                checks: list[str]) -> list[dict]:
     """The rows of one trace (``data``: its file, which the end-to-end run of a trace in pieces proves)."""
     refs = trace.refs
     rows = []
@@ -102,19 +118,19 @@ def bench_trace(label: str, trace: Trace, capacities: list[int], d: Path, timeou
         if not emit_capacity.fits_one(trace.n_refs, len(np.unique(refs))):
             rows += bench_pieces(label, trace, data, c, cuts, recipe_s, d, timeout, theirs)
             continue
-        # the bound alone, then the bound with Belady's hit pairs as the witness (the optimum, both ways)
-        for check in ("capacity, bound", "capacity, optimum"):
-            f = d / f"Capacity{trace.n_refs}C{c}{'Opt' if check.endswith('optimum') else ''}.lean"
+        for check in checks:
+            f = d / f"Capacity{trace.n_refs}C{c}{check.capitalize()}.lean"
             t0 = time.perf_counter()
-            pairs = belady_pairs(refs, c) if check.endswith("optimum") else None
-            text, plan = emit_capacity.emit_instance(refs, trace.sha256, f.stem, c, cuts, witness=pairs)
+            text, plan = instance(trace, f.stem, c, check)
             emit_s = time.perf_counter() - t0
             f.write_text(text)
             r = run_one(fresh(f), ROOT / "lean", timeout)
-            rows.append({"trace": label, "refs": trace.n_refs, "check": check, "capacity": c, "cuts": plan.cuts,
-                         "recipe_s": round(recipe_s, 2), "emit_s": round(emit_s, 1), "status": r["status"],
-                         "check_s": round(r["seconds"], 1), "cpu_s": round(r["cpu_s"], 1),
+            rows.append({"trace": label, "refs": trace.n_refs, "check": f"capacity, {check}", "capacity": c,
+                         "cuts": plan.cuts, "recipe_s": round(recipe_s, 2), "emit_s": round(emit_s, 1),
+                         "status": r["status"], "check_s": round(r["seconds"], 1), "cpu_s": round(r["cpu_s"], 1),
                          "peak_rss_mib": round(r["peak_rss_kib"] / 1024), "max_hits": plan.max_hits,
+                         "admission_hits": plan.admission.witness_hits if plan.admission else "-",
+                         "prefix": plan.prefix if plan.admission else "-",
                          "lcs_hits": theirs[0] if theirs else "n/a", "lcs_s": round(theirs[1], 2) if theirs else "n/a",
                          "errors": r["errors"]})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
@@ -165,6 +181,7 @@ def main() -> None:
     ap.add_argument("--capacities", default="2,16,128,1024,8192")
     ap.add_argument("--synthetic", default="1000000", help="a seeded synthetic trace of at least this many references")
     ap.add_argument("--synthetic-capacities", default="128")
+    ap.add_argument("--checks", default="bound,optimum,optima", help="which instances at each capacity")
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -172,17 +189,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-capacity-", dir=resources.scratch_root()) as tmp:
         d = Path(tmp)
         trace = read_trace(args.trace)
-        rows = bench_trace(args.trace.name, trace, ints(args.capacities), d, args.timeout, args.trace.read_bytes())
+        checks = list(filter(None, args.checks.split(",")))
+        rows = bench_trace(args.trace.name, trace, ints(args.capacities), d, args.timeout, args.trace.read_bytes(), checks)
         if args.synthetic:
             synth, data = synthetic_trace(int(args.synthetic))
             rows += bench_trace(f"synthetic seed 0 ({synth.n_refs})", synth, ints(args.synthetic_capacities), d,
-                                args.timeout, data)
+                                args.timeout, data, checks)
     out = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}", "backend": "wasm",
+           "loadavg": open("/proc/loadavg").read().split()[:3],
            "trace": str(args.trace), "sha256": trace.sha256, "rows": rows}
     cols = ["trace", "refs", "check", "capacity", "cuts", "recipe_s", "emit_s", "status", "check_s", "cpu_s",
-            "peak_rss_mib", "max_hits", "lcs_hits", "lcs_s"]
+            "peak_rss_mib", "max_hits", "admission_hits", "prefix", "lcs_hits", "lcs_s"]
     console.emit(args.json, out, human=lambda: (
-        f"{out['trace']} ({out['machine']}, wasm)\n" + console.table(cols, [[r[c] for c in cols] for r in rows])))
+        f"{out['trace']} ({out['machine']}, wasm)\n" + console.table(cols, [[r.get(c, "-") for c in cols] for r in rows])))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ public import Pycert.Count
 public import Pycert.CacheSteps
 public import Pycert.Capacity
 public import Pycert.Realise
+public import Pycert.Admission
+public import Pycert.PrefixCache
+public import Pycert.AdmissionOptimum
 public import Pycert.Pieces
 public import Pycert.Ceiling
 public import Pycert.Pooling
@@ -23,6 +26,7 @@ public import Pycert.Transpose
 public import Pycert.Planes
 public import Pycert.SortedTrace
 public import Pycert.SortedOptimum
+public import Pycert.SortedAdmission
 
 /-!
 # pycert: the theorem library

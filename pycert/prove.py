@@ -209,7 +209,7 @@ def figures(run: Run) -> tuple[StageStatus, str]:
                 if stated is None or stated.head != predicate:
                     raise Rejected(Rejection.mismatch(name, f"a theorem stating {predicate}",
                                                       stated.head if stated else "no such theorem built"))
-                kernel_figures = p.claim.kernel_figures(stated.literals, name)
+                kernel_figures = p.claim.kernel_figures(stated.literals, name, p.parameters)
             p.figures = p.claim.figures(p.parameters, kernel_figures, p.inputs, p)
         except Rejected as err:
             run.reject(p, err.rejection.subject, err.rejection.reason, err.rejection.render())

@@ -58,7 +58,7 @@ def make_cert(cert_id: str, family: str, parameters: dict | None = None, primary
     literals = statement_literals(signatures[inst.headline], claim.predicate(params))
     assert literals is not None, signatures[inst.headline]
     if figures is None:
-        figures = claim.figures(params, claim.kernel_figures(literals, inst.headline), inputs, read)
+        figures = claim.figures(params, claim.kernel_figures(literals, inst.headline, params), inputs, read)
     p = Prepared(claim=claim, id=cert_id, parameters=params, headline="", inputs=inputs, figures=figures)
     theorems = p.derived().theorems
     return assemble(p, BACKEND,

@@ -39,7 +39,7 @@ from pycert.families import producer
 from pycert.families.capacity import CLAIM
 from pycert.families.capacity.produce import CapacityOptions, capacities
 from pycert.lean.emit import capacity as emit_capacity
-from pycert.lean.emit import pieces
+from pycert.lean.emit import pieces as emit_pieces
 from tests.certs import make_cert, trace_input
 from tests.conftest import SHARED_TRACES
 from tests.test_cachesim import optimal_hits  # the exhaustive optimum: every eviction tried
@@ -115,6 +115,13 @@ def test_the_emitter_states_the_pair_bound(seed: int, n: int, v: int, capacity: 
     text, plan = emit_capacity.emit_instance(refs, "0" * 64, "T", capacity, cuts, witness=belady_pairs(refs, capacity))
     assert plan.witness_hits == plan.max_hits
     assert f"Pycert.Capacity.Optimum trace {n} {capacity} {plan.max_hits} :=" in text
+    admitted = emit_capacity.Side(cut_list(refs, capacity, admission=True), belady_pairs(refs, capacity, admission=True))
+    text, plan = emit_capacity.emit_instance(refs, "0" * 64, "T", capacity, cuts, witness=belady_pairs(refs, capacity),
+                                             admission=admitted)
+    ha = optcurve.admission_hit_curve(refs).hits(capacity)
+    assert plan.admission is not None and plan.admission.witness_hits == plan.admission.max_hits == ha
+    assert plan.admission.max_hits == bound_pairs(refs, capacity, admitted.cuts, admission=True)
+    assert f"Pycert.Admission.Optima trace {n} {capacity} {plan.max_hits} {ha} :=" in text
 
 
 def test_a_trace_whose_sort_would_not_fit_the_heap_is_refused_before_lean() -> None:
@@ -138,7 +145,7 @@ def test_pieces_split_at_cuts_state_the_whole_traces_bound(seed: int, n: int, v:
     refs = np.array([names[rng.randrange(v)] for _ in range(n)], dtype=np.uint64)
     cuts = cut_list(refs, capacity)
     try:
-        points = pieces.split_points(n, cuts, max_refs)
+        points = emit_pieces.split_points(n, cuts, max_refs)
     except InputError as e:
         assert ("no cut of the capacity bound lies between" in str(e) if cuts else "the cut list at this capacity is "
                 "empty" in str(e))
@@ -148,10 +155,10 @@ def test_pieces_split_at_cuts_state_the_whole_traces_bound(seed: int, n: int, v:
     assert all(0 < b - a + 1 <= max_refs for a, b in zip(points, points[1:]))
     if len(points) == 2:
         return
-    plans = [pieces.emit_piece(refs[a:b + 1], "0" * 64, f"P{k}", capacity,
-                                      pieces.local_cuts(cuts, a, b))[1]
+    plans = [emit_pieces.emit_piece(refs[a:b + 1], "0" * 64, f"P{k}", capacity,
+                                    emit_pieces.local_cuts(cuts, a, b))[1]
              for k, (a, b) in enumerate(zip(points, points[1:]))]
-    text, whole = pieces.emit_glue("W", "0" * 64, [f"P{k}" for k in range(len(plans))], plans, v)
+    text, whole = emit_pieces.emit_glue("W", "0" * 64, [f"P{k}" for k in range(len(plans))], plans, v)
     assert (whole.refs, whole.cuts) == (n, len(cuts))
     assert whole.max_hits == bound_pairs(refs, capacity, cuts) == opt_hit_curve(refs).hits(capacity)
     assert f"Pycert.Capacity.Bounded trace {n} {capacity} {whole.max_hits} :=" in text
@@ -244,14 +251,19 @@ def test_certificates_at_two_capacities_hold_on_the_kernel(proved: tuple[Path, P
         doc = json.loads(cert.read_text())
         evidence = {f["name"]: f["evidence"] for f in doc["figures"]}
         assert figures_of(cert)["max_hits"] == opt_hit_curve(refs).hits(c) == figures_of(cert)["belady_hits"]
-        assert evidence["max_hits"] == evidence["belady_hits"] == "kernel-checked"
-        h = figures_of(cert)["max_hits"]
-        assert f"no demand-fetch cache of {c} blocks hits more than {h} times" in doc["claim"]
-        assert f"hits exactly {h} times, so {h} is the optimum" in doc["claim"]
+        assert figures_of(cert)["admission_hits"] == optcurve.admission_hit_curve(refs).hits(c)
+        assert evidence["max_hits"] == evidence["belady_hits"] == evidence["admission_hits"] == "kernel-checked"
+        h, ha = figures_of(cert)["max_hits"], figures_of(cert)["admission_hits"]
+        assert (f"caches with admission control (a missed block may be left out and any block evicted at any step; the "
+                f"cache starts empty) of {c} blocks hit at most {ha} times and one (offline) hits exactly {ha}") in doc["claim"]
+        assert f"For caches that admit every missed block and start empty, a subset, the optimum at {c} blocks is {h}" \
+            in doc["claim"]
+        assert "prefix cache" not in doc["claim"] and "tokens" not in doc["claim"]  # a file of ids: no requests
         stated = doc["statements"][doc["theorems"][-1]]["statement"]
-        assert " : Pycert.Capacity.Optimum " in stated and stated.endswith(f" 512 {c} {h}"), stated
-        assert "Pycert.Capacity.realise" in doc["theorems"]
-        assert any("bypass" in limit for limit in doc["does_not_prove"])
+        assert " : Pycert.Admission.Optima " in stated and stated.endswith(f" 512 {c} {h} {ha}"), stated
+        assert {"Pycert.Capacity.realise", "Pycert.Admission.realiseA"} <= set(doc["theorems"])
+        assert doc["parameters"]["prefix_cache"] == "no-requests"
+        assert any("has no request boundaries" in limit for limit in doc["does_not_prove"])
         assert any("both ways" in limit for limit in doc["does_not_prove"])
         assert not any("upper bound only" in limit for limit in doc["does_not_prove"])
         assert verify_certificate(cert).status == "ok"
@@ -357,7 +369,8 @@ def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys:
     cert = out / "capacity-ids-c4.json"
     doc = json.loads(cert.read_text())
     assert doc["parameters"] == {"capacity_blocks": 4, "lean_encoding": emit_capacity.PIECES_ENCODING,
-                                 "pieces": 3, "piece_refs": 500, "trace_format": "ids", "block_tokens": None}
+                                 "prefix_cache": None, "pieces": 3, "piece_refs": 500, "trace_format": "ids",
+                                 "block_tokens": None}
     refs = np.array([int(x) for x in trace.read_text().split()], dtype=np.uint64)
     h = opt_hit_curve(refs).hits(4)
     assert figures_of(cert)["max_hits"] == h and figures_of(cert)["refs"] == 1200
@@ -426,7 +439,11 @@ def test_mooncake_traces_at_128_blocks(name: str, tmp_path: Path) -> None:
     res = prove_capacities(trace, [128], tmp_path / "certs")
     assert res.ok, [s for s in res.stages if s.status != "ok"]
     cert = tmp_path / "certs" / f"capacity-{name.removesuffix('.jsonl').replace('_', '-')}-c128.json"
-    assert figures_of(cert)["max_hits"] == opt_hit_curve(read_trace(trace).refs).hits(128)
+    refs = read_trace(trace).refs
+    figures = figures_of(cert)
+    assert figures["max_hits"] == opt_hit_curve(refs).hits(128)
+    assert figures["admission_hits"] == figures["prefix_cache_hits"] == optcurve.admission_hit_curve(refs).hits(128)
+    assert figures["admission_hits_tokens"] == 512 * figures["admission_hits"]
     assert verify_certificate(cert, inputs={name: trace}).status == "ok"
 
 
@@ -438,7 +455,8 @@ def test_the_offload_report_marks_what_a_capacity_certificate_proves(proved: tup
     rep = with_evidence(offload_report(trace, 2 * 16, control_k=None), trace_path, certs)
     assert rep.evidence["gpu_only_belady_hit_rate"] == "kernel-checked"
     assert rep.evidence_by["gpu_only_belady_hit_rate"] == "capacity-ids-c2.json"
-    assert {k for k, v in rep.evidence.items() if v == "kernel-checked"} == {"gpu_only_belady_hit_rate"}
+    assert {k for k, v in rep.evidence.items() if v == "kernel-checked"} == {"gpu_only_belady_hit_rate",
+                                                                             "gpu_only_admission_hit_rate"}
     p = rep.primary
     assert p.policy_headroom_pp.value + p.tier_headroom_pp.value == p.headroom_pp.value
     assert p.gpu_only_belady_hit_rate.value == Fraction(figures_of(certs / "capacity-ids-c2.json")["max_hits"], p.refs)
@@ -452,9 +470,14 @@ def test_an_offload_engine_off_by_one_is_refused_against_the_certificate(proved:
     disagree, and the report names both numbers instead of marking either."""
     trace_path, certs = proved
     trace = dataclasses.replace(read_trace(trace_path), block_tokens=16)
-    real = optcurve.opt_hit_curve
+    real = optcurve.opt_stack_distances
+
+    def one_more_hit(refs: np.ndarray) -> np.ndarray:  # the first reference Belady misses at 2 blocks, a hit
+        d = real(refs)
+        d[np.flatnonzero((d == 0) | (d > 2))[0]] = 1
+        return d
     with monkeypatch.context() as m:
-        m.setattr(optcurve, "opt_hit_curve", lambda refs: OffByOne(real(refs)))
+        m.setattr(optcurve, "opt_stack_distances", one_more_hit)
         rep = offload_report(trace, 2 * 16, control_k=None)
     with pytest.raises(Rejected, match="gpu_only_belady_hit_rate.*kernel-checked in capacity-ids-c2.json"):
         with_evidence(rep, trace_path, certs)

@@ -109,7 +109,7 @@ class Run:
 
 
 ACTIONS = {"trace": {"stats", "mrc", "offload", "plot", "convert", "generate"}, "pooling": {"solve", "generate", "check"},
-           "toolchain": {"install", "selfcheck"}, "leak": {"run"}}
+           "toolchain": {"install", "selfcheck"}, "leak": {"run", "serve", "gateway", "audit"}}
 
 
 def command_of(argv: list[str]) -> str:
@@ -604,6 +604,17 @@ LEAN_REFUSED = [  # each must be refused before a Lean process starts
     ["leak", "run", "--page-size", "2"], ["leak", "run", "--replay", ""], ["leak", "run", "--backend", "jvm"],
     ["leak", "run", "--endpoint", "http://127.0.0.1:9"], ["leak", "run", "--min-tokens", "800"],
     ["leak", "run", "--replay", "/nonexistent-pycert-fuzz/c.json"], ["leak", "run", "--secret-file", "/nonexistent-x"],
+    ["leak", "serve", "--port", "70000"], ["leak", "serve", "--port", "-1"], ["leak", "serve", "--num-blocks", "0"],
+    ["leak", "serve", "--model", "/nonexistent-pycert-fuzz"], ["leak", "gateway"],
+    ["leak", "gateway", "--upstream", "ftp://x", "--keys", "k"],
+    ["leak", "gateway", "--upstream", "http://127.0.0.1:9", "--keys", "/nonexistent-pycert-fuzz/k"],
+    ["leak", "gateway", "--upstream", "http://127.0.0.1:9", "--keys", "k", "--salt-in", "bits"],
+    ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "/nonexistent-pycert-fuzz/k", "--out", "o"],
+    ["leak", "audit", "--endpoint", "127.0.0.1:9", "--keys", "k", "--out", "o"],
+    ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--samples", "1"],
+    ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--alpha", "1"],
+    ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--prefixes", "x"],
+    ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k"],
 ]
 
 

@@ -104,7 +104,8 @@ def test_make_prove_names_the_committed_mooncake_certificates_it_leaves_alone() 
     README's Data section keeps them, each named once, and the capacity)."""
     out = REPO / "certificates"
     written = [out / n for n in ("first-touch-c256-n4000.json", "isolation-t8-n1024.json", "pooling-committed.json",
-                                 "ceiling-synthetic-seed0.json", "leak-transformers-cpu-k12-seed0.json")]
+                                 "ceiling-synthetic-seed0.json", "leak-transformers-cpu-k299-seed0.json",
+                                 "audit-pycert-small-seed0-s250-seed0.json")]
     steps = next_steps(written, out, [])
     assert steps.left_alone == ["capacity-conversation-trace-c128.json", "capacity-synthetic-trace-c128.json",
                                 "ceiling-conversation-trace.json", "ceiling-synthetic-trace.json"]

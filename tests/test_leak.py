@@ -29,8 +29,10 @@ from pycert.leak.observation import ARMS, arm_figures, closure_rejections, struc
 from pycert.leak.stats import SCALE, clopper_pearson_upper, rule_of_three, trials_needed
 from tests.conftest import REPO
 
-CERT = REPO / "certificates" / "leak-transformers-cpu-k12-seed0.json"
-LOG = REPO / "certificates" / "inputs" / "leak-transformers-cpu-k12-seed0.jsonl"
+[CERT] = sorted((REPO / "certificates").glob("leak-transformers-cpu-k*-seed0.json"))  # the one committed run
+LOG = REPO / "certificates" / "inputs" / f"{CERT.stem}.jsonl"
+K = int(CERT.stem.split("-k")[1].split("-")[0])
+"""Prompts an arm in the committed run."""
 SECRET = b"s" * 32
 
 
@@ -106,8 +108,9 @@ def test_the_committed_log_reads_back_to_its_bytes_and_its_figures() -> None:
     cert = json.loads(CERT.read_text())
     assert {f["name"]: Fraction(f["numerator"], f["denominator"]) for f in cert["figures"]} == figures
     assert figures["keyed_cross_hits"] == figures["attacker_keyed_hits"] == figures["prime_cached_tokens"] == 0
-    assert figures["unsalted_cross_hits"] == figures["keyed_own_hits"] == figures["attacker_unkeyed_hits"] == 12
-    assert figures["residual_rate_upper"] == Fraction(220923, 10**6) and figures["underpowered"] == 1
+    assert figures["unsalted_cross_hits"] == figures["keyed_own_hits"] == figures["attacker_unkeyed_hits"] == K
+    bound = clopper_pearson_upper(0, K, Fraction(95, 100))
+    assert figures["residual_rate_upper"] == bound and figures["underpowered"] == (bound > Fraction(5, 100))
 
 
 def _lines() -> list[str]:
@@ -139,7 +142,7 @@ def test_a_log_that_is_not_the_five_arms_is_refused() -> None:
     swapped = _edited(lambda rs: rs.__setitem__(slice(0, 2), [rs[1], rs[0]]))
     assert structure_rejections(swapped)[0].subject == "log line 2"
     short = _edited(lambda rs: rs.pop())
-    assert "120 requests" in structure_rejections(short)[0].detail
+    assert f"{10 * K} requests" in structure_rejections(short)[0].detail
 
 
 def test_a_leak_under_the_salt_or_an_unsalted_keyed_request_breaks_the_closure() -> None:
@@ -148,7 +151,8 @@ def test_a_leak_under_the_salt_or_an_unsalted_keyed_request_breaks_the_closure()
         probe["cached_tokens"] = 256
 
     figures, rejections = log_figures(_edited(leak))
-    assert figures["keyed_cross_hits"] == 1 and figures["residual_rate_upper"] == Fraction(338681, 10**6)
+    assert figures["keyed_cross_hits"] == 1
+    assert figures["residual_rate_upper"] == clopper_pearson_upper(1, K, Fraction(95, 100))
     assert [r.subject for r in rejections] == ["arm keyed-cross"]
 
     def unsalted(rs: list[dict]) -> None:
@@ -180,7 +184,8 @@ def test_the_committed_certificate_verifies() -> None:
     cert = json.loads(CERT.read_text())
     assert cert["theorems"] == ["Pycert.Isolation.leak_or_refusal", "Pycert.Isolation.owner_floor"]
     assert {f["evidence"] for f in cert["figures"] if f["name"].endswith(("_hits", "_tokens", "_requests"))} == {"observed"}
-    assert "0.220923" in cert["claim"] and "underpowered above 0.05" in cert["claim"]
+    bound = clopper_pearson_upper(0, K, Fraction(95, 100))
+    assert f"{float(bound):.6f}" in cert["claim"] and ("underpowered above 0.05" in cert["claim"]) == (bound > 0.05)
     assert any("not a proof" in line for line in cert["does_not_prove"])
     assert any("not encryption" in line for line in cert["does_not_prove"])
 
@@ -380,9 +385,19 @@ def test_leak_run_certifies_verifies_and_replays(capsys: pytest.CaptureFixture[s
     rec["cached_tokens"] //= 2
     lines[i] = json.dumps(rec)
     log.write_text("\n".join(lines) + "\n")
-    rc = main(["leak", "run", "--replay", str(cert)])
-    text = capsys.readouterr().out
-    assert rc == 1 and "REPLAY DIFFERS" in text and f"log line {i + 1} (keyed-own, prompt 0, probe).cached_tokens" in text
+    rc = main(["leak", "run", "--replay", str(cert)])  # checked as verify checks it, before the engine runs
+    assert rc == 1 and "does not verify, so it was not replayed: inputs" in capsys.readouterr().err
+
+
+def test_replay_names_each_request_the_engine_answers_otherwise() -> None:
+    from pycert.leak.run import replay_differences
+
+    recorded = leaklog.read(LOG)
+    i = next(k for k, r in enumerate(recorded.requests) if r.arm == "keyed-own" and r.role == "probe")
+    again = recorded.requests[i].model_copy(update={"cached_tokens": 256})
+    diffs = replay_differences(recorded, recorded.model_copy(update={"requests": (*recorded.requests[:i], again,
+                                                                                  *recorded.requests[i + 1:])}))
+    assert [d.subject for d in diffs] == [f"log line {i + 2} (keyed-own, prompt 0, probe).cached_tokens"]
 
 
 @pytest.mark.slow
@@ -411,5 +426,27 @@ def test_kernel_lists_only_the_checks_that_apply_to_an_observation(wasm) -> None
 
 def test_a_log_with_more_request_lines_than_its_header_allows_is_refused_before_they_are_parsed() -> None:
     lines = LOG.read_bytes().splitlines(keepends=True)
-    with pytest.raises(InputError, match="request lines for 12 prompts"):
+    with pytest.raises(InputError, match=r"5,980 request lines where the header plans 2,990"):
         leaklog.parse(b"".join([lines[0], *(lines[1:] * 2)]), "log.jsonl")
+
+
+def test_replay_refuses_a_certificate_that_does_not_verify_before_the_engine_starts(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pycert.cli import leak as leak_cli
+
+    def no_engine(*_a: object, **_k: object) -> None:
+        raise AssertionError("the engine was started for a certificate that does not verify")
+
+    monkeypatch.setattr(leak_cli, "open_engine", no_engine)
+    out = _copy_certs(tmp_path)
+    cert = out / CERT.name
+    doc = json.loads(cert.read_text())
+    doc["claim"] = doc["claim"].replace("with a keyed", "with a strong keyed")
+    cert.write_text(json.dumps(doc, indent=2) + "\n")
+    (out / MANIFEST_NAME).write_text(render_manifest({cert.name: file_sha256(cert)}))
+    assert _rc(["leak", "run", "--replay", str(cert), "--json"]) == 1
+    err = json.loads(capsys.readouterr().out)
+    assert err["exit"] == 1 and "does not verify, so it was not replayed: claim" in err["error"]
+    (out / "inputs" / LOG.name).write_text(LOG.read_text().replace('"cached_tokens":512', '"cached_tokens":256', 1))
+    assert _rc(["leak", "run", "--replay", str(cert)]) == 1  # the log's sha256 no longer the certificate's
+    assert "not replayed" in capsys.readouterr().err

@@ -546,7 +546,8 @@ COMMITTED = sorted((REPO / "certificates").glob("*.json"))
 
 def test_committed_certificates_cover_every_family() -> None:
     families = {json.loads(p.read_text())["family"] for p in COMMITTED}
-    assert families == set(FAMILIES) == {"isolation", "first-touch", "ceiling", "capacity", "pooling", "leak"}, families
+    assert families == set(FAMILIES) == {"isolation", "first-touch", "ceiling", "capacity", "pooling", "leak",
+                                                  "leak-audit"}, families
 
 
 def needs_shared(path: Path) -> bool:

@@ -82,7 +82,7 @@ theorem val_constP {ones p : Nat} (ho : ones.testBit p = true) (K w : Nat) : val
   rw [val_mkPlanes _ p K 0 w (fun i _ => by cases h : K.testBit (0 + i) <;> simp [ho]), Nat.pow_zero, Nat.div_one]
 
 /-- What `coverOK` says at each `t < N`. -/
-theorem cover_spec {N K : Nat} {AS AE : List Nat} (h : coverOK N K AS AE = true) :
+public theorem cover_spec {N K : Nat} {AS AE : List Nat} (h : coverOK N K AS AE = true) :
     ∀ t, t < N → val AS t ≤ val AE (t + 1) + K := by
   intro t ht
   unfold coverOK at h
@@ -185,6 +185,59 @@ public theorem linked_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List (
   rw [← hxv, ← hxv', hblk]
 
 /-! ## The witness -/
+
+/-- Every place `p` of `same` holds two references to one block at consecutive sorted places, the
+earlier at `p - 1`. -/
+@[expose] public def Linked (r : List Nat) (M : Nat) (W : List Nat) (same : Nat) : Prop :=
+  ∀ p, same.testBit p = true → 1 ≤ p ∧ perm (2 ^ M) (net M W) (p - 1) < perm (2 ^ M) (net M W) p ∧
+    perm (2 ^ M) (net M W) p < r.length ∧ nth r (perm (2 ^ M) (net M W) (p - 1)) = nth r (perm (2 ^ M) (net M W) p)
+
+/-- `Linked` for a checked, sorted trace instance (`linked_of_sortOK` at every place). -/
+public theorem linked_facts {w n X K wt D S f M wx : Nat} {net0 rot : List (Nat × Nat)} {W : List Nat} {same : Nat}
+    (hck : traceOK w n X K wt D S = true) (hf : w + 1 = 2 ^ f) (hD : D < 2 ^ wx) (hwx : wx ≤ 2 ^ f)
+    (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
+    (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
+    (hs : sortOK f M n wx X rot W same = true) : Linked (decode w n X wt D S net0) M W same := fun p hp => by
+  obtain ⟨_, h1, hord, hreal, hnth⟩ := linked_of_sortOK (net0 := net0) (K := K) hck hf hD hwx hpairs hrot hs hp
+  exact ⟨h1, hord, by rw [(decode_facts net0 hck).1]; exact hreal, hnth⟩
+
+/-- **What a checked witness says of its ends.** Each end `j` of a witness that passes `witnessOK`
+closes a pair: the reference at the sorted place before `j`'s is a start, earlier than `j`, to the
+same block, and no reference between the two is to that block. -/
+public theorem ends_spec {r : List Nat} {M : Nat} {W : List Nat} {same s e : Nat} (hn : r.length ≤ 2 ^ M)
+    (hadj : Adjacent r (2 ^ M) (net M W) same) (hlink : Linked r M W same) (hw : witnessOK M W same s e = true) :
+    ∀ j, j < r.length → e.testBit j = true →
+      s.testBit (perm (2 ^ M) (net M W) (unperm (2 ^ M) (net M W) j - 1)) = true ∧
+      perm (2 ^ M) (net M W) (unperm (2 ^ M) (net M W) j - 1) < j ∧
+      nth r (perm (2 ^ M) (net M W) (unperm (2 ^ M) (net M W) j - 1)) = nth r j ∧
+      ∀ u, perm (2 ^ M) (net M W) (unperm (2 ^ M) (net M W) j - 1) < u → u < j → nth r u ≠ nth r j := by
+  intro j hj ej
+  unfold witnessOK at hw
+  rw [and_bool] at hw
+  have ones : ∀ q, q < 2 ^ M → (2 ^ 2 ^ M - 1).testBit q = true := fun q hq => by
+    rw [testBit_ones, decide_eq_true hq]
+  have sub : ∀ x y q, (x &&& (y ^^^ (2 ^ 2 ^ M - 1))) = 0 → q < 2 ^ M → x.testBit q = true → y.testBit q = true := by
+    intro x y q h hq hx
+    have := congrArg (fun z => z.testBit q) h
+    simp only [Nat.testBit_and, Nat.testBit_xor, hx, ones q hq, Nat.zero_testBit] at this
+    revert this; cases y.testBit q <;> decide
+  have hq := unperm_lt (net M W) (Nat.lt_of_lt_of_le hj hn)
+  have hback := sub _ _ _ (Nat.eq_of_beq_eq_true hw.2) hq (by rw [testBit_routeP, perm_unperm]; exact ej)
+  rw [Nat.testBit_shiftLeft, testBit_routeP] at hback
+  simp only [Bool.and_eq_true, decide_eq_true_eq] at hback
+  obtain ⟨h1, hsq⟩ := hback
+  have hsame := sub _ _ _ (Nat.eq_of_beq_eq_true hw.1) (show unperm (2 ^ M) (net M W) j - 1 < 2 ^ M by omega)
+    (by rw [testBit_routeP]; exact hsq)
+  rw [Nat.testBit_shiftRight, Nat.add_comm, Nat.sub_add_cancel h1] at hsame
+  obtain ⟨_, hord, _, hnth⟩ := hlink _ hsame
+  rw [perm_unperm] at hord hnth
+  obtain ⟨i, hi, ei, gap⟩ := exists_latest (fun i => nth r i = nth r j) j ⟨_, hord, hnth⟩
+  have hadj' := (hadj i j hj hi ei gap).1
+  have hi' : perm (2 ^ M) (net M W) (unperm (2 ^ M) (net M W) j - 1) = i := by
+    rw [show unperm (2 ^ M) (net M W) j - 1 = unperm (2 ^ M) (net M W) i by omega, perm_unperm]
+  rw [hi'] at hsq ⊢
+  exact ⟨hsq, hi, ei, gap⟩
+
 
 /-- **The optimum on a whole trace.** The checks of `Pycert.SortedTrace.bounded_of_checks` give
 `Bounded`; with a witness `s`, `e` (`witnessOK`), the running counts `AS` and `AE` of its starts and

@@ -364,7 +364,7 @@ theorem val_zero_of {p : Nat} : ∀ (Ps : List Nat), (∀ P, P ∈ Ps → P.test
     rw [val_cons, val_zero_of Ps (fun Q hQ => h Q (List.Mem.tail _ hQ))]
     unfold bit; rw [h P (List.Mem.head _)]; rfl
 
-theorem mem_cutsOf (c : Nat) : ∀ (t y : Nat), y ∈ cutsOf c t ↔ y < t ∧ c.testBit y = true
+public theorem mem_cutsOf (c : Nat) : ∀ (t y : Nat), y ∈ cutsOf c t ↔ y < t ∧ c.testBit y = true
   | 0, y => by
     constructor
     · intro h; cases h
@@ -390,7 +390,7 @@ theorem mem_cutsOf (c : Nat) : ∀ (t y : Nat), y ∈ cutsOf c t ↔ y < t ∧ c
         · subst e; exact absurd h2 hc
         · omega
 
-theorem length_cutsOf (c : Nat) : ∀ t, (cutsOf c t).length = count (fun u => c.testBit u = true) t
+public theorem length_cutsOf (c : Nat) : ∀ t, (cutsOf c t).length = count (fun u => c.testBit u = true) t
   | 0 => rfl
   | t + 1 => by
     unfold cutsOf
@@ -436,7 +436,7 @@ public theorem val_A_count {N : Nat} {A : List Nat} {c : Nat} (h : cutsOK N A c 
     · rw [if_pos hc, count_succ_pos (p := fun u => c.testBit u = true) hc]
     · rw [if_neg hc, count_succ_neg (p := fun u => c.testBit u = true) hc, Nat.add_zero]
 
-theorem val_A_gap {N : Nat} {A : List Nat} {c : Nat} (h : cutsOK N A c = true) {i : Nat} :
+public theorem val_A_gap {N : Nat} {A : List Nat} {c : Nat} (h : cutsOK N A c = true) {i : Nat} :
     ∀ j, i < j → j ≤ N → (∀ u, i < u → u < j → c.testBit u = false) → val A j = val A i + bit c i
   | 0, hij, _, _ => absurd hij (Nat.not_lt_zero _)
   | j + 1, hij, hj, hgap => by
@@ -448,7 +448,7 @@ theorem val_A_gap {N : Nat} {A : List Nat} {c : Nat} (h : cutsOK N A c = true) {
       rw [hgap j (by omega) (by omega)]
       rfl
 
-theorem flag_at {M : Nat} {W : List Nat} {same c : Nat} {A : List Nat} {p : Nat} (h1 : 1 ≤ p) (hp : p < 2 ^ M)
+public theorem flag_at {M : Nat} {W : List Nat} {same c : Nat} {A : List Nat} {p : Nat} (h1 : 1 ≤ p) (hp : p < 2 ^ M)
     (hs : same.testBit p = true)
     (hA : val A (perm (2 ^ M) (net M W) p) =
       val A (perm (2 ^ M) (net M W) (p - 1)) + bit c (perm (2 ^ M) (net M W) (p - 1))) :

@@ -199,6 +199,48 @@ def belady_hits(refs: Sequence[int] | np.ndarray, capacity: int) -> int:
     return hits
 
 
+def belady_bypass_flags(refs: Sequence[int] | np.ndarray, capacity: int) -> np.ndarray:
+    """Which references Belady's MIN *with bypass* hits with ``capacity`` blocks, by direct simulation.
+
+    On a miss the block is admitted only if it is used again and, the cache being full, some cached
+    block is used later than it; that block (the one used farthest in the future) is evicted. A block
+    that is hit and never used again leaves the cache. Blocks never used again are the only ties, and
+    which of them goes changes no hit. O(n log n), a max-heap of next-use times with lazy deletion.
+    """
+    if capacity < 0:
+        raise ValueError(f"capacity must be >= 0, got {capacity}")
+    arr = _as_array(refs)
+    n = len(arr)
+    hit = np.zeros(n, dtype=bool)
+    if capacity == 0 or n == 0:
+        return hit
+    dense = _dense_ids(arr)
+    _, nxt = _prev_next(arr)
+    width = n + 1
+    cached: dict[int, int] = {}
+    heap: list[int] = []
+    for t, (block, use) in enumerate(zip(dense.tolist(), nxt.tolist())):
+        if block in cached:
+            hit[t] = True
+            del cached[block]
+        elif use >= n:
+            continue
+        elif len(cached) >= capacity:
+            while True:  # the latest next use among the cached blocks (stale entries dropped)
+                far, victim = divmod(-heap[0], width)
+                if cached.get(victim) == far:
+                    break
+                heapq.heappop(heap)
+            if far < use:
+                continue  # every cached block is used before this one: bypass
+            heapq.heappop(heap)
+            del cached[victim]
+        if use < n:
+            cached[block] = use
+            heapq.heappush(heap, -(use * width + block))
+    return hit
+
+
 def unbounded_hits(refs: Sequence[int] | np.ndarray) -> int:
     """Hits of an infinite cache: every reuse hits (refs - distinct)."""
     arr = _as_array(refs)
@@ -225,6 +267,12 @@ class TraceStats(BaseModel):
     cold_miss_floor: Ratio
     ceiling: Ratio
     tenants: TenantStats | None = None
+    ceiling_tokens: Ratio | None = None
+    """The ceiling in tokens: the reused blocks' tokens over the prompt tokens, a request's partial last block
+    never reused (vLLM caches full blocks only); None when the trace gives no prompt lengths."""
+    prefix_closed: bool | None = None
+    """Whether every request is a path from the root of one block tree (a block id fixes the blocks before
+    it, as chained block hashes do); None when the trace has no requests."""
 
 
 def stats_from_counts(refs: int, distinct: int) -> tuple[Fraction, Fraction]:
@@ -237,9 +285,13 @@ def stats_from_counts(refs: int, distinct: int) -> tuple[Fraction, Fraction]:
 
 def trace_stats(trace: Trace) -> TraceStats:
     """refs, distinct, floor and ceiling of a trace."""
+    from pycert.analysis.requests import firsts, not_prefix_closed, reuse_tokens  # it imports this module
+
     distinct = _distinct(trace.refs)
     floor, ceiling = stats_from_counts(trace.n_refs, distinct)
+    first, tokens = firsts(trace), reuse_tokens(trace)
     return TraceStats(name=trace.name, sha256=trace.sha256, format=trace.format, granularity=trace.granularity,
                       block_tokens=trace.block_tokens, block_rule=trace.block_rule, requests=trace.n_requests,
                       refs=trace.n_refs, distinct=distinct, cold_miss_floor=Ratio.of(floor), ceiling=Ratio.of(ceiling),
-                      tenants=tenant_stats(trace))
+                      tenants=tenant_stats(trace), ceiling_tokens=None if tokens is None else Ratio.of(tokens),
+                      prefix_closed=None if first is None else not_prefix_closed(trace.refs, first) is None)

@@ -23,6 +23,13 @@ follow ``y`` iff ``y' ∈ Sat`` and ``R(y) < y' ≤ G(y)``; one sweep over ``t``
 O(N log N). The greedy "latest saturated point for each missed pair" is not tight (trace
 ``3 2 1 3 2 1 3 3 3`` at ``C = 2``); the tests check the recipe against brute force.
 
+With admission control (a cache that may decline to admit a missed block, ``lean/Pycert/Admission.lean``)
+the same holds with a pair ``(i, j)`` needing a slot at every step ``i .. j - 1`` (the block just
+referenced no longer has one of its own) and ``C`` slots in place of ``C - 1``: the bound is
+``C · |Y| + #{pairs with no cut in i ≤ y < j}``, the linear program's optimum is Belady's MIN with bypass
+(:func:`pycert.analysis.optcurve.admission_stack_distances`) and the same recipe, on those intervals,
+finds a cut list that makes the bound its hit count (``admission=True`` throughout).
+
 Nothing here is trusted: the kernel checks the bound for the cut list it is given, whatever list it is.
 """
 
@@ -35,7 +42,7 @@ import numpy as np
 from numba import njit
 
 from pycert.analysis.cachesim import _as_array, _prev_next
-from pycert.analysis.optcurve import opt_stack_distances
+from pycert.analysis.optcurve import admission_stack_distances, opt_stack_distances
 from pycert.core.resources import use_numba_cache
 
 use_numba_cache()
@@ -57,27 +64,36 @@ def bound(refs: Sequence[int] | np.ndarray, capacity: int, cuts: Sequence[int]) 
     return total
 
 
-def free_pairs(refs: Sequence[int] | np.ndarray, cuts: Sequence[int]) -> int:
-    """Reuse pairs ``(prev(j), j)`` with no cut strictly between: the count of ``Free`` references."""
+def free_pairs(refs: Sequence[int] | np.ndarray, cuts: Sequence[int], admission: bool = False) -> int:
+    """Reuse pairs ``(prev(j), j)`` with no cut strictly between (with ``admission``: none in
+    ``prev(j) ≤ y < j``): the count of ``Free`` (``FreeA``) references."""
     arr = _as_array(refs)
     prev, _ = _prev_next(arr)
     j = np.flatnonzero(prev >= 0)
     i = prev[j]
     y = np.unique(np.asarray(cuts, dtype=np.int64))
-    # cuts in (i, j): those < j minus those <= i
-    inside = np.searchsorted(y, j, side="left") - np.searchsorted(y, i, side="right")
+    # cuts in (i, j): those < j minus those <= i; in [i, j): those < j minus those < i
+    inside = np.searchsorted(y, j, side="left") - np.searchsorted(y, i, side="left" if admission else "right")
     return int(np.count_nonzero(inside == 0))
 
 
-def bound_pairs(refs: Sequence[int] | np.ndarray, capacity: int, cuts: Sequence[int]) -> int:
-    """The pair form of the bound: ``(C - 1) · |Y| + free_pairs``."""
-    return max(capacity - 1, 0) * len(cuts) + free_pairs(refs, cuts)
+def bound_pairs(refs: Sequence[int] | np.ndarray, capacity: int, cuts: Sequence[int], admission: bool = False) -> int:
+    """The pair form of the bound: ``(C - 1) · |Y| + free_pairs`` (with ``admission``: ``C · |Y|``)."""
+    return max(capacity - (0 if admission else 1), 0) * len(cuts) + free_pairs(refs, cuts, admission)
 
 
-def belady_hit_flags(refs: Sequence[int] | np.ndarray, capacity: int) -> np.ndarray:
-    """Which references Belady's MIN hits with ``capacity`` blocks: those whose OPT stack distance
-    is in ``1..capacity`` (OPT is a stack algorithm, :mod:`pycert.analysis.optcurve`)."""
-    d = opt_stack_distances(refs)
+def stack_distances(refs: Sequence[int] | np.ndarray, admission: bool = False) -> np.ndarray:
+    """Belady's MIN stack distances (with bypass under ``admission``): a reference hits at capacity ``C``
+    iff its distance is in ``1..C``."""
+    return admission_stack_distances(refs) if admission else opt_stack_distances(refs)
+
+
+def belady_hit_flags(refs: Sequence[int] | np.ndarray, capacity: int, admission: bool = False,
+                     distances: np.ndarray | None = None) -> np.ndarray:
+    """Which references Belady's MIN (with bypass under ``admission``) hits with ``capacity`` blocks:
+    those whose stack distance is in ``1..capacity`` (MIN is a stack algorithm,
+    :mod:`pycert.analysis.optcurve`); ``distances`` when already computed for this trace."""
+    d = stack_distances(refs, admission) if distances is None else distances
     return (d >= 1) & (d <= capacity)
 
 
@@ -124,60 +140,68 @@ def _sweep(sat: np.ndarray, reach_from: np.ndarray, until: np.ndarray, start_unt
     return out
 
 
-def cut_list(refs: Sequence[int] | np.ndarray, capacity: int) -> list[int]:
-    """A strictly increasing cut list whose :func:`bound` is Belady's hit count at ``capacity``
-    blocks (the recipe in the module docstring). Empty when Belady misses no reuse."""
+def cut_list(refs: Sequence[int] | np.ndarray, capacity: int, admission: bool = False,
+             hit: np.ndarray | None = None) -> list[int]:
+    """A strictly increasing cut list whose bound is Belady's hit count at ``capacity`` blocks (with
+    bypass under ``admission``), by the recipe in the module docstring; ``hit``: Belady's hit flags when
+    already computed. Empty when Belady misses no reuse."""
     if capacity < 1:
         raise ValueError(f"capacity must be >= 1, got {capacity}")
     arr = _as_array(refs)
     n = len(arr)
     prev, _ = _prev_next(arr)
-    hit = belady_hit_flags(arr, capacity)
+    if hit is None:
+        hit = belady_hit_flags(arr, capacity, admission)
     times = np.arange(n, dtype=np.int64)
-    j = np.flatnonzero((prev >= 0) & (prev + 2 <= times))  # a pair (j - 1, j) straddles nothing
-    i = prev[j]
+    lo_off = 0 if admission else 1  # a pair (i, j) needs a slot at the steps i + lo_off .. j - 1
+    j = np.flatnonzero((prev >= 0) & (prev + lo_off < times))  # without admission (j - 1, j) needs none
+    lo = prev[j] + lo_off
     h = hit[j]
     diff = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(diff, i[h] + 1, 1)
+    np.add.at(diff, lo[h], 1)
     np.add.at(diff, j[h], -1)
-    sat = np.cumsum(diff[:n]) == capacity - 1  # exactly C - 1 hit pairs straddle t
+    sat = np.cumsum(diff[:n]) == capacity - 1 + (1 - lo_off)  # every slot held by a hit pair at t
     last_end = np.full(n, -1, dtype=np.int64)
-    np.maximum.at(last_end, i[h] + 1, j[h])
+    np.maximum.at(last_end, lo[h], j[h])
     reach_from = np.maximum(times, np.maximum.accumulate(last_end) - 1) + 1  # R(t) + 1
-    first_end = np.full(n, NONE, dtype=np.int64)
-    np.minimum.at(first_end, i[~h], j[~h] - 1)
-    until = np.minimum.accumulate(first_end[::-1])[::-1].copy()  # G(t)
+    first_end = np.full(n + 1, NONE, dtype=np.int64)  # shifted by one: index 0 is the virtual start
+    np.minimum.at(first_end, lo[~h], j[~h] - 1)
+    until = np.minimum.accumulate(first_end[::-1])[::-1].copy()  # until[t + 1] = G(t), until[0] = G(start)
     if n == 0 or until[0] == NONE:
         return []
-    chain = _sweep(sat, reach_from, until, int(until[0]))
+    chain = _sweep(sat, reach_from, until[1:], int(until[0]))
     if len(chain) == 0:
         raise RuntimeError(f"no tight cut list found at capacity {capacity} (the recipe failed: a bug)")
     return chain.tolist()
 
 
-def belady_pairs(refs: Sequence[int] | np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray]:
-    """Belady's hit pairs as two flag arrays over the references: the starts (each hit's previous
-    reference to its block) and the ends (MIN's hits). The kernel checks them as the witness that
-    some policy of ``capacity`` blocks reaches the bound (``Pycert.SortedOptimum``)."""
+def belady_pairs(refs: Sequence[int] | np.ndarray, capacity: int, admission: bool = False,
+                 hit: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Belady's hit pairs (with bypass under ``admission``) as two flag arrays over the references: the
+    starts (each hit's previous reference to its block) and the ends (MIN's hits, ``hit`` when already
+    computed). The kernel checks them as the witness that some cache of ``capacity`` blocks reaches the
+    bound (``Pycert.SortedOptimum``, ``Pycert.SortedAdmission``)."""
     arr = _as_array(refs)
     prev, _ = _prev_next(arr)
-    ends = belady_hit_flags(arr, capacity)
+    ends = belady_hit_flags(arr, capacity, admission) if hit is None else hit
     starts = np.zeros(len(arr), dtype=bool)
     starts[prev[ends]] = True
     return starts, ends
 
 
-def witness_ok(refs: Sequence[int] | np.ndarray, capacity: int, starts: np.ndarray) -> bool:
+def witness_ok(refs: Sequence[int] | np.ndarray, capacity: int, starts: np.ndarray, admission: bool = False) -> bool:
     """The hypotheses of ``Pycert.Capacity.realise`` for the starts ``starts``, read as they read: every
     start has a later reference to its block, and at every step ``t`` at most ``capacity - 1`` starts
-    ``i < t`` have their block's next reference after ``t``."""
+    ``i < t`` have their block's next reference after ``t``; with ``admission`` (``realiseA``) at most
+    ``capacity`` starts ``i ≤ t``."""
     arr = _as_array(refs)
     n = len(arr)
     _, nxt = _prev_next(arr)
     i = np.flatnonzero(np.asarray(starts, dtype=bool)[:n])
     if np.any(nxt[i] >= n):
         return False
-    opened = np.zeros(n + 1, dtype=np.int64)  # open at t for i < t < nxt[i]
-    np.add.at(opened, i + 1, 1)
+    lo_off = 0 if admission else 1
+    opened = np.zeros(n + 1, dtype=np.int64)  # open at t for i + lo_off <= t < nxt[i]
+    np.add.at(opened, i + lo_off, 1)
     np.add.at(opened, nxt[i], -1)
-    return bool(np.all(np.cumsum(opened[:n]) <= capacity - 1))
+    return bool(np.all(np.cumsum(opened[:n]) <= capacity - lo_off))

@@ -23,10 +23,18 @@ blocks (unbounded when not given):
   rate that GPU-only LRU leaves on the table.
 - ``gpu_share_of_achievable`` = gpu_only_hit_rate / max_achievable_hit_rate (absent when nothing is
   achievable, i.e. no block is ever reused).
+- ``gpu_only_admission_hit_rate`` = hits of Belady's MIN with bypass at ``G`` / refs: the best any GPU-only
+  cache with admission control could do (a missed block may be left out; it includes every cache above).
 - ``policy_headroom_pp`` = 100 * (gpu_only_belady_hit_rate - gpu_only_hit_rate): what a better eviction
   policy can still win at ``G`` (OPT(G) - LRU(G)), and ``tier_headroom_pp`` = 100 *
   (max_achievable_hit_rate - gpu_only_belady_hit_rate): what only an extra tier can win (ceiling -
   OPT(G)). The two add up to ``headroom_pp``.
+
+**Tokens.** Where the trace gives prompt lengths, the hit rates are given in tokens too (``..._tokens``):
+the tokens of the references each policy hits over the prompt tokens (``refs_tokens``), a block counting
+its tokens and a request's partial last block its own length but never a hit (vLLM caches full blocks
+only). The policies are the block simulations above, weighed; vLLM and SGLang report their hit rates in
+tokens (:data:`ENGINES_REPORT`).
 
 Each figure is computed; ``pycert trace offload --certs DIR`` marks those that certificates in DIR
 prove for the same trace (its sha256) as kernel-checked (``OffloadReport.evidence``).
@@ -40,13 +48,22 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
 from pydantic import BaseModel
 
-from pycert.analysis.cachesim import lru_hit_curve
+from pycert.analysis.cachesim import curve_from_distances, stack_distances
+from pycert.analysis.requests import ref_tokens
 from pycert.core.errors import InputError
 from pycert.core.exact import Ratio
 from pycert.core.schema import EvidenceState
 from pycert.data.traces import Trace, coarsen
+
+ENGINES_REPORT = ("vLLM (vllm:prefix_cache_hits over vllm:prefix_cache_queries) and SGLang (sglang:cache_hit_rate, "
+                  "sglang:cached_tokens_total) report prefix-cache hit rates in tokens: compare them with the _tokens "
+                  "rows; the block rows are what the certificates prove.")
+TOKEN_RATES = ("max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate", "gpu_only_admission_hit_rate",
+               "host_backed_hit_rate")
+"""The hit rates the report also gives in tokens (``<name>_tokens``)."""
 
 
 class OffloadArm(BaseModel):
@@ -69,6 +86,13 @@ class OffloadArm(BaseModel):
     gpu_share_of_achievable: Ratio | None
     policy_headroom_pp: Ratio
     tier_headroom_pp: Ratio
+    gpu_only_admission_hit_rate: Ratio
+    refs_tokens: int | None = None
+    max_achievable_hit_rate_tokens: Ratio | None = None
+    gpu_only_hit_rate_tokens: Ratio | None = None
+    gpu_only_belady_hit_rate_tokens: Ratio | None = None
+    gpu_only_admission_hit_rate_tokens: Ratio | None = None
+    host_backed_hit_rate_tokens: Ratio | None = None
 
 
 class OffloadReport(BaseModel):
@@ -102,12 +126,13 @@ def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = No
         raise InputError(f"a capacity of {capacity_tokens} tokens holds no whole block of {bt} tokens "
                          f"(granularity {trace.granularity})", where="--capacity-tokens")
     h = None if host_tokens is None else host_tokens // bt
-    from pycert.analysis.optcurve import (
-        opt_hit_curve,  # numba loads only when a report is made
+    from pycert.analysis.optcurve import (  # numba loads only when a report is made
+        admission_stack_distances,
+        opt_stack_distances,
     )
 
-    curve = lru_hit_curve(trace.refs)
-    opt = opt_hit_curve(trace.refs)
+    lru_d, opt_d, adm_d = stack_distances(trace.refs), opt_stack_distances(trace.refs), admission_stack_distances(trace.refs)
+    curve, opt, adm = curve_from_distances(lru_d), curve_from_distances(opt_d), curve_from_distances(adm_d)
     refs, distinct = curve.refs, curve.distinct
     achievable = Fraction(refs - distinct, refs)
     gpu_hits = curve.hits(g)
@@ -121,13 +146,34 @@ def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = No
         max_achievable_hit_rate=Ratio.of(achievable),
         gpu_only_hit_rate=Ratio.of(gpu),
         gpu_only_belady_hit_rate=Ratio.of(opt.hit_rate(g)),
+        gpu_only_admission_hit_rate=Ratio.of(adm.hit_rate(g)),
         host_backed_hit_rate=Ratio.of(Fraction(host_hits, refs)),
         host_load_frac=Ratio.of(Fraction(host_hits - gpu_hits, refs)),
         headroom_pp=Ratio.of(100 * (achievable - gpu)),
         gpu_share_of_achievable=Ratio.of(gpu / achievable) if achievable else None,
         policy_headroom_pp=Ratio.of(100 * (opt.hit_rate(g) - gpu)),
         tier_headroom_pp=Ratio.of(100 * (achievable - opt.hit_rate(g))),
+        **_in_tokens(trace, {"max_achievable_hit_rate": lru_d, "gpu_only_hit_rate": lru_d, "gpu_only_belady_hit_rate":
+                             opt_d, "gpu_only_admission_hit_rate": adm_d, "host_backed_hit_rate": lru_d},
+                     {"max_achievable_hit_rate": None, "host_backed_hit_rate": None if h is None else g + h}, g),
     )
+
+
+def _in_tokens(trace: Trace, distances: dict[str, np.ndarray], capacity: dict[str, int | None],
+               gpu: int) -> dict[str, object]:
+    """The token rates: each policy's hits (stack distance in ``1..capacity``, unbounded for None) weighed by
+    their full blocks' tokens, over the prompt tokens; nothing when the trace gives no prompt lengths."""
+    weights = ref_tokens(trace)
+    if weights is None:
+        return {}
+    tokens, full = weights
+    total = int(tokens.sum())
+    out: dict[str, object] = {"refs_tokens": total}
+    for name, d in distances.items():
+        cap = capacity.get(name, gpu)
+        hit = (d >= 1) & (True if cap is None else d <= cap) & full
+        out[f"{name}_tokens"] = Ratio.of(Fraction(int(tokens[hit].sum()), total))
+    return out
 
 
 def offload_report(trace: Trace, capacity_tokens: int, host_tokens: int | None = None,

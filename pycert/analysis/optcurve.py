@@ -61,6 +61,7 @@ import numpy as np
 from numba import njit
 
 from pycert.analysis.cachesim import (
+    COLD,
     HitCurve,
     _as_array,
     _dense_ids,
@@ -310,3 +311,33 @@ def opt_stack_distances(refs: Sequence[int] | np.ndarray) -> np.ndarray:
 def opt_hit_curve(refs: Sequence[int] | np.ndarray) -> HitCurve:
     """The exact Belady/MIN hit count at every capacity, in one O(n log V) pass."""
     return curve_from_distances(_distances(refs))
+
+
+def admission_stack_distances(refs: Sequence[int] | np.ndarray) -> np.ndarray:
+    """The smallest capacity at which Belady's MIN *with bypass* (a missed block is admitted only if it
+    is used again before some cached block) hits each reference, :data:`~pycert.analysis.cachesim.COLD`
+    for first uses.
+
+    A cache of ``C`` blocks that may decline a block is a cache of ``C + 1`` blocks without that choice
+    on the trace with a fresh block, never used again, after every reference: the fresh block holds the
+    slot a declined block would not have taken. Both are the same linear program (a reuse pair ``(i, j)``
+    needs a slot at every step ``i .. j - 1`` in the first, at ``2i + 1 .. 2j - 1`` in the second, whose
+    even steps ask less), and both programs' optima are the MIN hit counts; so the distance here is the
+    OPT stack distance of the reference on that trace, less one (DEVELOPERS.md, the optimum with
+    admission control). MIN's hits on the mixed trace are exactly MIN-with-bypass's on this one: the
+    fresh blocks are never reused, so evicting one changes no hit."""
+    arr = _as_array(refs)
+    n = len(arr)
+    if 2 * n >= MAX_REFS:
+        raise ValueError(f"traces of {MAX_REFS // 2:,} references or more are not supported with admission control")
+    ids, n_ids = block_ids(arr)
+    mixed = np.empty(2 * n, dtype=np.int64)
+    mixed[0::2] = ids
+    mixed[1::2] = n_ids + np.arange(n)
+    d = _opt_distances(mixed, n_ids + n)[0::2].astype(np.int64)
+    return np.where(d == COLD, COLD, d - 1)
+
+
+def admission_hit_curve(refs: Sequence[int] | np.ndarray) -> HitCurve:
+    """The exact hit count of Belady's MIN with bypass at every capacity (:func:`admission_stack_distances`)."""
+    return curve_from_distances(admission_stack_distances(refs))

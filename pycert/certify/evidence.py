@@ -17,10 +17,12 @@ from pycert.core.schema import Certificate
 CEILING_FIGURES = ("refs", "distinct", "cold_miss_floor", "max_achievable_hit_rate")
 """What a ceiling certificate proves of the report: its kernel-checked counts, and the rates exact
 arithmetic makes of them."""
-CAPACITY_FIGURES = ("gpu_only_belady_hit_rate",)
-"""What a capacity certificate at the report's capacity proves: no policy beats this hit rate and one
-reaches it (kernel, both ways, for a certificate with Belady's pairs as a witness; the upper bound only,
-with Belady's MIN computed and cross-checked, for one without)."""
+CAPACITY_FIGURES = ("gpu_only_belady_hit_rate", "gpu_only_admission_hit_rate")
+"""What a capacity certificate at the report's capacity proves: no cache that admits every missed block
+beats the first hit rate and one reaches it (kernel, both ways, for a certificate with Belady's pairs as
+a witness; the upper bound only, with Belady's MIN computed and cross-checked, for one without), and, for
+a certificate of both models, the same of caches with admission control and the second. The rates in
+tokens stay computed: the kernel checks blocks."""
 
 
 def _figure(cert: Certificate, name: str) -> Fraction:
@@ -67,6 +69,8 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
             proved = {"refs": _figure(cert, "refs"), "distinct": _figure(cert, "distinct")}
         else:
             proved = {"gpu_only_belady_hit_rate": _figure(cert, "ceiling")}
+            if any(f.name == "admission_ceiling" for f in cert.figures):
+                proved["gpu_only_admission_hit_rate"] = _figure(cert, "admission_ceiling")
         for name, value in proved.items():
             ours = getattr(rep.primary, name)
             ours = Fraction(ours) if isinstance(ours, int) else ours.value
@@ -77,6 +81,6 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
         # certificate itself labels Belady's figure (computed and cross-checked), not kernel-checked.
         state = ("kernel-checked" if cert.family == "ceiling"
                  else next(f.evidence for f in cert.figures if f.name == "belady_hits"))
-        for name in proves:
+        for name in proved if cert.family == "capacity" else proves:
             evidence[name], by[name] = state, path.name
     return rep.model_copy(update={"evidence": evidence, "evidence_by": by, "not_used": not_used})

@@ -126,7 +126,7 @@ def _kernel_figures(cert: Certificate, inst, stated) -> list[Rejection]:  # noqa
         return [Rejection.mismatch(f"{inst.headline} (rebuilt)", f"a theorem stating {predicate}",
                                    stated.head if stated else "no such theorem built")]
     try:
-        return kernel_rejections(cert, claim.kernel_figures(stated.literals, inst.headline))
+        return kernel_rejections(cert, claim.kernel_figures(stated.literals, inst.headline, cert.parameters))
     except Rejected as err:
         return [err.rejection]
 

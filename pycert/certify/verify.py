@@ -189,7 +189,7 @@ def recompute(cert: Certificate, literals: list[int], where: Locator, timeout: f
     """Every figure from the headline's literals and the inputs (the claim's one function)."""
     claim = FAMILIES[cert.family]
     try:
-        kernel = claim.kernel_figures(literals, claim.headline(cert.parameters, cert.inputs))
+        kernel = claim.kernel_figures(literals, claim.headline(cert.parameters, cert.inputs), cert.parameters)
         with time_box(timeout, "recomputing the figures"):
             return claim.figures(cert.parameters, kernel, cert.inputs, where)
     except Rejected as err:

@@ -5,7 +5,9 @@ cached tokens as the engine reports them, writes the log to ``--out``'s ``inputs
 (``pycert prove leak``: the ``leak`` family). Exit 0 when the observation shows the leak and its
 closure, 1 when it does not (the log then goes to ``runs/``, uncertified), 2 on a usage or input
 error. ``--replay CERT`` runs the engine again on the certificate's recorded settings and compares
-every request's cached tokens with its log (exit 1 on any difference); it writes nothing.
+every request's cached tokens with its log (exit 1 on any difference), after checking the certificate
+itself as plain ``pycert verify`` does (a certificate that does not verify is exit 1 before the engine
+starts); it writes nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from pycert import prove
 from pycert.certify.documents import load_certificate
 from pycert.certify.inputs import Locator
 from pycert.certify.verify import verify_certificate
-from pycert.cli import add_backend, add_common, help_of
+from pycert.cli import add_backend, add_common, help_of, leak_http
+from pycert.cli.leak_http import level
 from pycert.core.console import Progress, emit, escaped, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root
@@ -95,8 +98,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--salt-field", default="cache_salt", help="with --endpoint: the request's salt field (vLLM: cache_salt)")
     r.add_argument("--secret-file", type=in_path, default=None, metavar="PATH",
                    help="the admission layer's server secret (default: 32 fresh random bytes, never written)")
-    r.add_argument("--confidence", type=_level, default="0.95", help="confidence of the bound (default 0.95)")
-    r.add_argument("--underpowered-above", type=_level, default="0.05",
+    r.add_argument("--confidence", type=level, default="0.95", help="confidence of the bound (default 0.95)")
+    r.add_argument("--underpowered-above", type=level, default="0.05",
                    help="call the run underpowered when the bound is above this (default 0.05)")
     r.add_argument("--out", type=out_dir, default=None,
                    help="certificate directory (default: as pycert prove); the log goes to its inputs/")
@@ -105,15 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_common(r)
     add_backend(r)
     r.set_defaults(func=cmd_run)
-
-
-def _level(text: str) -> str:
-    """A level as the log writes it: ``0.`` and 1 to 6 digits, not all zero."""
-    head, dot, tail = text.partition(".")
-    if not (head == "0" and dot and 1 <= len(tail) <= 6 and tail.isdigit() and int(tail) > 0):
-        raise argparse.ArgumentTypeError(f"expected a decimal strictly between 0 and 1 with at most 6 places "
-                                         f"(like 0.95), got {text!r}")
-    return text
+    leak_http.register(lsub)
 
 
 def open_engine(args: argparse.Namespace, model: Path | None, seed_: int) -> Engine:
@@ -213,18 +208,21 @@ def record(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, in
 
 
 def replay(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, int]:
-    """The engine run again on a certificate's recorded settings, once the certificate verifies offline
-    in this run (one that does not is refused, naming why, before any engine starts)."""
-    checked = verify_certificate(args.replay)
-    if checked.failures:
-        raise Rejected(Rejection(subject=str(args.replay), reason="does-not-verify",
-                                 detail=f"does not verify, so it is not replayed: {checked.first_problem()}"))
-    if not checked.ok:
-        raise InputError(f"could not be verified, so it is not replayed: {checked.first_problem()}",
-                         where=str(args.replay))
+    """Verify the certificate offline first (its log's sha256, parameters, figures, claim: everything plain
+    ``pycert verify`` checks), and run the engine only for one that verifies (one that does not is refused,
+    naming why, before any engine starts)."""
     cert = load_certificate(args.replay)
     if cert.family != "leak":
         raise InputError(f"a {cert.family} certificate: --replay takes a leak certificate", where=str(args.replay))
+    checked = verify_certificate(args.replay)
+    if checked.missing or checked.errors:
+        raise InputError(f"cannot be verified, so it was not replayed: {(checked.missing + checked.errors)[0]}",
+                         where=str(args.replay))
+    if not checked.ok:
+        first = checked.failures[0]
+        raise Rejected(Rejection(subject=str(args.replay), reason="not-verified", detail=f"does not verify, so it was "
+                                 f"not replayed: {first.render()}", expected=first.expected, found=first.found))
+    progress(f"{args.replay}: verifies offline ({', '.join(checked.checked)})")
     path = input_path(cert.inputs, "log", Locator(root=certificate_root(args.replay.resolve().parent)))
     recorded = leaklog.read(path)
     h = recorded.header

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pycert.analysis.cachesim import HitCurve, TraceStats, lru_hit_curve, trace_stats
-from pycert.analysis.offload import OffloadArm, OffloadReport, offload_report
+from pycert.analysis.offload import ENGINES_REPORT, TOKEN_RATES, OffloadArm, OffloadReport, offload_report
 from pycert.analysis.plot import hit_rate_png, log_capacities, trace_curves
 from pycert.certify.evidence import with_evidence
 from pycert.cli import add_common, help_of
@@ -184,6 +184,10 @@ def _stats_rows(st: TraceStats) -> list[tuple[str, str]]:
     rows = [("trace", st.name), ("sha256", st.sha256), ("format", shape), ("block size", block),
             ("refs", f"{st.refs:,}"), ("distinct", f"{st.distinct:,}"), ("cold-miss floor", _rate(st.cold_miss_floor)),
             ("ceiling", _rate(st.ceiling))]
+    if st.ceiling_tokens is not None:
+        rows.append(("ceiling in tokens", _rate(st.ceiling_tokens)))
+    if st.prefix_closed is not None:
+        rows.append(("prefix-closed", "yes" if st.prefix_closed else "no"))
     if st.tenants is not None:
         rows.append(("tenants", f"{st.tenants.count:,}; cross-tenant references (a block another tenant used "
                                 f"before): {st.tenants.cross_tenant_refs:,} of {st.refs:,}"))
@@ -251,12 +255,16 @@ def _render_offload(rep: OffloadReport) -> str:
     arms: list[OffloadArm] = [rep.primary] + ([rep.control] if rep.control else [])
     fields = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
               "cold_miss_floor", "max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
-              "host_backed_hit_rate", "host_load_frac", "headroom_pp", "policy_headroom_pp", "tier_headroom_pp",
-              "gpu_share_of_achievable"]
+              "gpu_only_admission_hit_rate", "host_backed_hit_rate", "host_load_frac", "headroom_pp", "policy_headroom_pp",
+              "tier_headroom_pp", "gpu_share_of_achievable"]
+    tokens = rep.primary.refs_tokens is not None
+    fields += ["refs_tokens", *(f"{f}_tokens" for f in TOKEN_RATES)] if tokens else []
 
     def cell(f: str, v: object) -> str:
         if isinstance(v, Ratio):
             return f"{v.decimal:.6f}"
+        if v is None and f.endswith("_tokens"):
+            return "n/a (no prompt lengths)"
         if v is None:  # host_blocks without --host-tokens; a share of an achievable rate of zero
             return "n/a (no block is ever reused: nothing is achievable)" if f == "gpu_share_of_achievable" else "unbounded"
         return f"{v:,}" if isinstance(v, int) else str(v)
@@ -274,7 +282,8 @@ def _render_offload(rep: OffloadReport) -> str:
     host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
     unused = [f"not used (what it would prove stays computed): {escaped(name)}: {escaped(why)}"
               for name, why in rep.not_used.items()]
-    return "\n".join([f"{escaped(rep.name)}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused])
+    return "\n".join([f"{escaped(rep.name)}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused,
+                      *([ENGINES_REPORT] if tokens else [])])
 
 
 def cmd_offload(args: argparse.Namespace) -> int:

@@ -17,6 +17,9 @@ EXIT_USAGE = 2
 EXIT_RESOURCES = 3
 """A check did not run to its end: a Lean process ran out of memory, was killed or timed out.
 Nothing was refused; the message names the cause, the size and the remedy."""
+EXIT_NOT_CHECKED = 4
+"""A measurement that could not run or has no signal (``pycert leak audit``: the server down, the
+tenant's own repeat not told apart from a fresh prompt). It says nothing either way: never "no leak"."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT), at any point, imports included."""
 EXIT_TERMINATED = 143
@@ -69,6 +72,13 @@ class ResourcesExhausted(Located):
     """A check that did not run to its end for want of memory or time (exit 3): not a rejection."""
 
     exit_code = EXIT_RESOURCES
+
+
+class NotChecked(Located):
+    """A check that could not be made (exit 4): the server it measures is down, or the measurement
+    shows no signal to judge by. Nothing was found either way."""
+
+    exit_code = EXIT_NOT_CHECKED
 
 
 class Rejection(BaseModel):

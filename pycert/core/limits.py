@@ -51,6 +51,8 @@ MAX_POOL_REFS = 16_384
 routing is a matching over up to hosts x requests edges, and CP-SAT models grow with the references
 (the committed instance: 16 hosts, 32 requests, 512 references)."""
 MAX_MANIFEST_BYTES = 1 << 20
+MAX_KEYS_BYTES = 1 << 20
+"""Largest tenant keys file (``pycert leak gateway --keys``, ``leak audit --keys``): one ``TENANT KEY`` a line."""
 """Largest ``MANIFEST.sha256``."""
 MAX_TRACE_BYTES = 64 << 30
 """Largest trace file verify or report reads (a day of one fleet's block references is about 2 GB)."""

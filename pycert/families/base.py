@@ -241,12 +241,17 @@ class Claim(ABC):
         inst = self.instance(params, self.primary_inputs(inputs))
         return inst.headline if inst is not None else None
 
-    def kernel_figures(self, literals: Sequence[int], headline: str) -> dict[str, int]:
+    def literal_names(self, params: Params) -> tuple[str, ...]:
+        """The figures the headline of a certificate with these parameters states, in order."""
+        return self.headline_figures
+
+    def kernel_figures(self, literals: Sequence[int], headline: str, params: Params) -> dict[str, int]:
         """The headline's literals by figure name; a statement with another number of them is rejected."""
-        if len(literals) != len(self.headline_figures):
-            raise Rejected(Rejection.mismatch(f"{headline} (its literals)", ", ".join(self.headline_figures),
+        names = self.literal_names(params)
+        if len(literals) != len(names):
+            raise Rejected(Rejection.mismatch(f"{headline} (its literals)", ", ".join(names),
                                               ", ".join(map(str, literals)) or "none"))
-        return dict(zip(self.headline_figures, literals, strict=True))
+        return dict(zip(names, literals, strict=True))
 
     def disagreements(self, figures: Mapping[str, Fraction], engine: Mapping[str, Fraction]) -> list[Rejection]:
         """Where pycert's own engines disagree with the figures the kernel proved: a defect in an engine,

@@ -11,7 +11,12 @@ experiment and records, per request, the prompt tokens the engine itself says it
 - :mod:`~pycert.leak.run`: the five arms, on seeded prompts;
 - :mod:`~pycert.leak.log`: the per-request log a certificate names as its input;
 - :mod:`~pycert.leak.observation`: every figure and every closure check, as pure functions of the log;
-- :mod:`~pycert.leak.stats`: the exact Clopper-Pearson bound.
+- :mod:`~pycert.leak.stats`: the exact Clopper-Pearson bound;
+- :mod:`~pycert.leak.wire`, :mod:`~pycert.leak.httpd`, :mod:`~pycert.leak.serve`,
+  :mod:`~pycert.leak.gateway`: the engine over vLLM's OpenAI-compatible fields, and the admission layer
+  as an HTTP gateway;
+- :mod:`~pycert.leak.audit_plan`, :mod:`~pycert.leak.audit`, :mod:`~pycert.leak.audit_figures`,
+  :mod:`~pycert.leak.ks`: the black-box audit of a live endpoint and its exact KS test.
 
 It sits beside :mod:`pycert.data` in the pipeline (it produces observations): it imports
 :mod:`pycert.core` only, and :mod:`pycert.families.leak` imports it. torch and transformers (the

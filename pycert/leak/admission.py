@@ -33,6 +33,10 @@ from dataclasses import dataclass
 from pycert.core.errors import InputError
 
 MIN_SECRET_BYTES = 16
+SALT_TOKENS = 8
+"""Token ids a salt becomes where the engine has no salt field (prepended to the prompt)."""
+FIRST_ID = 16
+"""Prompt and salt token ids start here, clear of the special ids a tokenizer may reserve at the bottom."""
 
 
 class AdmissionRefused(InputError):
@@ -65,6 +69,15 @@ def unkeyed_salt(tenant: str) -> bytes:
     """``sha256(tenant)``: the weak scheme, computable by anyone who knows the tenant's name (what the
     attacker arm forges)."""
     return hashlib.sha256(tenant.encode("utf-8")).digest()
+
+
+def salt_tokens(salt: bytes, vocab: int) -> list[int]:
+    """:data:`SALT_TOKENS` token ids from a salt's bytes (two bytes each, folded into the vocabulary), for
+    an engine without a salt field: a prefix that differs in its first block changes every block hash
+    after it."""
+    need = 2 * SALT_TOKENS
+    stream = (salt * (need // len(salt) + 1))[:need] if salt else bytes(need)
+    return [FIRST_ID + int.from_bytes(stream[i:i + 2], "big") % (vocab - FIRST_ID) for i in range(0, need, 2)]
 
 
 class Admission:

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -30,6 +30,8 @@ MAX_PROMPT_TOKENS = 1 << 20
 
 ArmName = Literal["unsalted-cross", "keyed-cross", "keyed-own", "attacker-unkeyed", "attacker-keyed"]
 SaltKind = Literal["none", "keyed", "unkeyed", "forged-unkeyed"]
+H = TypeVar("H", bound=BaseModel)
+L = TypeVar("L", bound=BaseModel)
 Level = Annotated[str, Field(pattern=r"^0\.[0-9]{1,6}$", description="a level in (0, 1), as written: 0.95")]
 
 
@@ -62,6 +64,11 @@ class Header(_Line):
         if self.min_tokens > self.max_tokens:
             raise ValueError(f"min_tokens {self.min_tokens} exceeds max_tokens {self.max_tokens}")
         return self
+
+    @property
+    def max_requests(self) -> int:
+        """Five arms, a prime and a probe each, for every prompt."""
+        return 10 * self.prompts
 
     def level(self, name: Literal["confidence", "underpowered_above"]) -> Fraction:
         return Fraction(getattr(self, name))
@@ -117,28 +124,27 @@ def salt_id(salt: bytes | None) -> str | None:
 
 def render(log: Log) -> bytes:
     """The log as JSON Lines, fields in schema order: the same log gives the same bytes."""
-    lines = [log.header.model_dump_json(by_alias=True)]
-    lines += [r.model_dump_json() for r in log.requests]
-    return ("\n".join(lines) + "\n").encode()
+    return render_lines(log.header, log.requests)
 
 
-def parse(data: bytes, where: str) -> Log:
-    """A log from its bytes; any malformed line is an :class:`InputError` naming ``where:line``."""
+def parse_lines(data: bytes, where: str, header_type: type[H], line_type: type[L], what: str) -> tuple[H, list[L]]:
+    """A JSON Lines log from its bytes: a ``header_type`` line, then ``line_type`` lines; any malformed
+    line is an :class:`InputError` naming ``where:line`` (``what`` names the kind of log)."""
     if len(data) > MAX_JSON_BYTES:
-        raise InputError(f"larger than {MAX_JSON_BYTES >> 20} MiB: not a leak log", where=where)
+        raise InputError(f"larger than {MAX_JSON_BYTES >> 20} MiB: not {what}", where=where)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 (byte {exc.start}): not a leak log", where=where) from None
+        raise InputError(f"not UTF-8 (byte {exc.start}): not {what}", where=where) from None
     lines = text.splitlines()
     if not lines:
-        raise InputError("empty: a leak log starts with its header line", where=where)
-    header: Header | None = None
-    requests = []
+        raise InputError(f"empty: {what} starts with its header line", where=where)
+    header: H | None = None
+    records: list[L] = []
     for i, line in enumerate(lines, 1):
-        if i == 2 and header is not None and len(lines) - 1 > 10 * header.prompts:  # before the lines are parsed
-            raise InputError(f"{len(lines) - 1:,} request lines for {header.prompts:,} prompts (five arms, a prime "
-                             f"and a probe each: {10 * header.prompts:,}): not the log of one run", where=where)
+        if i == 2 and header is not None and len(lines) - 1 > (most := header.max_requests):  # before parsing them
+            raise InputError(f"{len(lines) - 1:,} request lines where the header plans {most:,}: not the log of one "
+                             "run", where=where)
         if (deep := json_depth_error(line)) is not None:
             raise InputError(deep, where=f"{where}:{i}")
         try:
@@ -147,15 +153,26 @@ def parse(data: bytes, where: str) -> Log:
             raise InputError(f"not JSON ({exc.msg})", where=f"{where}:{i}") from None
         try:
             if i == 1:
-                header = Header.model_validate(obj)
+                header = header_type.model_validate(obj)
             else:
-                requests.append(Request.model_validate(obj))
+                records.append(line_type.model_validate(obj))
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or "(line)"
-            what = "the header" if i == 1 else "a request"
-            raise InputError(f"{what}: {field}: {err['msg']}", where=f"{where}:{i}") from None
+            kind = "the header" if i == 1 else "a request"
+            raise InputError(f"{kind}: {field}: {err['msg']}", where=f"{where}:{i}") from None
     assert header is not None
+    return header, records
+
+
+def render_lines(header: BaseModel, records: Sequence[BaseModel]) -> bytes:
+    """A log as JSON Lines, fields in schema order: the same log gives the same bytes."""
+    return ("\n".join([header.model_dump_json(by_alias=True), *(r.model_dump_json() for r in records)]) + "\n").encode()
+
+
+def parse(data: bytes, where: str) -> Log:
+    """A leak log from its bytes (:func:`parse_lines`)."""
+    header, requests = parse_lines(data, where, Header, Request, "a leak log")
     return Log(header=header, requests=tuple(requests))
 
 

@@ -1,35 +1,42 @@
-"""The ceiling at a capacity (``lean/Pycert/Capacity.lean``): no demand-fetch cache of ``C`` blocks hits
-more than ``H`` times on a trace, kernel-checked on the whole trace (``lean/Pycert/SortedTrace.lean``
-and its emitter :mod:`pycert.lean.emit.capacity`), with ``H`` Belady's hit count at ``C``.
+"""The ceiling at a capacity: the most hits a cache of ``C`` blocks gets on a trace, kernel-checked on the
+whole trace both ways in two cache models (``lean/Pycert/Capacity.lean``, ``Realise.lean``,
+``Admission.lean``, ``AdmissionOptimum.lean``, ``PrefixCache.lean``; the sorted instance
+``SortedTrace.lean``, ``SortedOptimum.lean``, ``SortedAdmission.lean`` and its emitter
+:mod:`pycert.lean.emit.capacity`).
 
-The library proves, for every policy of capacity ``C``, every trace and every cut list ``Y``,
-hits ≤ (C - 1)·|Y| + the reuses with no cut in between (``hits_le_free``). Python computes a cut list
-that makes the bound Belady's MIN hit count (:func:`pycert.analysis.capacity.cut_list`, untrusted: any
-list gives a sound bound); the kernel checks it on every reference and states ``H``; pycert then
-cross-checks ``H`` against Belady's MIN from two engines and refuses a bound that is not attained.
-With Belady's hit pairs as a witness (``lean/Pycert/Realise.lean``, ``lean/Pycert/SortedOptimum.lean``)
-the kernel also checks that some cache of ``C`` blocks hits exactly ``H`` times: ``H`` is the optimum,
-both ways. Which headline a certificate states is a function of its parameters (:func:`witnessed`):
-the one-file instance with the witness states ``Pycert.Capacity.Optimum``; a trace in pieces, and the
-one-file layout without the witness, ``Bounded``.
+* **Caches that admit every missed block and start empty** (demand fetch, ``Pycert.Cache``): for every
+  cut list ``Y``, hits ≤ (C - 1)·|Y| + the reuses with no cut strictly between (``hits_le_free``).
+* **Caches with admission control** (a missed block may be left out, any block evicted at any step,
+  ``Pycert.Admission.Run``), which include the first: hits ≤ C·|Y| + the reuses with no cut at or after
+  the earlier reference (``hits_le_freeA``). Every prefix cache is one (``Pycert.PrefixCache``).
 
-This module is the claim; :mod:`pycert.families.capacity.produce` makes the certificates.
+Python computes Belady's MIN without and with bypass, a cut list for each that makes the bound its hit
+count (:func:`pycert.analysis.capacity.cut_list`, untrusted) and its hit pairs as the witness that some
+cache reaches it; the kernel checks both on every reference. Where each request's hits are a prefix of
+it (and the trace is prefix-closed), the kernel also checks that a prefix cache reaches the optimum with
+admission control. Which headline a certificate states is a function of its parameters: the one-file
+layout of both models states ``Pycert.Admission.Optima`` or ``PrefixOptima``; the older one-file layouts
+``Optimum`` or ``Bounded``; a trace in pieces ``Bounded``.
+
+This module is the claim; :mod:`pycert.families.capacity.produce` makes the certificates, and
+:mod:`pycert.families.capacity.derive` computes what both derive from a trace.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from pycert.core.errors import InputError, PycertError, Rejected, Rejection
+from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.limits import MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
 from pycert.core.schema import Certificate, EvidenceState, InputFile, SolverInfo
-from pycert.families.base import Claim, Instance, Reader, input_path, part_of
+from pycert.families.base import Claim, Instance, Reader, input_path
+from pycert.families.capacity.text import (BOTH_WAYS, BOUNDED, LIMITS, OPTIMA, OPTIMA_LIMITS, OPTIMUM, PREFIX_NOT_CLAIMED,
+                                           PREFIX_OPTIMA, UPPER_ONLY, evidence_of, piece_limit, sentence)
 from pycert.families.ceiling import (
     BLOCK_IDENTITY,
     LEAN_DERIVED,
@@ -41,20 +48,23 @@ from pycert.families.ceiling import (
     reading,
     slug,
 )
+from pycert.lean.emit import CAPACITY_ENCODING as ENCODING
+from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING as OPTIMA_ENCODING
+from pycert.lean.emit import CAPACITY_OPTIMUM_ENCODING as OPTIMUM_ENCODING
+from pycert.lean.emit import CAPACITY_PIECES_ENCODING as PIECES_ENCODING
 
-if TYPE_CHECKING:
-    import numpy as np
-
-    from pycert.lean.emit.capacity import Plan
-    from pycert.lean.emit.pieces import PiecePlan
 
 
 class CapacityParams(TraceReading):
     capacity_blocks: int = Field(ge=1, le=MAX_PARAM)
     """``C``: the cache holds at most this many blocks."""
     lean_encoding: str
-    """The layout of the emitted instance file (:data:`pycert.lean.emit.capacity.OPTIMUM_ENCODING`, with
-    the witness; ``ENCODING``, without; ``PIECES_ENCODING`` for a trace checked in pieces)."""
+    """The layout of the emitted instance file: :data:`OPTIMA_ENCODING` (both cache models, both ways),
+    :data:`OPTIMUM_ENCODING` (caches that admit every missed block, both ways), :data:`ENCODING` (that
+    bound alone) or :data:`PIECES_ENCODING` (a trace checked in pieces)."""
+    prefix_cache: Literal["attained", "no-requests", "not-prefix-closed", "not-a-prefix"] | None = None
+    """Under :data:`OPTIMA_ENCODING`: ``attained`` when the certificate claims that a prefix cache reaches
+    the optimum with admission control, else why it does not (:func:`pycert.analysis.requests.prefix_verdict`)."""
     pieces: int = Field(1, ge=1, le=MAX_SHARDS)
     """How many pieces the trace is checked in (1: one instance file)."""
     piece_refs: int | None = Field(None, ge=2, le=MAX_PIECE_REFS)
@@ -75,36 +85,20 @@ def names(trace: PurePosixPath, capacity: int) -> tuple[str, str]:
     return f"capacity-{name}-c{capacity}", f"Capacity{lean_ident(name)}C{capacity}"
 
 
-OPTIMUM = "Pycert.Capacity.Optimum"
-BOUNDED = "Pycert.Capacity.Bounded"
+LITERALS = {BOUNDED: ("refs", "capacity_blocks", "max_hits"), OPTIMUM: ("refs", "capacity_blocks", "max_hits"),
+            OPTIMA: ("refs", "capacity_blocks", "max_hits", "admission_hits"),
+            PREFIX_OPTIMA: ("refs", "capacity_blocks", "max_hits", "admission_hits", "prefix_cache_hits")}
+"""Each headline predicate's literals, in order, by figure name."""
 WITNESS_THEOREMS = ("Pycert.Capacity.realise", "Pycert.Capacity.optimum_of", "Pycert.SortedOptimum.linked_of_sortOK",
                     "Pycert.SortedOptimum.optimum_of_checks")
 """The library theorems a certificate with the witness rests on as well."""
-
-
-def witnessed(params: CapacityParams) -> bool:
-    """Whether a certificate's instance carries Belady's hit pairs and states ``Optimum`` (else ``Bounded``)."""
-    from pycert.lean.emit.capacity import OPTIMUM_ENCODING  # numpy: see instance_text
-
-    return params.lean_encoding == OPTIMUM_ENCODING
-
-
-def instance_text(refs: np.ndarray, sha256: str, module: str, capacity: int,
-                  witness: bool = True) -> tuple[bytes, Plan]:
-    """The Lean instance file of a trace at ``capacity`` blocks, with the cut list of the recipe and (with
-    ``witness``) Belady's hit pairs, and what it states: the one function prove and verify both call. A
-    bound that Belady's pairs do not reach is refused before Lean runs: it cannot be stated as the optimum."""
-    # numba and numpy: only for a claim that has a trace
-    from pycert.analysis.capacity import belady_pairs, cut_list
-    from pycert.lean.emit import capacity as emit
-
-    pairs = belady_pairs(refs, capacity) if witness else None
-    text, plan = emit.emit_instance(refs, sha256, module, capacity, cut_list(refs, capacity), witness=pairs)
-    if plan.witness_hits is not None and plan.witness_hits != plan.max_hits:
-        raise PycertError(f"{module}: the cut list bounds the hits at {capacity} blocks by {plan.max_hits}, Belady's MIN "
-                          f"hits {plan.witness_hits}: the cut list was not optimal (or the engine is wrong), and a bound "
-                          "that is not attained is not written as the optimum")
-    return text.encode(), plan
+ADMISSION_THEOREMS = ("Pycert.Admission.run_of_policy", "Pycert.Admission.spans_le", "Pycert.Admission.hits_le_freeA",
+                      "Pycert.Admission.realiseA", "Pycert.Admission.optimumA_of", "Pycert.SortedOptimum.ends_spec",
+                      "Pycert.SortedAdmission.freeA_le_of_checks", "Pycert.SortedAdmission.boundedA_of_checks",
+                      "Pycert.SortedAdmission.optimumA_of_checks")
+PREFIX_THEOREMS = ("Pycert.PrefixCache.prefixHits_le", "Pycert.Admission.prefixOptimum_of",
+                   "Pycert.SortedAdmission.prefixOptimum_of_checks")
+PIECE_THEOREMS = ("Pycert.Capacity.piece_glue", "Pycert.Capacity.bounded_of_piece", "Pycert.SortedTrace.piece_of_checks")
 
 
 def piece_names(module: str, count: int) -> list[str]:
@@ -112,69 +106,33 @@ def piece_names(module: str, count: int) -> list[str]:
     return [f"{module}Piece{k:0{len(str(count - 1))}d}" for k in range(count)]
 
 
-def piece_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list[int], list[int]]:
-    """The recipe's cut list and the split points of the pieces (:func:`pycert.lean.emit.pieces.split_points`):
-    what prove and verify both derive from the trace, the capacity and ``piece_refs``."""
-    from pycert.analysis.capacity import cut_list  # see instance_text
-    from pycert.lean.emit import pieces
-
-    cuts = cut_list(refs, capacity)
-    points = pieces.split_points(len(refs), cuts, piece_refs)
-    pieces.check_join(len(refs), points)
-    return cuts, points
+def witnessed(params: CapacityParams) -> bool:
+    """Whether a certificate's instance carries Belady's hit pairs (states an optimum, not only a bound)."""
+    return params.lean_encoding in (OPTIMUM_ENCODING, OPTIMA_ENCODING)
 
 
-def piece_makers(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
-                 points: list[int]) -> list[tuple[str, Callable[[], tuple[str, PiecePlan]], int]]:
-    """Each piece of a trace split at ``points`` (:func:`piece_layout`): its module name, the call that
-    emits it, and its length. prove runs the calls as Ray tasks and verify in turn, so both emit the
-    same pieces from the same arguments."""
-    from pycert.lean.emit import pieces  # see instance_text
-
-    return [(m, functools.partial(pieces.emit_piece, refs[a:b + 1], sha256, m, capacity, pieces.local_cuts(cuts, a, b)),
-             b - a + 1) for m, a, b in zip(piece_names(module, len(points) - 1), points, points[1:])]
+def both_models(params: CapacityParams) -> bool:
+    return params.lean_encoding == OPTIMA_ENCODING
 
 
-def piece_files(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
-                points: list[int]) -> tuple[dict[str, str], Plan]:
-    """Every module of a trace checked in pieces split at ``points`` (:func:`piece_layout`), by module
-    name (the composition ``module`` last), and what the composition states: what verify regenerates and
-    compares with the files prove wrote."""
-    import numpy as np  # see instance_text
-
-    from pycert.lean.emit import pieces
-
-    out, plans = {}, []
-    for m, make, _ in (makers := piece_makers(refs, sha256, module, capacity, cuts, points)):
-        out[m], piece = make()
-        plans.append(piece)
-    out[module], plan = pieces.emit_glue(module, sha256, [m for m, _, _ in makers], plans, len(np.unique(refs)))
-    return out, plan
+def prefix_claimed(params: CapacityParams) -> bool:
+    return both_models(params) and params.prefix_cache == "attained"
 
 
-def belady(refs: np.ndarray, capacity: int) -> int:
-    """Belady's MIN hit count at ``capacity`` blocks from pycert's one-pass OPT curve (stack distances
-    under OPT priority, :mod:`pycert.analysis.optcurve`), cross-checked against a direct simulation of
-    MIN (:func:`pycert.analysis.cachesim.belady_hits`); two engines that disagree are refused."""
-    from pycert.analysis.cachesim import belady_hits  # numba: see instance_text
-    from pycert.analysis.optcurve import opt_hit_curve
-
-    curve, simulated = opt_hit_curve(refs).hits(capacity), belady_hits(refs, capacity)
-    if curve != simulated:
+def _refuse(figure: str, proved: int, opt: int, capacity: int, what: str) -> None:
+    """A kernel bound above Belady's count is loose (not certified as the ceiling); one below it means an
+    engine is wrong (the bound is proved)."""
+    if proved > opt:
+        loose = f"{proved - opt} hit{'s' if proved - opt > 1 else ''}"
         raise Rejected(Rejection(
-            subject="figures.belady_hits", reason="engine-disagrees", expected=f"{simulated} (direct MIN simulation)",
-            found=f"{curve} (one-pass OPT curve)",
-            detail=f"pycert's two Belady engines disagree at {capacity} blocks: the OPT curve says {curve} hits, a "
-                   f"direct MIN simulation {simulated}"))
-    return curve
-
-
-UPPER_ONLY = ("The kernel proves the upper bound only; that Belady's MIN reaches it is computed by pycert (two engines "
-              "agreeing), not kernel-checked, so max_hits is proved to be a ceiling and computed to be the optimum.")
-BOTH_WAYS = ("The kernel proves max_hits both ways: no policy of the model hits more, and some policy of capacity_blocks "
-             "hits exactly max_hits (Belady's hit pairs, checked on every reference as a witness). That policy reads the "
-             "whole trace (it is offline, like Belady's MIN); that MIN itself is the policy reaching it is Belady's "
-             "theorem and pycert's two engines, not the kernel's.")
+            subject=f"figures.{figure}", reason="loose-bound", expected=str(opt), found=str(proved),
+            detail=f"the kernel proved at most {proved} hits at {capacity} blocks but {what} hits {opt}: the cut list was "
+                   f"not optimal (the bound is loose by {loose}), so it is not certified as the ceiling at {capacity}"))
+    if proved < opt:
+        raise Rejected(Rejection(
+            subject=f"figures.{figure}", reason="engine-disagrees", expected=f"at most {proved}", found=str(opt),
+            detail=f"{what}'s engine reports {opt} hits at {capacity} blocks, more than the {proved} the kernel proved "
+                   "possible for every cache of the model: a defect in the engine"))
 
 
 class Capacity(Claim):
@@ -187,74 +145,45 @@ class Capacity(Claim):
                      "Pycert.SortedTrace.bounded_of_checks", "Pycert.PackedTrace.traceOK_sound",
                      "Pycert.Route.route_inj")
     primary = ("trace",)
-    piece_theorems = ("Pycert.Capacity.piece_glue", "Pycert.Capacity.bounded_of_piece",
-                      "Pycert.SortedTrace.piece_of_checks")
-    headline_predicate = OPTIMUM
-    headline_figures = ("refs", "capacity_blocks", "max_hits")
-    limits = (
-        "The bound is per trace and per capacity: it says nothing about other traffic or other cache sizes.",
-        "It bounds demand-fetch caches that insert every missed block (no bypass), start empty and hold blocks of "
-        "one size; a cache that bypasses, prefetches, starts warm or weighs blocks by size is outside the model.",
-        UPPER_ONLY,
-        "It is an oracle bound, not a connector measurement: no real cache was run.",
-        BLOCK_IDENTITY,
-        "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
-        "that list into the instance's vectors, then decodes what it wrote and refuses any difference. The kernel "
-        "checks every reference of the list the instance decodes to; a reader bug would make the theorem about "
-        "another list.",
-    )
-    evidence_of = {
-        "refs": ("kernel-checked", "Lean kernel: a literal of {headline} (trace.length), every reference decoded"),
-        "capacity_blocks": ("kernel-checked", "Lean kernel: a literal of {headline} (every policy P with P.cap = some C)"),
-        "max_hits": ("kernel-checked", "Lean kernel: a literal of {headline} (hits P trace ≤ it for every policy P of "
-                     "capacity C), from a cut list checked on every reference"),
-        "ceiling": ("computed", "exact arithmetic max_hits / refs of two kernel-checked figures"),
-        "belady_hits": ("computed-cross-checked", "Belady's MIN at capacity_blocks: pycert's one-pass OPT curve "
-                        "(pycert.analysis.optcurve), equal to a direct MIN simulation (pycert.analysis.cachesim."
-                        "belady_hits) and to max_hits; libCacheSim's Belady agrees in pycert's tests"),
-        "cuts": ("computed", "length of the cut list the recipe computed (pycert.analysis.capacity.cut_list); "
-                 "the kernel checked the bound for that list, whatever it is"),
-    }
-    evidence_witnessed = {
-        "max_hits": ("kernel-checked", "Lean kernel: a literal of {headline} (Optimum: hits P trace ≤ it for every "
-                     "policy P of capacity C, from a cut list checked on every reference, and = it for one policy, from "
-                     "Belady's hit pairs checked on every reference)"),
-        "belady_hits": ("kernel-checked", "Lean kernel: the optimum at capacity_blocks is max_hits, a literal of "
-                        "{headline} (both ways); Belady's MIN reaches the optimum, and pycert's one-pass OPT curve "
-                        "(pycert.analysis.optcurve) and a direct MIN simulation (pycert.analysis.cachesim.belady_hits) "
-                        "both count max_hits"),
-    }
+    headline_predicate = OPTIMA
+    headline_figures = LITERALS[PREFIX_OPTIMA]
+    limits = LIMITS
 
     def predicate(self, params: CapacityParams) -> str:  # type: ignore[override]
+        if both_models(params):
+            return PREFIX_OPTIMA if prefix_claimed(params) else OPTIMA
         return OPTIMUM if witnessed(params) else BOUNDED
 
     def predicates(self) -> tuple[str, ...]:
-        return (OPTIMUM, BOUNDED)
+        return tuple(LITERALS)
+
+    def literal_names(self, params: CapacityParams) -> tuple[str, ...]:  # type: ignore[override]
+        return LITERALS[self.predicate(params)]
 
     def library_theorems(self, params: CapacityParams) -> tuple[str, ...]:
-        return (self.theorem_names + (self.piece_theorems if params.pieces > 1 else ())
-                + (WITNESS_THEOREMS if witnessed(params) else ()))
+        return (self.theorem_names + (PIECE_THEOREMS if params.pieces > 1 else ())
+                + (WITNESS_THEOREMS if witnessed(params) else ()) + (ADMISSION_THEOREMS if both_models(params) else ())
+                + (PREFIX_THEOREMS if prefix_claimed(params) else ()))
 
     def does_not_prove(self, params: CapacityParams, figures: Mapping[str, Fraction],
                        inputs: Sequence[InputFile]) -> tuple[str, ...]:
-        limits = tuple(BOTH_WAYS if line == UPPER_ONLY and witnessed(params) else block_identity(params)
-                       if line == BLOCK_IDENTITY else line for line in self.limits)
+        """The model's limits, the block identity as the trace was read, and for a trace in pieces how it was
+        checked."""
+        if both_models(params):
+            why = PREFIX_NOT_CLAIMED.get(params.prefix_cache or "")
+            limits = OPTIMA_LIMITS + ((why,) if why else ())
+        else:
+            limits = tuple(BOTH_WAYS if line == UPPER_ONLY and witnessed(params) else line for line in self.limits)
+        limits = tuple(block_identity(params) if line == BLOCK_IDENTITY else line for line in limits)
         return limits + ((piece_limit(params.pieces),) if params.pieces > 1 else ())
 
     def evidence(self, name: str, solver: SolverInfo | None,
                  params: CapacityParams | None = None) -> tuple[EvidenceState, str]:  # type: ignore[override]
-        if params is not None and witnessed(params) and name in self.evidence_witnessed:
-            return self.evidence_witnessed[name]
-        return super().evidence(name, solver, params)
+        return evidence_of(name, None if params is None else self.predicate(params))
 
     def sentence(self, params: CapacityParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
-        refs, c, h = int(figures["refs"]), int(figures["capacity_blocks"]), int(figures["max_hits"])
-        blocks = f"{c} block{'s' if c != 1 else ''}"
-        return (f"On trace {trace} ({reading(params)}{refs} block references), no demand-fetch cache of {blocks} hits more than {h} "
-                f"times: a hit-rate ceiling of {float(figures['ceiling']):.6f} at {blocks}, attained by Belady's MIN"
-                + (f"; some cache of {blocks} hits exactly {h} times, so {h} is the optimum." if witnessed(params)
-                   else " as pycert computes it (two engines agreeing; the kernel proves the ceiling only)."))
+        return sentence(trace, self.predicate(params), figures, reading(params))
 
     def instance(self, params: CapacityParams, primary: Sequence[InputFile]) -> Instance:
         """``lean/Capacity<Name>C<C>.lean``, or ``lean/derived/`` for a trace from outside the certificate
@@ -266,10 +195,11 @@ class Capacity(Claim):
 
     def figures(self, params: CapacityParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:
-        """The kernel's three literals, the ceiling, and Belady's MIN at ``C`` from the trace, which must
-        equal the kernel's bound: a bound above it is loose (the cut list was not optimal) and is not
-        certified as the ceiling at ``C``; one below it means the engine is wrong (the bound is proved)."""
-        from pycert.analysis.capacity import cut_list  # numba: see instance_text
+        """The kernel's literals and, from the trace, Belady's MIN at ``C`` (and with bypass, for both models),
+        which must equal the kernel's figures; the ceilings; whether a prefix cache reaches the optimum
+        with admission control, which must be what the parameters say; and the figures in tokens."""
+        from pycert.analysis.requests import prefix_verdict  # numpy, numba: only for a claim with a trace
+        from pycert.families.capacity import derive
 
         refs, c, h = kernel["refs"], kernel["capacity_blocks"], kernel["max_hits"]
         if c != params.capacity_blocks:
@@ -279,21 +209,27 @@ class Capacity(Claim):
         trace = read_certified(input_path(inputs, "trace", read), params)
         if refs != trace.n_refs:  # the headline's N against the file's, end to end
             raise Rejected(Rejection.mismatch("figures.refs", f"{trace.n_refs} (the references of the trace file)", str(refs)))
-        opt = belady(trace.refs, c)
-        if h > opt:
-            loose = f"{h - opt} hit{'s' if h - opt > 1 else ''}"
-            raise Rejected(Rejection(
-                subject="figures.max_hits", reason="loose-bound", expected=str(opt), found=str(h),
-                detail=f"the kernel proved at most {h} hits at {c} blocks but Belady's MIN hits {opt}: the cut list was "
-                       f"not optimal (the bound is loose by {loose}), so it is not certified as the ceiling at {c}"))
-        if h < opt:
-            raise Rejected(Rejection(
-                subject="figures.belady_hits", reason="engine-disagrees", expected=f"at most {h}", found=str(opt),
-                detail=f"Belady's MIN engine reports {opt} hits at {c} blocks, more than the {h} the kernel proved "
-                       "possible for every policy: a defect in the engine"))
-        return {"refs": Fraction(refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(h),
-                "ceiling": Fraction(h, refs), "belady_hits": Fraction(opt),
-                "cuts": Fraction(len(cut_list(trace.refs, c)))}
+        opt = derive.engines(trace.refs, c, admission=False)
+        _refuse("max_hits", h, opt, c, "Belady's MIN")
+        out = {"refs": Fraction(refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(h),
+               "ceiling": Fraction(h, refs), "belady_hits": Fraction(opt),
+               "cuts": Fraction(len(derive.model(trace.refs, c, admission=False).cuts))}
+        prefix_ends = None
+        if both_models(params):
+            ha = kernel["admission_hits"]
+            _refuse("admission_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
+            admitted = derive.model(trace.refs, c, admission=True)
+            verdict, why = prefix_verdict(trace, admitted.ends)
+            if verdict != params.prefix_cache:
+                raise Rejected(Rejection.mismatch("parameters.prefix_cache", f"{verdict!r} ({why})", repr(params.prefix_cache)))
+            out |= {"admission_hits": Fraction(ha), "admission_ceiling": Fraction(ha, refs),
+                    "admission_cuts": Fraction(len(admitted.cuts))}
+            if verdict == "attained":
+                out["prefix_cache_hits"] = Fraction(kernel["prefix_cache_hits"])
+                prefix_ends = admitted.ends
+        if trace.n_requests is not None:
+            out["requests"] = Fraction(trace.n_requests)
+        return out | derive.token_figures(trace, out, prefix_ends)
 
     def regenerate(self, params: CapacityParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
         inst = self.instance(params, self.primary_inputs(inputs))
@@ -308,40 +244,35 @@ class Capacity(Claim):
 
     def derived_files(self, params: CapacityParams, inputs: Sequence[InputFile], read: Reader) -> dict[str, bytes]:
         """The instance file, and for a trace in pieces every piece module beside it, from the trace."""
-        from pycert.lean.emit.capacity import ENCODING, OPTIMUM_ENCODING, PIECES_ENCODING  # numpy: see instance_text
+        from pycert.families.capacity import derive  # numpy: see figures
 
         pieced = params.pieces > 1
-        expected = (PIECES_ENCODING,) if pieced else (OPTIMUM_ENCODING, ENCODING)
+        expected = (PIECES_ENCODING,) if pieced else (OPTIMA_ENCODING, OPTIMUM_ENCODING, ENCODING)
         if params.lean_encoding not in expected:
             raise Rejected(Rejection.mismatch("parameters.lean_encoding", " or ".join(map(repr, expected)),
                                               repr(params.lean_encoding)))
         if pieced != (params.piece_refs is not None):
             raise Rejected(Rejection.mismatch("parameters.piece_refs", "the piece size the split was computed with, "
                                               "exactly when the trace is in pieces", repr(params.piece_refs)))
+        if both_models(params) != (params.prefix_cache is not None):
+            raise Rejected(Rejection.mismatch("parameters.prefix_cache", "set exactly when both cache models are stated",
+                                              repr(params.prefix_cache)))
         inst = self.instance(params, self.primary_inputs(inputs))
         trace = read_certified(input_path(inputs, "trace", read), params)
         if not pieced:
-            return {inst.path: instance_text(trace.refs, trace.sha256, inst.module, params.capacity_blocks,
-                                             witnessed(params))[0]}
+            return {inst.path: derive.instance_text(trace, inst.module, params.capacity_blocks, params.lean_encoding,
+                                                    params.prefix_cache)[0]}
         try:  # a forged piece_refs may split the trace nowhere, or into one piece
-            cuts, points = piece_layout(trace.refs, params.capacity_blocks, params.piece_refs)
+            cuts, points = derive.piece_layout(trace.refs, params.capacity_blocks, params.piece_refs)
         except InputError as err:
             raise Rejected(Rejection.mismatch("parameters.piece_refs", "a piece size at which the trace splits at cuts",
                                               f"{params.piece_refs} ({err.message})")) from None
         if len(points) - 1 != params.pieces:
             raise Rejected(Rejection.mismatch("parameters.pieces", f"{len(points) - 1} (the split of the trace in pieces "
                                               f"of at most {params.piece_refs} references)", str(params.pieces)))
-        files, _ = piece_files(trace.refs, trace.sha256, inst.module, params.capacity_blocks, cuts, points)
+        files, _ = derive.piece_files(trace.refs, trace.sha256, inst.module, params.capacity_blocks, cuts, points)
         where = PurePosixPath(inst.path).parent
         return {(where / f"{m}.lean").as_posix(): text.encode() for m, text in files.items()}
-
-
-def piece_limit(count: int) -> str:
-    return (f"The trace is checked in {count} pieces split at cuts of the cut list, each a sorted instance in a Lean "
-            "module of its own that states its first and last reference, and the composition module proves the bound "
-            "from the pieces' headlines (Pycert.Capacity.piece_glue): consecutive pieces share one reference, which "
-            "the kernel checks is the same id. Python computes where to split, and verify recomputes it from the trace, "
-            "the capacity and piece_refs and regenerates every file; any split at cuts gives the same bound.")
 
 
 CLAIM = Capacity()

@@ -17,7 +17,8 @@ from pycert.core.limits import MAX_PIECE_REFS, MAX_TRACE_BYTES, int_list, int_ra
 from pycert.data import synthetic
 from pycert.data.traces import Trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.families.capacity import CLAIM, CapacityParams, instance_text, names, piece_layout, piece_makers
+from pycert.analysis.requests import prefix_verdict
+from pycert.families.capacity import CLAIM, CapacityParams, derive, names
 from pycert.families.ceiling import DEFAULT_TRACE, slug
 from pycert.families.ceiling.produce import certified_trace, read_for_proof, reading_of, refuse_stdin
 from pycert.lean import cluster
@@ -69,9 +70,10 @@ class CapacityProducer(Producer):
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--capacity-blocks", type=int_list(1), action="extend", default=[], metavar="C[,C...]",
                             help="certify the hit ceiling at these cache capacities, in blocks (under prove ceiling or "
-                                 "all, beside the capacity-free ceiling): one certificate "
-                                 "per trace and capacity (Belady's MIN hit count, kernel-checked as the optimum: an "
-                                 "upper bound and a policy that reaches it; a trace in pieces: the bound)")
+                                 "all, beside the capacity-free ceiling): one certificate per trace and capacity, the "
+                                 "optimum kernel-checked both ways for caches with admission control (Belady's MIN with "
+                                 "bypass; a prefix cache where the trace is prefix-closed) and for caches that admit "
+                                 "every missed block (Belady's MIN); a trace in pieces: the second bound")
         parser.add_argument("--capacity-tokens", type=int_list(1), action="extend", default=[], metavar="T[,T...]",
                             help="the same at capacities in tokens, each in whole blocks of the trace's block size "
                                  "(what it says, or --block-tokens)")
@@ -136,20 +138,25 @@ class CapacityProducer(Producer):
         out = []
         limit = min(opts.piece_refs or MAX_PIECE_REFS, MAX_PIECE_REFS)
         for c in capacities(opts, trace):
-            params = CapacityParams(capacity_blocks=c, lean_encoding=emit.OPTIMUM_ENCODING,
+            params = CapacityParams(capacity_blocks=c, lean_encoding=emit.OPTIMA_ENCODING,
                                     **reading_of(trace))  # type: ignore[arg-type]
             if trace.n_refs > limit or not emit.fits_one(trace.n_refs, distinct):
                 setting.progress(f"{trace.name}: cut list at {plural(c, 'block')}, split into pieces of at most "
                                  f"{plural(limit, 'reference')}")
-                cuts, points = piece_layout(trace.refs, c, limit)
+                cuts, points = derive.piece_layout(trace.refs, c, limit)
                 params = CapacityParams(capacity_blocks=c, lean_encoding=emit.PIECES_ENCODING, piece_refs=limit,
                                         pieces=len(points) - 1, **reading_of(trace))  # type: ignore[arg-type]
+            else:
+                verdict, why = prefix_verdict(trace, derive.model(trace.refs, c, admission=True).ends)
+                params = params.model_copy(update={"prefix_cache": verdict})
+                if verdict != "attained":
+                    setting.progress(f"{trace.name}: no prefix cache claimed at {plural(c, 'block')}: {why}")
             instance = CLAIM.instance(params, [trace_input])
             p = Prepared(claim=CLAIM, id=names(path, c)[0], parameters=params, headline="", inputs=[trace_input],
                          located={trace_input.path: path})
             if params.piece_refs is None:
-                setting.progress(f"{trace.name}: cut list and instance at {plural(c, 'block')}")
-                text, plan = instance_text(trace.refs, trace.sha256, instance.module, c)
+                setting.progress(f"{trace.name}: cut lists and instance at {plural(c, 'block')}")
+                text, plan = derive.instance_text(trace, instance.module, c, params.lean_encoding, params.prefix_cache)
                 lean_path = setting.emit(Path(instance.path), text)
                 p.inputs.append(setting.emitted("lean", Path(instance.path), derived_from="trace"))
                 p.lean_file, p.located[instance.path] = lean_path, lean_path
@@ -158,7 +165,11 @@ class CapacityProducer(Producer):
                 continue
             p.engine = {"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
                         "cuts": Fraction(plan.cuts)}
-            p.headline = f"{plural(c, 'block')}: ceiling {plan.max_hits / plan.refs:.6f}" if plan.refs else "empty"
+            if plan.admission is not None:
+                p.engine |= {"admission_hits": Fraction(plan.admission.max_hits),
+                             "admission_cuts": Fraction(plan.admission.cuts)}
+            ceiling = (plan.admission.max_hits if plan.admission is not None else plan.max_hits) / plan.refs
+            p.headline = f"{plural(c, 'block')}: ceiling {ceiling:.6f}" if plan.refs else "empty"
             out.append(p)
         return out
 
@@ -170,7 +181,7 @@ class CapacityProducer(Producer):
         params: CapacityParams = p.parameters  # type: ignore[assignment]
         c, instance = params.capacity_blocks, p.instance
         assert instance is not None
-        makers = piece_makers(trace.refs, trace.sha256, instance.module, c, cuts, points)
+        makers = derive.piece_makers(trace.refs, trace.sha256, instance.module, c, cuts, points)
         mods = [m for m, _, _ in makers]
         works = [cluster.Work(m, make, size=plural(n, "reference")) for m, make, n in makers]
         setting.progress(f"{instance.module}: {plural(trace.n_refs, 'reference')} in {len(mods)} pieces at {plural(c, 'block')}")

@@ -1,6 +1,7 @@
-"""Hit ceiling (``lean/Pycert/Ceiling.lean``): no demand-fetch cache hits more often than the trace's
-repeats allow, hits + distinct ≤ |trace| for every policy and capacity, kernel-checked on the whole
-trace (``lean/Pycert/PackedTrace.lean`` and its emitter :mod:`pycert.lean.emit.packed_trace`).
+"""Hit ceiling (``lean/Pycert/Ceiling.lean``): no demand-fetch cache that admits every missed block hits
+more often than the trace's repeats allow, hits + distinct ≤ |trace| for every policy and capacity,
+kernel-checked on the whole trace (``lean/Pycert/PackedTrace.lean`` and its emitter
+:mod:`pycert.lean.emit.packed_trace`).
 
 This module is the claim; :mod:`pycert.families.ceiling.produce` makes the certificates.
 """
@@ -156,7 +157,8 @@ class Ceiling(Claim):
     headline_figures = ("refs", "distinct", "max_hits")
     limits = (
         "A ceiling is per trace: it says nothing about other traffic.",
-        "It bounds demand-fetch caches only: a prefetching cache is outside the model.",
+        "It bounds demand-fetch caches that admit every missed block, of any capacity; a cache that prefetches, or "
+        "that may decline to admit a block, is outside the model.",
         "It is an oracle bound, not a connector measurement: no real cache was run.",
         BLOCK_IDENTITY,
         "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
@@ -169,6 +171,11 @@ class Ceiling(Claim):
         "distinct": ("kernel-checked", "Lean kernel: a literal of {headline} (distinct trace), every reference decoded"),
         "max_hits": ("kernel-checked", "Lean kernel: a literal of {headline} (hits P trace ≤ it for every policy P)"),
         "ceiling": ("computed", "exact arithmetic max_hits / refs of the two kernel-checked figures"),
+        "refs_tokens": ("computed", "the trace's prompt tokens (Mooncake's input_length), summed by Python"),
+        "max_hits_tokens": ("computed", "the tokens of the references that reuse a full block, summed by Python: what "
+                            "a cache of unbounded capacity hits, a request's partial last block never reused (vLLM "
+                            "caches full blocks only); beside the kernel-checked max_hits, not itself kernel-checked"),
+        "ceiling_tokens": ("computed", "exact arithmetic max_hits_tokens / refs_tokens"),
     }
 
     def library_theorems(self, params: CeilingParams) -> tuple[str, ...]:
@@ -190,9 +197,12 @@ class Ceiling(Claim):
     def sentence(self, params: CeilingParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
         refs, distinct, ceiling = int(figures["refs"]), int(figures["distinct"]), figures["ceiling"]
-        return (f"On trace {trace} ({reading(params)}{refs} block references, {distinct} distinct), no demand-fetch cache of any "
-                f"capacity or eviction policy hits more than {int(figures['max_hits'])} times: a hit-rate ceiling "
-                f"of {float(ceiling):.6f}.")
+        tokens = (f" In tokens, {int(figures['max_hits_tokens'])} of {int(figures['refs_tokens'])} prompt tokens "
+                  f"({float(figures['ceiling_tokens']):.6f}) are in reused full blocks (computed; a partial block is "
+                  "never reused, as in vLLM)." if "ceiling_tokens" in figures else "")
+        return (f"On trace {trace} ({reading(params)}{refs} block references, {distinct} distinct), no demand-fetch "
+                f"cache that admits every missed block and prefetches nothing, of any capacity or eviction policy, "
+                f"hits more than {int(figures['max_hits'])} times: a hit-rate ceiling of {float(ceiling):.6f}.{tokens}")
 
     def instance(self, params: CeilingParams, primary: Sequence[InputFile]) -> Instance:
         """``lean/Ceiling<Name>.lean`` from the trace's file name; for a trace from outside the certificate
@@ -204,10 +214,18 @@ class Ceiling(Claim):
 
     def figures(self, params: CeilingParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:
+        from pycert.analysis.requests import ref_tokens, reuse_tokens  # numpy: see instance_text
+        from pycert.data.traces import read_trace
+
         if kernel["max_hits"] != kernel["refs"] - kernel["distinct"]:
             raise Rejected(Rejection.mismatch("headline (max_hits)", str(kernel["refs"] - kernel["distinct"]),
                                               str(kernel["max_hits"])))
-        return ceiling_figures(kernel["refs"], kernel["distinct"], kernel["max_hits"])
+        out = ceiling_figures(kernel["refs"], kernel["distinct"], kernel["max_hits"])
+        trace = read_trace(input_path(inputs, "trace", read))
+        if (rate := reuse_tokens(trace)) is not None:
+            total = int(ref_tokens(trace)[0].sum())
+            out |= {"refs_tokens": Fraction(total), "max_hits_tokens": rate * total, "ceiling_tokens": rate}
+        return out
 
     def regenerate(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
         inst = self.instance(params, self.primary_inputs(inputs))

@@ -140,14 +140,19 @@ class Leak(Claim):
                 read: Reader) -> dict[str, Fraction]:
         """Every figure from the recorded log alone; a header that says other parameters is rejected."""
         log = leaklog.read(input_path(inputs, "log", read))
-        if (found := LeakParams.of(log.header)) != params:
-            field = next(n for n in LeakParams.model_fields if getattr(found, n) != getattr(params, n))
-            raise Rejected(Rejection.mismatch(f"parameters.{field}", f"{getattr(found, field)} (the log's header)",
-                                              str(getattr(params, field))))
-        figures, rejections = log_figures(log)
-        if rejections:
-            raise Rejected(rejections[0])
-        return figures
+        return held_to(params, LeakParams.of(log.header), *log_figures(log))
+
+
+def held_to(params: Params, found: Params, figures: dict[str, Fraction], rejections: list[Rejection]) -> dict[str, Fraction]:
+    """A recorded log's figures, once the certificate's parameters are the log header's (``found``) and the
+    log holds; else the first difference or rejection, raised."""
+    if found != params:
+        field = next(n for n in type(params).model_fields if getattr(found, n) != getattr(params, n))
+        raise Rejected(Rejection.mismatch(f"parameters.{field}", f"{getattr(found, field)} (the log's header)",
+                                          str(getattr(params, field))))
+    if rejections:
+        raise Rejected(rejections[0])
+    return figures
 
 
 CLAIM = Leak()

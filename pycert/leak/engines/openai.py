@@ -20,41 +20,22 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from pycert.core.errors import InputError
+from pycert.leak import wire
 from pycert.leak.admission import EngineRequest
 from pycert.leak.engines import Served
+from pycert.leak.wire import read_stream
 
 GENERATED = 2
 TIMEOUT_S = 600.0
 
 
 def request_body(model: str, request: EngineRequest, salt_field: str = "cache_salt") -> dict:
-    body: dict = {"model": model, "prompt": list(request.tokens), "max_tokens": GENERATED, "temperature": 0,
-                  "stream": True, "stream_options": {"include_usage": True}}
-    if request.salt is not None:
-        body[salt_field] = request.salt.hex()
-    return body
-
-
-def read_stream(lines: Iterable[bytes], clock=time.perf_counter) -> tuple[float | None, dict | None]:  # noqa: ANN001
-    """(when the first text arrived, the usage object) from a completions event stream."""
-    first, usage = None, None
-    for raw in lines:
-        line = raw.decode("utf-8", "replace").strip()
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
-            break
-        event = json.loads(data)
-        if first is None and any(c.get("text") for c in event.get("choices") or []):
-            first = clock()
-        if event.get("usage"):
-            usage = event["usage"]
-    return first, usage
+    return wire.request_body(model, request.tokens, GENERATED, salt_field,
+                             None if request.salt is None else request.salt.hex())
 
 
 def cached_tokens(usage: dict | None, where: str) -> tuple[int, int]:

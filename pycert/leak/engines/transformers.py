@@ -27,9 +27,10 @@ field, and a prefix that differs in its first block changes every block hash aft
 from __future__ import annotations
 
 import hashlib
+import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import torch
@@ -38,25 +39,15 @@ from transformers import AutoModelForCausalLM, GenerationConfig, Qwen2Config, Qw
 from transformers.generation.configuration_utils import ContinuousBatchingConfig
 
 from pycert.core.errors import InputError
-from pycert.leak.admission import EngineRequest
+from pycert.leak.admission import SALT_TOKENS, EngineRequest, salt_tokens
 from pycert.leak.engines import Served
 
-SALT_TOKENS = 8
 GENERATED = 2
 """Tokens generated per request: with 1 the engine never hashes the prompt's blocks (module docstring)."""
-FIRST_ID = 16
-"""Prompt and salt token ids start here, clear of the special ids a tokenizer may reserve at the bottom."""
 RESULT_TIMEOUT_S = 600.0
 SMALL = {"vocab_size": 8192, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
          "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096}
 """The default model: Qwen2-shaped, random weights (no download), small enough for a CPU in CI."""
-
-
-def salt_tokens(salt: bytes, vocab: int) -> list[int]:
-    """:data:`SALT_TOKENS` token ids from a salt's bytes (two bytes each, folded into the vocabulary)."""
-    need = 2 * SALT_TOKENS
-    stream = (salt * (need // len(salt) + 1))[:need] if salt else bytes(need)
-    return [FIRST_ID + int.from_bytes(stream[i:i + 2], "big") % (vocab - FIRST_ID) for i in range(0, need, 2)]
 
 
 def _small_model(seed: int) -> tuple[torch.nn.Module, str]:
@@ -95,9 +86,12 @@ class TransformersEngine:
         self.page_size = page_size
         model, self.model = _local_model(model_dir) if model_dir else _small_model(seed)
         self.vocab = int(model.config.get_text_config().vocab_size)
+        self.max_len = int(getattr(model.config.get_text_config(), "max_position_embeddings", 0) or 4096)
         self._model = model.to(device).eval()
-        self._served: dict[str, int] = {}
+        self._matched: dict[str, int] = {}
+        self._waiting: dict[str, queue.Queue] = {}
         self._lock = threading.Lock()
+        self._closing = threading.Event()
         self._count = 0
         generation = GenerationConfig(max_new_tokens=GENERATED, do_sample=False, eos_token_id=-1)
         config = ContinuousBatchingConfig(page_size=page_size, num_blocks=num_blocks, max_batch_tokens=max_batch_tokens,
@@ -120,10 +114,12 @@ class TransformersEngine:
         def tap(request_id: str, prompt_ids: list[int]) -> int:
             matched = engine_match(request_id, prompt_ids)
             with self._lock:
-                self._served[request_id] = matched
+                self._matched[request_id] = matched
             return matched
 
         self._cache.search_prefix_match = tap
+        self._router = threading.Thread(target=self._route, name="pycert-engine-router", daemon=True)
+        self._router.start()
 
     def _tokens(self, request: EngineRequest) -> list[int]:
         if any(not 0 <= t < self.vocab for t in request.tokens):
@@ -131,48 +127,81 @@ class TransformersEngine:
         salt = salt_tokens(request.salt, self.vocab) if request.salt is not None else []
         return salt + list(request.tokens)
 
-    def _submit(self, request: EngineRequest) -> tuple[str, int]:
+    def _submit(self, request: EngineRequest, max_new_tokens: int, streaming: bool) -> tuple[str, int, queue.Queue]:
         with self._lock:
             rid = f"pycert-{self._count}"
             self._count += 1
+            outputs: queue.Queue = queue.Queue()
+            self._waiting[rid] = outputs
         tokens = self._tokens(request)
-        self._manager.add_request(tokens, request_id=rid, max_new_tokens=GENERATED, record_timestamps=True,
-                                  eos_token_id=-1)
-        return rid, len(tokens)
+        self._manager.add_request(tokens, request_id=rid, max_new_tokens=max_new_tokens, record_timestamps=True,
+                                  eos_token_id=-1, streaming=streaming)
+        return rid, len(tokens), outputs
 
-    def _collect(self, pending: dict[str, int]) -> dict[str, Served]:
-        done: dict[str, Served] = {}
-        deadline = time.monotonic() + RESULT_TIMEOUT_S
-        while len(done) < len(pending):
-            if time.monotonic() > deadline:
-                raise InputError(f"the engine answered {len(done)} of {len(pending)} requests in "
-                                 f"{RESULT_TIMEOUT_S:.0f} s", where="engine")
-            out = self._manager.get_result(timeout=1.0)
+    def _route(self) -> None:
+        """The one reader of the engine's output queue: each output goes to its request's own queue, so
+        that requests from many threads (the HTTP server's) never take each other's results."""
+        while not self._closing.is_set():
+            out = self._manager.get_result(timeout=0.2)
             if out is None:
                 if not self._manager.is_running():
-                    raise InputError("the engine's generation loop stopped", where="engine")
+                    break
                 continue
-            if out.request_id not in pending or not out.is_finished():
-                continue
-            if out.error:
-                raise InputError(f"request {out.request_id} failed: {out.error}", where="engine")
             with self._lock:
-                matched = self._served.pop(out.request_id, None)
-            if matched is None:
-                raise InputError(f"the scheduler never looked request {out.request_id} up in the prefix cache",
-                                 where="engine")
-            first = out.timestamps[0] if out.timestamps else out.lifespan[1]
-            done[out.request_id] = Served(cached_tokens=matched, engine_tokens=pending[out.request_id],
-                                          ttft_s=max(0.0, first - out.created_time), generated=len(out.generated_tokens))
-        return done
+                waiting = self._waiting.get(out.request_id)
+            if waiting is not None:
+                waiting.put(out)
+        with self._lock:
+            for waiting in self._waiting.values():
+                waiting.put(None)
+
+    def _outputs(self, rid: str, outputs: queue.Queue) -> Iterator:
+        """The request's outputs until it finishes, within :data:`RESULT_TIMEOUT_S`."""
+        deadline = time.monotonic() + RESULT_TIMEOUT_S
+        try:
+            while True:
+                try:
+                    out = outputs.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    raise InputError(f"the engine did not answer request {rid} in {RESULT_TIMEOUT_S:.0f} s",
+                                     where="engine") from None
+                if out is None:
+                    raise InputError("the engine's generation loop stopped", where="engine")
+                if out.error:
+                    raise InputError(f"request {rid} failed: {out.error}", where="engine")
+                yield out
+                if out.is_finished():
+                    return
+        finally:
+            with self._lock:
+                self._waiting.pop(rid, None)
+
+    def _served(self, rid: str, engine_tokens: int, out) -> Served:  # noqa: ANN001 (transformers' GenerationOutput)
+        with self._lock:
+            matched = self._matched.pop(rid, None)
+        if matched is None:
+            raise InputError(f"the scheduler never looked request {rid} up in the prefix cache", where="engine")
+        first = out.timestamps[0] if out.timestamps else out.lifespan[1]
+        return Served(cached_tokens=matched, engine_tokens=engine_tokens, ttft_s=max(0.0, first - out.created_time),
+                      generated=len(out.generated_tokens))
+
+    def stream(self, request: EngineRequest, max_new_tokens: int = GENERATED) -> Iterator[list[int] | Served]:
+        """The request's new token ids as the engine generates them, then what it served."""
+        rid, n, outputs = self._submit(request, max_new_tokens, streaming=True)
+        seen, last = 0, None
+        for out in self._outputs(rid, outputs):
+            if len(out.generated_tokens) > seen:
+                yield list(out.generated_tokens[seen:])
+                seen = len(out.generated_tokens)
+            last = out
+        yield self._served(rid, n, last)
 
     def serve(self, request: EngineRequest) -> Served:
         return self.serve_many([request])[0]
 
     def serve_many(self, requests: Sequence[EngineRequest]) -> list[Served]:
-        submitted = [self._submit(r) for r in requests]
-        done = self._collect(dict(submitted))
-        return [done[rid] for rid, _ in submitted]
+        submitted = [self._submit(r, GENERATED, streaming=False) for r in requests]
+        return [self._served(rid, n, list(self._outputs(rid, outputs))[-1]) for rid, n, outputs in submitted]
 
     def empty_cache(self) -> None:
         # only between requests, with the generation loop paused: the engine's own reset, ledgers included
@@ -180,5 +209,6 @@ class TransformersEngine:
             self._cache.reset()
 
     def close(self) -> None:
+        self._closing.set()
         if self._manager.is_running():
             self._manager.stop(block=True, timeout=60)

@@ -5,3 +5,15 @@ theorem, ``INSTANCE_NAMESPACE.<Module>.headline``, states a library predicate ap
 (:class:`pycert.families.base.Instance`)."""
 
 INSTANCE_NAMESPACE = "Pycert.Instance"
+
+CAPACITY_ENCODING = "packed-sorted-cuts/1"
+"""A capacity instance (:mod:`pycert.lean.emit.capacity`) stating the bound for caches that admit every
+missed block (``Pycert.Capacity.Bounded``). The layouts are named here, with no numpy, so that reading
+a certificate does not import the emitter."""
+CAPACITY_OPTIMUM_ENCODING = "packed-sorted-cuts-witness/1"
+"""The same with Belady's hit pairs as a witness: ``Pycert.Capacity.Optimum``."""
+CAPACITY_OPTIMA_ENCODING = "packed-sorted-optima/1"
+"""Both cache models, each both ways: ``Pycert.Admission.Optima``, or ``Pycert.Admission.PrefixOptima`` with
+the requests' first references and the prefix test."""
+CAPACITY_PIECES_ENCODING = "packed-sorted-cuts-pieces/1"
+"""A trace in pieces split at cuts, one module each, and their composition (:mod:`pycert.lean.emit.pieces`)."""

@@ -74,7 +74,7 @@ def emit_piece(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts:
                piece_bits: int = packed_trace.PIECE_BITS) -> tuple[str, PiecePlan]:
     """Lean module of one piece (its references only, ``cuts`` counted from its start): it proves
     ``Pycert.Capacity.Piece trace n m F first last``, and only that leaves the module."""
-    body, plan, ids = sorted_lines(refs, sha256, name, capacity, cuts, piece_bits)
+    body, plan, ids, _ = sorted_lines(refs, sha256, name, capacity, cuts, piece_bits)
     piece = PiecePlan(**plan.model_dump(), first=ids[0], last=ids[-1])
     ns = f"{INSTANCE_NAMESPACE}.{name}"
     n = piece.refs
@@ -159,7 +159,7 @@ def emit_glue(name: str, sha256: str, piece_names: Sequence[str], pieces: Sequen
         f"{pieces[-1].last} := glued{len(pieces) - 1}",
         "",
         f"/-- **Headline.** The trace has {whole.refs} references, and no demand-fetch policy of capacity "
-        f"{whole.capacity} blocks hits",
+        f"{whole.capacity} blocks that admits every missed block and starts empty hits",
         f"more than (C - 1) · {whole.cuts} cuts + {whole.free} free reuses = {whole.max_hits} times on it "
         "(`Pycert.Capacity.Bounded`). -/",
         f"public theorem headline : Pycert.Capacity.Bounded trace {whole.refs} {whole.capacity} {whole.max_hits} :=",

@@ -4,21 +4,30 @@ a cut count that does not count, the closed windows made half-open (one off at e
 one hit off; in the optimum's witness, a hit pair dropped, a pair added that overflows the capacity,
 and the realisability lemma's ``C - 1`` weakened to ``C``; for a trace in pieces, pieces that do not
 share their joint reference, a composition claiming fewer free reuses than its pieces, the joint's cut
-left uncounted by the library, and a split away from the cut list. Each must be rejected for its
-reason: by the kernel, or by prove's cross-check against Belady's MIN."""
+left uncounted by the library, and a split away from the cut list; with admission control (issue 37), the
+bound charging C + 1 per cut in the library, the model without admission's bound (C - 1 per cut) stated
+for caches with admission control on a trace where bypass helps, a prefix cache claimed for a witness
+whose hit follows a miss in its request, a request boundary moved, and tokens counted for a partial
+block. Each must be rejected for its reason: by the kernel, by prove's cross-check against Belady's MIN,
+or by verify's recomputation."""
 
 from __future__ import annotations
 
+import json
 import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
 import pycert.analysis.capacity as recipe
 import pycert.analysis.optcurve as optcurve
+from pycert.analysis import requests
+from pycert.certify.verify import verify_certificate
+from pycert.core import resources
 from pycert.core.errors import PycertError
+from pycert.data.traces import read_trace
 from pycert.families import producer
 from pycert.families.capacity.produce import CapacityOptions
 from pycert.lean.emit import capacity as emit
@@ -37,6 +46,7 @@ from pycert.mutation.operators.base import (
 from pycert.prove import prove
 
 TARGET = "pycert/lean/emit/capacity.py"
+TRACE_FILE = resources.data_root() / TRACE_INPUT
 CAPACITY = 2
 """Blocks of the instance mutants (on :func:`_trace`)."""
 PROVE_CAPACITY = 16
@@ -68,22 +78,17 @@ def _instance(refs: list[int], name: str, planes: Callable[[dict], None] | None 
     return text
 
 
-@contextmanager
-def _planes_edited(edit: Callable[[dict], None]) -> Iterator[None]:
+def _planes_edited(edit: Callable[[dict], None]) -> Any:
     """The emitter's ``flag_plane`` wrapped: ``edit`` sees and may change ``same``, ``c``, ``a`` and the
     flags it returns, in place, so that every literal written is consistent with the edit."""
     real = emit.flag_plane
 
-    def wrapped(same: np.ndarray, sigma: np.ndarray, c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    def wrapped(same: np.ndarray, sigma: np.ndarray, c: np.ndarray | None, a: np.ndarray) -> np.ndarray:
         planes = {"same": same, "sigma": sigma, "c": c, "a": a}
         edit(planes)
         return planes.get("flags", real(planes["same"], sigma, planes["c"], planes["a"]))
     wrapped.__wrapped__ = real  # type: ignore[attr-defined]
-    emit.flag_plane = wrapped
-    try:
-        yield
-    finally:
-        emit.flag_plane = real
+    return mock.patch.object(emit, "flag_plane", wrapped)
 
 
 def _hide_pair(p: dict) -> None:
@@ -130,24 +135,24 @@ def _count_off(p: dict) -> None:
     p["a"][first] += 1
 
 
-@contextmanager
-def _recipe(wrap: Callable[[list[int], Any], list[int]]) -> Iterator[None]:
+def _recipe(wrap: Callable[[list[int], Any], list[int]]) -> Any:
+    """The cut-list recipe with ``wrap`` applied to its answer, in both cache models."""
     real = recipe.cut_list
-    recipe.cut_list = lambda refs, capacity: wrap(real(refs, capacity), (refs, capacity))
-    try:
-        yield
-    finally:
-        recipe.cut_list = real
+
+    def wrapped(refs: Any, capacity: int, admission: bool = False, hit: Any = None) -> list[int]:
+        return wrap(real(refs, capacity, admission, hit), (refs, capacity, admission))
+    return mock.patch.object(recipe, "cut_list", wrapped)
 
 
 def _moved(cuts: list[int], args: Any) -> list[int]:
     """The first single-step move of a cut that loosens the bound (some moves keep it tight)."""
-    refs, capacity = args
-    best = recipe.bound_pairs(refs, capacity, cuts)
+    refs, capacity, admission = args
+    best = recipe.bound_pairs(refs, capacity, cuts, admission)
     for k, y in enumerate(cuts):
         for z in (y + 1, y - 1):
             trial = sorted({*cuts[:k], z, *cuts[k + 1:]})
-            if 0 <= z < len(refs) and len(trial) == len(cuts) and recipe.bound_pairs(refs, capacity, trial) > best:
+            if (0 <= z < len(refs) and len(trial) == len(cuts)
+                    and recipe.bound_pairs(refs, capacity, trial, admission) > best):
                 return trial
     raise ValueError("no single move of a cut loosens the bound")
 
@@ -160,14 +165,9 @@ class _OffByOne:
         return self.curve.hits(c) + 1
 
 
-@contextmanager
-def _belady_plus_one() -> Iterator[None]:
+def _belady_plus_one() -> Any:
     real = optcurve.opt_hit_curve
-    optcurve.opt_hit_curve = lambda refs: _OffByOne(real(refs))
-    try:
-        yield
-    finally:
-        optcurve.opt_hit_curve = real
+    return mock.patch.object(optcurve, "opt_hit_curve", lambda refs: _OffByOne(real(refs)))
 
 
 def _prove_expect(defect: Callable[[], Any], pattern: str, piece_refs: int | None = None) -> Callable[[Any], Verdict]:
@@ -229,14 +229,70 @@ def _split_off_cut(real: Callable[..., list[int]]) -> Callable[..., list[int]]:
     return split
 
 
-@contextmanager
-def _split_moved() -> Iterator[None]:
-    real = pieces.split_points
-    pieces.split_points = _split_off_cut(real)
-    try:
-        yield
-    finally:
-        pieces.split_points = real
+def _split_moved() -> Any:
+    return mock.patch.object(pieces, "split_points", _split_off_cut(pieces.split_points))
+
+
+def _both_models(refs: list[int], name: str, capacity: int, first: np.ndarray | None = None,
+                 plain_cuts: bool = False, plain_pairs: bool = False) -> str:
+    """The emitted instance of both cache models (with the prefix test over ``first``), the model with
+    admission control given the other model's cut list (``plain_cuts``) or its hit pairs (``plain_pairs``)."""
+    arr = np.asarray(refs, dtype=np.uint64)
+    cuts, pairs = recipe.cut_list(arr, capacity), recipe.belady_pairs(arr, capacity)
+    side = emit.Side(cuts if plain_cuts else recipe.cut_list(arr, capacity, admission=True),
+                     pairs if plain_pairs else recipe.belady_pairs(arr, capacity, admission=True))
+    text, _ = emit.emit_instance(refs, "0" * 64, name, capacity, cuts, witness=pairs, admission=side, firsts=first)
+    return strip_header(text)
+
+
+def _requests_trace() -> tuple[list[int], np.ndarray]:
+    """The committed synthetic trace's first 40 requests (ids hashed to 64 bits) and their first references."""
+    trace = read_trace(TRACE_FILE)
+    n = int(trace.requests[40])
+    return hash_ids(trace.refs[:n].tolist()), requests.firsts(trace)[:n]
+
+
+def _boundary_moved(refs: list[int], first: np.ndarray, capacity: int) -> np.ndarray:
+    """The first request boundary whose move one reference later leaves a hit of the witness after a miss
+    in its (new) request: the request's first reference hits and the one before it, now its predecessor,
+    misses."""
+    hit = recipe.belady_hit_flags(np.asarray(refs, dtype=np.uint64), capacity, admission=True)
+    a = next(a for a in np.flatnonzero(first) if a > 0 and hit[a] and not hit[a - 1] and a + 1 < len(refs)
+             and not first[a + 1])
+    moved = first.copy()
+    moved[a], moved[a + 1] = False, True
+    return moved
+
+
+PARTIAL_TRACE = "".join(json.dumps({"timestamp": 0, "input_length": n, "output_length": 1, "hash_ids": ids}) + "\n"
+                        for ids, n in (([1, 2, 3], 1300), ([4, 5], 1024), ([1, 2, 3], 1300), ([6], 100), ([1, 2, 3], 1300)))
+"""Three requests of two full blocks and a partial one (276 tokens), which Belady's MIN with bypass hits."""
+
+
+def _partial_blocks_reused() -> Any:
+    """Every block counted full: a request's partial last block weighed at its tokens and reused."""
+    real = requests.ref_tokens
+
+    def counted(trace: Any) -> Any:
+        weights = real(trace)
+        return None if weights is None else (weights[0], np.ones_like(weights[1]))
+    return mock.patch.object(requests, "ref_tokens", counted)
+
+
+def _tokens_caught(ctx: Any) -> Verdict:
+    """prove capacity with partial blocks counted, at 4 blocks, on :data:`PARTIAL_TRACE`; verify, with the real
+    count, must refuse the token figure."""
+    trace = ctx.repo / "partial.jsonl"
+    trace.write_text(PARTIAL_TRACE)
+    opts = CapacityOptions(trace=[trace], capacity_blocks=[4], required=True)
+    with _partial_blocks_reused():
+        res = prove([(producer("capacity"), opts)], backend=ctx.backend_name, out_dir=ctx.repo / "tokens")
+    if not res.ok:
+        return "survived", "prove refused it before verify could: " + "; ".join(s.detail for s in res.stages
+                                                                               if s.status != "ok")[:200]
+    bad = verify_certificate(ctx.repo / "tokens" / "capacity-partial-c4.json")
+    said = [f.render() for f in bad.failures if "prefix_cache_hits_tokens" in f.render()]
+    return ("killed", said[0][:300]) if bad.status == "rejected" and said else ("survived", f"verify: {bad.status}")
 
 
 def _trace() -> list[int]:
@@ -323,4 +379,33 @@ class Capacity(Operator):
         add("cap-belady+1", "prove", "the one-pass OPT curve reports one Belady hit too many",
             "prove refuses: the two Belady engines disagree", "pycert/analysis/optcurve.py",
             run=_prove_expect(_belady_plus_one, "engines disagree"))
+        add("cap-adm-per-cut-weak", "lean-kernel", "the bound with admission control charges C + 1 per cut (statement "
+            "weakened, proof kept)", "kernel error in hits_le_freeA", "lean/Pycert/Admission.lean",
+            edit=LibraryEdit("cap-adm-per-cut-weak", "Pycert/Admission.lean", "hits_le_freeA",
+                             "hits r K ≤ C * Y.length + count (FreeA r Y) r.length :=",
+                             "hits r K ≤ (C + 1) * Y.length + count (FreeA r Y) r.length :=", KERNEL_REJECTS))
+        add("cap-adm-realise-cap", "lean-kernel", "realisability with admission control from C + 1 live pairs at a step",
+            "kernel error in realiseA", "lean/Pycert/AdmissionOptimum.lean",
+            edit=LibraryEdit("cap-adm-realise-cap", "Pycert/AdmissionOptimum.lean", "realiseA",
+                             "count (fun i => S i ∧ Live r i t) r.length ≤ C) :\n    ∃ K",
+                             "count (fun i => S i ∧ Live r i t) r.length ≤ C + 1) :\n    ∃ K", KERNEL_REJECTS))
+        add("cap-adm-plain-bound", "lean-kernel", f"the bound of caches that admit every block (C - 1 per cut, its cut "
+            f"list and Belady's pairs without bypass) stated for caches with admission control at {CAPACITY} blocks, "
+            "where bypass helps: not an upper bound", "kernel error in optimumA", TARGET,
+            instance=Snippet("cap-adm-plain-bound", _both_models(refs, "Mut_cap_adm_plain", CAPACITY, plain_cuts=True,
+                                                                 plain_pairs=True), "optimumA", KERNEL_REJECTS))
+        issue = hash_ids([1, 2, 3, 1, 2, 3])
+        add("cap-prefix-after-miss", "lean-kernel", "a prefix cache claimed for Belady's pairs without bypass on "
+            "requests [1, 2, 3] twice at 2 blocks (block 3 hits after block 2 missed)", "kernel error in prefix_ok",
+            TARGET, instance=Snippet("cap-prefix-after-miss", _both_models(
+                issue, "Mut_cap_prefix_miss", 2, np.array([True, False, False] * 2), plain_pairs=True), "prefix_ok",
+                KERNEL_REJECTS))
+        req_refs, first = _requests_trace()
+        add("cap-boundary-moved", "lean-kernel", "a request boundary moved one reference later, where a request's "
+            "first block hits and the block before it missed", "kernel error in prefix_ok", TARGET,
+            instance=Snippet("cap-boundary-moved", _both_models(req_refs, "Mut_cap_boundary", PROVE_CAPACITY,
+                                                                _boundary_moved(req_refs, first, PROVE_CAPACITY)),
+                             "prefix_ok", KERNEL_REJECTS))
+        add("cap-tokens-partial", "prove", "tokens counted for a request's partial last block, which vLLM never "
+            "reuses", "verify refuses prefix_cache_hits_tokens", "pycert/analysis/requests.py", run=_tokens_caught)
         return self.plans

@@ -11,7 +11,7 @@ from pycert.core.files import file_sha256
 from pycert.leak.admission import Admission, EngineRequest, TenantRequest, UnkeyedAdmission
 from pycert.mutation.operators.base import CERT_DIR, Operator, Planned, Verdict
 
-LEAK_CERT = "leak-transformers-cpu-k12-seed0.json"
+LEAK_CERT = "leak-transformers-cpu-k299-seed0.json"
 LEAK_LOG = f"inputs/{LEAK_CERT.removesuffix('.json')}.jsonl"
 
 

@@ -1,0 +1,142 @@
+"""What the capacity claim derives from a trace: Belady's hit pairs in both cache models and their cut
+lists, whether a prefix cache reaches the optimum with admission control, the Lean files, and the
+engines' own figures. Prove and verify call the same functions; the claim (:mod:`pycert.families.capacity`)
+imports this module only when it has a trace to read (numpy, numba)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from pycert.analysis import capacity as recipe
+from pycert.analysis import cachesim, optcurve, requests
+from pycert.analysis.requests import PrefixVerdict, firsts
+from pycert.core.errors import PycertError, Rejected, Rejection
+from pycert.data.traces import Trace
+from pycert.families.capacity import piece_names
+from pycert.lean.emit import capacity as emit
+from pycert.lean.emit import pieces
+
+
+@dataclass(frozen=True)
+class Model:
+    """What one cache model gives at a capacity: Belady's hits (with bypass under admission control),
+    its cut list, and its hit pairs as flags (starts, ends)."""
+
+    admission: bool
+    hits: int
+    cuts: list[int]
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+def model(refs: np.ndarray, capacity: int, admission: bool) -> Model:
+    """Belady's MIN (with bypass under ``admission``) at ``capacity`` blocks, its cut list and its pairs."""
+    hit = recipe.belady_hit_flags(refs, capacity, admission)
+    starts, ends = recipe.belady_pairs(refs, capacity, admission, hit=hit)
+    return Model(admission=admission, hits=int(hit.sum()), cuts=recipe.cut_list(refs, capacity, admission, hit=hit),
+                 starts=starts, ends=ends)
+
+
+def instance_text(trace: Trace, module: str, capacity: int, encoding: str,
+                  prefix: PrefixVerdict | None = None) -> tuple[bytes, emit.Plan]:
+    """The Lean instance file of a trace at ``capacity`` blocks in ``encoding`` (the bound alone, the
+    optimum without admission control, or both models both ways, with the prefix test where ``prefix``
+    is ``attained``), and what it states: the one function prove and verify both call. A bound that
+    Belady's pairs do not reach is refused before Lean runs: it cannot be stated as the optimum."""
+    refs = trace.refs
+    plain = model(refs, capacity, admission=False)
+    witness = None if encoding == emit.ENCODING else (plain.starts, plain.ends)
+    admission = first = None
+    if encoding == emit.OPTIMA_ENCODING:
+        admitted = model(refs, capacity, admission=True)
+        admission = emit.Side(admitted.cuts, (admitted.starts, admitted.ends))
+        first = firsts(trace) if prefix == "attained" else None
+    text, plan = emit.emit_instance(refs, trace.sha256, module, capacity, plain.cuts, witness=witness,
+                                    admission=admission, firsts=first)
+    checks = [("", plan.max_hits, plan.witness_hits)]
+    if plan.admission is not None:
+        checks.append(("with admission control ", plan.admission.max_hits, plan.admission.witness_hits))
+    for name, bound, reached in checks:
+        if reached is not None and reached != bound:
+            raise PycertError(f"{module}: the cut list {name}bounds the hits at {capacity} blocks by {bound}, Belady's "
+                              f"MIN hits {reached}: the cut list was not optimal (or the engine is wrong), and a bound "
+                              "that is not attained is not written as the optimum")
+    return text.encode(), plan
+
+
+def engines(refs: np.ndarray, capacity: int, admission: bool) -> int:
+    """Belady's MIN hit count at ``capacity`` blocks (with bypass under ``admission``) from pycert's one-pass
+    curve (stack distances under OPT priority, :mod:`pycert.analysis.optcurve`), cross-checked against a
+    direct simulation (:mod:`pycert.analysis.cachesim`); two engines that disagree are refused."""
+    if admission:
+        curve = optcurve.admission_hit_curve(refs).hits(capacity)
+        simulated = int(cachesim.belady_bypass_flags(refs, capacity).sum())
+    else:
+        curve, simulated = optcurve.opt_hit_curve(refs).hits(capacity), cachesim.belady_hits(refs, capacity)
+    if curve != simulated:
+        what = "Belady's MIN with bypass" if admission else "Belady's MIN"
+        raise Rejected(Rejection(
+            subject=f"figures.{'admission_hits' if admission else 'belady_hits'}", reason="engine-disagrees",
+            expected=f"{simulated} (direct simulation)", found=f"{curve} (one-pass curve)",
+            detail=f"pycert's two engines disagree on {what} at {capacity} blocks: the curve says {curve} hits, a direct "
+                   f"simulation {simulated}"))
+    return curve
+
+
+def token_figures(trace: Trace, figures: dict[str, Fraction], prefix_ends: np.ndarray | None) -> dict[str, Fraction]:
+    """The hit figures in tokens, where the trace gives prompt lengths: each block bound times the block
+    size (a bound derived from the kernel-checked block figure), and the tokens the prefix cache reaching
+    the optimum with admission control hits (its full hit blocks; a partial block is never reused)."""
+    weights = requests.ref_tokens(trace)
+    if weights is None or trace.block_tokens is None:
+        return {}
+    tokens, full = weights
+    total = int(tokens.sum())
+    out = {"refs_tokens": Fraction(total)}
+    for name in ("max_hits", "admission_hits"):
+        if name in figures:
+            out[f"{name}_tokens"] = figures[name] * trace.block_tokens
+    if "max_hits_tokens" in out:
+        out["ceiling_tokens"] = out["max_hits_tokens"] / total
+    if "admission_hits_tokens" in out:
+        out["admission_ceiling_tokens"] = out["admission_hits_tokens"] / total
+    if prefix_ends is not None:
+        out["prefix_cache_hits_tokens"] = Fraction(int(tokens[prefix_ends & full].sum()))
+        out["prefix_cache_hit_rate_tokens"] = out["prefix_cache_hits_tokens"] / total
+    return out
+
+
+def piece_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list[int], list[int]]:
+    """The recipe's cut list and the split points of the pieces (:func:`pycert.lean.emit.pieces.split_points`):
+    what prove and verify both derive from the trace, the capacity and ``piece_refs``."""
+    cuts = recipe.cut_list(refs, capacity)
+    points = pieces.split_points(len(refs), cuts, piece_refs)
+    pieces.check_join(len(refs), points)
+    return cuts, points
+
+
+def piece_makers(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
+                 points: list[int]) -> list[tuple[str, Callable[[], tuple[str, pieces.PiecePlan]], int]]:
+    """Each piece of a trace split at ``points`` (:func:`piece_layout`): its module name, the call that
+    emits it, and its length. prove runs the calls as Ray tasks and verify in turn, so both emit the
+    same pieces from the same arguments."""
+    return [(m, functools.partial(pieces.emit_piece, refs[a:b + 1], sha256, m, capacity, pieces.local_cuts(cuts, a, b)),
+             b - a + 1) for m, a, b in zip(piece_names(module, len(points) - 1), points, points[1:])]
+
+
+def piece_files(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
+                points: list[int]) -> tuple[dict[str, str], emit.Plan]:
+    """Every module of a trace checked in pieces split at ``points`` (:func:`piece_layout`), by module
+    name (the composition ``module`` last), and what the composition states: what verify regenerates and
+    compares with the files prove wrote."""
+    out, plans = {}, []
+    for m, make, _ in (makers := piece_makers(refs, sha256, module, capacity, cuts, points)):
+        out[m], piece = make()
+        plans.append(piece)
+    out[module], plan = pieces.emit_glue(module, sha256, [m for m, _, _ in makers], plans, len(np.unique(refs)))
+    return out, plan

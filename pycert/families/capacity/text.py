@@ -1,0 +1,169 @@
+"""What a capacity certificate says in words: its sentence, its limits, and how each figure is known.
+Each sentence says no more than the headline predicate it names (``lean/Pycert/Capacity.lean``,
+``Realise.lean``, ``AdmissionOptimum.lean``), the models' limits included."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+from pycert.core.schema import EvidenceState
+from pycert.families.ceiling import BLOCK_IDENTITY
+
+BOUNDED, OPTIMUM = "Pycert.Capacity.Bounded", "Pycert.Capacity.Optimum"
+OPTIMA, PREFIX_OPTIMA = "Pycert.Admission.Optima", "Pycert.Admission.PrefixOptima"
+
+DEMAND = "caches that admit every missed block and start empty"
+"""The model of ``Pycert.Cache``, named wherever a figure is about it."""
+ADMISSION = ("caches with admission control (a missed block may be left out and any block evicted at any step; "
+             "the cache starts empty)")
+UNITS = ("Blocks count one slot each, and neither model makes a running request's blocks resident together while it "
+         "is computed: a real engine needs that room, so the optimum may be out of its reach.")
+
+UPPER_ONLY = ("The kernel proves the upper bound only; that Belady's MIN reaches it is computed by pycert (two engines "
+              "agreeing), not kernel-checked, so max_hits is proved to be a ceiling and computed to be the optimum.")
+BOTH_WAYS = ("The kernel proves max_hits both ways: no policy of the model hits more, and some policy of capacity_blocks "
+             "hits exactly max_hits (Belady's hit pairs, checked on every reference as a witness). That policy reads the "
+             "whole trace (it is offline, like Belady's MIN); that MIN itself is the policy reaching it is Belady's "
+             "theorem and pycert's two engines, not the kernel's.")
+COMMON = (
+    "The bound is per trace and per capacity: it says nothing about other traffic or other cache sizes.",
+    "It is an oracle bound, not a connector measurement: no real cache was run.",
+    BLOCK_IDENTITY,
+    "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
+    "that list into the instance's vectors, then decodes what it wrote and refuses any difference. The kernel "
+    "checks every reference of the list the instance decodes to; a reader bug would make the theorem about "
+    "another list.",
+)
+LIMITS = (
+    COMMON[0],
+    f"It bounds {DEMAND} (no bypass) and hold blocks of one size; a cache that bypasses, prefetches, starts warm or "
+    "weighs blocks by size is outside the model.",
+    UPPER_ONLY,
+    *COMMON[1:],
+)
+OPTIMA_LIMITS = (
+    COMMON[0],
+    f"Both optima are kernel-checked both ways, each in its model: no cache of the model hits more, and one hits exactly "
+    f"that many (Belady's hit pairs, without and with bypass, checked on every reference as witnesses). The caches "
+    f"reaching them read the whole trace (they are offline); that Belady's MIN is such a cache is Belady's theorem and "
+    f"pycert's two engines, not the kernel's. {UNITS} Nothing is prefetched.",
+    "The request boundaries are data, read by Python from the trace like its ids; the kernel checks the prefix cache "
+    "over the boundaries it is given.",
+    "The figures in tokens are not kernel-checked: the bounds are block_tokens times a kernel-checked block figure (a "
+    "block holds at most block_tokens tokens), and prefix_cache_hits_tokens counts the kernel-checked witness's hit "
+    "blocks at block_tokens each when full and a request's partial last block at none (vLLM caches full blocks only); "
+    "the optimum in tokens lies between the two.",
+    *COMMON[1:],
+)
+PREFIX_NOT_CLAIMED = {
+    "no-requests": "No prefix cache is claimed: the trace has no request boundaries (a file of block ids).",
+    "not-prefix-closed": "No prefix cache is claimed: the trace is not prefix-closed (a block id does not fix the "
+                         "blocks before it in its request, as chained block hashes would), so no engine's prefix cache "
+                         "keys its blocks this way.",
+    "not-a-prefix": "No prefix cache is claimed: some hit of Belady's MIN with bypass follows a miss in its request, so "
+                    "the witness is not a prefix cache's.",
+}
+
+
+def piece_limit(count: int) -> str:
+    return (f"The trace is checked in {count} pieces split at cuts of the cut list, each a sorted instance in a Lean "
+            "module of its own that states its first and last reference, and the composition module proves the bound "
+            "from the pieces' headlines (Pycert.Capacity.piece_glue): consecutive pieces share one reference, which "
+            "the kernel checks is the same id. Python computes where to split, and verify recomputes it from the trace, "
+            "the capacity and piece_refs and regenerates every file; any split at cuts gives the same bound.")
+
+
+def _blocks(c: int) -> str:
+    return f"{c} block{'s' if c != 1 else ''}"
+
+
+def sentence(trace: str, predicate: str, figures: Mapping[str, Fraction], reading: str = "") -> str:
+    """The claim of a certificate whose headline states ``predicate``; ``reading``: what the claim says of the
+    blocks where the reading made them (:func:`pycert.families.ceiling.reading`)."""
+    refs, c, h = int(figures["refs"]), int(figures["capacity_blocks"]), int(figures["max_hits"])
+    blocks = _blocks(c)
+    if predicate in (BOUNDED, OPTIMUM):
+        return (f"On trace {trace} ({reading}{refs} block references), no demand-fetch cache of {blocks} that admits every missed "
+                f"block and starts empty hits more than {h} times: a hit-rate ceiling of {float(figures['ceiling']):.6f} "
+                f"at {blocks}, attained by Belady's MIN"
+                + (f"; some such cache of {blocks} hits exactly {h} times, so {h} is the optimum." if predicate == OPTIMUM
+                   else " as pycert computes it (two engines agreeing; the kernel proves the ceiling only)."))
+    ha = int(figures["admission_hits"])
+    requests = f" in {int(figures['requests'])} requests" if "requests" in figures else ""
+    out = (f"On trace {trace} ({reading}{refs} block references{requests}), {ADMISSION} of {blocks} hit at most {ha} times and one "
+           f"(offline) hits exactly {ha}: the optimum with admission control, a hit rate of "
+           f"{float(figures['admission_ceiling']):.6f}")
+    if predicate == PREFIX_OPTIMA:
+        out += (f", reached by a prefix cache over the trace's requests (one that hits only the longest cached prefix of "
+                f"each request's blocks)")
+    out += (f". For {DEMAND}, a subset, the optimum at {blocks} is {h} ({float(figures['ceiling']):.6f}). Blocks count "
+            "one slot each, and no room is kept for a running request's blocks.")
+    if "refs_tokens" in figures:
+        bound = int(figures["admission_hits_tokens"])
+        out += (f" In tokens, of {int(figures['refs_tokens'])} prompt tokens, no cache with admission control hits more "
+                f"than {bound} (block_tokens × {ha}, derived)")
+        if "prefix_cache_hits_tokens" in figures:
+            out += (f", and that prefix cache hits {int(figures['prefix_cache_hits_tokens'])} (its full blocks; a partial "
+                    "block is never reused, as in vLLM)")
+        out += "."
+    return out
+
+
+KERNEL = "Lean kernel: a literal of {headline}"
+EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
+    "refs": ("kernel-checked", f"{KERNEL} (trace.length), every reference decoded"),
+    "capacity_blocks": ("kernel-checked", f"{KERNEL} (the capacity of every cache it speaks of)"),
+    "max_hits": ("kernel-checked", f"{KERNEL} (hits P trace ≤ it for every policy P of capacity C, from a cut list "
+                 "checked on every reference)"),
+    "ceiling": ("computed", "exact arithmetic max_hits / refs of two kernel-checked figures"),
+    "belady_hits": ("computed-cross-checked", "Belady's MIN at capacity_blocks: pycert's one-pass OPT curve "
+                    "(pycert.analysis.optcurve), equal to a direct MIN simulation (pycert.analysis.cachesim.belady_hits) "
+                    "and to max_hits; libCacheSim's Belady agrees in pycert's tests"),
+    "cuts": ("computed", "length of the cut list the recipe computed (pycert.analysis.capacity.cut_list); the kernel "
+             "checked the bound for that list, whatever it is"),
+}
+OPTIMUM_EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
+    "max_hits": ("kernel-checked", f"{KERNEL} (Optimum: hits P trace ≤ it for every policy P of capacity C that admits "
+                 "every missed block and starts empty, from a cut list checked on every reference, and = it for one such "
+                 "policy, from Belady's hit pairs checked on every reference)"),
+    "belady_hits": ("kernel-checked", "the optimum at capacity_blocks for caches that admit every missed block, a literal "
+                    "of {headline} (max_hits, both ways). That Belady's MIN is a cache reaching it is computed: pycert's "
+                    "one-pass OPT curve (pycert.analysis.optcurve) and a direct MIN simulation "
+                    "(pycert.analysis.cachesim.belady_hits) both count max_hits"),
+}
+OPTIMA_EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
+    **OPTIMUM_EVIDENCE,
+    "admission_hits": ("kernel-checked", f"{KERNEL} (OptimumA: hits trace K ≤ it for every cache K of C blocks with "
+                       "admission control, Pycert.Admission.Run, from a second cut list checked on every reference, and = "
+                       "it for one such cache, from the hit pairs of Belady's MIN with bypass checked on every reference)"),
+    "admission_ceiling": ("computed", "exact arithmetic admission_hits / refs of two kernel-checked figures"),
+    "admission_cuts": ("computed", "length of the cut list the recipe computed for caches with admission control "
+                       "(pycert.analysis.capacity.cut_list, admission=True); the kernel checked the bound for that list"),
+    "prefix_cache_hits": ("kernel-checked", f"{KERNEL} (PrefixOptimum: prefixHits ≤ it for every prefix cache of C "
+                          "blocks over the trace's requests, with or without admission control, and = it for one, from "
+                          "the same pairs, each hit checked to follow a hit in its request or start it)"),
+    "requests": ("computed", "the trace's requests (lines), as Python reads them"),
+    "refs_tokens": ("computed", "the trace's prompt tokens (Mooncake's input_length, summed by Python)"),
+    "max_hits_tokens": ("computed", "block_tokens × max_hits: a bound in tokens derived from a kernel-checked block figure "
+                        "(a block holds at most block_tokens tokens); not itself kernel-checked"),
+    "admission_hits_tokens": ("computed", "block_tokens × admission_hits: a bound in tokens derived from a kernel-checked "
+                              "block figure; not itself kernel-checked"),
+    "ceiling_tokens": ("computed", "exact arithmetic max_hits_tokens / refs_tokens"),
+    "admission_ceiling_tokens": ("computed", "exact arithmetic admission_hits_tokens / refs_tokens"),
+    "prefix_cache_hits_tokens": ("computed", "the tokens of the prefix cache's hits: the kernel-checked witness's hit "
+                                 "blocks (Belady's MIN with bypass, regenerated from the trace), block_tokens each when "
+                                 "full, none for a request's partial last block (vLLM caches full blocks only)"),
+    "prefix_cache_hit_rate_tokens": ("computed", "exact arithmetic prefix_cache_hits_tokens / refs_tokens"),
+}
+
+
+def evidence_of(name: str, predicate: str | None) -> tuple[EvidenceState, str]:
+    """How figure ``name`` of a certificate stating ``predicate`` is known."""
+    if predicate in (OPTIMA, PREFIX_OPTIMA) and name in OPTIMA_EVIDENCE:
+        return OPTIMA_EVIDENCE[name]
+    if predicate == OPTIMUM and name in OPTIMUM_EVIDENCE:
+        return OPTIMUM_EVIDENCE[name]
+    if name in EVIDENCE:
+        return EVIDENCE[name]
+    return OPTIMA_EVIDENCE.get(name, ("computed", ""))

@@ -1,0 +1,31 @@
+"""Certifying recorded audits: every ``inputs/audit-*.jsonl`` under the certificate directory."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from pycert.core.errors import Rejection
+from pycert.core.gate import Source
+from pycert.families.leak.produce import RecordedLogs
+from pycert.families.leak_audit import CLAIM, LOG_GLOB, AuditParams, headline, log_figures, read
+from pycert.leak.audit_plan import AuditLog
+
+
+class AuditProducer(RecordedLogs):
+    claim = CLAIM
+    glob = LOG_GLOB
+
+    def read(self, source: Source) -> AuditLog:
+        return read(source)
+
+    def parameters(self, log: AuditLog) -> AuditParams:
+        return AuditParams.of(log.header)
+
+    def figures(self, log: AuditLog) -> tuple[dict[str, Fraction], list[Rejection]]:
+        return log_figures(log)
+
+    def headline(self, figures: dict[str, Fraction]) -> str:
+        return headline(figures)
+
+
+PRODUCER = AuditProducer()
