@@ -49,16 +49,20 @@ def make_cert(cert_id: str, family: str, parameters: dict | None = None, primary
     primary = primary or []
     read = Locator(root=root or Path("/nonexistent"), external=external or {})
     inst = claim.instance(params, primary)
-    files = claim.derived_files(params, primary, read)
-    data = files[inst.path]
-    parts = [InputFile(role="lean", path=path, sha256=hashlib.sha256(part).hexdigest(), derived_from="trace")
-             for path, part in files.items() if path != inst.path]  # a big trace's shards or pieces, as prove names them
-    inputs = [*primary, inst.input(hashlib.sha256(data).hexdigest()), *parts]
-    signatures = theorem_signatures(data.decode("utf-8"))
-    literals = statement_literals(signatures[inst.headline], claim.predicate(params))
-    assert literals is not None, signatures[inst.headline]
+    if inst is None:  # a family of observations (engine, leak): no instance, figures from its inputs alone
+        inputs, signatures, kernel = list(primary), None, {}
+    else:
+        files = claim.derived_files(params, primary, read)
+        data = files[inst.path]
+        parts = [InputFile(role="lean", path=path, sha256=hashlib.sha256(part).hexdigest(), derived_from="trace")
+                 for path, part in files.items() if path != inst.path]  # a big trace's shards or pieces, as prove names them
+        inputs = [*primary, inst.input(hashlib.sha256(data).hexdigest()), *parts]
+        signatures = theorem_signatures(data.decode("utf-8"))
+        literals = statement_literals(signatures[inst.headline], claim.predicate(params))
+        assert literals is not None, signatures[inst.headline]
+        kernel = claim.kernel_figures(literals, inst.headline, params)
     if figures is None:
-        figures = claim.figures(params, claim.kernel_figures(literals, inst.headline, params), inputs, read)
+        figures = claim.figures(params, kernel, inputs, read)
     p = Prepared(claim=claim, id=cert_id, parameters=params, headline="", inputs=inputs, figures=figures)
     theorems = p.derived().theorems
     return assemble(p, BACKEND,

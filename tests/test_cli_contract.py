@@ -448,3 +448,58 @@ def test_parallel_progress_lines_stay_whole(monkeypatch) -> None:
     lines = "".join(stream.parts).splitlines()
     assert len(lines) == 1200
     assert all(line.count("Pycert.") == 1 and line.endswith("ok (cached)") for line in lines)
+
+
+# ---------------------------------------------------------------------------- engine replay (issue 33)
+
+
+@pytest.mark.parametrize("case", ["ids", "huge", "line", "big-request", "not-engine", "out-file", "no-out"])
+def test_engine_replay_refuses_before_the_engine_with_one_line(tmp_path: Path, capsys, case: str) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps(GOOD) + "\n" + json.dumps({**GOOD, "hash_ids": [1, 2, 3, 4]}) + "\n")
+    flags = ["--trace", str(trace), "--num-blocks", "8", "--block-tokens", "16", "--out", str(tmp_path / "out")]
+    if case == "ids":
+        (tmp_path / "t.ids").write_text("1\n2\n")
+        argv, needles = [*flags, "--trace", str(tmp_path / "t.ids")], (f"{tmp_path / 't.ids'}:", "no request boundaries")
+    elif case == "huge":
+        argv, needles = [*flags, "--num-blocks", "262144"], ("--num-blocks:", "at most 1,048,576")
+    elif case == "line":
+        trace.write_text(json.dumps(GOOD) + "\n" + '{"timestamp": 0, "hash_ids": [1]}\n')
+        argv, needles = flags, (f"{trace}:2:", "missing field")
+    elif case == "big-request":
+        argv, needles = [*flags, "--num-blocks", "4"], (f"{trace}:", "request 1 (0-based) has 4 blocks",
+                                                        "--num-blocks 5 or more")
+    elif case == "not-engine":
+        argv = ["--replay", str(REPO / "certificates" / "isolation-t8-n1024.json")]
+        needles = ("isolation-t8-n1024.json:", "--replay takes an engine certificate")
+    elif case == "out-file":
+        (tmp_path / "f").write_text("x")
+        argv, needles = [*flags, "--out", str(tmp_path / "f")], ("--out", "exists and is not a directory")
+    else:
+        argv, needles = flags[:-2], ("--out:", "give --trace, --num-blocks, --block-tokens and --out")
+    expect_error(capsys, ["engine", "replay", *argv], 2, *needles)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("failure", ["start", "memory", "missing"])
+def test_engine_replay_an_engine_that_fails_to_load_is_one_line(tmp_path: Path, capsys, monkeypatch,  # noqa: ANN001
+                                                                failure: str) -> None:
+    """The engine module stood in for (torch is not imported): its failures, mapped by the command, leave
+    nothing in --out."""
+    import types
+
+    def refuse(**_kw: object) -> None:
+        raise {"start": RuntimeError("no\nkernel image"), "memory": MemoryError("cannot allocate 2 GiB")}[failure]
+
+    fake = types.ModuleType("pycert.leak.engines.transformers")
+    fake.TINY, fake.TransformersEngine = {}, refuse  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pycert.leak.engines.transformers", None if failure == "missing" else fake)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD) + "\n")
+    argv = ["engine", "replay", "--trace", str(trace), "--num-blocks", "8", "--block-tokens", "16",
+            "--out", str(tmp_path / "out")]
+    code, needles = {"start": (2, ("engine:", "the engine did not start: no kernel image")),
+                     "memory": (3, ("engine:", "cannot allocate a cache of 8 blocks of 16 tokens")),
+                     "missing": (2, ("pycert engine replay:", "pip install 'pycert[leak]'"))}[failure]
+    expect_error(capsys, argv, code, *needles)
+    assert not (tmp_path / "out").exists()

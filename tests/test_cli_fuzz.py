@@ -109,7 +109,7 @@ class Run:
 
 
 ACTIONS = {"trace": {"stats", "mrc", "offload", "plot", "convert", "generate"}, "pooling": {"solve", "generate", "check"},
-           "toolchain": {"install", "selfcheck"}, "leak": {"run", "serve", "gateway", "audit"}}
+           "toolchain": {"install", "selfcheck"}, "leak": {"run", "serve", "gateway", "audit"}, "engine": {"replay"}}
 
 
 def command_of(argv: list[str]) -> str:
@@ -584,6 +584,41 @@ def test_pooling_generate(data) -> None:  # noqa: ANN001
         drive(argv, scratch, outputs=(target,) if target else (), complete=instance_complete)
 
 
+# ---------------------------------------------------------------------------- engine replay
+
+
+def replay_refused(path: Path, flags: list[str]) -> bool:
+    """Whether ``engine replay`` must stop before the engine starts: a bad flag, or a trace it cannot replay."""
+    from pycert.cli import build_parser
+    from pycert.cli.engine import checked_trace
+    from pycert.core.errors import PycertError
+
+    try:
+        args = build_parser().parse_args(["engine", "replay", "--trace", str(path), *flags])
+        if None in (args.num_blocks, args.block_tokens, args.out):
+            return True
+        checked_trace(path, args.num_blocks, args.block_tokens)
+    except (SystemExit, PycertError):
+        return True
+    return False
+
+
+@given(st.data())
+@examples(60)
+def test_engine_replay_refusals(data) -> None:  # noqa: ANN001
+    """Only command lines refused before the engine runs (a replay of a valid trace takes seconds to minutes)."""
+    with scratch_dir() as scratch:
+        path = scratch / data.draw(st.sampled_from(["t.jsonl", "t.ids", "t.gz"]))
+        path.write_bytes(data.draw(trace_bytes()))
+        out, _ = data.draw(out_path(scratch, ""))
+        flags = [data.draw(maybe("--num-blocks", int_flag(1, 6))), data.draw(maybe("--block-tokens", int_flag(2, 64))),
+                 data.draw(maybe("--seed", int_flag(-5, 5))), data.draw(st.one_of(st.just([]), st.just(["--out", out]))),
+                 data.draw(st.sampled_from([[], ["--json"]]))]
+        argv = shuffle_flags(data.draw, *flags)
+        if replay_refused(path, [a for a in argv if a != "--json"]):
+            drive(["engine", "replay", "--trace", str(path), *argv], scratch, expect=2)
+
+
 # ---------------------------------------------------------------------------- commands that run Lean
 
 
@@ -615,6 +650,12 @@ LEAN_REFUSED = [  # each must be refused before a Lean process starts
     ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--alpha", "1"],
     ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--prefixes", "x"],
     ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k"],
+    ["engine"], ["engine", "replay"], ["engine", "replay", "--num-blocks", "1"], ["engine", "replay", "--block-tokens", "2"],
+    ["engine", "replay", "--num-blocks", "9" * 5000], ["engine", "replay", "--block-tokens", "-64"],
+    ["engine", "replay", "--replay", ""], ["engine", "replay", "--replay", "/nonexistent-pycert-fuzz/c.json"],
+    ["engine", "replay", "--seed", "x"], ["engine", "replay", "--backend", "jvm"], ["engine", "replay", "--input", "x"],
+    ["engine", "replay", "--trace", "/nonexistent-pycert-fuzz/t.jsonl", "--num-blocks", "8", "--block-tokens", "16",
+     "--out", "/tmp/pycert-fuzz-never"],
 ]
 
 

@@ -95,6 +95,22 @@ class OffloadArm(BaseModel):
     host_backed_hit_rate_tokens: Ratio | None = None
 
 
+class EngineLine(BaseModel):
+    """A real engine's own hits at the report's GPU capacity, from an engine certificate that verified
+    (``trace offload --certs``): its hit rate over the same references, observed, and the sentence that
+    puts it beside the kernel-checked optimum (absent, with why, without a verified capacity certificate)."""
+
+    certificate: str
+    engine: str
+    block_tokens: int
+    """The tokens each trace block became in the replay (the engine's page size)."""
+    engine_hit_rate: Ratio
+    engine_hit_rate_tokens: Ratio | None = None
+    """The same in the trace's tokens (a partial last block none), where the trace gives prompt lengths."""
+    sentence: str | None
+    why_no_sentence: str | None = None
+
+
 class OffloadReport(BaseModel):
     """The offload report for one trace at one GPU capacity (and optional host capacity) in tokens."""
 
@@ -113,6 +129,8 @@ class OffloadReport(BaseModel):
     not_used: dict[str, str] = {}
     """Certificates of the directory that would prove a figure but were not used, and why (one that does
     not verify, or could not be verified or read): their figures stay ``computed``."""
+    engines: list[EngineLine] = []
+    """Engine certificates of this trace at the GPU capacity that verified: a real engine's own hits."""
 
 
 def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = None) -> OffloadArm:

@@ -88,23 +88,27 @@ def report_command(cert_dir: Path, inputs: Mapping[str, Path | None]) -> str:
 
 def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> str:
     """The ``pycert prove`` that would write ``cert_files`` (of ``cert_dir``) again: their family (``all``
-    when they are of several), a ``--trace`` for each trace but the embedded default and the capacities of
-    capacity certificates (which may make a few more: every trace at every capacity named)."""
+    when they are of several), a ``--trace`` for each trace (the embedded default only beside others: a
+    ``--trace`` replaces it) and the capacities of capacity certificates (which may make a few more: every
+    trace at every capacity named)."""
     families = sorted({str((declared(f) or {}).get("family")) for f in cert_files})
     externals = input_paths(external_inputs(cert_files), cert_dir)
     beside = certificate_root(cert_dir).parent
-    traces = []
+    traces, default = [], None
     for f in cert_files:
         for i in declared_inputs(f) or []:
-            if i.get("role") != "trace" or PurePosixPath(i["path"]) == PurePosixPath(DEFAULT_TRACE.as_posix()):
+            if i.get("role") != "trace":
                 continue
-            if not i.get("external"):
+            if PurePosixPath(i["path"]) == PurePosixPath(DEFAULT_TRACE.as_posix()):
+                default = shown(cert_dir / i["path"])  # named only beside other traces: alone it is prove's default
+            elif not i.get("external"):
                 traces.append(shown(cert_dir / i["path"]))
             elif i["path"] in externals:
                 found = externals[i["path"]]
                 traces.append(shown(found) if found else shlex.quote(f"{UNKNOWN}/{i['path']}"))
             else:
                 traces.append(shown(beside / i["path"]))
+    traces = [default, *traces] if traces and default else traces
     params = [(declared(f) or {}).get("parameters") or {} for f in cert_files]
     capacities = sorted({int(c) for p in params if isinstance(c := p.get("capacity_blocks"), int)})
     # a prompts trace's blocks depend on the size it was cut at (one --block-tokens serves a run)

@@ -15,31 +15,25 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from fractions import Fraction
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pycert.certify.documents import parse_certificate
 from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
+from pycert.certify.sections import Curve, curve_png, engine_beside, escape, headroom, table
 from pycert.certify.verify import VerifyResult, own_library, verify_certificates
 from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root
-from pycert.core.gate import Source, entries, inside
+from pycert.core.gate import entries, inside
 from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
 from pycert.lean.sources import library_signatures
-
-if TYPE_CHECKING:  # numpy: the page imports the trace engine only when it draws a curve
-    from pycert.analysis.cachesim import HitCurve
 
 _SCRIPT = r"""
 "use strict";
@@ -149,106 +143,8 @@ figure img { max-width: 100%; border: 1px solid #ddd; }
 """
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
 def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-
-
-@dataclass(frozen=True)
-class Curve:
-    """One trace's figure for the page, and what its capacity certificates' headroom lines need."""
-
-    png: bytes
-    lru: HitCurve
-    """The trace's LRU hit counts at every capacity, with its reference and distinct counts."""
-    lru_tokens: Callable[[int], Fraction] | None = None
-    """LRU's hit rate in tokens at a capacity (a partial block never reused); None: no prompt lengths."""
-    ceiling_tokens: Fraction | None = None
-
-
-def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tuple[int, int]] = (),
-              fmt: str | None = None, block_tokens: int | None = None) -> Curve:
-    """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling),
-    read as its certificate's parameters say (``fmt``, ``block_tokens``), with the ``(capacity, hits)``
-    that capacity certificates of the page prove marked on it."""
-    # matplotlib and numba: only when a page draws a curve
-    from pycert.analysis.cachesim import stack_distances
-    from pycert.analysis.plot import hit_rate_png, trace_curves
-    from pycert.analysis.requests import ref_tokens, reuse_tokens
-    from pycert.data.traces import read_trace
-
-    trace = read_trace(trace_path, fmt or "auto", block_tokens)
-    if trace.sha256 != sha256:
-        raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
-    lru, opt = trace_curves(trace)
-    png = hit_rate_png(lru, opt, f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved)
-    if (weights := ref_tokens(trace)) is None:
-        return Curve(png=png, lru=lru)
-    d, (tokens, full) = stack_distances(trace.refs), weights
-
-    def lru_tokens(c: int) -> Fraction:
-        return Fraction(int(tokens[(d >= 1) & (d <= c) & full].sum()), int(tokens.sum()))
-    return Curve(png=png, lru=lru, lru_tokens=lru_tokens, ceiling_tokens=reuse_tokens(trace))
-
-
-def headroom(cert: Certificate, curve: Curve, ceilings: dict[str, tuple[int, str]]) -> str:
-    """A capacity certificate's two headrooms at its capacity: what a better eviction policy can still win
-    (OPT(C) - LRU(C)) and what only an extra tier can win (ceiling - OPT(C)), each figure with how it
-    is known. ``ceilings``: trace sha256 -> (max hits, certificate id) of a ceiling certificate on the page."""
-    figs = {f.name: f.numerator for f in cert.figures if f.denominator == 1}
-    [trace] = [i for i in cert.inputs if i.role == "trace"]
-    c, opt, n = figs["capacity_blocks"], figs["max_hits"], curve.lru.refs
-    lru = curve.lru.hits(c)
-    ceiling, by = ceilings.get(trace.sha256, (n - curve.lru.distinct, ""))
-    known = (f"kernel-checked in <a href=\"#cert-{_e(by)}\">{_e(by)}</a>" if by
-             else "computed by pycert's trace engine: no ceiling certificate of this trace verified for this page")
-
-    both = any(f.name == "belady_hits" and f.evidence == "kernel-checked" for f in cert.figures)
-    how = ("this certificate's kernel-checked optimum for caches that admit every missed block: none hits more, and "
-           "one hits exactly that" if both else "this certificate's kernel-checked bound, attained as computed")
-
-    def pct(hits: int | Fraction) -> str:
-        return f"{float(100 * hits / n):.2f}%"
-
-    admitted = (f" With admission control (a missed block may be left out) the optimum is {figs['admission_hits']:,} "
-                f"({pct(figs['admission_hits'])}, kernel-checked both ways"
-                + (", reached by a prefix cache" if "prefix_cache_hits" in figs else "") + ")."
-                if "admission_hits" in figs else "")
-    return (f"<p><strong>Headroom at {c:,} blocks.</strong> LRU {lru:,} hits ({pct(lru)}, computed by pycert's "
-            f"trace engine); Belady's MIN {opt:,} ({pct(opt)}, {how}); the capacity-free ceiling {ceiling:,} "
-            f"({pct(ceiling)}, {known}). A better eviction "
-            f"policy can win at most <strong>{100 * (opt - lru) / n:.2f} points</strong> (OPT - LRU); only an extra "
-            f"tier can win the other <strong>{100 * (ceiling - opt) / n:.2f}</strong> (ceiling - OPT).{admitted}</p>"
-            + in_tokens(cert, curve, c))
-
-
-def in_tokens(cert: Certificate, curve: Curve, c: int) -> str:
-    """The same headroom in tokens, the unit vLLM and SGLang report (every figure computed or derived)."""
-    rates = {f.name: Fraction(f.numerator, f.denominator) for f in cert.figures}
-    if curve.lru_tokens is None or "ceiling_tokens" not in rates:
-        return ""
-
-    def pct(rate: Fraction) -> str:
-        return f"{float(100 * rate):.2f}%"
-
-    bounds = f"at most {pct(rates['ceiling_tokens'])} for caches that admit every missed block" + (
-        f" and {pct(rates['admission_ceiling_tokens'])} with admission control" if "admission_ceiling_tokens" in rates
-        else "")
-    reached = (f"; the prefix cache reaching the optimum hits {pct(rates['prefix_cache_hit_rate_tokens'])} (the "
-               "kernel-checked witness's full blocks, computed)" if "prefix_cache_hit_rate_tokens" in rates else "")
-    ceiling = f"; the capacity-free ceiling {pct(curve.ceiling_tokens)} (computed)" if curve.ceiling_tokens else ""
-    return (f"<p><strong>In tokens</strong> (vLLM and SGLang report hit rates in tokens; a request's partial last "
-            f"block is never reused): LRU {pct(curve.lru_tokens(c))} (computed); {bounds} (block_tokens × the "
-            f"kernel-checked block bounds, derived){reached}{ceiling}.</p>")
-
-
-def _rows(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def verdict_line(why_not: str | None) -> str:
@@ -257,46 +153,46 @@ def verdict_line(why_not: str | None) -> str:
         return ('<p class="verified"><strong>Verified offline</strong> when this page was made (pycert verify: '
                 "inputs hashed, instance regenerated, every figure and sentence derived again; the kernel and the "
                 "axiom audit were not re-run).</p>")
-    return (f'<p class="unverified"><strong>NOT VERIFIED</strong> when this page was made: {_e(why_not)}. What '
+    return (f'<p class="unverified"><strong>NOT VERIFIED</strong> when this page was made: {escape(why_not)}. What '
             "follows is what the certificate says, unchecked.</p>")
 
 
 def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, bytes], extra: str = "",
                        why_not: str | None = "not checked") -> str:
-    figures = _rows(
-        [(f"<code>{_e(f.name)}</code>", _e(f"{f.numerator}/{f.denominator}" if f.denominator != 1 else f.numerator),
-          _e(f.decimal), _e(f.unit), f'<span class="evidence">{_e(f.evidence)}</span>', _e(f.known_by))
+    figures = table(
+        [(f"<code>{escape(f.name)}</code>", escape(f"{f.numerator}/{f.denominator}" if f.denominator != 1 else f.numerator),
+          escape(f.decimal), escape(f.unit), f'<span class="evidence">{escape(f.evidence)}</span>', escape(f.known_by))
          for f in cert.figures],
         ("figure", "exact", "decimal", "unit", "evidence", "known by"),
     )
-    inputs = _rows([(_e(i.role), f"<code>{_e(i.path)}</code>", f'<span class="hash">{_e(i.sha256)}</span>')
+    inputs = table([(escape(i.role), f"<code>{escape(i.path)}</code>", f'<span class="hash">{escape(i.sha256)}</span>')
                     for i in cert.inputs], ("role", "path", "sha256")) if cert.inputs else "<p>none</p>"
     b = cert.backend
-    solver = (f"{_e(cert.solver.name)} {_e(cert.solver.version)}: {_e(cert.solver.status)}, objective "
-              f"{_e(cert.solver.objective)}, bound {_e(cert.solver.bound)}") if cert.solver else "none"
-    limits = "".join(f"<li>{_e(x)}</li>" for x in cert.does_not_prove)
-    theorems = ", ".join(f"<code>{_e(t)}</code>" for t in cert.theorems)
+    solver = (f"{escape(cert.solver.name)} {escape(cert.solver.version)}: {escape(cert.solver.status)}, objective "
+              f"{escape(cert.solver.objective)}, bound {escape(cert.solver.bound)}") if cert.solver else "none"
+    limits = "".join(f"<li>{escape(x)}</li>" for x in cert.does_not_prove)
+    theorems = ", ".join(f"<code>{escape(t)}</code>" for t in cert.theorems)
     images = "".join(
-        f'<figure><img alt="hit rate against capacity for {_e(i.path)}" '
+        f'<figure><img alt="hit rate against capacity for {escape(i.path)}" '
         f'src="data:image/png;base64,{base64.b64encode(curves[i.sha256]).decode()}">'
-        f"<figcaption>Hit rate against capacity: {_e(i.path)}</figcaption></figure>"
+        f"<figcaption>Hit rate against capacity: {escape(i.path)}</figcaption></figure>"
         for i in cert.inputs if i.sha256 in curves
     )
     return f"""
-<section class="cert" id="cert-{_e(cert.id)}">
-<h2>{_e(cert.id)} <small>({_e(cert.family)})</small></h2>
+<section class="cert" id="cert-{escape(cert.id)}">
+<h2>{escape(cert.id)} <small>({escape(cert.family)})</small></h2>
 {verdict_line(why_not)}
-<p class="claim"><strong>Claim.</strong> {_e(cert.claim)}</p>
+<p class="claim"><strong>Claim.</strong> {escape(cert.claim)}</p>
 {figures}
 <p><strong>Rests on:</strong> {theorems}</p>
 {extra}
 {images}
 <h3>Inputs</h3>
 {inputs}
-<p><strong>Backend:</strong> {_e(b.kind)}, Lean {_e(b.lean_version)} ({_e(b.lean_commit or "commit unknown")}){
-    f", Node {_e(b.node_version)}" if b.node_version else ""}.
-<strong>Solver:</strong> {solver}. <strong>Audit:</strong> {_e(cert.audit.verdict)}.</p>
-<p><strong>File sha256:</strong> <span class="hash">{_e(file_hash)}</span></p>
+<p><strong>Backend:</strong> {escape(b.kind)}, Lean {escape(b.lean_version)} ({escape(b.lean_commit or "commit unknown")}){
+    f", Node {escape(b.node_version)}" if b.node_version else ""}.
+<strong>Solver:</strong> {solver}. <strong>Audit:</strong> {escape(cert.audit.verdict)}.</p>
+<p><strong>File sha256:</strong> <span class="hash">{escape(file_hash)}</span></p>
 <p><strong>Does not prove:</strong></p><ul>{limits}</ul>
 </section>"""
 
@@ -347,8 +243,8 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
     ``not_verified``: certificate id -> why it was not verified when the page was made (every other one was)."""
     if library is None:
         library = library_signatures(own_library())
-    index = _rows([(f'<a href="#cert-{_e(c.id)}">{_e(c.id)}</a>', _e(c.family),
-                    "yes" if c.id not in not_verified else "<strong>NO</strong> (why: in its section)", _e(c.claim))
+    index = table([(f'<a href="#cert-{escape(c.id)}">{escape(c.id)}</a>', escape(c.family),
+                    "yes" if c.id not in not_verified else "<strong>NO</strong> (why: in its section)", escape(c.claim))
                    for c, _ in certs], ("certificate", "family", "verified offline", "claim"))
     unchecked = sum(c.id in not_verified for c, _ in certs)
     verified = (f"{len(certs) - unchecked} of them verified offline when this page was made, {unchecked} "
@@ -358,11 +254,11 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
            "connect-src 'none'; form-action 'none'; base-uri 'none'")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{_e(csp)}">
+<meta http-equiv="Content-Security-Policy" content="{escape(csp)}">
 <title>pycert certificates</title><style>{_STYLE}</style></head>
 <body>
 <h1>pycert certificates</h1>
-<p>{plural(len(certs), "certificate")}. {verified}. Re-check them offline with <code>{_e(verify)}</code>
+<p>{plural(len(certs), "certificate")}. {verified}. Re-check them offline with <code>{escape(verify)}</code>
 (add <code>--kernel</code> to re-run Lean), or their bytes with <code>sha256sum -c {MANIFEST_NAME}</code>.</p>
 <h2>Check a certificate file here</h2>
 <div id="drop">Drop certificate files here, or <input type="file" id="file" multiple accept=".json,application/json">
@@ -431,6 +327,8 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                 for i in cert.inputs if i.role == "trace" for f in cert.figures if f.name == "max_hits"}
     extras = {cert.id: headroom(cert, drawn[i.sha256], ceilings) for cert in capacity
               for i in cert.inputs if i.role == "trace" and i.sha256 in drawn}
+    extras |= {cert.id: engine_beside(cert, [c for c, _ in certs], not_verified) for cert, _ in certs
+               if cert.family == "engine" and cert.id not in not_verified}
     externals = {i.path: i.sha256 for cert, _ in certs for i in cert.inputs if i.external}
     verify = verify_command(cert_dir, None, input_paths(externals, cert_dir, inputs), root=root)
     pngs = {sha: curve.png for sha, curve in drawn.items()}

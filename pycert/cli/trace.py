@@ -276,14 +276,24 @@ def _render_offload(rep: OffloadReport) -> str:
         return [f"{state} ({escaped(rep.evidence_by[f])})" if f in rep.evidence_by else state]
 
     rows = [(f, *(cell(f, getattr(a, f)) for a in arms), *known(f)) for f in fields]
+    at = fields.index("gpu_only_belady_hit_rate") + 1
+    for name, rate in (("gpu_only_belady_hit_rate_tokens", "engine_hit_rate_tokens"), ("gpu_only_belady_hit_rate",
+                                                                                     "engine_hit_rate")):
+        if name in fields:  # the engine's rows beside OPT(G), in blocks and in tokens
+            at = fields.index(name) + 1
+            rows[at:at] = [(f"{rate} (replayed at {e.block_tokens} tokens a block)", cell(rate, getattr(e, rate)),
+                            *(["n/a"] if rep.control else []), *([f"observed ({escaped(e.certificate)})"] if rep.evidence
+                                                                 else [])) for e in rep.engines]
     heads = ["figure", f"x{rep.primary.granularity} (as read)"]
     heads += [f"x{rep.control_k} (control)"] if rep.control else []
     heads += [f"evidence (x{rep.primary.granularity})"] if rep.evidence else []
     host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
     unused = [f"not used (what it would prove stays computed): {escaped(name)}: {escaped(why)}"
               for name, why in rep.not_used.items()]
-    return "\n".join([f"{escaped(rep.name)}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *unused,
-                      *([ENGINES_REPORT] if tokens else [])])
+    said = [f"{escaped(e.certificate)}: {escaped(e.sentence or 'no sentence: ' + str(e.why_no_sentence))}"
+            for e in rep.engines]
+    return "\n".join([f"{escaped(rep.name)}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *said,
+                      *unused, *([ENGINES_REPORT] if tokens else [])])
 
 
 def cmd_offload(args: argparse.Namespace) -> int:

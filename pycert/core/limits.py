@@ -68,6 +68,14 @@ MAX_NAME_BYTES = 255
 file system is asked (which fails in its own words)."""
 MAX_INPUTS = MAX_SHARDS + 64
 """Most inputs a certificate may name: a trace, its instance, and its shards or pieces and schedule modules."""
+MAX_REPLAY_BLOCK_TOKENS = 1 << 12
+"""``engine replay --block-tokens``: the engine's page size (transformers needs at least 4)."""
+MAX_REPLAY_CACHE_TOKENS = 1 << 20
+"""``engine replay``: the engine's whole cache, ``--num-blocks`` x ``--block-tokens`` tokens. transformers
+allocates its attention mask for every readable cache token at each batch token (4 bytes x 512 batch
+tokens x this: 2 GiB), beside the cache itself (512 bytes a token for the replay's model)."""
+MAX_REPLAY_PROMPT_TOKENS = 1 << 17
+"""``engine replay``: the longest prompt a replay sends (a request's blocks x ``--block-tokens``)."""
 
 
 def json_depth_error(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | None:

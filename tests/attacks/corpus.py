@@ -58,6 +58,8 @@ class MakeCert(_Op):
     params: dict[str, Any]
     trace: str
     dir: str = "certs"
+    log: str | None = None
+    """The engine family's replay log (its other primary input, named before the trace)."""
 
 
 class Edit(_Op):
@@ -251,10 +253,14 @@ def _apply(op: Any, work: Path, name: str, where: dict[str, str]) -> None:  # no
         at(op.to).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, at(op.to))
     elif isinstance(op, MakeCert):
+        from pycert.core.files import file_sha256
+        from pycert.core.schema import InputFile
         from tests.certs import make_cert, trace_input
 
         root = at(op.dir)
-        cert = make_cert(op.id, op.family, op.params, [trace_input(at(op.trace), root)], root=root)
+        log = [InputFile(role="log", path=at(op.log).relative_to(root).as_posix(), sha256=file_sha256(at(op.log)))
+               ] if op.log else []
+        cert = make_cert(op.id, op.family, op.params, [*log, trace_input(at(op.trace), root)], root=root)
         (root / cert.filename).write_text(cert.to_json())
     elif isinstance(op, Edit):
         path = at(op.path)

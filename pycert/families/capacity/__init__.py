@@ -98,6 +98,13 @@ ADMISSION_THEOREMS = ("Pycert.Admission.run_of_policy", "Pycert.Admission.spans_
                       "Pycert.SortedAdmission.optimumA_of_checks")
 PREFIX_THEOREMS = ("Pycert.PrefixCache.prefixHits_le", "Pycert.Admission.prefixOptimum_of",
                    "Pycert.SortedAdmission.prefixOptimum_of_checks")
+BOUNDS = {BOUNDED: ("max_hits", "that admits every missed block and starts empty"),
+          OPTIMUM: ("max_hits", "that admits every missed block and starts empty"),
+          OPTIMA: ("admission_hits", "that starts empty"), PREFIX_OPTIMA: ("admission_hits", "that starts empty")}
+"""For each headline predicate: its figure that bounds the widest class of caches of ``C`` blocks, and the
+words after "any cache of C blocks" that name that class (caches with admission control include every cache
+of ``C`` blocks, prefix caches too, that starts empty): what a sentence comparing another cache, a real
+engine's, with the certificate says."""
 PIECE_THEOREMS = ("Pycert.Capacity.piece_glue", "Pycert.Capacity.bounded_of_piece", "Pycert.SortedTrace.piece_of_checks")
 
 
@@ -159,6 +166,10 @@ class Capacity(Claim):
 
     def literal_names(self, params: CapacityParams) -> tuple[str, ...]:  # type: ignore[override]
         return LITERALS[self.predicate(params)]
+
+    def widest_bound(self, params: CapacityParams) -> tuple[str, str]:
+        """The figure of a certificate with these parameters that bounds the most caches, and which (:data:`BOUNDS`)."""
+        return BOUNDS[self.predicate(params)]
 
     def library_theorems(self, params: CapacityParams) -> tuple[str, ...]:
         return (self.theorem_names + (PIECE_THEOREMS if params.pieces > 1 else ())

@@ -48,14 +48,20 @@ RESULT_TIMEOUT_S = 600.0
 SMALL = {"vocab_size": 8192, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
          "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096}
 """The default model: Qwen2-shaped, random weights (no download), small enough for a CPU in CI."""
+TINY = {**SMALL, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 1,
+        "num_key_value_heads": 1, "max_position_embeddings": 1 << 22}
+"""The model ``pycert engine replay`` drives: the cache's decisions (which blocks it keeps, which it
+serves) do not depend on the weights or the width, only on every layer being full attention, and a
+trace replays millions of tokens; this shape prefills about five times faster than :data:`SMALL` on
+the project's CPUs (DEVELOPERS.md). Its positions reach the longest prompt a replay allows."""
 
 
-def _small_model(seed: int) -> tuple[torch.nn.Module, str]:
+def _small_model(seed: int, shape: dict[str, int]) -> tuple[torch.nn.Module, str]:
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(Qwen2Config(**SMALL))
-    s = SMALL
-    return model, (f"random-weight Qwen2 ({s['num_hidden_layers']} layers, hidden {s['hidden_size']}, "
-                   f"{s['num_attention_heads']} heads / {s['num_key_value_heads']} KV, vocab {s['vocab_size']}, "
+    model = Qwen2ForCausalLM(Qwen2Config(**shape))
+    s, layers, heads = shape, shape["num_hidden_layers"], shape["num_attention_heads"]
+    return model, (f"random-weight Qwen2 ({layers} layer{'s' if layers != 1 else ''}, hidden {s['hidden_size']}, "
+                   f"{heads} head{'s' if heads != 1 else ''} / {s['num_key_value_heads']} KV, vocab {s['vocab_size']}, "
                    f"torch seed {seed})")
 
 
@@ -76,15 +82,20 @@ class TransformersEngine:
 
     name = "transformers continuous batching"
     salt_form = f"{SALT_TOKENS} prepended tokens from the salt's bytes"
+    generated = GENERATED
 
     def __init__(self, *, model_dir: Path | None = None, device: str = "cpu", seed: int = 0, page_size: int = 256,
-                 num_blocks: int = 32, max_batch_tokens: int = 2048) -> None:
+                 num_blocks: int = 32, max_batch_tokens: int = 2048, shape: dict[str, int] = SMALL,
+                 threads: int | None = None) -> None:
         if device == "cuda" and not torch.cuda.is_available():
             raise InputError(f"--device cuda: this torch ({torch.__version__}) sees no CUDA device", where="--device")
+        if threads is not None:
+            # torch's intra-op threads, for the whole process: on a loaded 2-core machine two threads that
+            # wait on each other made a replay 12x slower than one (DEVELOPERS.md: measured)
+            torch.set_num_threads(threads)
         self.version = f"transformers {transformers.__version__}, torch {torch.__version__}"
         self.device = device
-        self.page_size = page_size
-        model, self.model = _local_model(model_dir) if model_dir else _small_model(seed)
+        model, self.model = _local_model(model_dir) if model_dir else _small_model(seed, shape)
         self.vocab = int(model.config.get_text_config().vocab_size)
         self.max_len = int(getattr(model.config.get_text_config(), "max_position_embeddings", 0) or 4096)
         self._model = model.to(device).eval()
@@ -105,6 +116,14 @@ class TransformersEngine:
                 raise InputError("the continuous-batching manager did not start", where="engine")
             time.sleep(0.01)
         self._cache = self._manager.batch_processor.cache
+        self.page_size = min(a.tokens_per_page for a in self._cache.cache_allocators.values())
+        self.num_blocks = int(self._cache.num_blocks)
+        """Blocks of ``page_size`` tokens the engine's cache holds, as the engine counts them."""
+        self.safety_margin = float(self._manager.batch_processor.scheduler.safety_margin)
+        """The free fraction under which the scheduler evicts every cached block at once."""
+        self.scheduler = type(self._manager.batch_processor.scheduler).__name__
+        self.evicted_blocks = 0
+        """Cached blocks the engine has evicted so far, as its own ledgers list them."""
         if not self._cache.use_prefix_sharing:
             self.close()
             raise InputError(f"{self.model}: this model's cache cannot share blocks (not every layer is full "
@@ -118,6 +137,17 @@ class TransformersEngine:
             return matched
 
         self._cache.search_prefix_match = tap
+        engine_evict = self._cache.evict_cached_blocks
+
+        def evict() -> bool:
+            # the engine's own ledgers, read before its eviction empties them
+            cached = sum(len(a.ledger.cached_blocks) for a in self._cache.cache_allocators.values())
+            evicted = engine_evict()
+            with self._lock:
+                self.evicted_blocks += cached if evicted else 0
+            return evicted
+
+        self._cache.evict_cached_blocks = evict
         self._router = threading.Thread(target=self._route, name="pycert-engine-router", daemon=True)
         self._router.start()
 
