@@ -8,6 +8,9 @@ BIN := $(VENV)/bin
 
 $(VENV)/.prove-deps: pyproject.toml
 	python3 -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# the distribution was called pycert before it became pycert-kv (PyPI's pycert is another project)
+	$(BIN)/python -m pip uninstall -q -y pycert 2>/dev/null || true
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
@@ -36,3 +39,15 @@ install-check: setup
 
 test: setup browser
 	$(BIN)/python -m pytest
+
+# The first-touch dataset (docs/dataset.md): the engine on CPU, then the kernel; tens of minutes on a
+# shared 2-core machine (BENCHMARKS.md). dataset-reprove proves its certificates again from the recorded
+# log (after a change under lean/), without the engine.
+MOONCAKE := ../shared/traces/mooncake-fast25/conversation_trace.jsonl
+.PHONY: dataset dataset-check dataset-reprove
+dataset: setup
+	$(BIN)/pycert dataset first-touch --trace $(MOONCAKE) --out datasets/first-touch
+dataset-check: setup
+	$(BIN)/pycert dataset first-touch --check datasets/first-touch --trace $(MOONCAKE)
+dataset-reprove: setup
+	$(BIN)/pycert dataset first-touch --reprove datasets/first-touch --trace $(MOONCAKE)

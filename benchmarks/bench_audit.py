@@ -46,7 +46,7 @@ def _closure(root: str) -> dict[str, object]:
 def _library(library: Path) -> dict[str, object]:
     from pycert.audit import axioms as au
     from pycert.lean import build as lean_build
-    from pycert.lean.backend import resolve
+    from pycert.lean.resolve import resolve
     from pycert.lean.sources import library_modules
 
     if not library_modules(library):

@@ -17,6 +17,7 @@ public import Pycert.Ceiling
 public import Pycert.Pooling
 public import Pycert.Isolation
 public import Pycert.FirstTouch
+public import Pycert.FirstTouchTrace
 public import Pycert.Packed
 public import Pycert.Route
 public import Pycert.PackedTrace

@@ -42,7 +42,8 @@ from pycert.core.schema import AuditInfo, BackendInfo, Certificate, TheoremState
 from pycert.families.base import Options, Prepared, Producer, Progress, Setting
 from pycert.lean import batch as batching
 from pycert.lean import build
-from pycert.lean.backend import Backend, resolve
+from pycert.lean.backend import Backend
+from pycert.lean.resolve import resolve
 from pycert.lean.sources import library_modules, library_signatures, theorem_signatures
 
 StageStatus = Literal["ok", "rejected", "resources", "skipped"]
@@ -132,7 +133,8 @@ def prepare(producer: Producer, options: Options) -> StageFn:
 def kernel(run: Run) -> tuple[StageStatus, str]:
     """One build: the library, every instance file and the statement probe, in one dependency graph."""
     run.unchecked.update({p.id: p.unchecked for p in run.prepared if p.unchecked})
-    files = [f for p in run.prepared if p.lean_file is not None for f in [*p.parts, p.lean_file]]
+    # a module may state several certificates' headlines (a dataset's rows): built once
+    files = list(dict.fromkeys(f for p in run.prepared if p.lean_file is not None for f in [*p.parts, p.lean_file]))
     probe = run.stage_dir / ".probe" / f"{STATEMENTS_MODULE}.lean"
     probe.parent.mkdir(parents=True, exist_ok=True)
     probe.write_text(probe_source(run.library_theorems()), encoding="utf-8")

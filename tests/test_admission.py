@@ -11,6 +11,7 @@ import functools
 import itertools
 import json
 import random
+import re
 import shutil
 from fractions import Fraction
 from pathlib import Path
@@ -21,12 +22,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pycert import prove
-from pycert.analysis.cachesim import belady_bypass_flags
+from pycert.analysis.cachesim import belady_bypass_flags, stack_distances
 from pycert.analysis.capacity import belady_hit_flags, belady_pairs, bound_pairs, cut_list, witness_ok
 from pycert.analysis.offload import offload_report
 from pycert.analysis.optcurve import admission_hit_curve
 from pycert.analysis.requests import firsts, not_prefix_closed, prefix_breaks, prefix_verdict, ref_tokens
 from pycert.certify import report
+from pycert.certify.card import pct
 from pycert.certify.evidence import with_evidence
 from pycert.certify.inputs import Locator
 from pycert.certify.verify import verify_certificate
@@ -240,5 +242,27 @@ def test_stats_offload_and_the_page_speak_both_units(proved: Path, capsys: pytes
     page = proved / "page.html"
     report.write_report(proved / "certs", page)
     text = page.read_text()
-    assert "With admission control (a missed block may be left out) the optimum is" in text
-    assert "<strong>In tokens</strong> (vLLM and SGLang report hit rates in tokens" in text
+    cards = dict(re.findall(r'<section class="card" id="trace-\d+"><h2>Trace ([^<]*)</h2>(.*?)</section>', text, re.S))
+    for name, prefix in (("req.jsonl", True), ("shuffled.jsonl", False)):
+        card, trace = cards[name], read_trace(proved / name)
+        cert = json.loads((proved / "certs" / f"capacity-{name.split('.')[0]}-c16.json").read_text())
+        figs = {f["name"]: f["numerator"] for f in cert["figures"]}
+        n, ha, refs_tokens = trace.n_refs, admission_hit_curve(trace.refs).hits(16), int(trace.prompt_tokens.sum())
+        assert figs["admission_hits"] == ha and figs["refs_tokens"] == refs_tokens
+        who = "a prefix cache" if prefix else "one such cache"
+        assert f"hits at most {pct(Fraction(ha, n))}, which {who} reaches" in card
+        blocks, tokens = re.findall(r"<caption>[^<]*</caption>(.*?)</table>", card, re.S)
+        cells = re.findall(r"<summary>([^<]*)</summary><span>([^<]*)</span>", blocks)
+        assert cells[2][0] == pct(Fraction(ha, n)) and f"kernel-checked both ways in {cert['id']}" in cells[2][1]
+        assert ("a prefix cache reaches it" in cells[2][1]) is prefix
+        assert cells[4][0] == f"{100 * (ha - figs['max_hits']) / n:.2f}"  # what admission control adds
+        # in tokens: LRU simulated here, the optimum's bound derived from the kernel-checked block figure
+        lru = stack_distances(trace.refs)
+        t, full = ref_tokens(trace)
+        lru_tokens = Fraction(int(t[(lru >= 1) & (lru <= 16) & full].sum()), int(t.sum()))
+        cells = re.findall(r"<summary>([^<]*)</summary><span>([^<]*)</span>", tokens)
+        assert cells[0][0] == pct(lru_tokens) and f"{lru_tokens.numerator}/{lru_tokens.denominator}" in cells[0][1]
+        bound = Fraction(512 * ha, refs_tokens)
+        assert cells[2][0] == pct(bound) and cells[2][1].startswith(
+            f"{512 * ha:,} of {refs_tokens:,} prompt tokens = {bound}; block_tokens × the kernel-checked optimum")
+    assert "The same in prompt tokens, the unit vLLM and SGLang report" in text

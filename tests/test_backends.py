@@ -17,7 +17,8 @@ from pycert.audit import axioms as au
 from pycert.core.errors import InputError, ToolchainMissing
 from pycert.core.resources import library_dir
 from pycert.lean import build
-from pycert.lean.backend import parse_lean_version, resolve
+from pycert.lean.backend import parse_lean_version
+from pycert.lean.resolve import resolve
 from pycert.lean.native import NativeBackend, lake_verdicts
 from pycert.lean.process import ProcessRun
 from pycert.lean.sources import Unit, library_modules

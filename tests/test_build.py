@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pycert.core.errors import InputError
-from pycert.lean import build, process
+from pycert.lean import build, process, scheduler
 from pycert.lean.diagnostics import CheckResult, check_result, parse_diagnostics
 from pycert.lean.sources import Unit, parse_imports
 from tests.conftest import REPO, nonce
@@ -28,9 +28,9 @@ def test_parse_imports_reads_only_the_header() -> None:
 
 
 def test_topo_order_and_cycle() -> None:
-    assert build.topo_order({"b": ["a"], "a": [], "c": ["b", "a"]}) == ["a", "b", "c"]
+    assert scheduler.topo_order({"b": ["a"], "a": [], "c": ["b", "a"]}) == ["a", "b", "c"]
     with pytest.raises(InputError, match="import cycle"):
-        build.topo_order({"a": ["b"], "b": ["a"]})
+        scheduler.topo_order({"a": ["b"], "b": ["a"]})
 
 
 def test_schedule_runs_imports_first_and_skips_what_a_failure_blocks() -> None:
@@ -46,7 +46,7 @@ def test_schedule_runs_imports_first_and_skips_what_a_failure_blocks() -> None:
                            seconds=0.0)
 
     units = [unit("C", "B", "Init.Prelude"), unit("B", "A"), unit("A"), unit("D", "A")]
-    results = build.schedule(units, 2, compile_unit, lambda _m: None)
+    results = scheduler.schedule(units, 2, compile_unit, lambda _m: None)
     by = {r.module: r for r in results}
     assert [r.module for r in results].index("A") < [r.module for r in results].index("B")
     assert ran.index("A") < ran.index("B") and ran.index("A") < ran.index("D") and "C" not in ran
@@ -67,7 +67,7 @@ def test_a_process_killed_on_ctrl_c_is_interrupted_not_crashed(tmp_path: Path, s
     threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        build.schedule([Unit(module="A", path=tmp_path / "A.lean", imports=[])], 1, compile_unit, said.append)
+        scheduler.schedule([Unit(module="A", path=tmp_path / "A.lean", imports=[])], 1, compile_unit, said.append)
     while not said and time.monotonic() - t0 < 30:
         time.sleep(0.05)
     assert said == ["A: interrupted"] and time.monotonic() - t0 < 30
@@ -91,7 +91,7 @@ def test_ctrl_c_while_a_run_waits_for_a_slot_starts_nothing(tmp_path: Path, monk
         threading.Timer(4.0, fcntl.flock, (held, fcntl.LOCK_UN)).start()  # the other run ends, later
         t0 = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
-            build.schedule([Unit(module="A", path=tmp_path / "A.lean", imports=[])], 1, compile_unit, lambda _m: None)
+            scheduler.schedule([Unit(module="A", path=tmp_path / "A.lean", imports=[])], 1, compile_unit, lambda _m: None)
         waited = time.monotonic() - t0
         time.sleep(3.5)
     assert waited < 3 and started == []
@@ -155,14 +155,14 @@ def test_a_fresh_build_cache_makes_lean_check_again(wasm, lean_dir: Path) -> Non
     assert build.check_files([f], backend="wasm").ok
     assert build.check_files([f], backend="wasm").results[0].cached
     before = os.environ.get("PYCERT_BUILD_CACHE")
-    with build.fresh_build_cache() as fresh:
+    with scheduler.fresh_build_cache() as fresh:
         (again,) = build.check_files([f], backend="wasm").results
-        assert again.ok and not again.cached and build.build_cache_dir() == fresh
-        assert build.cache_note([again]) is None
+        assert again.ok and not again.cached and scheduler.build_cache_dir() == fresh
+        assert scheduler.cache_note([again]) is None
     assert os.environ.get("PYCERT_BUILD_CACHE") == before and not fresh.exists()
     (cached,) = build.check_files([f], backend="wasm").results
-    note = build.cache_note([cached])
-    assert note.startswith(f"1 of 1 Lean file answered from the build cache ({build.build_cache_dir()})")
+    note = scheduler.cache_note([cached])
+    assert note.startswith(f"1 of 1 Lean file answered from the build cache ({scheduler.build_cache_dir()})")
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import json
 import random
+import re
 import shutil
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from pycert.analysis.capacity import belady_hit_flags, belady_pairs, bound, boun
 from pycert.analysis.offload import offload_report
 from pycert.analysis.optcurve import opt_hit_curve
 from pycert.certify import report
+from pycert.certify.card import pct
 from pycert.certify.evidence import with_evidence
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, render_manifest, write_certificates
@@ -489,15 +491,17 @@ def test_the_report_marks_each_certified_capacity_on_its_trace(proved: tuple[Pat
     drawn: dict[str, list[tuple[int, int]]] = {}
     real = report.curve_png
 
-    def spy(path: Path, sha: str, label: str, marks: Sequence[tuple[int, int]] = (), *reading: object) -> report.Curve:
+    def spy(path: Path, sha: str, label: str, marks: Sequence[tuple[int, int]] = (), *reading: object,
+            **admission: object) -> report.Curve:
         drawn[label] = list(marks)
-        return real(path, sha, label, marks, *reading)
+        return real(path, sha, label, marks, *reading, **admission)
 
     monkeypatch.setattr(report, "curve_png", spy)
     report.write_report(certs, tmp_path / "r.html", inputs={"ids.txt": trace})
     h = {c: figures_of(certs / f"capacity-ids-c{c}.json")["max_hits"] for c in (2, 16)}
+    ha = {c: figures_of(certs / f"capacity-ids-c{c}.json")["admission_hits"] for c in (2, 16)}
     assert drawn == {"ids.txt": [(2, h[2]), (16, h[16])]}
-    # each capacity's two headrooms, against an LRU simulated here
+    # each capacity's three headrooms, against an LRU simulated here
     page, refs = (tmp_path / "r.html").read_text(), read_trace(trace).refs.tolist()
     for c in (2, 16):
         cache: OrderedDict[int, None] = OrderedDict()
@@ -508,8 +512,15 @@ def test_the_report_marks_each_certified_capacity_on_its_trace(proved: tuple[Pat
             cache.move_to_end(x)
             if len(cache) > c:
                 cache.popitem(last=False)
-        assert f"Headroom at {c:,} blocks.</strong> LRU {lru:,} hits" in page
-        assert f"win at most <strong>{100 * (h[c] - lru) / len(refs):.2f} points</strong>" in page
-        assert f"Belady's MIN {h[c]:,} ({100 * h[c] / len(refs):.2f}%, this certificate's kernel-checked optimum" in page
-        ceiling = len(refs) - len(set(refs))
-        assert f"the other <strong>{100 * (ceiling - h[c]) / len(refs):.2f}</strong>" in page
+        n, ceiling = len(refs), len(refs) - len(set(refs))
+        row = re.search(rf"<tr><td>{c:,}</td>.*?</tr>", page).group(0)  # the trace card's row at c blocks
+        cells = re.findall(r"<summary>([^<]*)</summary><span>([^<]*)</span>", row)
+        assert cells[0] == (pct(Fraction(lru, n)), f"{lru:,} hits of {n:,} block references = "
+                            f"{Fraction(lru, n).numerator}/{Fraction(lru, n).denominator}; computed by pycert&#x27;s "
+                            "trace engine")
+        assert cells[1][0] == pct(Fraction(h[c], n)) and f"kernel-checked both ways in capacity-ids-c{c}" in cells[1][1]
+        assert cells[2][0] == pct(Fraction(ha[c], n)) and f"kernel-checked both ways in capacity-ids-c{c}" in cells[2][1]
+        assert cells[3][0] == f"{100 * (h[c] - lru) / n:.2f}"  # what a better eviction policy can still win
+        assert cells[4][0] == f"{100 * (ha[c] - h[c]) / n:.2f}"  # what admission control adds
+        assert cells[5][0] == f"{100 * (ceiling - ha[c]) / n:.2f}"  # what only another tier can win
+        assert "In tokens" not in page and "prompt tokens, the unit" not in page  # an ids trace has no prompt lengths

@@ -50,6 +50,7 @@ def test_schema_names_its_id_and_one_shape_per_family() -> None:
     assert schema["$id"] == "pycert-cert/1"
     assert schema["discriminator"]["propertyName"] == "family"
     assert set(schema["discriminator"]["mapping"]) == set(FAMILIES) == {"isolation", "ceiling", "capacity", "pooling", "first-touch",
+                                                                           "first-touch-ramp", "first-touch-trace",
                                                                            "leak", "leak-audit", "engine"}
     for name, ref in schema["discriminator"]["mapping"].items():
         shape = schema["$defs"][ref.rsplit("/", 1)[-1]]

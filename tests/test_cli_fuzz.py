@@ -109,7 +109,8 @@ class Run:
 
 
 ACTIONS = {"trace": {"stats", "mrc", "offload", "plot", "convert", "generate"}, "pooling": {"solve", "generate", "check"},
-           "toolchain": {"install", "selfcheck"}, "leak": {"run", "serve", "gateway", "audit"}, "engine": {"replay"}}
+           "toolchain": {"install", "selfcheck"}, "leak": {"run", "serve", "gateway", "audit"}, "dataset": {"first-touch"},
+           "engine": {"replay"}}
 
 
 def command_of(argv: list[str]) -> str:
@@ -328,8 +329,9 @@ def test_trace_analyses(data) -> None:  # noqa: ANN001
             argv.append(str(path))
         else:  # no file, a missing one, a directory, an empty name
             argv += data.draw(st.sampled_from([[], [str(scratch / "none")], [str(scratch)], [""]]))
+        outputs = [[], ["--json"]] + ([["--csv"], ["--csv", "--json"]] if action != "stats" else [])
         flags = [data.draw(maybe("--format", st.sampled_from(FORMATS))), data.draw(maybe("--block-tokens", int_flag(1, 64))),
-                 data.draw(maybe("--granularity", int_flag(1, 4))), data.draw(st.sampled_from([[], ["--json"]]))]
+                 data.draw(maybe("--granularity", int_flag(1, 4))), data.draw(st.sampled_from(outputs))]
         if action == "mrc":
             caps = st.lists(int_flag(0, 64), min_size=1, max_size=4).map(",".join)
             flags += [data.draw(maybe("-c", st.one_of(caps, caps, number_text))),
@@ -369,6 +371,11 @@ def png_complete(b: bytes) -> bool:
     return b.startswith(b"\x89PNG\r\n\x1a\n") and b.endswith(b"IEND\xaeB`\x82")
 
 
+FIGURE_COMPLETE = {".png": png_complete, ".svg": lambda b: b.startswith(b"<?xml") and b.rstrip().endswith(b"</svg>"),
+                   ".pdf": lambda b: b.startswith(b"%PDF-") and b.rstrip().endswith(b"%%EOF"),
+                   ".jpg": lambda b: False}  # refused: nothing may be written
+
+
 @given(st.data())
 @examples(25)
 def test_trace_plot(data) -> None:  # noqa: ANN001
@@ -377,10 +384,11 @@ def test_trace_plot(data) -> None:  # noqa: ANN001
         if data.draw(st.booleans()):
             (scratch / "t.jsonl").write_bytes(data.draw(trace_bytes()))
             argv.append(str(scratch / "t.jsonl"))
-        out, target = data.draw(out_path(scratch, ".png"))
+        suffix = data.draw(st.sampled_from(sorted(FIGURE_COMPLETE)))
+        out, target = data.draw(out_path(scratch, suffix))
         argv += ["-o", out, "--points", data.draw(int_flag(0, 3))]
         argv += data.draw(st.sampled_from([[], ["--json"]]))
-        drive(argv, scratch, outputs=(target,) if target else (), complete=png_complete)
+        drive(argv, scratch, outputs=(target,) if target else (), complete=FIGURE_COMPLETE[suffix])
 
 
 def trace_complete(b: bytes) -> bool:
@@ -467,6 +475,28 @@ def test_verify(data) -> None:  # noqa: ANN001
                  data.draw(maybe("--timeout", int_flag(1, 100))), data.draw(st.sampled_from([[], ["--json"]]))]
         argv = ["verify", cert] + shuffle_flags(data.draw, *flags)
         drive(argv, scratch)
+
+
+@given(st.data())
+@examples(150)
+def test_dataset_check(data) -> None:  # noqa: ANN001
+    """A stranger's dataset directory: a table made from a well-formed one by byte edits, with or without
+    a log beside it. Refused in one line (1: the table or its rows; 2: a file missing or malformed), never
+    a traceback, and never after starting the engine (no certificate here verifies)."""
+    with scratch_dir() as scratch:
+        good = (b"workload_id,source,prompt_tokens,apc_prefill_computed,pooled_prefill_computed,cached_tokens,"
+                b"first_touch_cut,closed_form_cut,zero_tenant_leak,certificate\n"
+                b"synthetic-001,synthetic_ramp,257,257,1,256,0.99610894941634241245,0.99610894941634241245,true,"
+                b"certificates/synthetic-001.json\n")
+        (scratch / "first_touch.csv").write_bytes(data.draw(byte_mutations(good)))
+        if data.draw(st.booleans()):
+            log = scratch / "certificates" / "inputs" / "first-touch-engine.jsonl"
+            log.parent.mkdir(parents=True)
+            log.write_bytes(data.draw(st.one_of(st.binary(max_size=60), st.sampled_from([b"", b"{}\n", b"[1]\n"]))))
+        argv = ["dataset", "first-touch", "--check", str(scratch), "--no-engine",
+                *data.draw(st.sampled_from([[], ["--json"]])), *data.draw(st.sampled_from([[], ["--kernel"]]))]
+        run = drive(argv, scratch)
+        assert run.rc in (1, 2), (run.rc, run.err)
 
 
 def html_complete(b: bytes) -> bool:
@@ -650,6 +680,23 @@ LEAN_REFUSED = [  # each must be refused before a Lean process starts
     ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--alpha", "1"],
     ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k", "--out", "o", "--prefixes", "x"],
     ["leak", "audit", "--endpoint", "http://127.0.0.1:9", "--keys", "k"],
+    ["dataset"], ["dataset", "first-touch"], ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d"],
+    ["dataset", "first-touch", "--out", "a", "--check", "b"], ["dataset", "first-touch", "--check", ""],
+    ["dataset", "first-touch", "--check", "/nonexistent-pycert-fuzz/d"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--ramp-blocks", "0"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--ramp-blocks", "9" * 5000],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--trace-rows", "-1"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--seed", "-1"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--no-engine"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--trace", "/nonexistent-pycert-fuzz/t.jsonl"],
+    ["dataset", "first-touch", "--check", "/nonexistent-pycert-fuzz/d", "--seed", "4"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--timeout", "nan"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--backend", "jvm"],
+    ["dataset", "first-touch", "--reprove", "/nonexistent-pycert-fuzz/d"],
+    ["dataset", "first-touch", "--reprove", "/nonexistent-pycert-fuzz/d", "--trace-rows", "3"],
+    ["dataset", "first-touch", "--reprove", "a", "--check", "b"],
+    ["dataset", "first-touch", "--out", "/nonexistent-pycert-fuzz/d", "--kernel"],
+    ["dataset", "first-touch", "--check", "/nonexistent-pycert-fuzz/d", "--kernel"],
     ["engine"], ["engine", "replay"], ["engine", "replay", "--num-blocks", "1"], ["engine", "replay", "--block-tokens", "2"],
     ["engine", "replay", "--num-blocks", "9" * 5000], ["engine", "replay", "--block-tokens", "-64"],
     ["engine", "replay", "--replay", ""], ["engine", "replay", "--replay", "/nonexistent-pycert-fuzz/c.json"],

@@ -45,7 +45,10 @@ def node_env(root: Path, ray_env: dict[str, str]) -> dict[str, str]:
     cache = root / "cache"
     shutil.copytree(cache_dir() / WASM_DIRNAME, cache / WASM_DIRNAME, copy_function=os.link)
     (root / "tmp").mkdir()
-    return {**os.environ, **ray_env, "PYCERT_CACHE": str(cache), "TMPDIR": str(root / "tmp"),
+    # a local cluster started earlier in this process (pycert.lean.cluster.connect) set Ray's switch that
+    # refuses a multi-node cluster: these nodes must not inherit it
+    inherited = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    return {**inherited, **ray_env, "PYCERT_CACHE": str(cache), "TMPDIR": str(root / "tmp"),
             "PYCERT_LEAN_SLOTS": "1", "PYCERT_BUILD_CACHE": ""}
 
 
@@ -77,9 +80,18 @@ def two_nodes(base: Path) -> Iterator[tuple[str, dict[str, str], dict[str, Path]
 
 
 def stop(ray_dir: Path) -> None:
+    mark = f"RAY_AUTH_TOKEN_PATH={ray_dir / 'token'}".encode()
+
     def ours() -> list[int]:
-        found = subprocess.run(["pgrep", "-f", str(ray_dir)], capture_output=True, text=True).stdout.split()
-        return [int(p) for p in found if int(p) != os.getpid()]
+        """The cluster's processes: by command line, or by environment (Ray's agents rename themselves
+        ``ray::DashboardAgent`` and the like, and their command line no longer names the directory)."""
+        found = {int(p) for p in subprocess.run(["pgrep", "-f", str(ray_dir)], capture_output=True,
+                                                text=True).stdout.split()}
+        for environ in Path("/proc").glob("[0-9]*/environ"):
+            with contextlib.suppress(OSError):
+                if mark in environ.read_bytes().split(b"\0"):
+                    found.add(int(environ.parent.name))
+        return sorted(found - {os.getpid()})
 
     for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
         for pid in ours():

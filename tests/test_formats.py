@@ -121,6 +121,12 @@ def test_block_tokens_read_from_the_lengths_and_a_contradiction_names_both(tmp_p
     assert t.block_tokens is None and "line 1 has 0 blocks for 100 tokens" in t.block_rule
     with pytest.raises(InputError, match="its lengths fit no one block size"):
         read_trace(q, block_tokens=16)
+    # lines that each fit some size but no size together: both lines named, not an empty range
+    r = write(tmp_path, jsonl({"input_length": 40, "output_length": 1, "hash_ids": [1, 2]},
+                              {"input_length": 33, "output_length": 1, "hash_ids": [3, 4, 5]}), "r.jsonl")
+    t = read_trace(r)
+    assert t.block_tokens is None
+    assert "line 1 needs at least 20 tokens a block, line 2 at most 16" in t.block_rule
     # ids: no lengths, the flag is the block size; prompts: the flag is how they are blocked
     assert read_trace(TRACES / SAMPLES["ids"], block_tokens=256).block_tokens == 256
     assert read_trace(TRACES / SAMPLES["prompts"], block_tokens=8).n_refs > read_trace(TRACES / SAMPLES["prompts"]).n_refs

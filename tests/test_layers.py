@@ -40,3 +40,10 @@ def _late_imports(path: Path) -> list[str]:
 def test_an_import_inside_a_function_says_why() -> None:
     late = [hit for path in sorted((REPO / "pycert").rglob("*.py")) for hit in _late_imports(path)]
     assert late == [], "import at the top, or say the measured start-up reason in a comment: " + ", ".join(late)
+
+
+def test_no_module_is_over_450_lines() -> None:
+    """A module past 450 lines holds more than one concern: split it (DEVELOPERS.md, conventions)."""
+    long = {str(p.relative_to(REPO)): n for p in sorted((REPO / "pycert").rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 450}
+    assert long == {}

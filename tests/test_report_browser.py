@@ -56,7 +56,7 @@ def test_page_lists_every_certificate_and_stays_offline(site: dict[str, Path]) -
         for fig in cert["figures"]:
             assert fig["decimal"] in text
     assert "24/25" in text and "4096" in text
-    assert text.count("data:image/png;base64,") == 1 and "Hit rate against capacity: tiny.ids" in text
+    assert text.count("data:image/png;base64,") == 1 and "Hit rate against cache capacity, tiny.ids" in text
     assert "default-src &#x27;none&#x27;" in text  # the CSP forbids every fetch
     assert not re.search(r"""(?:src|href|action)\s*=\s*["'](?!data:|#)""", text), "a reference that would load"
     manifest = (site["certs"] / MANIFEST_NAME).read_text()
@@ -78,7 +78,7 @@ def test_embedded_json_cannot_end_the_script(site: dict[str, Path]) -> None:
     manifest = {**manifest, evil: "0" * 64}
     cert, digest = certs[0]
     certs = [(cert.model_copy(update={"claim": "a </script> b <!-- c"}), digest), *certs[1:]]
-    page = render_page(manifest, certs, {}, verify="pycert verify certs/*.json", not_verified={})
+    page = render_page(manifest, certs, verify="pycert verify certs/*.json", not_verified={})
     assert page.count("</script>") == 4 and "<!--" not in page  # manifest, library, headlines, the script
     blob = re.search(r'<script type="application/json" id="manifest">(.*?)</script>', page, re.S).group(1)
     assert json.loads(blob)[evil] == "0" * 64
@@ -122,6 +122,10 @@ def test_report_marks_a_certificate_it_could_not_verify(site: dict[str, Path], t
     tiny = tiny[:tiny.index("</section>")]
     assert '<p class="unverified"><strong>NOT VERIFIED</strong> when this page was made: missing input' in tiny
     assert page.count('<p class="verified"><strong>Verified offline</strong>') == 2
+    card = page[page.index('<section class="card" id="trace-1">'):]
+    card = card[:card.index("</section>")]  # the trace's card: it names the certificate, and takes nothing from it
+    assert '<strong>NOT VERIFIED</strong>: <a href="#cert-ceiling-tiny">ceiling-tiny</a>: missing input' in card
+    assert "No certificate of this trace verified" in card and "kernel-checked" not in card
     assert "2 of them verified offline when this page was made, 1 <strong>not</strong>" in page
     assert main(["report", "--json", "--certs", str(site["certs"]), "--root", str(site["root"]), "--out", str(out)]) == 0
     assert json.loads(capsys.readouterr().out)["not_verified"] == {}
@@ -147,7 +151,7 @@ def test_report_orders_capacities_by_value(tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     assert main(["report", "--no-curves", "--certs", str(root / "certificates"), "--root", str(root),
                  "--out", str(out)]) == 0
-    assert re.findall(r'<h2>(capacity-t-c\d+) ', out.read_text()) == [f"capacity-t-c{c}" for c in (2, 16, 128, 1024)]
+    assert re.findall(r'<h3>(capacity-t-c\d+) ', out.read_text()) == [f"capacity-t-c{c}" for c in (2, 16, 128, 1024)]
 
 
 def test_one_certificate_is_not_counted_as_several(tmp_path: Path, capsys) -> None:
@@ -199,3 +203,55 @@ def _sha(path: Path) -> str:
     from pycert.core.files import file_sha256
 
     return file_sha256(path)
+
+
+BROKEN_WORDS = r"""(() => {
+  const bad = [];
+  const where = 'th, .tile .label, details.exact summary, h1, h2, h3, p.sentence, p.meta, figcaption';
+  for (const el of document.querySelectorAll(where)) {
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const word = /[^\s-]+/g;  // a break at a hyphen or a space is no break within a word
+      for (let m; (m = word.exec(n.data));) {
+        const r = document.createRange();
+        r.setStart(n, m.index);
+        r.setEnd(n, m.index + m[0].length);
+        if (new Set([...r.getClientRects()].map(x => Math.round(x.top))).size > 1) bad.push(m[0]);
+      }
+    }
+  }
+  return bad;
+})()"""
+
+
+@needs_chromium
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_page_at_1400_pixels(tmp_path: Path) -> None:
+    """The committed certificates' page, in Chromium at 1400 px wide: one card and one plot per trace, no
+    word broken across lines in a header, a tile or a sentence, nothing wider than the window. The
+    screenshot is left in the test's directory for a person to look at."""
+    from tests.test_install import _committed_certificates
+
+    certs = tmp_path / "certs"
+    inputs = [f"--input={line}" for line in _committed_certificates(certs)["inputs"].splitlines()]
+    out = tmp_path / "report.html"
+    assert main(["report", "--certs", str(certs), "--out", str(out), *inputs]) == 0
+    page = out.read_text()
+    traces = {i["sha256"] for c in certs.glob("*.json") for i in json.loads(c.read_text())["inputs"]
+              if i["role"] == "trace"}
+    assert page.count('<section class="card" id="trace-') == len(traces) == page.count("data:image/png;base64,")
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(out.as_uri())
+        shot = browser.screenshot(1400)
+        (tmp_path / "report-1400.png").write_bytes(shot)
+        assert browser.js("window.innerWidth") == 1400  # the page laid out 1400 px wide, its scroll bar included
+        assert shot[:8] == b"\x89PNG\r\n\x1a\n" and 1380 <= int.from_bytes(shot[16:20], "big") <= 1400  # less the bar
+        width = browser.js("document.documentElement.clientWidth")
+        assert browser.js("document.documentElement.scrollWidth") == width  # nothing wider than the window
+        assert browser.js(BROKEN_WORDS) == []
+        heads = browser.js("[...document.querySelectorAll('table.capacities th')].map(th => th.textContent)")
+        assert all("(" in h for h in heads), heads  # every column says its unit
+    finally:
+        browser.close()

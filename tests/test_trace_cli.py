@@ -212,6 +212,70 @@ def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert rc == 2 and err.count("\n") == 1 and "a-file" in err
 
 
+def test_plot_writes_the_format_its_name_says(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``-o p.svg`` is SVG and ``-o p.pdf`` PDF (they were PNG bytes under another name); the same figure
+    drawn twice is the same bytes (no date stamped in); an unknown suffix is a usage error, nothing written."""
+    magic = {"p.svg": b"<?xml", "p.PDF": b"%PDF-", "p.png": b"\x89PNG"}
+    for name, head in magic.items():
+        drawings = []
+        for _ in range(2):
+            run_json(capsys, "plot", "-o", str(tmp_path / name), "--points", "0")
+            drawings.append((tmp_path / name).read_bytes())
+        assert drawings[0].startswith(head) and drawings[0] == drawings[1], name
+    assert b"<svg" in (tmp_path / "p.svg").read_bytes()[:2000]
+    for bad in ("p.jpg", "p"):
+        with pytest.raises(SystemExit) as exc:
+            main(["trace", "plot", "-o", str(tmp_path / bad)])
+        assert exc.value.code == 2 and not (tmp_path / bad).exists()
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "must end in .png, .svg, .pdf" in err and "-o/--output" in err
+
+
+def test_csv_gives_the_figures_of_json(capsys: pytest.CaptureFixture[str]) -> None:
+    import csv
+
+    data = run_json(capsys, "mrc", "-c", "16,300")
+    rc, out, _ = run(capsys, "mrc", "-c", "16,300", "--csv")
+    rows = list(csv.DictReader(out.splitlines()))
+    assert rc == 0 and [int(r["capacity_blocks"]) for r in rows] == [16, 300]
+    for r, p in zip(rows, data["points"]):
+        assert int(r["lru_hits"]) == p["lru_hits"] and int(r["belady_hits"]) == p["belady_hits"]
+        assert Fraction(r["lru_hit_rate_exact"]) == frac(p["lru_hit_rate"])
+        assert float(r["belady_hit_rate"]) == p["belady_hit_rate"]["decimal"]
+    every = run_json(capsys, "mrc", "--all")
+    rc, out, _ = run(capsys, "mrc", "--all", "--csv")
+    rows = list(csv.DictReader(out.splitlines()))
+    assert len(rows) == max(len(every["lru_hits_at"]), len(every["opt_hits_at"])) - 1  # capacities 1 .. the last change
+    assert [int(r["lru_hits"]) for r in rows[:len(every["lru_hits_at"]) - 1]] == every["lru_hits_at"][1:]
+    assert [int(r["belady_hits"]) for r in rows][:len(every["opt_hits_at"]) - 1] == every["opt_hits_at"][1:]
+
+    off = run_json(capsys, "offload", "--capacity-tokens", "65536")
+    rc, out, _ = run(capsys, "offload", "--capacity-tokens", "65536", "--csv")
+    rows = list(csv.DictReader(out.splitlines()))
+    assert rc == 0 and {r["arm"] for r in rows} == {"as read", "control"}
+    # every figure of --json is a row, the token figures of a trace with prompt lengths included
+    assert {r["figure"] for r in rows if r["arm"] == "as read"} == set(off["primary"]) - {"granularity"}
+    assert "gpu_only_admission_hit_rate_tokens" in off["primary"] and off["primary"]["refs_tokens"]
+    for r in rows:
+        arm = off["primary" if r["arm"] == "as read" else "control"][r["figure"]]
+        if isinstance(arm, dict):
+            assert Fraction(r["exact"]) == frac(arm) and float(r["value"]) == arm["decimal"]
+        else:
+            assert r["value"] == ("" if arm is None else str(arm))
+        assert r["evidence"] == "computed"
+    with pytest.raises(SystemExit) as exc:
+        main(["trace", "offload", "--capacity-tokens", "65536", "--csv", "--json"])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and json.loads(out)["where"] == "--csv" and err.count("\n") == 1
+
+
+def test_a_closed_pipe_is_no_traceback() -> None:
+    """``pycert trace mrc --all --csv | head -c 10``: the reader leaves early; pycert ends quietly."""
+    proc = subprocess.run(f"{sys.executable} -m pycert trace mrc --all --csv | head -c 10", shell=True, cwd=REPO,
+                          capture_output=True, text=True, timeout=120, executable="/bin/bash")
+    assert proc.stdout == "trace,sha2" and "Traceback" not in proc.stderr and proc.stderr == ""
+
+
 def test_generate_writes_what_the_reader_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = tmp_path / "g.jsonl"
     data = run_json(capsys, "generate", "-o", str(p), "--seed", "9", "--requests", "40")

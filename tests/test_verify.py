@@ -519,7 +519,7 @@ def test_fresh_runs_verify_with_an_empty_build_cache_and_needs_kernel(repo: Path
     """The wiring of --fresh (what the build cache does under it: test_build's fresh cache test). The
     spy records the build cache verify would use and verifies offline, to keep Lean out of this test."""
     from pycert.cli import verify as cli_verify
-    from pycert.lean.build import build_cache_dir
+    from pycert.lean.scheduler import build_cache_dir
 
     seen: list[Path] = []
 

@@ -110,13 +110,25 @@ class Browser:
         lines = self.js("[...document.querySelectorAll('#verdict-details li')].map(li => li.textContent)")
         return state, colour, lines
 
+    def screenshot(self, width: int, height: int = 900) -> bytes:
+        """The whole page as PNG, laid out in a window ``width`` CSS pixels wide (what a reader's screen shows,
+        scrolled through)."""
+        import base64  # only the screenshot tests need it
+
+        self.page("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+        # a tall page on a loaded machine takes Chromium more than the default 30 s to paint whole
+        shot = self.call("Page.captureScreenshot", session=self.session, timeout=180, format="png",
+                         captureBeyondViewport=True)
+        return base64.b64decode(shot["data"])
+
     def choose_file(self, path: Path) -> None:
         root = self.page("DOM.getDocument")["root"]["nodeId"]
         node = self.page("DOM.querySelector", nodeId=root, selector="#file")["nodeId"]
         self.page("DOM.setFileInputFiles", nodeId=node, files=[str(path)])
 
     def drop_file(self, path: Path) -> None:
-        box = self.js("(() => { const r = document.getElementById('drop').getBoundingClientRect();"
+        box = self.js("(() => { const zone = document.getElementById('drop'); zone.scrollIntoView();"
+                      " const r = zone.getBoundingClientRect();"
                       " return [r.x + r.width / 2, r.y + 10]; })()")
         data = {"items": [], "files": [str(path)], "dragOperationsMask": 1}
         for kind in ("dragEnter", "dragOver", "drop"):

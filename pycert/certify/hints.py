@@ -12,13 +12,13 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
+from pycert.core import gate
 from pycert.core.errors import InputError
 from pycert.core.files import certificate_root
-from pycert.core import gate
 from pycert.core.limits import MAX_TRACE_BYTES
 from pycert.core.resources import shared_traces_dir
 from pycert.core.schema import declared, declared_inputs
-from pycert.families.ceiling import DEFAULT_TRACE
+from pycert.families.traces import DEFAULT_TRACE
 
 UNKNOWN = "PATH"
 """Stands for a file's place when pycert does not know it: the command names the file, the user fills it in."""

@@ -19,9 +19,9 @@ from pycert.core.errors import Rejected, Rejection
 from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
 from pycert.lean import build
-from pycert.lean.backend import resolve
-from pycert.lean.build import cache_note
 from pycert.lean.diagnostics import CheckResult
+from pycert.lean.resolve import resolve
+from pycert.lean.scheduler import cache_note
 from pycert.lean.sources import library_modules, library_signatures
 
 

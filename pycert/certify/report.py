@@ -1,7 +1,10 @@
 """One static HTML page listing every certificate, with an in-page verifier.
 
-The page is self-contained: styles and script inline, the trace engine's hit-rate curve of every trace
-a certificate names as a ``data:`` PNG (``pycert.analysis.plot``, drawn at report time), and a
+First a summary card per trace (:mod:`pycert.certify.cards`: a plain sentence, the headline numbers
+rounded with the exact value a click away, a table by certified capacity, one plot), then every
+certificate in full. The page is self-contained: styles and script inline, the trace engine's hit-rate
+curve of every trace a certificate names as a ``data:`` PNG (``pycert.analysis.plot``, drawn at report
+time, once per trace), and a
 Content-Security-Policy of ``default-src 'none'`` (the script admitted by its own hash) so the browser
 makes no network request at all. The verifier hashes a dropped or chosen file with WebCrypto
 (``crypto.subtle.digest``) and shows green only when that sha256 is an entry of the manifest embedded
@@ -17,14 +20,16 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pycert.certify.card import Card, escape, exact_of, rounded, unit_of
+from pycert.certify.cards import TraceFacts, admitted, certificate_card, figures, trace_card
 from pycert.certify.documents import parse_certificate
 from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
-from pycert.certify.sections import Curve, curve_png, engine_beside, escape, headroom, table
+from pycert.certify.sections import curve_png, table
 from pycert.certify.verify import VerifyResult, own_library, verify_certificates
 from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejected, Rejection
@@ -40,7 +45,7 @@ _SCRIPT = r"""
 const manifest = JSON.parse(document.getElementById("manifest").textContent);
 const library = JSON.parse(document.getElementById("library").textContent);
 const headlines = JSON.parse(document.getElementById("headlines").textContent);
-const headlineName = /^Pycert\.Instance\.[A-Za-z0-9_]+\.headline$/;
+const headlineName = /^Pycert\.Instance\.[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?\.headline$/;
 const nameOf = new Map(Object.entries(manifest).map(([name, hash]) => [hash, name]));
 const verdict = document.getElementById("verdict");
 const details = document.getElementById("verdict-details");
@@ -124,10 +129,30 @@ window.addEventListener("drop", e => e.preventDefault());
 """
 
 _STYLE = """
-body { font: 15px/1.45 system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+body { font: 15px/1.45 system-ui, sans-serif; max-width: 76rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 table { border-collapse: collapse; margin: .4rem 0 1rem; }
-td, th { border: 1px solid #ccc; padding: .2rem .5rem; text-align: left; vertical-align: top; }
-code, .hash { font-family: ui-monospace, monospace; font-size: 13px; word-break: break-all; }
+td, th { border: 1px solid #ccc; padding: .25rem .55rem; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; word-break: normal; overflow-wrap: normal; hyphens: none; }
+code { font-family: ui-monospace, monospace; font-size: 13px; }
+.hash { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
+td .hash { display: block; max-height: 6rem; overflow: auto; }
+.num, .evidence, td:first-child a { white-space: nowrap; }
+section.card { border: 1px solid #bbb; border-radius: .5rem; padding: .4rem 1.2rem 1rem; margin: 1.5rem 0;
+  box-shadow: 0 1px 3px rgba(0,0,0,.08); }
+section.card h2 { margin: .6rem 0 .1rem; }
+p.meta { color: #555; margin-top: 0; font-size: 13px; }
+p.sentence { font-size: 17px; }
+.tiles { display: flex; flex-wrap: wrap; gap: .8rem; margin: .8rem 0; }
+.tile { border: 1px solid #ddd; border-radius: .4rem; padding: .5rem .8rem; min-width: 11rem; max-width: 22rem; background: #fafafa; }
+.tile .big { font-size: 24px; font-weight: 600; }
+.tile .label { color: #444; font-size: 13px; }
+details.exact summary { cursor: pointer; list-style: none; text-decoration: underline dotted; }
+details.exact summary::-webkit-details-marker { display: none; }
+details.exact[open] span { display: block; font-size: 12px; font-weight: normal; color: #333; max-width: 30rem;
+  overflow-wrap: anywhere; }
+table.capacities td { text-align: right; }
+table.capacities td details span { text-align: left; }
+ul.contents { columns: 2; }
 section.cert { border-top: 2px solid #444; margin-top: 2rem; }
 #drop { border: 3px dashed #888; padding: 2rem; text-align: center; margin: 1rem 0; }
 #drop.over { background: #eef; }
@@ -138,7 +163,9 @@ section.cert { border-top: 2px solid #444; margin-top: 2rem; }
 #verdict-details li { margin: .2rem 0; padding: .2rem .4rem; }
 p.verified { border-left: 4px solid #1a7f37; padding-left: .5rem; }
 p.unverified { background: #c62828; color: #fff; padding: .4rem .6rem; }
+p.unverified a { color: #fff; }
 figure { margin: .5rem 0; }
+p.note { font-size: .9rem; color: #1b5e20; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 """
 
@@ -157,13 +184,15 @@ def verdict_line(why_not: str | None) -> str:
             "follows is what the certificate says, unchecked.</p>")
 
 
-def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, bytes], extra: str = "",
-                       why_not: str | None = "not checked") -> str:
+def render_certificate(cert: Certificate, file_hash: str, why_not: str | None = "not checked") -> str:
+    """A certificate's own section: every figure (rounded, exact, unit, evidence), what it rests on and does
+    not prove, its inputs and backend."""
     figures = table(
-        [(f"<code>{escape(f.name)}</code>", escape(f"{f.numerator}/{f.denominator}" if f.denominator != 1 else f.numerator),
-          escape(f.decimal), escape(f.unit), f'<span class="evidence">{escape(f.evidence)}</span>', escape(f.known_by))
+        [(f'<code class="name">{escape(f.name)}</code>', escape(rounded(f)),
+          f'<span class="{"hash" if len(exact_of(f)) > 40 else "num"}">{escape(exact_of(f))}</span>',
+          escape(unit_of(f)), f'<span class="evidence">{escape(f.evidence)}</span>', escape(f.known_by))
          for f in cert.figures],
-        ("figure", "exact", "decimal", "unit", "evidence", "known by"),
+        ("figure", "value", "exact", "unit", "evidence", "known by"),
     )
     inputs = table([(escape(i.role), f"<code>{escape(i.path)}</code>", f'<span class="hash">{escape(i.sha256)}</span>')
                     for i in cert.inputs], ("role", "path", "sha256")) if cert.inputs else "<p>none</p>"
@@ -172,22 +201,14 @@ def render_certificate(cert: Certificate, file_hash: str, curves: dict[str, byte
               f"{escape(cert.solver.objective)}, bound {escape(cert.solver.bound)}") if cert.solver else "none"
     limits = "".join(f"<li>{escape(x)}</li>" for x in cert.does_not_prove)
     theorems = ", ".join(f"<code>{escape(t)}</code>" for t in cert.theorems)
-    images = "".join(
-        f'<figure><img alt="hit rate against capacity for {escape(i.path)}" '
-        f'src="data:image/png;base64,{base64.b64encode(curves[i.sha256]).decode()}">'
-        f"<figcaption>Hit rate against capacity: {escape(i.path)}</figcaption></figure>"
-        for i in cert.inputs if i.sha256 in curves
-    )
     return f"""
 <section class="cert" id="cert-{escape(cert.id)}">
-<h2>{escape(cert.id)} <small>({escape(cert.family)})</small></h2>
+<h3>{escape(cert.id)} <small>({escape(cert.family)})</small></h3>
 {verdict_line(why_not)}
 <p class="claim"><strong>Claim.</strong> {escape(cert.claim)}</p>
 {figures}
 <p><strong>Rests on:</strong> {theorems}</p>
-{extra}
-{images}
-<h3>Inputs</h3>
+<h4>Inputs</h4>
 {inputs}
 <p><strong>Backend:</strong> {escape(b.kind)}, Lean {escape(b.lean_version)} ({escape(b.lean_commit or "commit unknown")}){
     f", Node {escape(b.node_version)}" if b.node_version else ""}.
@@ -235,12 +256,12 @@ def embedded_json(value: object) -> str:
     return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False).replace("<", "\\u003c")
 
 
-def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], curves: dict[str, bytes],
-                library: dict[str, str] | None = None, *, verify: str, not_verified: dict[str, str],
-                extras: dict[str, str] | None = None) -> str:
-    """``library``: theorem -> source signature of the library the page's verifier checks against
-    (default: pycert's own); ``verify``: the command that re-checks the certificates offline;
-    ``not_verified``: certificate id -> why it was not verified when the page was made (every other one was)."""
+def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], cards: Sequence[Card] = (),
+                library: dict[str, str] | None = None, *, verify: str, not_verified: dict[str, str]) -> str:
+    """``cards``: the summary cards, first on the page; ``library``: theorem -> source signature of the
+    library the page's verifier checks against (default: pycert's own); ``verify``: the command that re-checks
+    the certificates offline; ``not_verified``: certificate id -> why it was not verified when the page was
+    made (every other one was)."""
     if library is None:
         library = library_signatures(own_library())
     index = table([(f'<a href="#cert-{escape(c.id)}">{escape(c.id)}</a>', escape(c.family),
@@ -250,6 +271,7 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
     verified = (f"{len(certs) - unchecked} of them verified offline when this page was made, {unchecked} "
                 "<strong>not</strong> (marked below)") if unchecked else \
         f"{'Each' if len(certs) > 1 else 'It was'} verified offline when this page was made"
+    contents = "".join(f'<li><a href="#{escape(c.anchor)}">{escape(c.title)}</a></li>' for c in cards)
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src '{_script_hash(_SCRIPT)}'; "
            "connect-src 'none'; form-action 'none'; base-uri 'none'")
     return f"""<!doctype html>
@@ -259,15 +281,19 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 <body>
 <h1>pycert certificates</h1>
 <p>{plural(len(certs), "certificate")}. {verified}. Re-check them offline with <code>{escape(verify)}</code>
-(add <code>--kernel</code> to re-run Lean), or their bytes with <code>sha256sum -c {MANIFEST_NAME}</code>.</p>
-<h2>Check a certificate file here</h2>
+(add <code>--kernel</code> to re-run Lean), or their bytes with <code>sha256sum -c {MANIFEST_NAME}</code>.
+Each number below is rounded for reading: click it for the exact value and how it is known.</p>
+<nav><ul class="contents">{contents}<li><a href="#check">Check a certificate file</a></li>
+<li><a href="#certificates">Every certificate in full</a></li></ul></nav>
+{"".join(c.html() for c in cards)}
+<h2 id="check">Check a certificate file here</h2>
 <div id="drop">Drop certificate files here, or <input type="file" id="file" multiple accept=".json,application/json">
 <p>Hashed in this page with the browser's WebCrypto; nothing is sent anywhere.</p></div>
 <div id="verdict" data-state="idle" role="status" aria-live="polite">no file checked yet</div>
 <ul id="verdict-details"></ul>
-<h2>Index</h2>
+<h2 id="certificates">Every certificate in full</h2>
 {index}
-{"".join(render_certificate(c, h, curves, (extras or {}).get(c.id, ""), not_verified.get(c.id)) for c, h in certs)}
+{"".join(render_certificate(c, h, not_verified.get(c.id)) for c, h in certs)}
 <script type="application/json" id="manifest">{embedded_json(manifest)}</script>
 <script type="application/json" id="library">{embedded_json(library)}</script>
 <script type="application/json" id="headlines">{embedded_json({n: c.predicates() for n, c in FAMILIES.items()})}</script>
@@ -300,38 +326,49 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     progress(f"verifying {plural(len(certs), 'certificate')} offline")
     results = verify_certificates([cert_dir / c.filename for c, _ in certs], root=root, inputs=inputs)
     not_verified = {c.id: why for (c, _), r in zip(certs, results) if (why := why_not_verified(r)) is not None}
-    verified = [c for c, _ in certs if c.id not in not_verified]  # only these lend a figure to another's line
     where = Locator(root=root or certificate_root(cert_dir), external=dict(inputs or {}))
-    drawn: dict[str, Curve] = {}
-    proved: dict[str, list[tuple[int, int]]] = {}  # trace sha256 -> (capacity, hits) its capacity certificates prove
-    # Nothing that did not verify in this run lends a figure: an unverified capacity certificate gets no mark
-    # and no headroom line, and an unverified ceiling certificate's bound is not shown as kernel-checked.
-    capacity = [c for c in verified if c.family == "capacity"]
-    for cert in capacity:
-        figs = {f.name: f.numerator for f in cert.figures if f.denominator == 1}
-        for i in cert.inputs:
-            if i.role == "trace":
-                proved.setdefault(i.sha256, []).append((figs["capacity_blocks"], figs["max_hits"]))
+    facts = trace_facts([c for c, _ in certs], not_verified)
     for cert, _ in certs:
         for i in cert.inputs:
-            if curves and i.role == "trace" and i.sha256 not in drawn:
+            if curves and i.role == "trace" and facts[i.sha256].curve is None:
                 path = where.locate(i)
                 if not path.exists():
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")
-                # one trace file makes one certificate id in a directory, so it is read one way here
-                drawn[i.sha256] = curve_png(path, i.sha256, i.path, sorted(proved.get(i.sha256, [])),
-                                            getattr(cert.parameters, "trace_format", None),
-                                            getattr(cert.parameters, "block_tokens", None))
-    ceilings = {i.sha256: (f.numerator, cert.id) for cert in verified if cert.family == "ceiling"
-                for i in cert.inputs if i.role == "trace" for f in cert.figures if f.name == "max_hits"}
-    extras = {cert.id: headroom(cert, drawn[i.sha256], ceilings) for cert in capacity
-              for i in cert.inputs if i.role == "trace" and i.sha256 in drawn}
-    extras |= {cert.id: engine_beside(cert, [c for c, _ in certs], not_verified) for cert, _ in certs
-               if cert.family == "engine" and cert.id not in not_verified}
+                fact = facts[i.sha256]
+                marks = [(c, figures(cert)["max_hits"].numerator) for c, cert in sorted(fact.capacity.items())]
+                optima = {c: ha for c, cert in fact.capacity.items() if (ha := admitted(cert)) is not None}
+                seen = [(s.capacity_blocks, s.engine_hits) for _, s in fact.beside()]
+                # one trace file makes one certificate id in a directory, so it is read one way here; an
+                # engine's block_tokens is its page size, not how the trace was read
+                reading = cert.parameters if cert.family != "engine" else None
+                fact.curve = curve_png(path, i.sha256, i.path, marks, getattr(reading, "trace_format", None),
+                                       getattr(reading, "block_tokens", None), admission=optima, observed=seen)
+    cards = [trace_card(f, f"trace-{n}") for n, f in enumerate(facts.values(), 1)]
+    cards += [certificate_card(c, not_verified.get(c.id)) for c, _ in certs
+              if not any(i.role == "trace" for i in c.inputs)]
     externals = {i.path: i.sha256 for cert, _ in certs for i in cert.inputs if i.external}
     verify = verify_command(cert_dir, None, input_paths(externals, cert_dir, inputs), root=root)
-    pngs = {sha: curve.png for sha, curve in drawn.items()}
-    atomic_write(out, render_page(manifest, certs, pngs, verify=verify, not_verified=not_verified,
-                                  extras=extras).encode("utf-8"))
+    atomic_write(out, render_page(manifest, certs, cards, verify=verify, not_verified=not_verified).encode("utf-8"))
     return out, len(certs), not_verified
+
+
+def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[str, TraceFacts]:
+    """Every trace the certificates name (by sha256, in the order first named) and what its certificates that
+    verified in this run prove of it: nothing that did not verify lends a figure (it is named, with why)."""
+    facts: dict[str, TraceFacts] = {}
+    for cert in certs:
+        for i in cert.inputs:
+            if i.role != "trace":
+                continue
+            fact = facts.setdefault(i.sha256, TraceFacts(name=i.path, sha256=i.sha256))
+            figs = figures(cert)
+            if cert.id in not_verified:
+                fact.unverified[cert.id] = not_verified[cert.id]
+            elif cert.family == "ceiling" and {"refs", "distinct", "max_hits"} <= set(figs):
+                fact.ceiling = cert
+            elif cert.family == "capacity" and {"refs", "capacity_blocks", "max_hits"} <= set(figs):
+                fact.capacity[figs["capacity_blocks"].numerator] = cert
+            elif cert.family == "engine" and {"refs", "engine_hits", "admission_hits"} <= set(figs):
+                fact.engines.append(cert)
+    return facts

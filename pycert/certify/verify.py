@@ -33,6 +33,7 @@ from pycert.audit.per_theorem import recorded_audit_rejections
 from pycert.certify.documents import not_a_certificate, parse_certificate
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, lists, manifest_rejection, read_manifest
+from pycert.certify.theorems import headline_literals, theorem_rejections
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import certificate_root, time_box
 from pycert.core.gate import Source, beside, inside, named
@@ -40,7 +41,6 @@ from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.resources import library_dir, library_sha256
 from pycert.core.schema import Certificate, decimal_of, declared_inputs
 from pycert.families import FAMILIES
-from pycert.certify.theorems import headline_literals, theorem_rejections
 
 NOT_RERUN = "kernel and axiom audit: not re-run (run verify --kernel to rebuild and re-audit the named theorems)"
 

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build": ("check", "build the Lean library under lean/ (cached by content hash)"),
     "trace": ("trace", "exact cache figures of a KV-block trace: stats, LRU/Belady curves, offload"),
     "leak": ("leak", "reproduce the cross-tenant prefix-cache leak and its closure on a real engine"),
+    "dataset": ("dataset", "make or check the first-touch dataset: measured rows, the closed form, certificates"),
     "engine": ("engine", "replay a trace on a real engine's prefix cache, its own hits beside the certified optimum"),
     "pooling": ("pooling", "pooled vs per-instance KV caching: exact optima, cross-checks, Lean wall"),
     "prove": ("prove", "build, solve, kernel-check, audit and write certificates"),

@@ -20,7 +20,7 @@ from pycert.core.files import atomic_write
 from pycert.core.limits import out_path, seconds
 from pycert.core.resources import library_dir
 from pycert.lean import build
-from pycert.lean.backend import resolve
+from pycert.lean.resolve import resolve
 from pycert.lean.sources import library_modules, module_name
 
 

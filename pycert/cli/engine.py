@@ -135,7 +135,7 @@ def open_engine(num_blocks: int, block_tokens: int, seed_: int) -> replaylog.Pag
         # which every other pycert command (and --help) would pay
         from pycert.leak.engines.transformers import TINY, TransformersEngine
     except ImportError as exc:
-        raise InputError(f"the engine needs torch and transformers ({exc.name} is missing): pip install 'pycert[leak]'",
+        raise InputError(f"the engine needs torch and transformers ({exc.name} is missing): pip install 'pycert-kv[leak]'",
                          where="pycert engine replay") from None
     try:
         return TransformersEngine(seed=seed_, page_size=block_tokens, num_blocks=num_blocks,

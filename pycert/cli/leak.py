@@ -37,7 +37,7 @@ from pycert.families.base import input_path
 from pycert.families.leak import log_figures, log_path
 from pycert.leak import log as leaklog
 from pycert.leak.admission import Admission
-from pycert.leak.engines import Engine
+from pycert.leak.engines import Engine, transformers_engine
 from pycert.leak.engines.openai import OpenAIEngine
 from pycert.leak.observation import ARMS
 from pycert.leak.run import Plan, replay_differences, run_arms
@@ -118,14 +118,8 @@ def open_engine(args: argparse.Namespace, model: Path | None, seed_: int) -> Eng
         return OpenAIEngine(args.endpoint, args.served_model, vocab=args.vocab, salt_field=args.salt_field)
     if model is not None and not model.is_dir():
         raise InputError("not a directory: --model names a local checkpoint directory", where=str(model))
-    try:
-        # imported here, not at the top: torch and transformers take 8-10 s to import on this machine,
-        # which every other pycert command (and --help) would pay
-        from pycert.leak.engines.transformers import TransformersEngine
-    except ImportError as exc:
-        raise InputError(f"the in-process engine needs torch and transformers ({exc.name} is missing): "
-                         "pip install 'pycert[leak]'", where="pycert leak run") from None
-    return TransformersEngine(model_dir=model, device=args.device, seed=seed_, page_size=args.page_size)
+    return transformers_engine("pycert leak run", model_dir=model, device=args.device, seed=seed_,
+                               page_size=args.page_size)
 
 
 def _secret(args: argparse.Namespace) -> bytes:

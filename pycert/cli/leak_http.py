@@ -138,7 +138,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from pycert.leak.engines.transformers import TransformersEngine
     except ImportError as exc:
         raise InputError(f"the engine needs torch and transformers ({exc.name} is missing): pip install "
-                         "'pycert[leak]'", where="pycert leak serve") from None
+                         "'pycert-kv[leak]'", where="pycert leak serve") from None
     name = args.served_model_name or (args.model.name if args.model else f"pycert-small-seed{args.seed}")
     server = Server(args.port, {}, log=progress)  # the port first: a taken one is refused before the engine loads
     try:

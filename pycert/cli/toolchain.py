@@ -12,7 +12,7 @@ from pycert.core.console import Progress, emit, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED
 from pycert.core.resources import cache_dir, library_dir, library_sha256
 from pycert.lean import build, toolchain
-from pycert.lean.backend import resolve
+from pycert.lean.resolve import resolve
 
 # Imports only the prelude, so the check costs the kernel's start-up and little more.
 SELFCHECK_SOURCE = """\

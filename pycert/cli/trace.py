@@ -8,6 +8,7 @@ Every analysis takes an optional TRACE in any layout of :mod:`pycert.data.format
 from __future__ import annotations
 
 import argparse
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -15,11 +16,11 @@ from pydantic import BaseModel
 
 from pycert.analysis.cachesim import HitCurve, TraceStats, lru_hit_curve, trace_stats
 from pycert.analysis.offload import ENGINES_REPORT, TOKEN_RATES, OffloadArm, OffloadReport, offload_report
-from pycert.analysis.plot import hit_rate_png, log_capacities, trace_curves
+from pycert.analysis.plot import FORMATS, hit_rate_figure, log_capacities, trace_curves
 from pycert.certify.evidence import with_evidence
 from pycert.cli import add_common, help_of
-from pycert.core.console import Progress, emit, escaped, plural, table
-from pycert.core.errors import EXIT_OK, InputError
+from pycert.core.console import Progress, csv_text, emit, escaped, plural, table
+from pycert.core.errors import EXIT_OK, InputError, UsageError
 from pycert.core.exact import Ratio
 from pycert.core.files import atomic_write
 from pycert.core.limits import (
@@ -82,6 +83,19 @@ def _capacity_list(text: str) -> list[int]:
     return int_list(0)(text)
 
 
+def _figure_path(text: str) -> Path:
+    """An output path whose suffix names a format the figure can be written in."""
+    path = out_path(text)
+    if path.suffix.lower().lstrip(".") not in FORMATS:
+        raise argparse.ArgumentTypeError(f"{text}: the name must end in {', '.join('.' + f for f in FORMATS)} "
+                                         "(the suffix picks the format)")
+    return path
+
+
+def _add_csv(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--csv", action="store_true", help=f"{what} as CSV on stdout (a header row; the figures of --json)")
+
+
 def _trace_args(p: argparse.ArgumentParser) -> None:
     add_common(p)
     trace_input(p, required=False)
@@ -118,7 +132,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="capacities in blocks (repeatable; default: powers of 4 until LRU equals unbounded)")
     m.add_argument("--no-belady", action="store_true", help="skip Belady/MIN (its one-pass curve)")
     m.add_argument("--all", action="store_true",
-                   help="also give the LRU and the Belady/MIN hit count at every capacity (JSON)")
+                   help="also give the LRU and the Belady/MIN hit count at every capacity (JSON; with --csv, a row "
+                        "per capacity)")
+    _add_csv(m, "one row per capacity")
     m.set_defaults(func=cmd_mrc)
 
     o = tsub.add_parser("offload", help="offload report at a GPU capacity in tokens, with the granularity control")
@@ -132,12 +148,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--certs", type=in_path, default=None, metavar="DIR",
                    help="certificates of this trace (pycert prove ceiling --trace T --capacity-blocks G): each "
                         "figure they prove, verified offline, is marked kernel-checked (default: every figure computed)")
+    _add_csv(o, "one row per figure and block size, with its exact value and evidence")
     o.set_defaults(func=cmd_offload)
 
-    g = tsub.add_parser("plot", help="PNG of LRU and Belady hit rate at every capacity, with the ceiling")
+    g = tsub.add_parser("plot", help="figure of LRU and Belady hit rate at every capacity, with the ceiling")
     _trace_args(g)
-    g.add_argument("-o", "--output", type=out_path, default=Path("hit_rates.png"),
-                   help="PNG path (default hit_rates.png)")
+    g.add_argument("-o", "--output", type=_figure_path, default=Path("hit_rates.png"),
+                   help="where to write it; .png, .svg or .pdf, as the name says (default hit_rates.png)")
     g.add_argument("--points", type=int_range(0, MAX_BELADY_POINTS), default=12,
                    help="log-spaced capacities whose Belady hit counts the output lists (default 12; 0: none; "
                         f"at most {MAX_BELADY_POINTS}); the plotted line is exact at every capacity")
@@ -244,21 +261,77 @@ def _render_mrc(res: MrcResult) -> str:
     return "\n".join(lines)
 
 
+def _one_output(args: argparse.Namespace) -> None:
+    if args.csv and args.json:
+        raise UsageError("--csv and --json each replace the table: give one", where="--csv")
+
+
+def _cells(r: Ratio | None) -> tuple[object, object]:
+    """A rate as two CSV cells: its decimal (as --json gives it) and its exact fraction."""
+    return ("", "") if r is None else (r.decimal, f"{r.numerator}/{r.denominator}")
+
+
+def _rate_cells(hits: int, refs: int) -> tuple[float, str]:
+    """``hits / refs`` as :func:`_cells` gives a :class:`Ratio` of it, without making one (a row per capacity)."""
+    g = math.gcd(hits, refs)
+    return hits / refs, f"{hits // g}/{refs // g}"
+
+
+def _mrc_csv(res: MrcResult) -> str:
+    heads = ["trace", "sha256", "refs", "capacity_blocks", "lru_hits", "lru_hit_rate", "lru_hit_rate_exact",
+             "belady_hits", "belady_hit_rate", "belady_hit_rate_exact"]
+    st = res.stats
+    if res.lru_hits_at is None:
+        rows = [(p.capacity, p.lru_hits, p.belady_hits) for p in res.points]
+    else:  # --all: every capacity up to where both curves have reached the unbounded cache
+        lru, opt = res.lru_hits_at, res.opt_hits_at
+        last = max(len(lru), len(opt or [])) - 1
+        rows = [(c, lru[min(c, len(lru) - 1)], None if opt is None else opt[min(c, len(opt) - 1)])
+                for c in range(1, last + 1)]
+    return csv_text(heads, [(st.name, st.sha256, st.refs, c, lru_hits, *_rate_cells(lru_hits, st.refs),
+                             *(("", "", "") if opt_hits is None else (opt_hits, *_rate_cells(opt_hits, st.refs))))
+                            for c, lru_hits, opt_hits in rows])
+
+
 def cmd_mrc(args: argparse.Namespace) -> int:
-    progress = Progress(enabled=not args.json)
+    _one_output(args)
+    progress = Progress(enabled=not (args.json or args.csv))
     res = mrc_result(load(args, progress), args.capacity, not args.no_belady, args.all, progress)
-    emit(args.json, res, lambda: _render_mrc(res))
+    emit(args.json, res, lambda: _mrc_csv(res) if args.csv else _render_mrc(res))
     return EXIT_OK
+
+
+OFFLOAD_FIELDS = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
+                  "cold_miss_floor", "max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
+                  "gpu_only_admission_hit_rate", "host_backed_hit_rate", "host_load_frac", "headroom_pp",
+                  "policy_headroom_pp", "tier_headroom_pp", "gpu_share_of_achievable"]
+"""The offload report's block figures, in the order the table and the CSV give them."""
+
+
+def offload_fields(rep: OffloadReport) -> list[str]:
+    """The block figures, then the token figures where the trace has prompt lengths."""
+    tokens = ["refs_tokens", *(f"{f}_tokens" for f in TOKEN_RATES)] if rep.primary.refs_tokens is not None else []
+    return OFFLOAD_FIELDS + tokens
+
+
+def _offload_csv(rep: OffloadReport) -> str:
+    heads = ["trace", "sha256", "capacity_tokens", "host_tokens", "arm", "granularity", "figure", "value", "exact",
+             "evidence", "known_by"]
+    rows = []
+    for arm, a in (("as read", rep.primary), ("control", rep.control)):
+        for f in offload_fields(rep) if a is not None else ():
+            v = getattr(a, f)
+            value, exact = _cells(v) if isinstance(v, Ratio) else ("" if v is None else v, "" if v is None else v)
+            known = (rep.evidence.get(f, "computed"), rep.evidence_by.get(f, "")) if arm == "as read" else ("computed", "")
+            rows.append((rep.name, rep.sha256, rep.capacity_tokens, "" if rep.host_tokens is None else rep.host_tokens,
+                         arm, a.granularity, f, value, exact, *known))
+    return csv_text(heads, rows)
 
 
 def _render_offload(rep: OffloadReport) -> str:
     arms: list[OffloadArm] = [rep.primary] + ([rep.control] if rep.control else [])
-    fields = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
-              "cold_miss_floor", "max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
-              "gpu_only_admission_hit_rate", "host_backed_hit_rate", "host_load_frac", "headroom_pp", "policy_headroom_pp",
-              "tier_headroom_pp", "gpu_share_of_achievable"]
+    fields = offload_fields(rep)
     tokens = rep.primary.refs_tokens is not None
-    fields += ["refs_tokens", *(f"{f}_tokens" for f in TOKEN_RATES)] if tokens else []
 
     def cell(f: str, v: object) -> str:
         if isinstance(v, Ratio):
@@ -297,11 +370,12 @@ def _render_offload(rep: OffloadReport) -> str:
 
 
 def cmd_offload(args: argparse.Namespace) -> int:
-    trace = load(args, Progress(enabled=not args.json))
+    _one_output(args)
+    trace = load(args, Progress(enabled=not (args.json or args.csv)))
     rep = offload_report(trace, args.capacity_tokens, args.host_tokens, args.control_k)
     if args.certs is not None:
         rep = with_evidence(rep, trace.path, args.certs)
-    emit(args.json, rep, lambda: _render_offload(rep))
+    emit(args.json, rep, lambda: _offload_csv(rep) if args.csv else _render_offload(rep))
     return EXIT_OK
 
 
@@ -314,7 +388,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     block = f", {trace.block_tokens} tokens/block" if trace.block_tokens else ""
     title = (f"{Path(trace.name).name}\nsha256 {trace.sha256[:16]}..., {trace.n_refs:,} refs, "
              f"granularity x{trace.granularity}{block}")
-    atomic_write(args.output, hit_rate_png(curve, opt, title))
+    atomic_write(args.output, hit_rate_figure(curve, opt, title, fmt=args.output.suffix.lower().lstrip("."),
+                                              block_tokens=trace.block_tokens))
     data = {"path": str(args.output), "stats": trace_stats(trace),
             "belady_hits": {str(c): h for c, h in belady.items()}}
     emit(args.json, data, lambda: f"wrote {args.output}")

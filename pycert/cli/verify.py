@@ -18,7 +18,7 @@ from pycert.cli import add_backend, add_common, add_root, help_of
 from pycert.core.console import Progress, emit, escaped, out, to_jsonable
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError, UsageError
 from pycert.core.limits import in_path, seconds
-from pycert.lean.build import fresh_build_cache
+from pycert.lean.scheduler import fresh_build_cache
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -8,6 +8,8 @@ ends quietly: the command finishes with its own exit code and no traceback.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -79,6 +81,16 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     """``1 certificate``, ``2 certificates``, ``1,024 blocks``: the count with its noun in the right number
     (``many`` for a noun whose plural is not ``noun + "s"``)."""
     return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+
+
+def csv_text(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """CSV (the csv module's quoting, ``\\n`` line ends) with a header row, without the last line end
+    (:func:`emit` prints one)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows(rows)
+    return buf.getvalue().removesuffix("\n")
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

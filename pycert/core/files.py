@@ -206,3 +206,29 @@ def publish_dir(target: Path, fill: Callable[[Path], None]) -> bool:
         return True
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def replace_dir(target: Path, fill: Callable[[Path], None], replaceable: Callable[[Path], bool]) -> None:
+    """Make directory ``target`` by filling a hidden temporary beside it, then swap it into place: a reader
+    sees the old directory or the new one, and a failure or Ctrl-C before the swap leaves the old one as
+    it was. An existing ``target`` is replaced only when ``replaceable`` says it is an earlier output of
+    the same command (an empty directory always is); anything else is refused before any work."""
+    if target.exists() and not target.is_dir():
+        raise InputError("is not a directory", where=str(target))
+    if target.is_dir() and any(target.iterdir()) and not replaceable(target):
+        raise InputError("exists and is not an earlier output of this command: refusing to replace it", where=str(target))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    except OSError as exc:
+        raise InputError(f"cannot write beside it ({exc.strerror or exc})", where=str(target)) from None
+    old = target.parent / f".{target.name}.old-{tmp.name.rsplit('-', 1)[-1]}"
+    try:
+        fill(tmp)
+        with signals_deferred():
+            if target.exists():
+                os.rename(target, old)
+            os.rename(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)

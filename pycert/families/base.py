@@ -108,6 +108,9 @@ class Instance:
     """Relative to the certificate directory (``lean/<Module>.lean``, or ``lean/derived/…``)."""
     derived_from: str
     """The role of the input it is made from, or ``parameters``."""
+    row: str | None = None
+    """In a module that states many certificates' headlines (a dataset's rows, one Lean process for all),
+    the namespace of this certificate's own, inside the module's."""
 
     @property
     def module(self) -> str:
@@ -115,7 +118,7 @@ class Instance:
 
     @property
     def namespace(self) -> str:
-        return f"{INSTANCE_NAMESPACE}.{self.module}"
+        return f"{INSTANCE_NAMESPACE}.{self.module}" + (f".{self.row}" if self.row else "")
 
     @property
     def headline(self) -> str:

@@ -23,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pycert.core.errors import InputError
 from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
+from pycert.leak.admission import EngineRequest
+from pycert.leak.engines import Engine
 
 LOG_SCHEMA = "pycert-leak-log/1"
 MAX_PROMPTS = 10_000
@@ -32,30 +34,33 @@ ArmName = Literal["unsalted-cross", "keyed-cross", "keyed-own", "attacker-unkeye
 SaltKind = Literal["none", "keyed", "unkeyed", "forged-unkeyed"]
 H = TypeVar("H", bound=BaseModel)
 L = TypeVar("L", bound=BaseModel)
+Text = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")]
+"""One line of text naming an engine, its version or how it takes a salt."""
+ModelName = Annotated[str, Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")]
+Device = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[a-z0-9:_-]+$")]
 Level = Annotated[str, Field(pattern=r"^0\.[0-9]{1,6}$", description="a level in (0, 1), as written: 0.95")]
 
 
-class _Line(BaseModel):
+class LogLine(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
 
 
-class Header(_Line):
+class Header(LogLine):
     """What the run measured on, and the levels its claim uses."""
 
     kind: Literal["header"] = "header"
     schema_id: Literal["pycert-leak-log/1"] = Field(default=LOG_SCHEMA, alias="schema")
-    engine: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
-    engine_version: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
-    model: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
-    device: str = Field(min_length=1, max_length=40, pattern=r"^[a-z0-9:_-]+$")
+    engine: Text
+    engine_version: Text
+    model: ModelName
+    device: Device
     seed: int = Field(ge=-(1 << 63), le=(1 << 63) - 1)
     prompts: int = Field(ge=1, le=MAX_PROMPTS)
     min_tokens: int = Field(ge=1, le=MAX_PROMPT_TOKENS)
     max_tokens: int = Field(ge=1, le=MAX_PROMPT_TOKENS)
     page_size: int | None = Field(default=None, ge=1, le=MAX_PROMPT_TOKENS,
                                   description="tokens per cache block, where the engine says")
-    salt_form: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$",
-                           description="how the engine receives a salt (prepended tokens, a request field)")
+    salt_form: Text = Field(description="how the engine receives a salt (prepended tokens, a request field)")
     confidence: Level = "0.95"
     underpowered_above: Level = "0.05"
 
@@ -74,7 +79,7 @@ class Header(_Line):
         return Fraction(getattr(self, name))
 
 
-class Request(_Line):
+class Request(LogLine):
     """One request as the engine served it."""
 
     kind: Literal["request"] = "request"
@@ -109,6 +114,15 @@ class Log(BaseModel):
 
     header: Header
     requests: tuple[Request, ...]
+
+
+def served_fields(engine: Engine, request: EngineRequest) -> dict[str, object]:
+    """Serve ``request`` and return what every log line records of it: the prompt and the salt the engine
+    received (by digest), and what the engine said."""
+    served = engine.serve(request)
+    return {"salt_id": salt_id(request.salt), "prompt_tokens": len(request.tokens),
+            "prompt_sha256": prompt_digest(request.tokens), "engine_tokens": served.engine_tokens,
+            "cached_tokens": served.cached_tokens, "ttft_s": round(served.ttft_s, 6)}
 
 
 def prompt_digest(tokens: Sequence[int]) -> str:

@@ -14,9 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pycert.core.errors import Rejection
-from pycert.leak.admission import Admission, EngineRequest, TenantRequest, UnkeyedAdmission, unkeyed_salt
+from pycert.leak.admission import (
+    FIRST_ID,
+    Admission,
+    EngineRequest,
+    TenantRequest,
+    UnkeyedAdmission,
+    unkeyed_salt,
+)
 from pycert.leak.engines import Engine
-from pycert.leak.log import Header, Log, Request, SaltKind, prompt_digest, salt_id
+from pycert.leak.log import Header, Log, Request, SaltKind, served_fields
 from pycert.leak.observation import ARMS, TENANT_A
 
 Progress = Callable[[str], None]
@@ -34,7 +41,7 @@ class Plan:
     underpowered_above: str = "0.05"
 
 
-def make_prompts(plan: Plan, vocab: int, first_id: int = 16) -> list[list[int]]:
+def make_prompts(plan: Plan, vocab: int, first_id: int = FIRST_ID) -> list[list[int]]:
     rng = random.Random(plan.seed)
     return [[rng.randrange(first_id, vocab) for _ in range(rng.randint(plan.min_tokens, plan.max_tokens))]
             for _ in range(plan.prompts)]
@@ -67,11 +74,8 @@ def run_arms(engine: Engine, plan: Plan, admission: Admission, progress: Progres
             engine.empty_cache()
             for role, (tenant, salt) in (("prime", arm.prime), ("probe", arm.probe)):
                 req = engine_request(salt, tenant, tokens, admission)
-                served = engine.serve(req)
                 records.append(Request(arm=arm.name, prompt=p, role=role, tenant=tenant, salt=salt,
-                                       salt_id=salt_id(req.salt), prompt_tokens=len(tokens),
-                                       prompt_sha256=prompt_digest(tokens), engine_tokens=served.engine_tokens,
-                                       cached_tokens=served.cached_tokens, ttft_s=round(served.ttft_s, 6)))
+                                       **served_fields(engine, req)))
             progress(f"{arm.name:17} prompt {p + 1:>3}/{plan.prompts}: {len(tokens)} tokens, probe served "
                      f"{records[-1].cached_tokens} from cache")
     return Log(header=header(engine, plan), requests=tuple(records))

@@ -5,12 +5,11 @@ of modules (:meth:`Backend.build`: each one's verdict and the tree of compiled `
 says where its own ``Init``/``Std``/``Lean`` files are (:meth:`Backend.toolchain_library`, the
 audit's search path), and asks Lean's own ``#print axioms`` where it can (:meth:`Backend.print_axioms`:
 the answers, which the audit compares with its own). Nothing outside :mod:`pycert.lean.native` and
-:mod:`pycert.lean.wasm` asks which backend it holds.
+:mod:`pycert.lean.wasm` asks which backend it holds; :mod:`pycert.lean.resolve` picks one.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -20,13 +19,11 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel
 
-from pycert.core.errors import InputError, ToolchainMissing
 from pycert.lean.diagnostics import CheckResult
 from pycert.lean.sources import Unit
 
 Kind = Literal["native", "wasm"]
 KINDS: tuple[Kind, ...] = ("native", "wasm")
-INSTALL_HINT = "no usable Lean backend: run `pycert toolchain install` (or put elan's lake and lean on PATH)"
 _VERSION = re.compile(r"Lean \(version ([^,)]+)(?:[^)]*?\bcommit ([0-9a-fA-F]+))?")
 
 
@@ -94,24 +91,3 @@ class Backend(ABC):
                      timeout: float) -> PrintedAxioms:
         """Lean's own ``#print axioms`` for ``theorems`` of ``modules`` (built in the Lake project
         ``project``), where this backend can run it; else why not."""
-
-
-def resolve(requested: str | Backend | None = None) -> Backend:
-    """The backend to use: ``requested``, else ``$PYCERT_LEAN``, else native if on PATH, else wasm."""
-    if isinstance(requested, Backend):
-        return requested
-    # here, not at the top: both backends import this module
-    from pycert.lean.native import find_native
-    from pycert.lean.wasm import find_wasm
-
-    choice = requested or os.environ.get("PYCERT_LEAN") or "auto"
-    if choice not in ("auto", *KINDS):
-        raise InputError(f"unknown Lean backend {choice!r}: expected native or wasm")
-    if choice in ("auto", "native"):
-        if native := find_native():
-            return native
-        if choice == "native":
-            raise ToolchainMissing("the native backend needs `lake` and `lean` on PATH (an elan install)")
-    if wasm := find_wasm():
-        return wasm
-    raise ToolchainMissing(INSTALL_HINT)

@@ -32,9 +32,10 @@ from pydantic import BaseModel
 
 from pycert.core.errors import InputError, PycertError, Terminated
 from pycert.core.resources import library_dir
-from pycert.lean import build
-from pycert.lean.backend import Backend, resolve
+from pycert.lean import build, scheduler
+from pycert.lean.backend import Backend
 from pycert.lean.diagnostics import CheckResult
+from pycert.lean.resolve import resolve
 from pycert.lean.sources import file_units, library_units
 from pycert.lean.toolchain import scratch_root
 
@@ -73,7 +74,7 @@ class TaskResult(BaseModel):
     source: str
     extra: Any = None
     result: CheckResult
-    entry: build.CacheEntry | None
+    entry: scheduler.CacheEntry | None
     node: str
 
 
@@ -82,7 +83,7 @@ class LeanKilled(Exception):
 
 
 def _check_one(make: Callable[[], tuple[str, Any]], module: str, backend: str | None, timeout: float,
-               library: list[build.CacheEntry]) -> TaskResult:
+               library: list[scheduler.CacheEntry]) -> TaskResult:
     """The task body: seed this machine's build cache with the library, emit, check against it, and
     return the verdict with the module's compiled files."""
     import ray  # the task runs in a Ray worker, which has it imported already
@@ -90,7 +91,7 @@ def _check_one(make: Callable[[], tuple[str, Any]], module: str, backend: str | 
     chosen = resolve(backend)
     identity = chosen.cache_identity()
     if identity is not None:
-        build.import_entries(build.BuildCache(identity, library_units(library_dir())), library)
+        scheduler.import_entries(scheduler.BuildCache(identity, library_units(library_dir())), library)
     text, extra = make()
     stage = Path(tempfile.mkdtemp(prefix="ray-", dir=scratch_root()))
     try:
@@ -104,14 +105,14 @@ def _check_one(make: Callable[[], tuple[str, Any]], module: str, backend: str | 
             raise LeanKilled(r.detail)
         entry = None
         if identity is not None:
-            cache = build.BuildCache(identity, library_units(library_dir()) + file_units([path]))
-            entry = next(iter(build.export_entries(cache, [module])), None)
+            cache = scheduler.BuildCache(identity, library_units(library_dir()) + file_units([path]))
+            entry = next(iter(scheduler.export_entries(cache, [module])), None)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return TaskResult(source=text, extra=extra, result=r, entry=entry, node=ray.get_runtime_context().get_node_id())
 
 
-def _library(backend: Backend, progress: Callable[[str], None]) -> list[build.CacheEntry]:
+def _library(backend: Backend, progress: Callable[[str], None]) -> list[scheduler.CacheEntry]:
     """The library, built here (from the cache when it can), as the entries every task seeds its cache with."""
     identity = backend.cache_identity()
     if identity is None:
@@ -121,10 +122,10 @@ def _library(backend: Backend, progress: Callable[[str], None]) -> list[build.Ca
     if not res.ok:
         bad = ", ".join(f"{r.module} ({r.status})" for r in res.results if not r.ok)
         raise PycertError(f"the Lean library does not build: {bad}")
-    return build.export_entries(build.BuildCache(identity, units), [u.module for u in units])
+    return scheduler.export_entries(scheduler.BuildCache(identity, units), [u.module for u in units])
 
 
-def _keep(backend: Backend, module: str, source: str, entry: build.CacheEntry | None) -> None:
+def _keep(backend: Backend, module: str, source: str, entry: scheduler.CacheEntry | None) -> None:
     """Put a task's compiled module into this machine's build cache, under the key derived here."""
     identity = backend.cache_identity()
     if identity is None or entry is None:
@@ -133,7 +134,7 @@ def _keep(backend: Backend, module: str, source: str, entry: build.CacheEntry | 
     try:
         path = stage / f"{module}.lean"
         path.write_text(source, encoding="utf-8")
-        build.import_entries(build.BuildCache(identity, library_units(library_dir()) + file_units([path])), [entry])
+        scheduler.import_entries(scheduler.BuildCache(identity, library_units(library_dir()) + file_units([path])), [entry])
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 

@@ -33,7 +33,7 @@ from pycert.lean.backend import (
     ToolchainInfo,
     parse_lean_version,
 )
-from pycert.lean.build import schedule
+from pycert.lean.scheduler import schedule
 from pycert.lean.diagnostics import SORRY_MARKERS, CheckResult, check_result
 from pycert.lean.process import ProcessRun, run_process
 from pycert.lean.sources import Unit, module_path

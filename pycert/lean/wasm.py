@@ -1,6 +1,6 @@
 """The embedded wasm backend: pycert is its own minimal Lake.
 
-Modules are compiled in import order through the build system (:func:`pycert.lean.build.schedule`),
+Modules are compiled in import order through the build system (:func:`pycert.lean.scheduler.schedule`),
 with the content cache answering for unchanged modules: each by a Lean process of its own
 (``lean --json -o``), or, when a build has enough modules to compile, by one long-lived Lean worker per
 build thread (:mod:`pycert.lean.worker`), which pays the process's start once. Sources are staged under
@@ -23,7 +23,7 @@ from typing import ClassVar
 from pycert.core.errors import InputError
 from pycert.core.resources import cache_dir, scratch_root
 from pycert.lean.backend import Backend, BuildOptions, PrintedAxioms, ToolchainInfo
-from pycert.lean.build import BuildCache, link_outputs, prune_old_trees, schedule
+from pycert.lean.scheduler import BuildCache, link_outputs, prune_old_trees, schedule
 from pycert.lean.diagnostics import CheckResult, check_result
 from pycert.lean.process import run_process
 from pycert.lean.sources import Unit, module_path

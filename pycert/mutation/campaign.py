@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pycert.core.errors import InputError
-from pycert.lean.backend import resolve
+from pycert.lean.resolve import resolve
 from pycert.mutation import operators as ops
 from pycert.mutation.batches import LeanBatches
 from pycert.mutation.context import Context, unavailable

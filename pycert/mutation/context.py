@@ -159,7 +159,7 @@ class Context:
         try:  # torch and transformers: 8-10 s of import, only for the leak mutants (and optional: the extra)
             from pycert.leak.engines.transformers import TransformersEngine
         except ImportError as exc:
-            return "error", f"the leak extra is not installed ({exc.name}): pip install 'pycert[leak]'"
+            return "error", f"the leak extra is not installed ({exc.name}): pip install 'pycert-kv[leak]'"
         engine = TransformersEngine()
         try:
             log = run_arms(engine, Plan(prompts=LEAK_PROMPTS), admission(os.urandom(32)))

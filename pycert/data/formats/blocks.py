@@ -65,6 +65,10 @@ class LengthRule:
         """One line: what the lengths say of the block size."""
         if self.broken is not None:
             return f"not read from the lengths: {self.refutes(documented)}"
+        if self.hi is not None and self.hi < self.lo:
+            (lo_line, *_), (hi_line, *_) = self.lo_at, self.hi_at  # type: ignore[misc]
+            return (f"not read from the lengths: line {lo_line:,} needs at least {self.lo:,} tokens a block, "
+                    f"line {hi_line:,} at most {self.hi:,}; the layout says {documented:,}")
         span = f"{self.lo:,}" + ("" if self.hi == self.lo else f" to {self.hi:,}" if self.hi is not None else " or more")
         return f"input_length and hash_ids admit {span} tokens a block; the layout says {documented:,}"
 

@@ -35,9 +35,21 @@ from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.limits import MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
 from pycert.core.schema import Certificate, EvidenceState, InputFile, SolverInfo
 from pycert.families.base import Claim, Instance, Reader, input_path
-from pycert.families.capacity.text import (BOTH_WAYS, BOUNDED, LIMITS, OPTIMA, OPTIMA_LIMITS, OPTIMUM, PREFIX_NOT_CLAIMED,
-                                           PREFIX_OPTIMA, UPPER_ONLY, evidence_of, piece_limit, sentence)
-from pycert.families.ceiling import (
+from pycert.families.capacity.text import (
+    BOTH_WAYS,
+    BOUNDED,
+    LIMITS,
+    OPTIMA,
+    OPTIMA_LIMITS,
+    OPTIMUM,
+    PREFIX_NOT_CLAIMED,
+    PREFIX_OPTIMA,
+    UPPER_ONLY,
+    evidence_of,
+    piece_limit,
+    sentence,
+)
+from pycert.families.traces import (
     BLOCK_IDENTITY,
     LEAN_DERIVED,
     LEAN_OUT,
@@ -52,7 +64,6 @@ from pycert.lean.emit import CAPACITY_ENCODING as ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING as OPTIMA_ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMUM_ENCODING as OPTIMUM_ENCODING
 from pycert.lean.emit import CAPACITY_PIECES_ENCODING as PIECES_ENCODING
-
 
 
 class CapacityParams(TraceReading):

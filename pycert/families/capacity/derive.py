@@ -12,8 +12,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from pycert.analysis import capacity as recipe
 from pycert.analysis import cachesim, optcurve, requests
+from pycert.analysis import capacity as recipe
 from pycert.analysis.requests import PrefixVerdict, firsts
 from pycert.core.errors import PycertError, Rejected, Rejection
 from pycert.data.traces import Trace

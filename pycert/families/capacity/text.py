@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from pycert.core.schema import EvidenceState
-from pycert.families.ceiling import BLOCK_IDENTITY
+from pycert.families.traces import BLOCK_IDENTITY
 
 BOUNDED, OPTIMUM = "Pycert.Capacity.Bounded", "Pycert.Capacity.Optimum"
 OPTIMA, PREFIX_OPTIMA = "Pycert.Admission.Optima", "Pycert.Admission.PrefixOptima"
@@ -80,7 +80,7 @@ def _blocks(c: int) -> str:
 
 def sentence(trace: str, predicate: str, figures: Mapping[str, Fraction], reading: str = "") -> str:
     """The claim of a certificate whose headline states ``predicate``; ``reading``: what the claim says of the
-    blocks where the reading made them (:func:`pycert.families.ceiling.reading`)."""
+    blocks where the reading made them (:func:`pycert.families.traces.reading`)."""
     refs, c, h = int(figures["refs"]), int(figures["capacity_blocks"]), int(figures["max_hits"])
     blocks = _blocks(c)
     if predicate in (BOUNDED, OPTIMUM):

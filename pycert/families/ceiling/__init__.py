@@ -15,76 +15,24 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from pycert.core.errors import InputError, Refused, Rejected, Rejection
+from pycert.core.errors import Rejected, Rejection
 from pycert.core.limits import MAX_SHARDS
 from pycert.core.schema import Certificate, InputFile, Params
-from pycert.data.formats import Format
 from pycert.families.base import Claim, Instance, Reader, input_path, part_of
+from pycert.families.traces import (
+    BLOCK_IDENTITY,
+    LEAN_DERIVED,
+    LEAN_OUT,
+    TraceReading,
+    block_identity,
+    lean_ident,
+    read_certified,
+    reading,
+    slug,
+)
 
 if TYPE_CHECKING:
     from pycert.data.traces import Trace
-
-DEFAULT_TRACE = Path("inputs/synthetic-seed0.jsonl")
-"""Relative to the certificate directory, like the two below."""
-LEAN_OUT = Path("lean")
-LEAN_DERIVED = LEAN_OUT / "derived"
-"""Where the instance file of a trace from outside the certificate directory goes: full-resolution data
-derived from that trace (ignored by git in the repository) that verify regenerates."""
-
-
-class TraceReading(Params):
-    """How the trace was read: what the list of block ids depends on besides the file's bytes, so that
-    verify reads the same list from the same file."""
-
-    trace_format: Format | None = None
-    """The layout (:mod:`pycert.data.formats`); None: a certificate made before layouts were recorded,
-    whose trace is read as the first line says (``auto``)."""
-    block_tokens: int | None = Field(None, ge=1)
-    """How a prompts trace was cut into blocks; None for every other layout, whose blocks the trace names."""
-
-
-BLOCK_IDENTITY = "Block identity is the trace's hash ids at the trace's block size; another granularity gives other figures."
-
-
-def block_identity(params: TraceReading) -> str:
-    """The ``does_not_prove`` line that says what a block is, for the layout the trace was read in."""
-    if params.trace_format != "prompts":
-        return BLOCK_IDENTITY
-    return (f"A block is {params.block_tokens} consecutive tokens from a prompt's start, named by the whole prompt prefix "
-            "up to its end (exact interning, vLLM's chained-hash semantics): only full blocks are references, a "
-            "partial last block is none; another block size gives other figures.")
-
-
-def reading(params: TraceReading) -> str:
-    """What the claim sentence says of the blocks, where the reading made them (a prompts trace)."""
-    if params.trace_format != "prompts":
-        return ""
-    return f"prompts cut into blocks of {params.block_tokens} tokens, full blocks only: "
-
-
-def read_certified(path: Path, params: TraceReading) -> Trace:
-    """The trace of a certificate, read as its parameters say. The file's sha256 was checked before, so a
-    file that reads in another layout but not in the one named means the parameters are not the ones it
-    was proved with (a rejection); one that reads in no layout is malformed input, named at its line."""
-    from pycert.data.traces import read_trace  # numpy: see instance_text
-
-    if (params.trace_format == "prompts") != (params.block_tokens is not None):
-        raise Rejected(Rejection.mismatch("parameters.block_tokens", "the block size exactly when the layout is prompts",
-                                          repr(params.block_tokens)))
-    try:
-        return read_trace(path, params.trace_format or "auto", params.block_tokens)
-    except Refused:
-        raise
-    except InputError as err:
-        if params.trace_format in (None, "auto"):
-            raise
-        try:
-            found = read_trace(path).format
-        except InputError:
-            raise err from None
-        raise Rejected(Rejection.mismatch("parameters.trace_format", f"a layout the trace reads in ({err})",
-                                          f"{params.trace_format!r} (the trace reads as {found!r})")) from None
-
 
 class CeilingParams(TraceReading):
     lean_encoding: str
@@ -99,14 +47,6 @@ class CeilingCertificate(Certificate):
 
     family: Literal["ceiling"]
     parameters: CeilingParams
-
-
-def slug(name: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
-
-
-def lean_ident(name: str) -> str:
-    return "".join(part.capitalize() for part in slug(name).split("-") if part)
 
 
 def names(trace: Path | PurePosixPath) -> tuple[str, str]:

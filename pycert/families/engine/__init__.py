@@ -24,8 +24,8 @@ from pycert.core.errors import Rejection
 from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Reader, input_path
-from pycert.families.ceiling import slug
-from pycert.families.leak import held_to
+from pycert.families.observations import held_to
+from pycert.families.traces import slug
 from pycert.leak import replay as replaylog
 
 if TYPE_CHECKING:  # numpy and the trace engine: only for a claim that reads a trace

@@ -17,10 +17,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from pycert.core.errors import Rejected, Rejection
+from pycert.core.errors import Rejection
 from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Reader, input_path
+from pycert.families.observations import ISOLATION_MODULE, ISOLATION_THEOREMS, THEOREMS_LIMIT, held_to
 from pycert.leak import log as leaklog
 from pycert.leak.observation import ARMS, arm_figures, closure_rejections, structure_rejections
 from pycert.leak.stats import trials_needed
@@ -29,10 +30,10 @@ LOG_GLOB = "leak-*.jsonl"
 
 
 class LeakParams(Params):
-    engine: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
-    engine_version: str = Field(min_length=1, max_length=200, pattern=r"^[^\n]+$")
-    model: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
-    device: str = Field(min_length=1, max_length=40, pattern=r"^[a-z0-9:_-]+$")
+    engine: leaklog.Text
+    engine_version: leaklog.Text
+    model: leaklog.ModelName
+    device: leaklog.Device
     seed: int = Field(ge=-(1 << 63), le=(1 << 63) - 1)
     prompts: int = Field(ge=1, le=leaklog.MAX_PROMPTS)
     min_tokens: int = Field(ge=1, le=leaklog.MAX_PROMPT_TOKENS)
@@ -87,13 +88,10 @@ class Leak(Claim):
     name = "leak"
     params = LeakParams
     certificate = LeakCertificate
-    lean_module = "Pycert.Isolation"
+    lean_module = ISOLATION_MODULE
     primary = ("log",)
     input_limits = {"log": MAX_JSON_BYTES}
-    theorem_names = (
-        "Pycert.Isolation.leak_or_refusal",
-        "Pycert.Isolation.owner_floor",
-    )
+    theorem_names = ISOLATION_THEOREMS
     limits = (
         "This is an observation, not a proof: one engine, model, device and seed, the prompts of the log, sent "
         "one at a time; another engine, model, prompt mix, concurrency or eviction may behave otherwise.",
@@ -106,10 +104,7 @@ class Leak(Claim):
         "The salt is a namespace separator, not encryption: the engine's operator sees every prompt, a tenant who "
         "learns the server secret can compute every salt, and signals other than shared cache blocks are not "
         "measured.",
-        "The named theorems count the states of any manager (Pycert.Isolation.leak_or_refusal: one without "
-        "per-tenant state must leak or refuse reuse; Pycert.Isolation.owner_floor: serving each block to its one "
-        "owner exactly needs T^n states); the observation does not show that this engine meets their hypotheses "
-        "for every rights matrix.",
+        THEOREMS_LIMIT,
         "Each arm's cache was emptied before every prompt, so a probe could match only its prime's blocks; "
         "interleaved traffic from many tenants is not measured.",
     )
@@ -141,18 +136,6 @@ class Leak(Claim):
         """Every figure from the recorded log alone; a header that says other parameters is rejected."""
         log = leaklog.read(input_path(inputs, "log", read))
         return held_to(params, LeakParams.of(log.header), *log_figures(log))
-
-
-def held_to(params: Params, found: Params, figures: dict[str, Fraction], rejections: list[Rejection]) -> dict[str, Fraction]:
-    """A recorded log's figures, once the certificate's parameters are the log header's (``found``) and the
-    log holds; else the first difference or rejection, raised."""
-    if found != params:
-        field = next(n for n in type(params).model_fields if getattr(found, n) != getattr(params, n))
-        raise Rejected(Rejection.mismatch(f"parameters.{field}", f"{getattr(found, field)} (the log's header)",
-                                          str(getattr(params, field))))
-    if rejections:
-        raise Rejected(rejections[0])
-    return figures
 
 
 CLAIM = Leak()

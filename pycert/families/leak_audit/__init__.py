@@ -22,7 +22,7 @@ from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Reader, input_path
-from pycert.families.leak import Leak, held_to
+from pycert.families.observations import ISOLATION_MODULE, ISOLATION_THEOREMS, THEOREMS_LIMIT, held_to
 from pycert.leak import audit_figures
 from pycert.leak import log as leaklog
 from pycert.leak.audit_plan import MAX_SAMPLES, MAX_TOKENS, AuditHeader, AuditLine, AuditLog
@@ -105,9 +105,9 @@ class LeakAudit(Claim):
     name = "leak-audit"
     params = AuditParams
     certificate = AuditCertificate
-    lean_module = Leak.lean_module
+    lean_module = ISOLATION_MODULE
     primary = ("log",)
-    theorem_names = Leak.theorem_names
+    theorem_names = ISOLATION_THEOREMS
     limits = (
         "This is an observation of one server at one time, not a proof: other traffic, load, prompts, tenants or "
         "a restart may behave otherwise; the server is named only by the model it served and what its /version said.",
@@ -121,7 +121,7 @@ class LeakAudit(Claim):
         "The cached-token counts are what the server wrote in usage.prompt_tokens_details.cached_tokens; a request "
         "without the field counts 0 when any request had it (vLLM leaves it out at 0). pycert reads nothing inside "
         "the server.",
-        Leak.limits[4],
+        THEOREMS_LIMIT,
     )
     evidence_of = {
         **{f"{a}_cached_hits": ("observed", OBSERVED) for a in ("own", "cross", "fresh")},

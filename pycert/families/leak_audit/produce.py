@@ -6,8 +6,8 @@ from fractions import Fraction
 
 from pycert.core.errors import Rejection
 from pycert.core.gate import Source
-from pycert.families.leak.produce import RecordedLogs
 from pycert.families.leak_audit import CLAIM, LOG_GLOB, AuditParams, headline, log_figures, read
+from pycert.families.observations import RecordedLogs
 from pycert.leak.audit_plan import AuditLog
 
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+from pycert.core.errors import InputError
 from pycert.leak.admission import EngineRequest
 
 
@@ -52,3 +53,16 @@ class Engine(Protocol):
         """Drop every cached block, so the next request finds nothing to reuse."""
 
     def close(self) -> None: ...
+
+
+def transformers_engine(where: str, **settings: Any) -> Engine:
+    """The in-process engine (:class:`pycert.leak.engines.transformers.TransformersEngine`), or a one-line
+    :class:`InputError` naming the missing package."""
+    try:
+        # imported here, not at the top: torch and transformers take 8-10 s to import on this machine,
+        # which every other pycert command (and --help) would pay
+        from pycert.leak.engines.transformers import TransformersEngine
+    except ImportError as exc:
+        raise InputError(f"the in-process engine needs torch and transformers ({exc.name} is missing): "
+                         "pip install 'pycert-kv[leak]'", where=where) from None
+    return TransformersEngine(**settings)

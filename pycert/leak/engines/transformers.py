@@ -56,13 +56,16 @@ trace replays millions of tokens; this shape prefills about five times faster th
 the project's CPUs (DEVELOPERS.md). Its positions reach the longest prompt a replay allows."""
 
 
-def _small_model(seed: int, shape: dict[str, int]) -> tuple[torch.nn.Module, str]:
+def _small_model(seed: int, shape: dict[str, int], positions: int | None) -> tuple[torch.nn.Module, str]:
+    # rotary positions hold no weights, so the same seed gives the same model at any number of positions
+    s = shape if positions is None else {**shape, "max_position_embeddings": positions}
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(Qwen2Config(**shape))
-    s, layers, heads = shape, shape["num_hidden_layers"], shape["num_attention_heads"]
+    model = Qwen2ForCausalLM(Qwen2Config(**s))
+    layers, heads = s["num_hidden_layers"], s["num_attention_heads"]
+    more = "" if s["max_position_embeddings"] == shape["max_position_embeddings"] else f", {positions} positions"
     return model, (f"random-weight Qwen2 ({layers} layer{'s' if layers != 1 else ''}, hidden {s['hidden_size']}, "
-                   f"{heads} head{'s' if heads != 1 else ''} / {s['num_key_value_heads']} KV, vocab {s['vocab_size']}, "
-                   f"torch seed {seed})")
+                   f"{heads} head{'s' if heads != 1 else ''} / {s['num_key_value_heads']} KV, vocab {s['vocab_size']}"
+                   f"{more}, torch seed {seed})")
 
 
 def _local_model(path: Path) -> tuple[torch.nn.Module, str]:
@@ -86,7 +89,7 @@ class TransformersEngine:
 
     def __init__(self, *, model_dir: Path | None = None, device: str = "cpu", seed: int = 0, page_size: int = 256,
                  num_blocks: int = 32, max_batch_tokens: int = 2048, shape: dict[str, int] = SMALL,
-                 threads: int | None = None) -> None:
+                 max_positions: int | None = None, threads: int | None = None) -> None:
         if device == "cuda" and not torch.cuda.is_available():
             raise InputError(f"--device cuda: this torch ({torch.__version__}) sees no CUDA device", where="--device")
         if threads is not None:
@@ -95,7 +98,7 @@ class TransformersEngine:
             torch.set_num_threads(threads)
         self.version = f"transformers {transformers.__version__}, torch {torch.__version__}"
         self.device = device
-        model, self.model = _local_model(model_dir) if model_dir else _small_model(seed, shape)
+        model, self.model = _local_model(model_dir) if model_dir else _small_model(seed, shape, max_positions)
         self.vocab = int(model.config.get_text_config().vocab_size)
         self.max_len = int(getattr(model.config.get_text_config(), "max_position_embeddings", 0) or 4096)
         self._model = model.to(device).eval()

@@ -1,0 +1,53 @@
+"""MkDocs hooks: the pages that are generated, never written by hand.
+
+``cli.md`` is every command's ``--help``, taken from pycert's own parser at build time, so the reference
+cannot go stale. ``benchmarks.md`` and ``developers.md`` are the top-level ``BENCHMARKS.md`` and
+``DEVELOPERS.md``, which stay where a checkout's reader looks for them; the site shows the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+from mkdocs.structure.files import File, Files
+
+REPO = Path(__file__).resolve().parent.parent
+WIDTH = 100
+"""Columns of the help text: fixed, so the page is the same whoever builds it on whatever terminal."""
+TOP_LEVEL = {"benchmarks.md": "BENCHMARKS.md", "developers.md": "DEVELOPERS.md"}
+
+
+def commands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """``parser`` and every subcommand's parser below it, depth first, in the order ``--help`` lists them."""
+    yield parser
+    for action in parser._actions:  # argparse keeps subcommands only here; no public accessor exists
+        if isinstance(action, argparse._SubParsersAction):
+            seen: set[int] = set()
+            for sub in action.choices.values():
+                if id(sub) not in seen:  # an alias maps a second name to the same parser
+                    seen.add(id(sub))
+                    yield from commands(sub)
+
+
+def cli_reference() -> str:
+    """The reference page: one section per command, its ``--help`` verbatim."""
+    from pycert.cli import build_parser  # the installed pycert (the docs are built in its virtual environment)
+
+    out = ["# Command reference", "",
+           "Every command's `--help`, generated from pycert's own parser when this site was built. Every",
+           "command also takes `--json` (one JSON object on stdout, errors included); exit codes are in",
+           "[Exit codes, errors and limits](errors.md).", ""]
+    for parser in commands(build_parser()):
+        parser.formatter_class = functools.partial(parser.formatter_class, width=WIDTH)
+        out += [f"## `{parser.prog}`", "", "```text", parser.format_help().rstrip(), "```", ""]
+    return "\n".join(out)
+
+
+def on_files(files: Files, config) -> Files:  # noqa: ANN001 (MkDocs' config object)
+    files.append(File.generated(config, "cli.md", content=cli_reference()))
+    for page, source in TOP_LEVEL.items():
+        files.append(File.generated(config, page, abs_src_path=str(REPO / source)))
+    return files

@@ -1,0 +1,406 @@
+"""The report page's summary cards: one per trace (its plain sentence, its headline numbers rounded for
+reading with the exact value a click away, a table by certified capacity, its one plot), and one per
+certificate that names no trace.
+
+A card is data first (:class:`Card`: :class:`Number` tiles and :class:`Table` of :class:`Cell`), HTML
+second, so a new figure slots in as one more builder: a tile builder in :data:`TRACE_NUMBERS`, a column in
+one of :data:`TRACE_TABLES`, or a table of its own (an engine's own hits beside the certified optimum,
+:func:`engine_table`; the cost of isolation). Only a certificate that verified
+lends a figure to a card; one that did not is named on the card with why, and what it would have said is
+left to its own section, marked NOT VERIFIED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from pycert.certify.card import Card, Cell, Number, Table, exact_of, pct, rounded, unit_of
+from pycert.core.schema import Certificate, Figure
+from pycert.families.engine.beside import Beside, beside
+
+if TYPE_CHECKING:  # numpy: the page imports the trace engine only when it draws a curve
+    from pycert.analysis.cachesim import HitCurve
+
+ENGINE = "computed by pycert's trace engine"
+
+
+# ---------------------------------------------------------------------------- trace cards
+
+
+@dataclass(frozen=True)
+class Curve:
+    """What pycert's trace engine computed of one trace for its card: the plot, and the curves its tables read."""
+
+    png: bytes
+    lru: HitCurve
+    """The trace's LRU hit counts at every capacity, with its reference and distinct counts."""
+    block_tokens: int | None = None
+    """Tokens per block, as the trace was read (Mooncake's 512); None: unknown (a trace of bare ids)."""
+    lru_tokens: Callable[[int], Fraction] | None = None
+    """LRU's hit rate in tokens at a capacity (a partial block never reused); None: no prompt lengths."""
+    ceiling_tokens: Fraction | None = None
+    """The capacity-free ceiling in tokens (the tokens of references that reuse a full block)."""
+
+
+@dataclass
+class TraceFacts:
+    """What the page knows of one trace: its verified certificates, and the trace engine's curves."""
+
+    name: str
+    sha256: str
+    curve: Curve | None = None
+    ceiling: Certificate | None = None
+    capacity: dict[int, Certificate] = field(default_factory=dict)
+    engines: list[Certificate] = field(default_factory=list)
+    unverified: dict[str, str] = field(default_factory=dict)
+
+    def beside(self) -> list[tuple[Certificate, Beside]]:
+        """Each engine certificate's hits beside the optimum at its capacity, from this trace's verified
+        capacity and ceiling certificates where there are ones (:func:`beside` refuses an engine above it)."""
+        return [(e, beside(e, self.capacity.get(e.parameters.num_blocks), self.ceiling))  # type: ignore[attr-defined]
+                for e in self.engines]
+
+    @property
+    def block_tokens(self) -> int | None:
+        return None if self.curve is None else self.curve.block_tokens
+
+    @property
+    def refs(self) -> int | None:
+        if self.ceiling is not None:
+            return figures(self.ceiling)["refs"].numerator
+        if self.capacity:
+            return figures(next(iter(self.capacity.values())))["refs"].numerator
+        return None if self.curve is None else self.curve.lru.refs
+
+    def best(self) -> tuple[int, str] | None:
+        """The most hits any cache gets, and how that is known."""
+        if self.ceiling is not None:
+            return figures(self.ceiling)["max_hits"].numerator, f"kernel-checked in {self.ceiling.id}"
+        if self.curve is not None:
+            return self.curve.lru.refs - self.curve.lru.distinct, f"{ENGINE}: no ceiling certificate of this trace verified"
+        return None
+
+
+def figures(cert: Certificate) -> dict[str, Figure]:
+    return {f.name: f for f in cert.figures}
+
+
+def optimum(cert: Certificate) -> bool:
+    """Whether a capacity certificate proves its bound attained too (the witness), not the bound alone."""
+    belady = figures(cert).get("belady_hits")
+    return belady is not None and belady.evidence == "kernel-checked"
+
+
+def admitted(cert: Certificate) -> int | None:
+    """The kernel-checked optimum with admission control (a missed block may be left out), when certified."""
+    f = figures(cert).get("admission_hits")
+    return f.numerator if f is not None and f.evidence == "kernel-checked" else None
+
+
+def prefix_reached(cert: Certificate) -> bool:
+    """Whether the certificate proves that a prefix cache reaches the optimum with admission control."""
+    f = figures(cert).get("prefix_cache_hits")
+    return f is not None and f.evidence == "kernel-checked"
+
+
+def _rate_cell(hits: int, refs: int, how: str, unit: str = "block references") -> Cell:
+    value, what = Fraction(hits, refs), "hits of" if unit == "block references" else "of"  # tokens are no hits
+    return Cell(pct(value), f"{hits:,} {what} {refs:,} {unit} = {value.numerator}/{value.denominator}; {how}")
+
+
+def _token_cell(cert: Certificate, name: str, how: str) -> Cell:
+    """A token figure of a certificate over its prompt tokens, with how the figure is known."""
+    figs = figures(cert)
+    if name not in figs or "refs_tokens" not in figs:
+        return Cell("n/a", f"{cert.id} gives no {name} (no prompt lengths, or made before token figures)")
+    f = figs[name]
+    return _rate_cell(f.numerator, figs["refs_tokens"].numerator, f"{how}: {f.known_by}, in {cert.id}", "prompt tokens")
+
+
+def _tokens(facts: TraceFacts, blocks: int) -> str:
+    return "" if facts.block_tokens is None else f" ({blocks * facts.block_tokens:,} tokens)"
+
+
+def _at_capacity(facts: TraceFacts, c: int, cert: Certificate, subject: str, of: str) -> str:
+    refs = figures(cert)["refs"].numerator
+    h, ha = figures(cert)["max_hits"].numerator, admitted(cert)
+    reach = " and one reaches exactly that" if optimum(cert) else ""
+    said = f"with {c:,} blocks{_tokens(facts, c)}, {subject} hits at most {pct(Fraction(h, refs))}{of}{reach}"
+    if ha is None:
+        return said
+    who = "a prefix cache" if prefix_reached(cert) else "one such cache"
+    return f"{said}, while a cache that may leave missed blocks out hits at most {pct(Fraction(ha, refs))}, which {who} reaches"
+
+
+def sentence(facts: TraceFacts) -> str:
+    """The card's claim in one plain sentence: no more than the verified certificates' statements say."""
+    refs = facts.refs
+    parts, subject, of = [], "such a cache", ""
+    if facts.ceiling is not None and refs:
+        hits = figures(facts.ceiling)["max_hits"].numerator
+        parts.append(f"No cache that loads every block it misses, starting empty, hits more than {pct(Fraction(hits, refs))} "
+                     f"of this trace's {refs:,} block references, whatever its size or eviction policy")
+    elif refs:
+        subject, of = "a cache that loads every block it misses, starting empty,", f" of this trace's {refs:,} block references"
+    for c, cert in sorted(facts.capacity.items()):
+        parts.append(_at_capacity(facts, c, cert, subject, of))
+        subject, of = "such a cache", ""
+    if not parts:
+        return ("No certificate of this trace verified: the figures below are computed by pycert's trace engine, "
+                "not proved.")
+    ahead = " (the caches reaching these optima read the trace ahead, as Belady's MIN does)" if any(
+        optimum(c) for c in facts.capacity.values()) else ""
+    said = "; ".join(parts) + ahead + "."
+    return said[0].upper() + said[1:]
+
+
+def _best_number(facts: TraceFacts) -> list[Number]:
+    best, refs = facts.best(), facts.refs
+    if best is None or not refs:
+        return []
+    out = [Number("best hit rate at any cache size", _rate_cell(best[0], refs, best[1]))]
+    if facts.ceiling is not None and "ceiling_tokens" in figures(facts.ceiling):
+        out.append(Number("the same in prompt tokens", _token_cell(facts.ceiling, "max_hits_tokens", "computed")))
+    return out
+
+
+def _first_use_number(facts: TraceFacts) -> list[Number]:
+    if facts.ceiling is not None:
+        distinct, how = figures(facts.ceiling)["distinct"].numerator, f"kernel-checked in {facts.ceiling.id}"
+    elif facts.curve is not None:
+        distinct, how = facts.curve.lru.distinct, ENGINE
+    else:
+        return []
+    refs = facts.refs
+    return [Number("distinct blocks: the first use of each always misses",
+                   Cell(f"{distinct:,}", f"{distinct:,} of {refs:,} block references are first uses "
+                                         f"({pct(Fraction(distinct, refs))}); {how}"))]
+
+
+def _capacity_numbers(facts: TraceFacts) -> list[Number]:
+    out = []
+    for c, cert in sorted(facts.capacity.items()):
+        figs, ha = figures(cert), admitted(cert)
+        if ha is not None:
+            how = "kernel-checked both ways (no cache with admission control does better; one reaches it)"
+            out.append(Number(f"best hit rate with {c:,} blocks{_tokens(facts, c)}",
+                              _rate_cell(ha, figs["refs"].numerator, f"{how}, in {cert.id}")))
+            out.append(Number(f"at most, in prompt tokens, with {c:,} blocks",
+                              _token_cell(cert, "admission_hits_tokens", "block_tokens × the kernel-checked optimum")))
+            continue
+        how = ("kernel-checked both ways (no cache does better; one reaches it)" if optimum(cert)
+               else "kernel-checked upper bound; Belady's MIN reaches it, as computed")
+        out.append(Number(f"best hit rate with {c:,} blocks{_tokens(facts, c)}",
+                          _rate_cell(figs["max_hits"].numerator, figs["refs"].numerator, f"{how}, in {cert.id}")))
+    return out
+
+
+TRACE_NUMBERS: list[Callable[[TraceFacts], list[Number]]] = [_best_number, _capacity_numbers, _first_use_number]
+"""The tiles of a trace card, in order: each builder gives none, one or more."""
+
+
+def _capacity_col(facts: TraceFacts, c: int) -> Cell:
+    return Cell(f"{c:,}")
+
+
+def _tokens_col(facts: TraceFacts, c: int) -> Cell:
+    return Cell("n/a" if facts.block_tokens is None else f"{c * facts.block_tokens:,}")
+
+
+def _lru_col(facts: TraceFacts, c: int) -> Cell:
+    if facts.curve is None:
+        return Cell("n/a", "no curve on this page (--no-curves)")
+    return _rate_cell(facts.curve.lru.hits(c), facts.curve.lru.refs, ENGINE)
+
+
+def _opt_col(facts: TraceFacts, c: int) -> Cell:
+    figs, cert = figures(facts.capacity[c]), facts.capacity[c]
+    how = "kernel-checked both ways" if optimum(cert) else "kernel-checked upper bound"
+    return _rate_cell(figs["max_hits"].numerator, figs["refs"].numerator, f"{how} in {cert.id}")
+
+
+def _admission_col(facts: TraceFacts, c: int) -> Cell:
+    cert = facts.capacity[c]
+    if (ha := admitted(cert)) is None:
+        return Cell("n/a", f"{cert.id} certifies no optimum with admission control (a trace checked in pieces, or "
+                           "made before the model)")
+    reached = "; a prefix cache reaches it (kernel-checked)" if prefix_reached(cert) else ""
+    return _rate_cell(ha, figures(cert)["refs"].numerator, f"kernel-checked both ways in {cert.id}{reached}")
+
+
+def _points(gap: Fraction, how: str) -> Cell:
+    return Cell(f"{100 * float(gap):.2f}", f"{how} = {gap} of the references")
+
+
+def _policy_col(facts: TraceFacts, c: int) -> Cell:
+    if facts.curve is None:
+        return Cell("n/a")
+    gap = Fraction(figures(facts.capacity[c])["max_hits"].numerator - facts.curve.lru.hits(c), facts.curve.lru.refs)
+    return _points(gap, f"best at {c:,} blocks, storing every miss (kernel-checked) - LRU ({ENGINE})")
+
+
+def _admission_gain_col(facts: TraceFacts, c: int) -> Cell:
+    cert = facts.capacity[c]
+    if (ha := admitted(cert)) is None:
+        return Cell("n/a")
+    figs = figures(cert)
+    return _points(Fraction(ha - figs["max_hits"].numerator, figs["refs"].numerator),
+                   "best with admission control - best storing every miss (both kernel-checked)")
+
+
+def _tier_col(facts: TraceFacts, c: int) -> Cell:
+    best = facts.best()
+    if best is None:
+        return Cell("n/a")
+    cert = facts.capacity[c]
+    figs, ha = figures(cert), admitted(cert)
+    if ha is None:  # without the admission optimum, what a tier alone wins is not separated from admission's part
+        return _points(Fraction(best[0] - figs["max_hits"].numerator, figs["refs"].numerator),
+                       f"best at any size ({best[1]}) - best at {c:,} blocks storing every miss (kernel-checked); "
+                       "admission control may win part of it")
+    return _points(Fraction(best[0] - ha, figs["refs"].numerator),
+                   f"best at any size ({best[1]}) - best at {c:,} blocks with admission control (kernel-checked)")
+
+
+def _lru_tokens_col(facts: TraceFacts, c: int) -> Cell:
+    if facts.curve is None or facts.curve.lru_tokens is None:
+        return Cell("n/a", "no curve on this page (--no-curves), or no prompt lengths")
+    rate = facts.curve.lru_tokens(c)
+    return Cell(pct(rate), f"{rate.numerator}/{rate.denominator} of the prompt tokens; {ENGINE} (a partial block is "
+                           "never reused, as in vLLM)")
+
+
+def _max_tokens_col(facts: TraceFacts, c: int) -> Cell:
+    return _token_cell(facts.capacity[c], "max_hits_tokens", "block_tokens × the kernel-checked optimum, an upper bound")
+
+
+def _admission_tokens_col(facts: TraceFacts, c: int) -> Cell:
+    return _token_cell(facts.capacity[c], "admission_hits_tokens", "block_tokens × the kernel-checked optimum, "
+                                                                   "an upper bound")
+
+
+def _prefix_tokens_col(facts: TraceFacts, c: int) -> Cell:
+    return _token_cell(facts.capacity[c], "prefix_cache_hits_tokens", "the full blocks the prefix cache hits")
+
+
+Column = tuple[str, Callable[[TraceFacts, int], Cell]]
+BLOCK_COLUMNS: list[Column] = [
+    ("capacity (blocks)", _capacity_col), ("capacity (tokens)", _tokens_col), ("LRU hit rate (%)", _lru_col),
+    ("best, storing every miss (%)", _opt_col), ("best with admission control (%)", _admission_col),
+    ("a better eviction policy can win (points)", _policy_col), ("admission control adds (points)", _admission_gain_col),
+    ("only another tier can win (points)", _tier_col)]
+TOKEN_COLUMNS: list[Column] = [
+    ("capacity (blocks)", _capacity_col), ("LRU (% of tokens)", _lru_tokens_col),
+    ("storing every miss, at most (% of tokens)", _max_tokens_col),
+    ("with admission control, at most (% of tokens)", _admission_tokens_col),
+    ("the prefix cache reaching the optimum (% of tokens)", _prefix_tokens_col)]
+TRACE_TABLES: list[tuple[str, list[Column]]] = [
+    ("Hit rates in block references: what the kernel checks", BLOCK_COLUMNS),
+    ("The same in prompt tokens, the unit vLLM and SGLang report (derived or computed, not kernel-checked)",
+     TOKEN_COLUMNS)]
+"""The tables of a trace card, one row per certified capacity: a caption, then each column's header (with
+its unit) and cell. A table whose every cell past the capacity is n/a (a trace without prompt lengths) is
+left out."""
+
+
+def _table(facts: TraceFacts, caption: str, columns: list[Column]) -> Table:
+    rows = [[cell(facts, c) for _, cell in columns] for c in sorted(facts.capacity)]
+    rows = rows if any(r.shown != "n/a" for row in rows for r in row[1:]) else []
+    return Table(caption, [h for h, _ in columns], rows)
+
+
+MEASURED = "observed: the engine's own prefix-cache count, measured, not kernel-checked"
+
+
+def _count_cell(n: int | None, of: int | None, unit: str, how: str, bound: bool = False) -> Cell:
+    """A count with its share, e.g. "1,460 (27.35%)"; the exact fraction and how it is known a click away
+    (``how`` says why there is none, for a count that is None)."""
+    if not of:
+        return Cell("n/a", "the trace gives no prompt lengths")
+    if n is None:
+        return Cell("n/a", how)
+    value, at_most = Fraction(n, of), "at most " if bound else ""
+    return Cell(f"{at_most}{n:,} ({pct(value)})", f"{at_most}{n:,} of {of:,} {unit} = {value.numerator}/"
+                                                   f"{value.denominator}; {how}")
+
+
+def engine_table(pairs: list[tuple[Certificate, Beside]]) -> Table:
+    """A row per engine certificate of the trace: what the engine hit beside LRU and the optimum at its
+    capacity, in blocks and in the trace's prompt tokens, each cell saying how it is known."""
+    rows = []
+    for cert, s in pairs:
+        p = cert.parameters
+        engine = Cell(str(getattr(p, "engine", cert.id)), f"{getattr(p, 'engine_version', '')}; "
+                      f"{getattr(p, 'model', '')} on {getattr(p, 'device', '')}; its cache {s.capacity_blocks:,} blocks of "
+                      f"{getattr(p, 'block_tokens', '?')} tokens, one a block of the trace; {cert.id}")
+        reached = Fraction(s.engine_hits, s.optimum) if s.optimum else None
+        rows.append([
+            Cell(f"{s.capacity_blocks:,}"), engine,
+            _count_cell(s.engine_hits, s.refs, "block references", f"{MEASURED}, in {cert.id}"),
+            _count_cell(s.engine_tokens, s.refs_tokens, "prompt tokens", f"{MEASURED}, in {cert.id}"),
+            _count_cell(s.lru_hits, s.refs, "block references", f"computed by pycert, in {cert.id}"),
+            _count_cell(s.optimum, s.refs, "block references", s.optimum_known),
+            _count_cell(s.optimum_tokens, s.refs_tokens, "prompt tokens",
+                        "the trace's block size × the kernel-checked optimum, an upper bound" if s.sentence else
+                        f"no bound in tokens: {s.why_no_sentence}", bound=True),
+            Cell("n/a") if reached is None else Cell(pct(reached), f"{s.engine_hits:,} of {s.optimum:,} hits: the "
+                                                                   f"engine's (measured) over the optimum's ({s.optimum_known})")])
+    return Table("A real engine at a capacity: its own prefix-cache hits (measured, not kernel-checked) beside "
+                 "the certified optimum", ["capacity (blocks)", "engine (name)", "the engine hit (blocks)",
+                                          "the engine hit (prompt tokens)", "LRU (blocks)",
+                                          "the optimum (blocks)", "the optimum (prompt tokens)",
+                                          "the engine reached (% of the optimum)"], rows)
+
+
+def trace_card(facts: TraceFacts, anchor: str) -> Card:
+    refs = facts.refs
+    meta = f"sha256 {facts.sha256[:16]}…"
+    if refs:
+        meta = f"{refs:,} block references" + (f" of {facts.block_tokens:,} tokens" if facts.block_tokens else "") + \
+            f", {meta}"
+    certs = [c.id for c in ([facts.ceiling] if facts.ceiling else []) + [facts.capacity[k] for k in sorted(facts.capacity)]
+             + facts.engines]
+    engines = facts.beside()
+    return Card(anchor=anchor, title=f"Trace {facts.name}", meta=meta, sentence=sentence(facts),
+                numbers=[n for build in TRACE_NUMBERS for n in build(facts)],
+                tables=[_table(facts, caption, columns) for caption, columns in TRACE_TABLES] + [engine_table(engines)],
+                notes=[f"Measured, not kernel-checked: {s.sentence}." if s.sentence else s.said() for _, s in engines],
+                figure=None if facts.curve is None else facts.curve.png,
+                figure_alt=f"Hit rate against cache capacity, {facts.name}: LRU, Belady's MIN, the ceiling, every "
+                           "certified capacity" + (" and every engine's own hits" if engines else ""),
+                certificates=certs, unverified=facts.unverified)
+
+
+# ---------------------------------------------------------------------------- certificates without a trace
+
+TITLES = {"isolation": "Isolation floor", "first-touch": "First-touch reuse", "pooling": "Pooled against per-instance "
+          "caching", "leak": "Cross-tenant leak on a real engine", "leak-audit": "A live endpoint audited for cross-tenant reuse"}
+
+
+HEADLINES = {"isolation": ("bits_floor", "single_owner_bits", "states_floor"), "first-touch": ("served", "cut"),
+             "pooling": ("pooled_misses", "per_instance_misses", "free_routing_misses", "pooled_hit_rate",
+                         "per_instance_hit_rate"),
+             "leak": ("unsalted_cross_hits", "keyed_cross_hits", "keyed_own_hits", "attacker_unkeyed_hits",
+                      "attacker_keyed_hits", "residual_rate_upper"),
+             "leak-audit": ("cross_detected", "cross_cached_hits", "cross_samples", "cross_rate_upper", "cross_p_value",
+                            "power", "own_cached_hits", "smallest_prefix_detected")}
+"""The figures a card shows as tiles, per family (the certificate's own section has them all); a family not
+named here shows its first eight."""
+
+
+def certificate_card(cert: Certificate, why_not: str | None) -> Card:
+    """The card of a certificate that names no trace: its claim, and its headline figures as tiles with units."""
+    figs = figures(cert)
+    chosen = [figs[n] for n in HEADLINES[cert.family] if n in figs] if cert.family in HEADLINES else cert.figures[:8]
+    tiles = [Number(f"{f.name.replace('_', ' ')} ({unit})" if (unit := unit_of(f)) else f.name.replace("_", " "),
+                    Cell(rounded(f), f"{exact_of(f)}; {f.evidence}: {f.known_by}" if f.known_by else exact_of(f)))
+             for f in chosen]
+    said = cert.claim if why_not is None else "This certificate did not verify when this page was made: what it " \
+        "claims is in its own section below, unchecked."
+    return Card(anchor=f"card-{cert.id}", title=TITLES.get(cert.family, cert.family), meta=f"certificate {cert.id}",
+                sentence=said, numbers=tiles if why_not is None else [],
+                certificates=[cert.id] if why_not is None else [],
+                unverified={} if why_not is None else {cert.id: why_not})

@@ -1,0 +1,96 @@
+"""The report page's trace card puts an engine's own hits beside the certified optimum: in blocks and in
+the trace's tokens, marked as measured, not kernel-checked, from the committed engine certificate and
+its capacity companion (no Lean: the page verifies them offline)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from pycert.certify import report
+from pycert.certify.card import pct
+from pycert.certify.manifest import MANIFEST_NAME
+from pycert.cli import main
+from tests.conftest import REPO
+
+ENGINE = "engine-synthetic-seed0-c128-b16-seed0"
+CAPACITY = "capacity-synthetic-seed0-c128"
+
+
+def _synthetic_only(into: Path, drop: Sequence[str] = ()) -> Path:
+    """The committed certificates of the embedded synthetic trace (its trace and the engine's log are in
+    ``inputs/``), the others and ``drop`` removed, from the manifest too."""
+    shutil.copytree(REPO / "certificates", into, ignore=shutil.ignore_patterns("derived", "runs"))
+    for cert in into.glob("*.json"):
+        if "synthetic-seed0" not in cert.stem or cert.stem in drop:
+            cert.unlink()
+    manifest = into / MANIFEST_NAME
+    kept = [line for line in manifest.read_text().splitlines() if (into / line.split(maxsplit=1)[1]).is_file()]
+    manifest.write_text("".join(f"{line}\n" for line in kept))
+    return into
+
+
+def _figures(path: Path) -> dict[str, int]:
+    return {f["name"]: f["numerator"] for f in json.loads(path.read_text())["figures"] if f["denominator"] == 1}
+
+
+def _engine_row(page: str) -> list[tuple[str, str]]:
+    table = re.search(r'<table class="capacities"><caption>A real engine.*?</table>', page, re.S)
+    assert table is not None, "no engine table on the page"
+    [row] = re.findall(r"<tr><td>.*?</tr>", table.group(0))
+    return re.findall(r"<summary>([^<]*)</summary><span>([^<]*)</span>", row)
+
+
+def test_the_trace_card_shows_the_engine_beside_the_kernel_checked_optimum(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    certs = _synthetic_only(tmp_path / "certs")
+    marked: dict[str, list[tuple[int, int]]] = {}
+    real = report.curve_png
+
+    def spy(*args: object, observed: Sequence[tuple[int, int]] = (), **kw: object) -> report.Curve:
+        marked[str(args[2])] = list(observed)
+        return real(*args, observed=observed, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(report, "curve_png", spy)
+    out = tmp_path / "r.html"
+    assert main(["report", "--certs", str(certs), "--out", str(out)]) == 0
+    page = out.read_text()
+    e, c = _figures(certs / f"{ENGINE}.json"), _figures(certs / f"{CAPACITY}.json")
+    refs, tokens = e["refs"], e["refs_tokens"]
+    assert marked == {"inputs/synthetic-seed0.jsonl": [(128, e["engine_hits"])]}  # one plot, the engine marked on it
+
+    engine, engine_hits, engine_tokens, lru, optimum, optimum_tokens, share = _engine_row(page)
+    assert engine[0] == "transformers continuous batching" and engine[1].endswith(ENGINE)
+    hits = e["engine_hits"]
+    assert engine_hits[0] == f"{hits:,} ({pct(Fraction(hits, refs))})"
+    assert engine_tokens[0] == f"{e['engine_hits_tokens']:,} ({pct(Fraction(e['engine_hits_tokens'], tokens))})"
+    for cell in (engine_hits, engine_tokens):
+        assert "observed" in cell[1] and "measured, not kernel-checked" in cell[1] and cell[1].endswith(ENGINE)
+    assert lru[0] == f"{e['lru_hits']:,} ({pct(Fraction(e['lru_hits'], refs))})" and "computed by pycert" in lru[1]
+    # the optimum is the capacity certificate's kernel-checked one (with admission control), not the engine's own
+    assert optimum[0] == f"{c['admission_hits']:,} ({pct(Fraction(c['admission_hits'], refs))})"
+    assert optimum[1].endswith(f"kernel-checked in {CAPACITY}")
+    assert optimum_tokens[0].startswith(f"at most {c['admission_hits_tokens']:,} (")
+    assert share[0] == pct(Fraction(hits, c["admission_hits"]))
+    assert f"Measured, not kernel-checked: the engine reached {hits:,} of the {c['admission_hits']:,} hits any " \
+           "cache of 128 blocks that starts empty" in page
+
+
+def test_without_its_capacity_certificate_the_optimum_is_computed_and_no_sentence_is_made(tmp_path: Path) -> None:
+    certs = _synthetic_only(tmp_path / "certs", drop=[CAPACITY])
+    out = tmp_path / "r.html"
+    assert main(["report", "--certs", str(certs), "--out", str(out), "--no-curves"]) == 0
+    page, e = out.read_text(), _figures(certs / f"{ENGINE}.json")
+    *_, optimum, optimum_tokens, share = _engine_row(page)
+    assert optimum[0].startswith(f"{e['admission_hits']:,} (") and "computed by pycert" in optimum[1]
+    assert "kernel-checked" not in optimum[1] + share[1]
+    assert optimum_tokens == ("n/a", "no bound in tokens: no verified capacity certificate of synthetic-seed0.jsonl "
+                                     "at 128 blocks")
+    assert "No sentence: no verified capacity certificate of synthetic-seed0.jsonl at 128 blocks." in page
+    assert "Measured, not kernel-checked: the engine reached" not in page
