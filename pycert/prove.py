@@ -138,8 +138,8 @@ def kernel(run: Run) -> tuple[StageStatus, str]:
     probe = run.stage_dir / ".probe" / f"{STATEMENTS_MODULE}.lean"
     probe.parent.mkdir(parents=True, exist_ok=True)
     probe.write_text(probe_source(run.library_theorems()), encoding="utf-8")
-    res = build.build(library=library_dir(), files=[*files, probe], backend=run.backend, timeout=run.timeout, batch=True,
-                      progress=lambda m: run.say("  " + m))
+    res = build.build(library=library_dir(), files=[*files, probe], backend=run.backend, timeout=run.timeout,
+                      batch=True, progress=lambda m: run.say("  " + m))
     run.built = res
     by_file = {Path(r.file).resolve(): r for r in res.results}
     for p in run.prepared:
