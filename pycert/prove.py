@@ -35,8 +35,8 @@ from pycert.certify.provenance import certificate_provenance, collect, write_run
 from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import publish_files
-from pycert.core.gate import confined
-from pycert.core.memo import code_sha256, memo
+from pycert.core.gate import confined, entries
+from pycert.core.memo import code_sha256, memo, session
 from pycert.core.resources import default_certificate_dir, library_dir
 from pycert.core.schema import AuditInfo, BackendInfo, Certificate, TheoremStatement, declared_inputs
 from pycert.families.base import Options, Prepared, Producer, Progress, Setting
@@ -133,7 +133,7 @@ def prepare(producer: Producer, options: Options) -> StageFn:
 def kernel(run: Run) -> tuple[StageStatus, str]:
     """One build: the library, every instance file and the statement probe, in one dependency graph."""
     run.unchecked.update({p.id: p.unchecked for p in run.prepared if p.unchecked})
-    # a module may state several certificates' headlines (a dataset's rows): built once
+    # a module may state several certificates' headlines (a curve's capacities, a dataset's rows): built once
     files = list(dict.fromkeys(f for p in run.prepared if p.lean_file is not None for f in [*p.parts, p.lean_file]))
     probe = run.stage_dir / ".probe" / f"{STATEMENTS_MODULE}.lean"
     probe.parent.mkdir(parents=True, exist_ok=True)
@@ -239,9 +239,12 @@ def pin_statements(run: Run) -> tuple[StageStatus, str]:
     names = run.library_theorems() + run.headlines()
     signatures = library_signatures(library_dir())
     printed = printed_statements(run.built, run.library_theorems())
+    read: set[Path] = set()
     for p in run.prepared:
         if p.lean_file is not None and p.instance is not None:
-            signatures.update(theorem_signatures(p.lean_file.read_text(encoding="utf-8")))
+            if p.lean_file not in read:  # once per file: a curve's certificates share one
+                read.add(p.lean_file)
+                signatures.update(theorem_signatures(p.lean_file.read_text(encoding="utf-8")))
             if r := run.built.by_module().get(p.instance.module):
                 printed.update(printed_headline(r, p.instance.headline))
     digests = run.audit.type_sha256
@@ -257,11 +260,15 @@ def pin_statements(run: Run) -> tuple[StageStatus, str]:
 def replaced_parts(certs: list[Certificate], out_dir: Path) -> list[Path]:
     """The Lean files derived from a trace that an earlier certificate of the same id in ``out_dir``
     names and its replacement does not (a trace re-proved in fewer pieces or shards): left behind, they
-    would look like part of the new certificate. Only plain ``lean/…/*.lean`` paths are taken from the
+    would look like part of the new certificate. A file another certificate of ``out_dir`` still names
+    stays (the capacities of a curve share one). Only plain ``lean/…/*.lean`` paths are taken from the
     old file, which may be anyone's."""
     out = []
+    keep = {i.path for cert in certs for i in cert.inputs}
+    replaced = {cert.filename for cert in certs}
+    for other in (e.name for e in (entries(out_dir, ".json") if out_dir.is_dir() else []) if e.name not in replaced):
+        keep |= {str(i.get("path")) for i in declared_inputs(out_dir / other) or []}
     for cert in certs:
-        keep = {i.path for i in cert.inputs}
         for old in declared_inputs(out_dir / cert.filename) or []:
             path = PurePosixPath(old["path"])
             if (old.get("role") == "lean" and old.get("derived_from") and old["path"] not in keep
@@ -367,7 +374,8 @@ def prove(jobs: list[tuple[Producer, Options]], *, backend: str | None = None, o
     try:
         for producer, options in jobs:
             producer.check(run.setting(options))
-        done = run_stages(run, stages(jobs))
+        with session():  # what several certificates derive alike (a curve's instance file) is computed once
+            done = run_stages(run, stages(jobs))
     finally:  # Ctrl-C too: nothing of a run that did not publish is left
         shutil.rmtree(stage_dir, ignore_errors=True)
     record.written, record.stages = run.written, [s.model_dump() for s in done]

@@ -51,7 +51,8 @@ def test_schema_names_its_id_and_one_shape_per_family() -> None:
     assert schema["discriminator"]["propertyName"] == "family"
     assert set(schema["discriminator"]["mapping"]) == set(FAMILIES) == {"isolation", "ceiling", "capacity", "pooling", "first-touch",
                                                                            "first-touch-ramp", "first-touch-trace",
-                                                                           "leak", "leak-audit", "engine"}
+                                                                           "leak", "leak-audit", "engine",
+                                                                           "isolation-cost"}
     for name, ref in schema["discriminator"]["mapping"].items():
         shape = schema["$defs"][ref.rsplit("/", 1)[-1]]
         assert set(shape["required"]) >= {"id", "family", "claim", "theorems", "parameters", "figures", "backend",

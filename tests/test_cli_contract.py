@@ -281,6 +281,38 @@ def test_json_errors_name_where_never_null(tmp_path: Path, capsys, monkeypatch) 
     assert rc == 130 and json.loads(out)["where"] == "pycert trace stats" and one_line(err) == "pycert: interrupted"
 
 
+@pytest.mark.parametrize("trace, flags, needles", [
+    ("plain", [], ["plain.jsonl", "names no tenants", "--tenants T --tenant-rule"]),  # no tenants and no rule
+    ("plain", ["--tenants", "0"], ["--tenants", "must be between 1 and 65,536"]),
+    ("plain", ["--tenants", "9" * 40], ["--tenants", "must be between 1 and 65,536"]),
+    ("plain", ["--tenant-rule", "round-robin"], ["--tenant-rule", "give --tenants T"]),
+    ("plain", ["--tenant-rule", "prefix:0", "--tenants", "2"], ["--tenant-rule", "prefix:K"]),
+    ("plain", ["--tenant-rule", "owner", "--tenants", "2"], ["--tenant-rule", "field, round-robin or prefix:K"]),
+    ("tenants", ["--tenants", "2"], ["--tenants", "names its own tenants"]),
+    ("tenants", ["--capacity-blocks", "0"], ["--capacity-blocks", "must be between 1 and"]),
+    ("tenants", ["--capacity-blocks", "9" * 30], ["--capacity-blocks", "must be between 1 and"]),
+    ("tenants", ["--shard-refs", "100"], ["--shard-refs", "no pieces"]),
+    ("ids", ["--tenant-rule", "round-robin", "--tenants", "2"], ["t.ids", "has no requests"]),
+])
+def test_isolation_cost_refuses_bad_input_in_one_line(tmp_path: Path, capsys, trace: str, flags: list[str],
+                                                      needles: list[str]) -> None:
+    """No tenants and no rule, an absurd T or C, a rule without its T, a trace without requests: one line, exit 2,
+    before any Lean runs, and nothing left in --out."""
+    (tmp_path / "plain.jsonl").write_text(json.dumps(GOOD) + "\n")
+    (tmp_path / "tenants.jsonl").write_text(json.dumps({**GOOD, "tenant": "a"}) + "\n")
+    (tmp_path / "t.ids").write_text("1\n2\n1\n")
+    name = {"plain": "plain.jsonl", "tenants": "tenants.jsonl", "ids": "t.ids"}[trace]
+    argv = ["prove", "isolation-cost", "--trace", str(tmp_path / name), "--out", str(tmp_path / "out")]
+    argv += flags if "--capacity-blocks" in flags else ["--capacity-blocks", "4", *flags]
+    rc, out, err = cli(capsys, *argv)  # an error met reading the trace follows the run's progress lines
+    assert rc == 2 and "Traceback" not in err and all(n in err.splitlines()[-1] for n in needles), err
+    rc, out, err = cli(capsys, *argv, "--json")
+    assert rc == 2 and json.loads(out)["exit"] == 2 and all(n in one_line(err) for n in needles), (out, err)
+    assert not (tmp_path / "out").exists()
+    expect_error(capsys, ["prove", "isolation-cost", "--trace", str(tmp_path / "tenants.jsonl"), "--out",
+                          str(tmp_path / "out")], 2, "give the capacities")
+
+
 def test_mooncake_with_bom_and_crlf_is_detected(tmp_path: Path, capsys) -> None:
     plain, bom = tmp_path / "plain.jsonl", tmp_path / "bom.jsonl"
     plain.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD) + "\n")

@@ -99,11 +99,11 @@ def test_prove_names_what_it_left_alone_and_the_command_that_would_prove_it(
 
 
 def test_make_prove_names_the_committed_mooncake_certificates_it_leaves_alone() -> None:
-    """``make prove`` is ``pycert prove all`` without the Mooncake traces or a capacity: it says which five it
-    did not prove again (their ceilings, and each trace at 128 blocks, the embedded one included: the engine
-    certificate's companion), and the command that would (the traces where the README's Data section keeps
-    them, each named once, the embedded one by its path since a --trace replaces the default, and the
-    capacity)."""
+    """``make prove`` is ``pycert prove all`` without the Mooncake traces, a capacity or a tenant map: it says
+    which eight it did not prove again (their ceilings, and each trace at 128 blocks, the embedded one included:
+    the engine certificate's companion, with and without a per-tenant salt), and the command that would (the
+    traces where the README's Data section keeps them, each named once, the embedded one by its path since a
+    --trace replaces the default, the capacity and the tenant map)."""
     out = REPO / "certificates"
     written = [out / n for n in ("first-touch-c256-n4000.json", "isolation-t8-n1024.json", "pooling-committed.json",
                                  "ceiling-synthetic-seed0.json", "leak-transformers-cpu-k299-seed0.json",
@@ -111,12 +111,14 @@ def test_make_prove_names_the_committed_mooncake_certificates_it_leaves_alone() 
     steps = next_steps(written, out, [])
     assert steps.left_alone == ["capacity-conversation-trace-c128.json", "capacity-synthetic-seed0-c128.json",
                                 "capacity-synthetic-trace-c128.json", "ceiling-conversation-trace.json",
-                                "ceiling-synthetic-trace.json"]
+                                "ceiling-synthetic-trace.json", "isolation-cost-conversation-trace-prefix2-t8-c128.json",
+                                "isolation-cost-synthetic-seed0-prefix2-t8-c128.json",
+                                "isolation-cost-synthetic-trace-prefix2-t8-c128.json"]
     traces = [hints.shown(SHARED_TRACES / n) if (SHARED_TRACES / n).is_file() else f"PATH/{n}"
               for n in ("conversation_trace.jsonl", "synthetic_trace.jsonl")]
     embedded = hints.shown(out / "inputs" / "synthetic-seed0.jsonl")
     assert steps.prove_again == (f"pycert prove all --trace {embedded} --trace {traces[0]} --trace {traces[1]} "
-                                 f"--capacity-blocks 128 --out {hints.shown(out)}")
+                                 f"--capacity-blocks 128 --tenants 8 --tenant-rule prefix:2 --out {hints.shown(out)}")
     ceilings = [out / n for n in steps.left_alone if n.startswith("ceiling-")]
     assert hints.prove_command(ceilings, out) == (f"pycert prove ceiling --trace {traces[0]} --trace {traces[1]} "
                                                   f"--out {hints.shown(out)}")

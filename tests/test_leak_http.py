@@ -430,3 +430,23 @@ def test_an_audit_log_longer_than_its_plan_is_refused_before_its_lines_are_read(
     data = leaklog.render_lines(log.header, [*log.requests, log.requests[0]])
     with pytest.raises(InputError, match="13 request lines where the header plans 12"):
         leaklog.parse_lines(data, "a.jsonl", AuditHeader, type(log.requests[0]), "an audit log")
+
+
+def test_a_servers_answers_are_read_bounded() -> None:
+    """A server under audit is data: a body past 1 MiB, an event line past 1 MiB and a stream without end
+    are refused with one line, after reading at most one limit's worth (a 3 GB /v1/models body was a
+    MemoryError traceback)."""
+    import io
+
+    from pycert.leak.wire import MAX_EVENTS, MAX_RESPONSE_BYTES, body, events, read_stream
+
+    assert body(io.BytesIO(b'{"data": []}'), "u") == b'{"data": []}'
+    huge = io.BytesIO(b" " * (MAX_RESPONSE_BYTES + 10))
+    with pytest.raises(InputError, match="longer than 1,048,576 bytes"):
+        body(huge, "u")
+    assert huge.tell() == MAX_RESPONSE_BYTES + 1
+    with pytest.raises(InputError, match="stream event longer"):
+        read_stream(events(io.BytesIO(b"x" * (MAX_RESPONSE_BYTES + 1))))
+    with pytest.raises(InputError, match="more than 4,096 lines"):
+        read_stream(events(io.BytesIO(b": keep-alive\n" * (MAX_EVENTS + 1))))
+    assert read_stream(events(io.BytesIO(b"data: [DONE]\n"))) == (None, None)

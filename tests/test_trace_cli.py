@@ -231,6 +231,16 @@ def test_plot_writes_the_format_its_name_says(tmp_path: Path, capsys: pytest.Cap
         assert err.count("\n") == 1 and "must end in .png, .svg, .pdf" in err and "-o/--output" in err
 
 
+def test_a_trace_named_like_mathtext_is_plotted_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """matplotlib parses ``$...$`` in a title as mathtext: a trace (or a stranger's certificate's trace)
+    named ``t$x^^y$`` was a ParseSyntaxException traceback in ``trace plot`` and ``report``."""
+    trace = tmp_path / "t$x^^y$.txt"
+    trace.write_text("".join(f"{i % 7}\n" for i in range(50)))
+    svg = tmp_path / "p.svg"
+    run_json(capsys, "plot", str(trace), "-o", str(svg), "--points", "0")
+    assert b"<svg" in svg.read_bytes()[:2000]
+
+
 def test_csv_gives_the_figures_of_json(capsys: pytest.CaptureFixture[str]) -> None:
     import csv
 

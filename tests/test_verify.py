@@ -547,7 +547,7 @@ COMMITTED = sorted((REPO / "certificates").glob("*.json"))
 def test_committed_certificates_cover_every_family() -> None:
     families = {json.loads(p.read_text())["family"] for p in COMMITTED}
     assert families == set(FAMILIES) == {"isolation", "first-touch", "ceiling", "capacity", "pooling", "leak",
-                                                  "leak-audit", "engine"}, families
+                                                  "leak-audit", "engine", "isolation-cost"}, families
 
 
 def needs_shared(path: Path) -> bool:

@@ -239,24 +239,21 @@ public theorem ends_spec {r : List Nat} {M : Nat} {W : List Nat} {same s e : Nat
   exact ⟨hsq, hi, ei, gap⟩
 
 
-/-- **The optimum on a whole trace.** The checks of `Pycert.SortedTrace.bounded_of_checks` give
+/-- **The optimum on a whole trace, from what the sort says.** With the references of `r` sitting as
+`Adjacent` and `Linked` say, the checks of `Pycert.SortedTrace.bounded_of_checks` give
 `Bounded`; with a witness `s`, `e` (`witnessOK`), the running counts `AS` and `AE` of its starts and
 ends (`cutsOK`), `AS(t) ≤ AE(t + 1) + (C - 1)` at every step (`coverOK`) and `AS(N) = H` starts, some
 policy of capacity `C ≥ 1` hits exactly `H` times: `Optimum`. It says nothing of caches outside the
 model of `Pycert.Cache`, and the policy that reaches `H` reads the whole trace (it is offline). -/
-public theorem optimum_of_checks {w n X K wt D S f M wx : Nat} {net0 rot : List (Nat × Nat)} {W : List Nat}
+public theorem optimum_of_facts {r : List Nat} {n M : Nat} {W : List Nat}
     {same c s e : Nat} {A AS AE : List Nat} {F m C H : Nat}
-    (hck : traceOK w n X K wt D S = true) (hf : w + 1 = 2 ^ f) (hn : n ≤ 2 ^ M) (hD : D < 2 ^ wx) (hwx : wx ≤ 2 ^ f)
-    (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
-    (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
-    (hs : sortOK f M n wx X rot W same = true)
+    (hlen : r.length = n) (hn : n ≤ 2 ^ M) (hadj : Adjacent r (2 ^ M) (net M W) same) (hlink : Linked r M W same)
     (hcut : cutsOK n A c = true) (hflags : popcount M (flags M W same c A) = F) (hm : val A n = m)
     (hH : (C - 1) * m + F ≤ H) (hC : 1 ≤ C)
     (hw : witnessOK M W same s e = true) (hAS : cutsOK n AS s = true) (hAE : cutsOK n AE e = true)
     (hcov : coverOK n (C - 1) AS AE = true) (hh : val AS n = H) :
-    Optimum (decode w n X wt D S net0) n C H := by
-  have hlen := (decode_facts net0 hck).1
-  have hb := bounded_of_checks hlen (adjacent_of_sortOK hck hf hn hD hwx hpairs hrot hs) hcut hflags hm hH
+    Optimum r n C H := by
+  have hb := bounded_of_checks hlen hadj hcut hflags hm hH
   unfold witnessOK at hw
   rw [and_bool] at hw
   have w1 := Nat.eq_of_beq_eq_true hw.1
@@ -283,36 +280,35 @@ public theorem optimum_of_checks {w n X K wt D S f M wx : Nat} {net0 rot : List 
     rw [Nat.testBit_shiftLeft, testBit_routeP] at this
     simp only [Bool.and_eq_true, decide_eq_true_eq] at this
     exact this
-  have link := fun {p : Nat} (h : same.testBit p = true) =>
-    linked_of_sortOK (net0 := net0) (D := D) (K := K) (wt := wt) (S := S) hck hf hD hwx hpairs hrot hs h
+  have link := fun {p : Nat} (h : same.testBit p = true) => hlink p h
   refine optimum_of hC hb (fun i => s.testBit i = true) (fun i hi si => ?_) (fun t ht => ?_) ?_
   · -- every start has a later reference to its block
     rw [hlen] at hi ⊢
     have hq := unperm_lt (net M W) (Nat.lt_of_lt_of_le hi hn)
-    obtain ⟨_, _, hord, hreal, hnth⟩ := link (fwd _ hq (by rw [perm_unperm]; exact si))
+    obtain ⟨_, hord, hreal, hnth⟩ := link (fwd _ hq (by rw [perm_unperm]; exact si))
     rw [Nat.add_sub_cancel, perm_unperm] at hord hnth
-    exact ⟨_, hord, hreal, hnth.symm⟩
+    exact ⟨_, hord, by omega, hnth.symm⟩
   · -- at most `C - 1` pairs are open at every step
     dsimp only
     rw [hlen] at ht ⊢
     have cS := val_A_count hAS t (Nat.le_of_lt ht)
     have cE := val_A_count hAE (t + 1) ht
     have cov := cover_spec hcov t ht
-    have split := count_split (fun i => s.testBit i = true ∧ i < t) (fun i => Open (decode w n X wt D S net0) i t) n
-    have a1 : count (fun i => s.testBit i = true ∧ Open (decode w n X wt D S net0) i t) n =
-        count (fun i => (s.testBit i = true ∧ i < t) ∧ Open (decode w n X wt D S net0) i t) n :=
+    have split := count_split (fun i => s.testBit i = true ∧ i < t) (fun i => Open (r) i t) n
+    have a1 : count (fun i => s.testBit i = true ∧ Open (r) i t) n =
+        count (fun i => (s.testBit i = true ∧ i < t) ∧ Open (r) i t) n :=
       count_congr fun i _ => ⟨fun ⟨a, b⟩ => ⟨⟨a, b.1⟩, b⟩, fun ⟨⟨a, _⟩, b⟩ => ⟨a, b⟩⟩
     have a2 : count (fun i => s.testBit i = true ∧ i < t) n = count (fun i => s.testBit i = true) t := by
       rw [count_stop (m := t) (Nat.le_of_lt ht) (fun j hj h => by omega)]
       exact count_congr fun i hi => ⟨fun h => h.1, fun h => ⟨h, hi⟩⟩
     have a3 : count (fun j => e.testBit j = true) (t + 1) ≤
-        count (fun i => (s.testBit i = true ∧ i < t) ∧ ¬ Open (decode w n X wt D S net0) i t) n := by
+        count (fun i => (s.testBit i = true ∧ i < t) ∧ ¬ Open (r) i t) n := by
       refine count_le_count _ _ (fun j => perm (2 ^ M) (net M W) (unperm (2 ^ M) (net M W) j - 1))
         (fun j hj ej => ?_) (fun a b ha hb ea eb hab => ?_)
       · dsimp only
         obtain ⟨h1, hs'⟩ := back j (by omega) ej
         have hq := unperm_lt (net M W) (Nat.lt_of_lt_of_le (show j < n by omega) hn)
-        obtain ⟨_, _, hord, _, hnth⟩ := link (show same.testBit (unperm (2 ^ M) (net M W) j) = true by
+        obtain ⟨_, hord, _, hnth⟩ := link (show same.testBit (unperm (2 ^ M) (net M W) j) = true by
           have := fwd _ (by omega) hs'; rwa [Nat.sub_add_cancel h1] at this)
         rw [perm_unperm] at hord hnth
         exact ⟨by omega, ⟨hs', by omega⟩, fun ⟨_, g⟩ => g j hord (by omega) hnth.symm⟩
@@ -324,5 +320,20 @@ public theorem optimum_of_checks {w n X K wt D S f M wx : Nat} {net0 rot : List 
         rwa [perm_unperm, perm_unperm] at this
     omega
   · rw [hlen, ← hh, val_A_count hAS n (Nat.le_refl _)]
+
+/-- `optimum_of_facts` for a checked, sorted trace instance (its sort's facts derived from the checks). -/
+public theorem optimum_of_checks {w n X K wt D S f M wx : Nat} {net0 rot : List (Nat × Nat)} {W : List Nat}
+    {same c s e : Nat} {A AS AE : List Nat} {F m C H : Nat}
+    (hck : traceOK w n X K wt D S = true) (hf : w + 1 = 2 ^ f) (hn : n ≤ 2 ^ M) (hD : D < 2 ^ wx) (hwx : wx ≤ 2 ^ f)
+    (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
+    (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
+    (hs : sortOK f M n wx X rot W same = true)
+    (hcut : cutsOK n A c = true) (hflags : popcount M (flags M W same c A) = F) (hm : val A n = m)
+    (hH : (C - 1) * m + F ≤ H) (hC : 1 ≤ C)
+    (hw : witnessOK M W same s e = true) (hAS : cutsOK n AS s = true) (hAE : cutsOK n AE e = true)
+    (hcov : coverOK n (C - 1) AS AE = true) (hh : val AS n = H) :
+    Optimum (decode w n X wt D S net0) n C H :=
+  optimum_of_facts (decode_facts net0 hck).1 hn (adjacent_of_sortOK hck hf hn hD hwx hpairs hrot hs)
+    (linked_facts hck hf hD hwx hpairs hrot hs) hcut hflags hm hH hC hw hAS hAE hcov hh
 
 end Pycert.SortedOptimum

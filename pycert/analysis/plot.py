@@ -79,7 +79,7 @@ def hit_rate_figure(curve: HitCurve, opt: HitCurve, title: str, proved: Sequence
         top = ax.secondary_xaxis("top", functions=(lambda b: b * block_tokens, lambda t: t / block_tokens))
         top.xaxis.set_major_formatter(EngFormatter(sep=""))
         top.set_xlabel("cache capacity (tokens)", fontsize=8)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, parse_math=False)  # a trace named "t$x^^y$" is text, not mathtext
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=8, frameon=False)  # never over data
     fig.tight_layout()

@@ -89,8 +89,8 @@ def report_command(cert_dir: Path, inputs: Mapping[str, Path | None]) -> str:
 def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> str:
     """The ``pycert prove`` that would write ``cert_files`` (of ``cert_dir``) again: their family (``all``
     when they are of several), a ``--trace`` for each trace (the embedded default only beside others: a
-    ``--trace`` replaces it) and the capacities of capacity certificates (which may make a few more: every
-    trace at every capacity named)."""
+    ``--trace`` replaces it), the capacities of capacity and isolation-cost certificates (which may make a few
+    more: every trace at every capacity named) and an isolation-cost certificate's tenant map."""
     families = sorted({str((declared(f) or {}).get("family")) for f in cert_files})
     externals = input_paths(external_inputs(cert_files), cert_dir)
     beside = certificate_root(cert_dir).parent
@@ -116,4 +116,14 @@ def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> str:
     return (f"pycert prove {families[0] if len(families) == 1 else 'all'}"
             + "".join(f" --trace {t}" for t in dict.fromkeys(traces))
             + (f" --capacity-blocks {','.join(map(str, capacities))}" if capacities else "")
-            + (f" --block-tokens {cut[0]}" if len(cut) == 1 else "") + f" --out {shown(cert_dir)}")
+            + (f" --block-tokens {cut[0]}" if len(cut) == 1 else "") + tenant_flags(params) + f" --out {shown(cert_dir)}")
+
+
+def tenant_flags(params: list[dict]) -> str:
+    """The tenant map of isolation-cost certificates as ``prove`` flags (the first map, where they name several:
+    one run takes one)."""
+    rule = next((p for p in params if isinstance(p.get("tenant_rule"), str)), None)
+    if rule is None or rule["tenant_rule"] == "field":
+        return " --tenant-rule field" if rule else ""
+    named = f"prefix:{rule.get('prefix_blocks')}" if rule["tenant_rule"] == "prefix" else str(rule["tenant_rule"])
+    return f" --tenants {rule.get('tenants')} --tenant-rule {shlex.quote(named)}"

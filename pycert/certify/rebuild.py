@@ -49,11 +49,15 @@ def rebuild_all(items: list[tuple[Certificate, dict[str, bytes] | None]], librar
     instance is the bytes verify regenerated from the primary inputs, written here under the module name
     the family derives, so no code and no module name can come from a certificate's directory. Returns,
     per certificate, its rejections and a note saying whether Lean ran now or the build cache answered.
-    (Two certificates whose Lean files share a module name go to separate builds.)"""
+    (Two certificates whose Lean files share a module name with other bytes go to separate builds; the
+    certificates of a curve, which name the same file, share one.)"""
     groups: list[list[int]] = []
-    modules = [set(_modules(files)) for _, files in items]
+    modules = [{Path(path).stem: data for path, data in (files or {}).items()} for _, files in items]
+
+    def clash(a: dict[str, bytes], b: dict[str, bytes]) -> bool:
+        return any(b[m] != data for m, data in a.items() if m in b)
     for k, mine in enumerate(modules):
-        group = next((g for g in groups if all(not (modules[m] & mine) for m in g)), None)
+        group = next((g for g in groups if all(not clash(modules[m], mine) for m in g)), None)
         if group is None:
             groups.append(group := [])
         group.append(k)
@@ -82,15 +86,16 @@ def _rebuild_group(items: list[tuple[Certificate, dict[str, bytes] | None]], lib
     known = sorted({t for cert, _ in items for t in cert.theorems if t in signatures})
     instances = [_instance(cert) for cert, _ in items]
     with tempfile.TemporaryDirectory(prefix="pycert-verify-") as scratch:  # the audit reads the sources too
-        sources = []
+        sources: list[Path] = []
         for _, files in items:
             for module, data in zip(_modules(files), (files or {}).values()):
-                sources.append(Path(scratch) / f"{module}.lean")
-                sources[-1].write_bytes(data)
+                if (path := Path(scratch) / f"{module}.lean") not in sources:  # a curve's file: once
+                    sources.append(path)
+                    path.write_bytes(data)
         probe = Path(scratch) / "probe" / f"{STATEMENTS_MODULE}.lean"
         probe.parent.mkdir()
         probe.write_text(probe_source(known), encoding="utf-8")
-        progress(f"rebuilding the library and {', '.join(inst.path for inst in instances if inst) or 'no instance'}")
+        progress(f"rebuilding the library and {', '.join(dict.fromkeys(i.path for i in instances if i)) or 'no instance'}")
         res = build.build(library=library, files=[*sources, probe], backend=chosen, timeout=timeout,
                           progress=lambda m: progress("  " + m))
         note = kernel_note(res.results)

@@ -38,6 +38,7 @@ from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import certificate_root, time_box
 from pycert.core.gate import Source, beside, inside, named
 from pycert.core.limits import MAX_JSON_BYTES
+from pycert.core.memo import session
 from pycert.core.resources import library_dir, library_sha256
 from pycert.core.schema import Certificate, decimal_of, declared_inputs
 from pycert.families import FAMILIES
@@ -329,7 +330,8 @@ def verify_certificates(paths: list[Path], root: Path | None = None, manifest: P
     """Every certificate offline; with ``kernel``, then one Lean build for all of them (the library,
     every regenerated instance, one statement probe) and one audit."""
     library = library or own_library()
-    done = [_offline(p, root, manifest, timeout, inputs, library) for p in paths]
+    with session():  # the certificates of a curve regenerate one instance file: once
+        done = [_offline(p, root, manifest, timeout, inputs, library) for p in paths]
     ready = []
     for result, cert, instance in done:
         if cert is None:

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name in ("all", *FAMILIES):
         help_ = "every family" if name == "all" else f"the {name} family"
         f = families.add_parser(name, help=help_, description=f"Prove {help_}.")
-        host = () if name == "all" or (h := producer(name).rides_with) is None else (h,)
+        host = () if name == "all" else _lenders(name)
         for chosen in FAMILIES if name == "all" else (*host, *_run_by(name)):
             producer(chosen).add_options(f)
         f.add_argument("--out", type=out_dir, default=None, help=OUT_HELP)
@@ -41,6 +41,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_common(f)
         add_backend(f)
         f.set_defaults(func=cmd_prove)
+
+
+def _lenders(name: str) -> tuple[str, ...]:
+    """The families whose options ``pycert prove <name>`` takes without running them: the one it rides with
+    and those it borrows from."""
+    chosen = producer(name)
+    return (*((chosen.rides_with,) if chosen.rides_with else ()), *chosen.borrows)
 
 
 def _run_by(name: str) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ import hashlib
 import io
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
@@ -193,41 +193,48 @@ def entries(root: Path, suffix: str) -> list[Source]:
 
 
 class Capped(io.RawIOBase):
-    """A reader that raises :class:`Refused` once more than ``limit`` bytes came through it; ``size``:
-    the file's size when it was opened (None for a stream)."""
+    """A reader that raises :class:`Refused` once more than ``limit`` bytes came through it (``limit``: a
+    number, or a function of nothing that says it now, for a cap that grows with what a stream gave);
+    ``size``: the file's size when it was opened (None for a stream)."""
 
-    def __init__(self, raw: BinaryIO, limit: int, why: str, where: str, size: int | None = None) -> None:
+    def __init__(self, raw: BinaryIO, limit: int | Callable[[], int], why: str, where: str,
+                 size: int | None = None) -> None:
         self.raw, self.limit, self.why, self.where, self.size, self.seen = raw, limit, why, where, size, 0
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
-        n = self.raw.readinto(b)  # type: ignore[attr-defined]
-        self.seen += n or 0
-        if self.seen > self.limit:
+    def _count(self, n: int) -> None:
+        self.seen += n
+        if self.seen > (self.limit() if callable(self.limit) else self.limit):
             raise Refused(self.why, where=self.where)
-        return n or 0
+
+    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+        n = self.raw.readinto(b) or 0  # type: ignore[attr-defined]
+        self._count(n)
+        return n
 
     def read(self, n: int = -1) -> bytes:  # type: ignore[override]
         if n is None or n < 0:
             return _read_all(self, "a file", self.where)  # type: ignore[arg-type]
         data = self.raw.read(n)
-        self.seen += len(data)
-        if self.seen > self.limit:
-            raise Refused(self.why, where=self.where)
+        self._count(len(data))
         return data
 
 
-def inflated(stream: BinaryIO, stored: int, where: str) -> BinaryIO:
-    """The output of a decompressor reading ``stored`` bytes, capped at
-    :data:`~pycert.core.limits.MAX_INFLATE_RATIO` times that (and
-    :data:`~pycert.core.limits.MAX_INFLATE_BYTES` at most): past it the read stops with an input error,
-    so a few kilobytes cannot become gigabytes of work (every compressed reader goes through here)."""
-    limit = min(MAX_INFLATE_BYTES, MAX_INFLATE_RATIO * max(stored, 1) + _CHUNK)
-    why = (f"decompresses to more than {limit:,} bytes ({MAX_INFLATE_RATIO} times its {stored:,} stored bytes): "
+def inflated(stream: BinaryIO, stored: int | Callable[[], int], where: str) -> BinaryIO:
+    """The output of a decompressor reading ``stored`` bytes (a number, or for a stream of unknown size a
+    function saying how many it has read so far), capped at :data:`~pycert.core.limits.MAX_INFLATE_RATIO`
+    times that (and :data:`~pycert.core.limits.MAX_INFLATE_BYTES` at most): past it the read stops with an
+    input error, so a few kilobytes cannot become gigabytes of work (every compressed reader goes through
+    here, standard input included)."""
+    def limit() -> int:
+        return min(MAX_INFLATE_BYTES, MAX_INFLATE_RATIO * max(stored() if callable(stored) else stored, 1) + _CHUNK)
+
+    told = f"its {stored:,} stored bytes" if isinstance(stored, int) else "the compressed bytes read so far"
+    why = (f"decompresses to more than {MAX_INFLATE_RATIO} times {told}: "
            "refused as a compression bomb; decompress it yourself if it is genuine")
-    return io.BufferedReader(Capped(stream, limit, why, where), _CHUNK)  # type: ignore[arg-type]
+    return io.BufferedReader(Capped(stream, limit() if isinstance(stored, int) else limit, why, where), _CHUNK)  # type: ignore[arg-type]
 
 
 def confined(root: Path, path: Path) -> Path:

@@ -36,10 +36,17 @@ MAX_PIECE_REFS = 1 << 19
 """References per piece of a trace checked at a capacity: ``2 ** 19`` places of fields of at most 32
 bits (such a piece has fewer than ``2 ** 31`` blocks) fill the ``2 ** 24`` bits one Lean process sorts
 within its heap (:data:`pycert.lean.emit.capacity.MAX_SORT_BITS`)."""
+MAX_CURVE = 32
+"""The most capacities one instance file checks (:mod:`pycert.lean.emit.curve`). Measured on the conversation
+trace (DEVELOPERS.md): each capacity adds about 5 s of Lean CPU and no measurable heap to the one process, so 32
+keep a file near three minutes; a longer list is checked in as many files as it takes (each sorts the trace)."""
 MAX_SHARDS = 1 << 16
 """The most shards a certificate may name (10^8 references took 31): bounds what verify emits again."""
 MAX_BELADY_POINTS = 1_000
 """``trace plot --points``: each is one O(n log n) Belady pass."""
+MAX_TENANTS = 1 << 16
+"""Tenants of an isolation-cost tenant map (``--tenants``, or a trace's own tenant field): the partitioned arm
+runs Belady's MIN once per tenant that gets a block."""
 MAX_FAMILY_SIZE = 65_536
 """``pooling solve --family-sizes``: references per capacitated-family case."""
 MAX_SECONDS = 86_400.0
@@ -63,10 +70,18 @@ MAX_INFLATE_BYTES = MAX_TRACE_BYTES
 """And to at most this many bytes, whatever its ratio."""
 MAX_TRACE_REFS = 1 << 32
 """Most block references a trace may hold (10^8 were certified in 31 shards): counted as it is read."""
+MAX_TRACE_TOKENS = 1 << 62
+"""Most prompt tokens a trace's requests may hold in all (``input_length`` summed as it is read): every
+token figure is a sum of them in numpy's int64, which would wrap past 2^63 into a negative or a >100% ceiling."""
 MAX_NAME_BYTES = 255
 """Longest file name (one path component), the Linux ``NAME_MAX``: a longer one is refused before the
 file system is asked (which fails in its own words)."""
 MAX_INPUTS = MAX_SHARDS + 64
+MAX_FIGURES = 256
+"""Most figures (and ``does_not_prove`` lines) a certificate may hold (the families write at most 34 and 8):
+each is checked and printed, so 400,000 made verify print 44 MB for 35 s."""
+MAX_THEOREMS = MAX_INPUTS
+"""Most theorems (statements, audited theorems) a certificate may name: bounded like its inputs."""
 """Most inputs a certificate may name: a trace, its instance, and its shards or pieces and schedule modules."""
 MAX_REPLAY_BLOCK_TOKENS = 1 << 12
 """``engine replay --block-tokens``: the engine's page size (transformers needs at least 4)."""
@@ -82,30 +97,28 @@ def json_depth_error(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | No
     """Why ``text`` nests deeper than ``limit`` (``None`` when it does not), without parsing it.
 
     Counting brackets is a cheap upper bound on the depth; only when it exceeds the limit does the
-    exact scan (which skips string literals) run.
+    exact scan run: string literals and everything but brackets dropped (one pass in C each), then the
+    depth as a running sum a chunk at a time in numpy. A character-by-character Python loop took 4 s on
+    a 64 MiB certificate, which verify scans three times.
     """
-    opens = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
-    if text.count(opens[0]) + text.count(opens[1]) <= limit:
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    if data.count(b"[") + data.count(b"{") <= limit:
         return None
-    data = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-    depth, in_string, escaped = 0, False, False
-    for ch in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return f"JSON nested deeper than {limit} levels"
-        elif ch in "]}":
-            depth -= 1
+    import numpy as np  # only a document with more brackets than the limit gets here
+
+    marks = np.frombuffer(_NOT_BRACKET.sub(b"", _STRING.sub(b"", data)), dtype=np.uint8)
+    depth = 0
+    for at in range(0, len(marks), 1 << 20):
+        chunk = marks[at:at + (1 << 20)]
+        run = depth + np.cumsum(np.where((chunk == ord("[")) | (chunk == ord("{")), 1, -1), dtype=np.int64)
+        if run.max() > limit:
+            return f"JSON nested deeper than {limit} levels"
+        depth = int(run[-1])
     return None
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
 
 
 # ---------------------------------------------------------------------------- argparse types

@@ -9,11 +9,12 @@ the pycert code that did (:func:`code_sha256`), so any change to any of them mis
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -64,3 +65,37 @@ def memo(kind: str, parts: Sequence[str | bytes], model: type[M], compute: Calla
     if enabled():
         atomic_write(path, value.model_dump_json().encode())
     return value, False
+
+
+# ---------------------------------------------------------------------------- kept for one run
+
+_SESSION: dict[tuple[str, Hashable], object] | None = None
+T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def session() -> Iterator[None]:
+    """A scope (one prove or one verify) within which :func:`kept` values are shared: the certificates of
+    a curve of capacities rest on one instance file and one trace's engines, computed once, not once per
+    certificate. Nothing outlives the scope, so code patched between runs (the mutation campaign swaps
+    an engine in the same process) is never answered from an earlier run. Nested scopes share the outer one."""
+    global _SESSION
+    if _SESSION is not None:
+        yield
+        return
+    _SESSION = {}
+    try:
+        yield
+    finally:
+        _SESSION = None
+
+
+def kept(kind: str, key: Hashable, compute: Callable[[], T]) -> T:
+    """``compute()``, or, inside a :func:`session`, the value computed there for the same ``kind`` and
+    ``key`` (which must name everything the value depends on); outside one, always computed."""
+    if _SESSION is None:
+        return compute()
+    slot = (kind, key)
+    if slot not in _SESSION:
+        _SESSION[slot] = compute()
+    return _SESSION[slot]  # type: ignore[return-value]

@@ -108,9 +108,10 @@ class Instance:
     """Relative to the certificate directory (``lean/<Module>.lean``, or ``lean/derived/…``)."""
     derived_from: str
     """The role of the input it is made from, or ``parameters``."""
-    row: str | None = None
-    """In a module that states many certificates' headlines (a dataset's rows, one Lean process for all),
-    the namespace of this certificate's own, inside the module's."""
+    section: str | None = None
+    """The namespace inside the module that holds this certificate's headline, when one file states the
+    headlines of several certificates (a curve's capacities: ``C128``; a dataset's rows: ``Mooncake012``),
+    built once for all of them; None: the module's own."""
 
     @property
     def module(self) -> str:
@@ -118,12 +119,12 @@ class Instance:
 
     @property
     def namespace(self) -> str:
-        return f"{INSTANCE_NAMESPACE}.{self.module}" + (f".{self.row}" if self.row else "")
+        return f"{INSTANCE_NAMESPACE}.{self.module}"
 
     @property
     def headline(self) -> str:
         """The one theorem whose statement carries every figure the kernel checked, as literals."""
-        return f"{self.namespace}.headline"
+        return f"{self.namespace}.{self.section}.headline" if self.section else f"{self.namespace}.headline"
 
     def input(self, sha256: str) -> InputFile:
         return InputFile(role="lean", path=self.path, sha256=sha256, derived_from=self.derived_from)
@@ -363,6 +364,9 @@ class Producer(ABC):
     """A family whose ``pycert prove`` subcommand takes this family's options too and runs it alongside
     (``pycert prove ceiling --trace T --capacity-blocks 128``); this family's own subcommand then takes
     that family's options (``--trace``) as well."""
+    borrows: ClassVar[tuple[str, ...]] = ()
+    """Families whose ``pycert prove`` options this family's own subcommand takes as well, without running
+    them (``pycert prove isolation-cost --trace T --capacity-blocks C``: the ceiling's and capacity's flags)."""
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """The family's own ``pycert prove`` options (none by default)."""

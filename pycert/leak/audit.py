@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pycert.core.errors import InputError, NotChecked
 from pycert.leak.audit_plan import GENERATED, AuditHeader, AuditLine, AuditLog, line_of, plan
 from pycert.leak.gateway import Keys
-from pycert.leak.wire import cached_count, read_stream, request_body
+from pycert.leak.wire import body, cached_count, events, read_stream, request_body
 
 TIMEOUT_S = 120.0
 
@@ -39,7 +39,7 @@ class Endpoint:
         try:
             return urllib.request.urlopen(req, timeout=TIMEOUT_S)
         except urllib.error.HTTPError as exc:
-            raise NotChecked(f"HTTP {exc.code} {exc.reason}: {exc.read()[:200].decode('utf-8', 'replace')}",
+            raise NotChecked(f"HTTP {exc.code} {exc.reason}: {exc.read(200).decode('utf-8', 'replace')}",
                              where=req.full_url) from None
         except (urllib.error.URLError, OSError) as exc:
             raise NotChecked(f"cannot reach the server: {getattr(exc, 'reason', exc)}", where=req.full_url) from None
@@ -48,7 +48,7 @@ class Endpoint:
         """The first model ``/v1/models`` lists."""
         with self._open(self._request("/v1/models", tenant)) as resp:
             try:
-                return str(json.loads(resp.read())["data"][0]["id"])
+                return str(json.loads(body(resp, self.url + "/v1/models"))["data"][0]["id"])
             except (ValueError, KeyError, IndexError, TypeError):
                 raise NotChecked("/v1/models lists no model: name it with --model", where=self.url) from None
 
@@ -56,8 +56,8 @@ class Endpoint:
         """What ``/version`` says, or that it said nothing (a gateway does not forward it)."""
         try:
             with urllib.request.urlopen(self._request("/version", tenant), timeout=TIMEOUT_S) as resp:
-                return f"server {json.loads(resp.read()).get('version', 'unknown')}"[:300]
-        except (urllib.error.URLError, OSError, ValueError, AttributeError):
+                return f"server {json.loads(body(resp, self.url)).get('version', 'unknown')}"[:300]
+        except (urllib.error.URLError, OSError, ValueError, AttributeError, InputError):
             return "server version not reported"
 
     def complete(self, model: str, tenant: str, tokens: tuple[int, ...]) -> tuple[float, int | None, int | None]:
@@ -66,7 +66,7 @@ class Endpoint:
         t0 = time.perf_counter()
         with self._open(req) as resp:
             try:
-                first, use = read_stream(resp)
+                first, use = read_stream(events(resp))
             except InputError as err:
                 raise NotChecked(err.message, where=req.full_url) from None
         if first is None:

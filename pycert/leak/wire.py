@@ -22,12 +22,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pycert.core.errors import InputError
 
+MAX_RESPONSE_BYTES = 1 << 20
+"""Longest response body, or event of a stream, pycert reads from a server it audits (a server is data)."""
+MAX_EVENTS = 1 << 12
+"""Most lines of one completion's event stream (a request asks for at most MAX_NEW_TOKENS tokens)."""
 MAX_NEW_TOKENS = 256
 """The most tokens pycert's CPU server generates for one request (a bound on one request's time)."""
 MAX_PROMPT_TOKENS = 1 << 16
@@ -154,6 +159,26 @@ def data_of(raw: bytes) -> dict | str | None:
     if not isinstance(obj, dict):
         raise InputError("a stream event is not a JSON object", where="stream")
     return obj
+
+
+def body(resp: BinaryIO, where: str) -> bytes:
+    """A server's response body, refused past :data:`MAX_RESPONSE_BYTES` before more is read."""
+    data = resp.read(MAX_RESPONSE_BYTES + 1)
+    if len(data) > MAX_RESPONSE_BYTES:
+        raise InputError(f"a response longer than {MAX_RESPONSE_BYTES:,} bytes: refused, not read", where=where)
+    return data
+
+
+def events(resp: BinaryIO) -> Iterator[bytes]:
+    """A completion stream's lines, each at most :data:`MAX_RESPONSE_BYTES`, at most :data:`MAX_EVENTS` of
+    them: a server that streams without end is refused, not followed."""
+    for _ in range(MAX_EVENTS):
+        if not (line := resp.readline(MAX_RESPONSE_BYTES + 1)):
+            return
+        if len(line) > MAX_RESPONSE_BYTES:
+            raise InputError(f"a stream event longer than {MAX_RESPONSE_BYTES:,} bytes: refused", where="stream")
+        yield line
+    raise InputError(f"a stream of more than {MAX_EVENTS:,} lines for one completion: refused", where="stream")
 
 
 def read_stream(lines: Iterable[bytes], clock=time.perf_counter) -> tuple[float | None, dict | None]:  # noqa: ANN001

@@ -30,7 +30,7 @@ from pycert.mutation.lean_batch import (
     kernel_verdict,
 )
 
-INSTANCE_HEADER = "import Pycert.PackedTrace\nimport Pycert.Shards\nimport Pycert.Ceiling\nimport Pycert.Pooling\nimport Pycert.SortedTrace\nimport Pycert.SortedOptimum\nimport Pycert.SortedAdmission\n"
+INSTANCE_HEADER = "import Pycert.PackedTrace\nimport Pycert.Shards\nimport Pycert.Ceiling\nimport Pycert.Pooling\nimport Pycert.SortedTrace\nimport Pycert.SortedOptimum\nimport Pycert.SortedAdmission\nimport Pycert.Curve\nimport Pycert.IsolationCost\n"
 
 
 def imported_library_modules(lean_dir: Path, texts: list[str]) -> set[str]:

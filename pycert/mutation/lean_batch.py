@@ -22,8 +22,10 @@ from pycert.lean.diagnostics import CheckResult
 from pycert.lean.sources import module_name, scan_declarations, strip_comments
 
 
-def decl_ranges(source: str, first_line: int = 1) -> dict[str, tuple[int, int]]:
-    """Short declaration name -> (first, last) line, counting from ``first_line``.
+def decl_ranges(source: str, first_line: int = 1, suffixes: bool = False) -> dict[str, tuple[int, int]]:
+    """Short declaration name -> (first, last) line, counting from ``first_line``; with ``suffixes``,
+    also each longer suffix of its full name (``C2.headline``: a curve has a ``headline`` per capacity,
+    and the short name is the last one's).
 
     A declaration runs until the next line that starts in column 0 outside a comment, or starts a
     docstring: its docstring belongs to the declaration after it.
@@ -34,7 +36,9 @@ def decl_ranges(source: str, first_line: int = 1) -> dict[str, tuple[int, int]]:
     out = {}
     for d in scan_declarations(source):
         nxt = next((t for t in tops if t > d.line), len(stripped) + 1)
-        out[d.name.rsplit(".", 1)[-1]] = (first_line + d.line - 1, first_line + nxt - 2)
+        parts = d.name.split(".")
+        for k in range(1, len(parts) + 1 if suffixes else 2):
+            out[".".join(parts[-k:])] = (first_line + d.line - 1, first_line + nxt - 2)
     return out
 
 
@@ -102,7 +106,7 @@ def compose(header: str, snippets: list[Snippet], module: str) -> tuple[str, dic
     for s in snippets:
         body = s.text.strip("\n")
         line += 1  # the blank line before it
-        ranges = decl_ranges(body, first_line=line)
+        ranges = decl_ranges(body, first_line=line, suffixes=True)
         if s.decl not in ranges:
             raise ValueError(f"{s.mutant_id}: no declaration {s.decl} in its snippet")
         located[s.mutant_id] = Located(module, *ranges[s.decl], s.expect, s.decl)

@@ -167,6 +167,8 @@ class Run(BaseModel):
     env: dict[str, str] = {}
     expect: Expect
     files: dict[str, Held] = {}
+    stdin: str | None = None
+    """A file (under ``{work}``) fed to the run's standard input; else it reads nothing there."""
     needs: Literal["traces", "leak"] | None = None
     """What the run needs beyond pycert itself: the Mooncake traces beside the checkout, the leak extra."""
 
@@ -333,10 +335,11 @@ def execute(name: str, k: int, run: Run, work: Path, tree: Path = REPO) -> Outco
     argv = [fill(a, where) for a in run.argv]
     env = {**os.environ, "PYTHONPATH": str(tree), **{k: fill(v, where) for k, v in run.env.items()}}
     out_path = work / f".out-{k}"
+    stdin = open(work / fill(run.stdin, where), "rb") if run.stdin else subprocess.DEVNULL  # noqa: SIM115
     with open(out_path, "wb") as out:
         t0 = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "pycert", *argv], cwd=work, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                                stderr=subprocess.STDOUT, stdin=stdin, start_new_session=True)
         killed, peak = None, 0.0
         while True:
             pid, status = os.waitpid(proc.pid, os.WNOHANG)
@@ -353,6 +356,8 @@ def execute(name: str, k: int, run: Run, work: Path, tree: Path = REPO) -> Outco
                 break
             time.sleep(0.02)
         seconds = time.monotonic() - t0
+    if run.stdin:
+        stdin.close()  # type: ignore[union-attr]
     proc.returncode = os.waitstatus_to_exitcode(status)
     with open(out_path, "rb") as f:
         output = f.read(1 << 20).decode("utf-8", "backslashreplace")

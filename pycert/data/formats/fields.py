@@ -19,7 +19,7 @@ import numpy as np
 
 from pycert.core.errors import InputError
 from pycert.core.gate import bounded
-from pycert.core.limits import MAX_TRACE_REFS
+from pycert.core.limits import MAX_TRACE_REFS, MAX_TRACE_TOKENS
 
 TENANT = "tenant"
 
@@ -79,11 +79,14 @@ class Columns:
     tenant_names: dict[str, int] = field(default_factory=dict)
     first_line: int | None = None
     has_tenants: bool | None = None
+    total_tokens: int = 0
 
     def request(self, ids: list[int] | array, tokens: int, obj: dict, lineno: int, where: str) -> None:
         """One request: its block ids, its prompt's tokens and its tenant (checked here)."""
         self.tenant(obj, lineno, where)
         bounded(len(self.refs) + len(ids), MAX_TRACE_REFS, "block references", where)
+        self.total_tokens += tokens
+        bounded(self.total_tokens, MAX_TRACE_TOKENS, "prompt tokens in all (token figures are sums in 64 bits)", where)
         self.refs.extend(ids)
         self.bounds.append(len(self.refs))
         self.tokens.append(tokens)

@@ -16,7 +16,7 @@ import io
 import json
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -25,7 +25,7 @@ import zstandard
 from pycert.core.errors import InputError
 from pycert.core.gate import Source as File
 from pycert.core.gate import inflated, named
-from pycert.core.limits import MAX_INFLATE_BYTES, MAX_LINE_BYTES, MAX_TRACE_BYTES, json_depth_error
+from pycert.core.limits import MAX_LINE_BYTES, MAX_TRACE_BYTES, json_depth_error
 
 STDIN = "-"
 """The path that reads standard input."""
@@ -49,7 +49,7 @@ class _Hashing(io.RawIOBase):
     """A read-through wrapper that feeds every byte it passes on into a sha256."""
 
     def __init__(self, raw: BinaryIO) -> None:
-        self.raw, self.hash = raw, hashlib.sha256()
+        self.raw, self.hash, self.count = raw, hashlib.sha256(), 0
 
     def readable(self) -> bool:
         return True
@@ -58,6 +58,7 @@ class _Hashing(io.RawIOBase):
         n = self.raw.readinto(b)  # type: ignore[attr-defined]
         if n:
             self.hash.update(memoryview(b)[:n])
+            self.count += n
         return n or 0
 
 
@@ -114,10 +115,10 @@ class _Zstd(io.RawIOBase):
         return n
 
 
-def decompressed(stream: io.BufferedReader, name: str, stored: int | None) -> BinaryIO:
+def decompressed(stream: io.BufferedReader, name: str, stored: int | Callable[[], int]) -> BinaryIO:
     """``stream`` as text bytes: gzip and zstd (by their magic bytes) are decompressed through the gate's
-    cap (:func:`~pycert.core.gate.inflated`: a multiple of the ``stored`` size, or
-    :data:`~pycert.core.limits.MAX_INFLATE_BYTES` for a stream of unknown size), anything else is passed
+    cap (:func:`~pycert.core.gate.inflated`: a multiple of the ``stored`` size, or for a stream of unknown
+    size of the bytes read from it so far), anything else is passed
     on as it is. The one place a trace is decompressed."""
     magic = stream.peek(4)[:4]
     if magic.startswith(GZIP_MAGIC):
@@ -128,7 +129,7 @@ def decompressed(stream: io.BufferedReader, name: str, stored: int | None) -> Bi
         codec = "zstd"
     else:
         return stream
-    return inflated(_Codec(inner, name, codec), MAX_INFLATE_BYTES if stored is None else stored, name)  # type: ignore[arg-type]
+    return inflated(_Codec(inner, name, codec), stored, name)  # type: ignore[arg-type]
 
 
 class Source:
@@ -139,7 +140,8 @@ class Source:
         self.name = name
         self._hashing = _Hashing(raw)
         self._stored = io.BufferedReader(self._hashing, _CHUNK)
-        self.text = decompressed(self._stored, name, stored)
+        # standard input's cap grows with the compressed bytes read so far (its size is not known)
+        self.text = decompressed(self._stored, name, (lambda: self._hashing.count) if stored is None else stored)
 
     def sha256(self) -> str:
         for _ in iter(lambda: self._stored.read(_CHUNK), b""):

@@ -24,15 +24,17 @@ This module is the claim; :mod:`pycert.families.capacity.produce` makes the cert
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.limits import MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
+from pycert.core.limits import MAX_CURVE, MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
+from pycert.core.memo import kept
 from pycert.core.schema import Certificate, EvidenceState, InputFile, SolverInfo
 from pycert.families.base import Claim, Instance, Reader, input_path
 from pycert.families.capacity.text import (
@@ -60,19 +62,27 @@ from pycert.families.traces import (
     reading,
     slug,
 )
+from pycert.lean.emit import CAPACITY_CURVE_ENCODING as CURVE_ENCODING
 from pycert.lean.emit import CAPACITY_ENCODING as ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING as OPTIMA_ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMUM_ENCODING as OPTIMUM_ENCODING
 from pycert.lean.emit import CAPACITY_PIECES_ENCODING as PIECES_ENCODING
+
+if TYPE_CHECKING:  # numpy: a claim reads its trace only when it has one (read_certified imports it)
+    from pycert.data.traces import Trace
 
 
 class CapacityParams(TraceReading):
     capacity_blocks: int = Field(ge=1, le=MAX_PARAM)
     """``C``: the cache holds at most this many blocks."""
     lean_encoding: str
-    """The layout of the emitted instance file: :data:`OPTIMA_ENCODING` (both cache models, both ways),
-    :data:`OPTIMUM_ENCODING` (caches that admit every missed block, both ways), :data:`ENCODING` (that
-    bound alone) or :data:`PIECES_ENCODING` (a trace checked in pieces)."""
+    """The layout of the emitted instance file: :data:`CURVE_ENCODING` (both cache models, both ways, at each
+    capacity of ``curve``: what prove writes for a trace that fits one instance), :data:`OPTIMA_ENCODING` (the
+    same at one capacity), :data:`OPTIMUM_ENCODING` (caches that admit every missed block, both ways),
+    :data:`ENCODING` (that bound alone) or :data:`PIECES_ENCODING` (a trace checked in pieces)."""
+    curve: list[int] | None = Field(None, min_length=1, max_length=MAX_CURVE)
+    """Under :data:`CURVE_ENCODING`: every capacity the instance file checks, in increasing order, this
+    certificate's among them (the certificates of the others name the same file); it fixes the file."""
     prefix_cache: Literal["attained", "no-requests", "not-prefix-closed", "not-a-prefix"] | None = None
     """Under :data:`OPTIMA_ENCODING`: ``attained`` when the certificate claims that a prefix cache reaches
     the optimum with admission control, else why it does not (:func:`pycert.analysis.requests.prefix_verdict`)."""
@@ -81,6 +91,24 @@ class CapacityParams(TraceReading):
     piece_refs: int | None = Field(None, ge=2, le=MAX_PIECE_REFS)
     """The piece-size limit the split was computed with (no piece holds more): with the trace and the
     capacity it fixes the split (None: one instance file)."""
+
+
+    @field_validator("curve")
+    @classmethod
+    def _increasing(cls, curve: list[int] | None) -> list[int] | None:
+        if curve is not None and (any(not 1 <= c <= MAX_PARAM for c in curve) or any(b <= a for a, b in zip(curve, curve[1:]))):
+            raise ValueError(f"the capacities of a curve are in increasing order, each 1 to {MAX_PARAM}")
+        return curve
+
+    @model_validator(mode="after")
+    def _in_its_curve(self) -> CapacityParams:
+        # read before any input is looked for: a curve that leaves this capacity out names a file that
+        # does not check it, and verify would otherwise only say that file is missing
+        curved = self.lean_encoding == CURVE_ENCODING
+        if curved != (self.curve is not None) or curved and self.capacity_blocks not in (self.curve or ()):
+            raise ValueError(f"parameters.curve: the capacities of the instance file, this certificate's "
+                             f"among them, exactly when the layout is a curve (got {self.curve!r})")
+        return self
 
 
 class CapacityCertificate(Certificate):
@@ -96,12 +124,24 @@ def names(trace: PurePosixPath, capacity: int) -> tuple[str, str]:
     return f"capacity-{name}-c{capacity}", f"Capacity{lean_ident(name)}C{capacity}"
 
 
+def curve_module(trace: PurePosixPath, curve: Sequence[int]) -> str:
+    """The Lean module of a trace's curve: the one-capacity name for a curve of one, else named by a digest
+    of its capacities, so that another list never writes the same file with other content."""
+    if len(curve) == 1:
+        return names(trace, curve[0])[1]
+    digest = hashlib.sha256(",".join(map(str, curve)).encode()).hexdigest()[:10]
+    return f"Capacity{lean_ident(slug(trace.stem))}Curve{digest}"
+
+
 LITERALS = {BOUNDED: ("refs", "capacity_blocks", "max_hits"), OPTIMUM: ("refs", "capacity_blocks", "max_hits"),
             OPTIMA: ("refs", "capacity_blocks", "max_hits", "admission_hits"),
             PREFIX_OPTIMA: ("refs", "capacity_blocks", "max_hits", "admission_hits", "prefix_cache_hits")}
 """Each headline predicate's literals, in order, by figure name."""
 WITNESS_THEOREMS = ("Pycert.Capacity.realise", "Pycert.Capacity.optimum_of", "Pycert.SortedOptimum.linked_of_sortOK",
                     "Pycert.SortedOptimum.optimum_of_checks")
+CURVE_WITNESS_THEOREMS = ("Pycert.Capacity.realise", "Pycert.Capacity.optimum_of", "Pycert.SortedOptimum.linked_of_sortOK",
+                          "Pycert.SortedOptimum.linked_facts", "Pycert.SortedOptimum.optimum_of_facts")
+"""What a capacity of a curve rests on in place of :data:`WITNESS_THEOREMS` (the sort's facts derived once)."""
 """The library theorems a certificate with the witness rests on as well."""
 ADMISSION_THEOREMS = ("Pycert.Admission.run_of_policy", "Pycert.Admission.spans_le", "Pycert.Admission.hits_le_freeA",
                       "Pycert.Admission.realiseA", "Pycert.Admission.optimumA_of", "Pycert.SortedOptimum.ends_spec",
@@ -126,18 +166,18 @@ def piece_names(module: str, count: int) -> list[str]:
 
 def witnessed(params: CapacityParams) -> bool:
     """Whether a certificate's instance carries Belady's hit pairs (states an optimum, not only a bound)."""
-    return params.lean_encoding in (OPTIMUM_ENCODING, OPTIMA_ENCODING)
+    return params.lean_encoding in (OPTIMUM_ENCODING, OPTIMA_ENCODING, CURVE_ENCODING)
 
 
 def both_models(params: CapacityParams) -> bool:
-    return params.lean_encoding == OPTIMA_ENCODING
+    return params.lean_encoding in (OPTIMA_ENCODING, CURVE_ENCODING)
 
 
 def prefix_claimed(params: CapacityParams) -> bool:
     return both_models(params) and params.prefix_cache == "attained"
 
 
-def _refuse(figure: str, proved: int, opt: int, capacity: int, what: str) -> None:
+def check_optimum(figure: str, proved: int, opt: int, capacity: int, what: str) -> None:
     """A kernel bound above Belady's count is loose (not certified as the ceiling); one below it means an
     engine is wrong (the bound is proved)."""
     if proved > opt:
@@ -151,6 +191,14 @@ def _refuse(figure: str, proved: int, opt: int, capacity: int, what: str) -> Non
             subject=f"figures.{figure}", reason="engine-disagrees", expected=f"at most {proved}", found=str(opt),
             detail=f"{what}'s engine reports {opt} hits at {capacity} blocks, more than the {proved} the kernel proved "
                    "possible for every cache of the model: a defect in the engine"))
+
+
+def _certified(inputs: Sequence[InputFile], read: Reader, params: CapacityParams) -> Trace:
+    """The certificate's trace, read as its parameters say: once per run for the certificates of a curve (by the
+    sha256 its bytes were checked against, and the reading)."""
+    source = input_path(inputs, "trace", read)
+    sha = next(i.sha256 for i in inputs if i.role == "trace")
+    return kept("capacity-trace", (sha, params.trace_format, params.block_tokens), lambda: read_certified(source, params))
 
 
 class Capacity(Claim):
@@ -183,8 +231,9 @@ class Capacity(Claim):
         return BOUNDS[self.predicate(params)]
 
     def library_theorems(self, params: CapacityParams) -> tuple[str, ...]:
+        witness = CURVE_WITNESS_THEOREMS if params.lean_encoding == CURVE_ENCODING else WITNESS_THEOREMS
         return (self.theorem_names + (PIECE_THEOREMS if params.pieces > 1 else ())
-                + (WITNESS_THEOREMS if witnessed(params) else ()) + (ADMISSION_THEOREMS if both_models(params) else ())
+                + (witness if witnessed(params) else ()) + (ADMISSION_THEOREMS if both_models(params) else ())
                 + (PREFIX_THEOREMS if prefix_claimed(params) else ()))
 
     def does_not_prove(self, params: CapacityParams, figures: Mapping[str, Fraction],
@@ -211,9 +260,13 @@ class Capacity(Claim):
         """``lean/Capacity<Name>C<C>.lean``, or ``lean/derived/`` for a trace from outside the certificate
         directory (full-resolution data derived from it, which verify regenerates)."""
         [trace] = primary
+        where = LEAN_DERIVED if trace.external else LEAN_OUT
+        if params.lean_encoding == CURVE_ENCODING and params.curve:  # one file, a namespace per capacity
+            module = curve_module(PurePosixPath(trace.path), params.curve)
+            return Instance(path=(where / f"{module}.lean").as_posix(), derived_from="trace",
+                            section=f"C{params.capacity_blocks}")
         module = names(PurePosixPath(trace.path), params.capacity_blocks)[1]
-        return Instance(path=((LEAN_DERIVED if trace.external else LEAN_OUT) / f"{module}.lean").as_posix(),
-                        derived_from="trace")
+        return Instance(path=(where / f"{module}.lean").as_posix(), derived_from="trace")
 
     def figures(self, params: CapacityParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:
@@ -228,18 +281,18 @@ class Capacity(Claim):
             raise Rejected(Rejection.mismatch("headline (capacity_blocks)", str(params.capacity_blocks), str(c)))
         if refs == 0:
             raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
-        trace = read_certified(input_path(inputs, "trace", read), params)
+        trace = _certified(inputs, read, params)
         if refs != trace.n_refs:  # the headline's N against the file's, end to end
             raise Rejected(Rejection.mismatch("figures.refs", f"{trace.n_refs} (the references of the trace file)", str(refs)))
         opt = derive.engines(trace.refs, c, admission=False)
-        _refuse("max_hits", h, opt, c, "Belady's MIN")
+        check_optimum("max_hits", h, opt, c, "Belady's MIN")
         out = {"refs": Fraction(refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(h),
                "ceiling": Fraction(h, refs), "belady_hits": Fraction(opt),
                "cuts": Fraction(len(derive.model(trace.refs, c, admission=False).cuts))}
         prefix_ends = None
         if both_models(params):
             ha = kernel["admission_hits"]
-            _refuse("admission_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
+            check_optimum("admission_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
             admitted = derive.model(trace.refs, c, admission=True)
             verdict, why = prefix_verdict(trace, admitted.ends)
             if verdict != params.prefix_cache:
@@ -269,7 +322,7 @@ class Capacity(Claim):
         from pycert.families.capacity import derive  # numpy: see figures
 
         pieced = params.pieces > 1
-        expected = (PIECES_ENCODING,) if pieced else (OPTIMA_ENCODING, OPTIMUM_ENCODING, ENCODING)
+        expected = (PIECES_ENCODING,) if pieced else (CURVE_ENCODING, OPTIMA_ENCODING, OPTIMUM_ENCODING, ENCODING)
         if params.lean_encoding not in expected:
             raise Rejected(Rejection.mismatch("parameters.lean_encoding", " or ".join(map(repr, expected)),
                                               repr(params.lean_encoding)))
@@ -279,8 +332,11 @@ class Capacity(Claim):
         if both_models(params) != (params.prefix_cache is not None):
             raise Rejected(Rejection.mismatch("parameters.prefix_cache", "set exactly when both cache models are stated",
                                               repr(params.prefix_cache)))
+        curved = params.lean_encoding == CURVE_ENCODING
         inst = self.instance(params, self.primary_inputs(inputs))
-        trace = read_certified(input_path(inputs, "trace", read), params)
+        trace = _certified(inputs, read, params)
+        if curved:
+            return {inst.path: derive.curve_text(trace, inst.module, params.curve or [])[0]}
         if not pieced:
             return {inst.path: derive.instance_text(trace, inst.module, params.capacity_blocks, params.lean_encoding,
                                                     params.prefix_cache)[0]}

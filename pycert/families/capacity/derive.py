@@ -6,7 +6,8 @@ imports this module only when it has a trace to read (numpy, numba)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -16,10 +17,11 @@ from pycert.analysis import cachesim, optcurve, requests
 from pycert.analysis import capacity as recipe
 from pycert.analysis.requests import PrefixVerdict, firsts
 from pycert.core.errors import PycertError, Rejected, Rejection
+from pycert.core.memo import kept
 from pycert.data.traces import Trace
 from pycert.families.capacity import piece_names
 from pycert.lean.emit import capacity as emit
-from pycert.lean.emit import pieces
+from pycert.lean.emit import curve, pieces
 
 
 @dataclass(frozen=True)
@@ -34,20 +36,29 @@ class Model:
     ends: np.ndarray
 
 
+def refs_key(refs: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
+    """What a result computed from ``refs`` alone is kept under within a run (:func:`pycert.core.memo.kept`)."""
+    return refs.dtype.str, refs.shape, hashlib.blake2b(np.ascontiguousarray(refs).tobytes(), digest_size=16).digest()
+
+
 def model(refs: np.ndarray, capacity: int, admission: bool) -> Model:
-    """Belady's MIN (with bypass under ``admission``) at ``capacity`` blocks, its cut list and its pairs."""
-    hit = recipe.belady_hit_flags(refs, capacity, admission)
-    starts, ends = recipe.belady_pairs(refs, capacity, admission, hit=hit)
-    return Model(admission=admission, hits=int(hit.sum()), cuts=recipe.cut_list(refs, capacity, admission, hit=hit),
-                 starts=starts, ends=ends)
+    """Belady's MIN (with bypass under ``admission``) at ``capacity`` blocks, its cut list and its pairs (kept
+    within a run: prove and verify ask for the same ones at each stage)."""
+    def compute() -> Model:
+        hit = recipe.belady_hit_flags(refs, capacity, admission)
+        starts, ends = recipe.belady_pairs(refs, capacity, admission, hit=hit)
+        return Model(admission=admission, hits=int(hit.sum()), cuts=recipe.cut_list(refs, capacity, admission, hit=hit),
+                     starts=starts, ends=ends)
+    return kept("capacity-model", (refs_key(refs), capacity, admission), compute)
 
 
 def instance_text(trace: Trace, module: str, capacity: int, encoding: str,
-                  prefix: PrefixVerdict | None = None) -> tuple[bytes, emit.Plan]:
+                  prefix: PrefixVerdict | None = None, as_module: bool = False) -> tuple[bytes, emit.Plan]:
     """The Lean instance file of a trace at ``capacity`` blocks in ``encoding`` (the bound alone, the
     optimum without admission control, or both models both ways, with the prefix test where ``prefix``
     is ``attained``), and what it states: the one function prove and verify both call. A bound that
-    Belady's pairs do not reach is refused before Lean runs: it cannot be stated as the optimum."""
+    Belady's pairs do not reach is refused before Lean runs: it cannot be stated as the optimum.
+    ``as_module``: a Lean ``module`` another instance imports (:func:`pycert.lean.emit.capacity.emit_instance`)."""
     refs = trace.refs
     plain = model(refs, capacity, admission=False)
     witness = None if encoding == emit.ENCODING else (plain.starts, plain.ends)
@@ -57,27 +68,31 @@ def instance_text(trace: Trace, module: str, capacity: int, encoding: str,
         admission = emit.Side(admitted.cuts, (admitted.starts, admitted.ends))
         first = firsts(trace) if prefix == "attained" else None
     text, plan = emit.emit_instance(refs, trace.sha256, module, capacity, plain.cuts, witness=witness,
-                                    admission=admission, firsts=first)
+                                    admission=admission, firsts=first, as_module=as_module)
+    _attained(module, plan)
+    return text.encode(), plan
+
+
+def _attained(module: str, plan: emit.Plan) -> None:
+    """Refuse a bound that the witness does not reach: it cannot be written as the optimum."""
     checks = [("", plan.max_hits, plan.witness_hits)]
     if plan.admission is not None:
         checks.append(("with admission control ", plan.admission.max_hits, plan.admission.witness_hits))
     for name, bound, reached in checks:
         if reached is not None and reached != bound:
-            raise PycertError(f"{module}: the cut list {name}bounds the hits at {capacity} blocks by {bound}, Belady's "
-                              f"MIN hits {reached}: the cut list was not optimal (or the engine is wrong), and a bound "
-                              "that is not attained is not written as the optimum")
-    return text.encode(), plan
+            raise PycertError(f"{module}: the cut list {name}bounds the hits at {plan.capacity} blocks by {bound}, "
+                              f"Belady's MIN hits {reached}: the cut list was not optimal (or the engine is wrong), and a "
+                              "bound that is not attained is not written as the optimum")
 
 
 def engines(refs: np.ndarray, capacity: int, admission: bool) -> int:
     """Belady's MIN hit count at ``capacity`` blocks (with bypass under ``admission``) from pycert's one-pass
     curve (stack distances under OPT priority, :mod:`pycert.analysis.optcurve`), cross-checked against a
     direct simulation (:mod:`pycert.analysis.cachesim`); two engines that disagree are refused."""
-    if admission:
-        curve = optcurve.admission_hit_curve(refs).hits(capacity)
-        simulated = int(cachesim.belady_bypass_flags(refs, capacity).sum())
-    else:
-        curve, simulated = optcurve.opt_hit_curve(refs).hits(capacity), cachesim.belady_hits(refs, capacity)
+    whole = kept("opt-curve", (refs_key(refs), admission),  # every capacity in one pass: once per run and trace
+                 lambda: optcurve.admission_hit_curve(refs) if admission else optcurve.opt_hit_curve(refs))
+    curve = whole.hits(capacity)
+    simulated = int(cachesim.belady_bypass_flags(refs, capacity).sum()) if admission else cachesim.belady_hits(refs, capacity)
     if curve != simulated:
         what = "Belady's MIN with bypass" if admission else "Belady's MIN"
         raise Rejected(Rejection(
@@ -140,3 +155,30 @@ def piece_files(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts:
         plans.append(piece)
     out[module], plan = pieces.emit_glue(module, sha256, [m for m, _, _ in makers], plans, len(np.unique(refs)))
     return out, plan
+
+
+def curve_points(trace: Trace, capacities: Sequence[int]) -> list[curve.Point]:
+    """Both models at each capacity of a curve, and where the prefix test is written (where a prefix cache
+    reaches the optimum with admission control: :func:`pycert.analysis.requests.prefix_verdict`)."""
+    out = []
+    for c in capacities:
+        plain, admitted = model(trace.refs, c, admission=False), model(trace.refs, c, admission=True)
+        out.append(curve.Point(capacity=c, plain=emit.Side(plain.cuts, (plain.starts, plain.ends)),
+                               admission=emit.Side(admitted.cuts, (admitted.starts, admitted.ends)),
+                               prefix=requests.prefix_verdict(trace, admitted.ends)[0] == "attained"))
+    return out
+
+
+def curve_text(trace: Trace, module: str, capacities: Sequence[int]) -> tuple[bytes, list[emit.Plan]]:
+    """The Lean instance of a trace at every capacity of ``capacities`` (at most :data:`pycert.core.limits.MAX_CURVE`),
+    and what it states at each: the one function prove and verify call, kept within a run (each
+    certificate of the curve regenerates the same file). As :func:`instance_text`, a bound that Belady's
+    pairs do not reach is refused before Lean runs."""
+    def compute() -> tuple[bytes, list[emit.Plan]]:
+        points = curve_points(trace, capacities)
+        first = firsts(trace) if any(p.prefix for p in points) else None
+        text, plans = curve.emit_curve(trace.refs, trace.sha256, module, points, firsts=first)
+        for plan in plans:
+            _attained(module, plan)
+        return text.encode(), plans
+    return kept("capacity-curve", (trace.sha256, trace.n_refs, refs_key(trace.refs), module, tuple(capacities)), compute)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 
@@ -15,9 +16,10 @@ from pycert.core.console import plural
 from pycert.core.errors import InputError
 from pycert.core.gate import entries, named
 from pycert.core.limits import MAX_PIECE_REFS, MAX_TRACE_BYTES, int_list, int_range
+from pycert.core.schema import InputFile
 from pycert.data.traces import Trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.families.capacity import CLAIM, CapacityParams, derive, names
+from pycert.families.capacity import CLAIM, CURVE_ENCODING, CapacityParams, curve_module, derive, names
 from pycert.families.traces import (
     DEFAULT_TRACE,
     certified_trace,
@@ -30,7 +32,7 @@ from pycert.families.traces import (
 )
 from pycert.lean import cluster
 from pycert.lean.emit import capacity as emit
-from pycert.lean.emit import pieces
+from pycert.lean.emit import curve, pieces
 
 
 class CapacityOptions(Options):
@@ -69,6 +71,31 @@ def capacities(opts: CapacityOptions, trace: Trace) -> list[int]:
     return list(dict.fromkeys(blocks))
 
 
+def refuse_overwrites(given: list[Path], traces: list[Path], out_dir: Path,
+                      stems: Callable[[Path], tuple[str, str]]) -> None:
+    """Refuse, before anything runs, a ``--trace`` that cannot be read or names no certificate, and, as the
+    ceiling family does, two traces whose certificates (``<stem>-c<C>.json``) or Lean modules (``stems``: the
+    certificate stem and the module stem of a trace) would be one, or a trace over an earlier run's
+    certificate of another trace in ``out_dir``: they would overwrite each other's certificates."""
+    refuse_stdin(given)
+    for trace in given:
+        named(trace).check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
+        check_name(trace)
+    claimed: dict[str, Path] = {}
+    for trace in traces:
+        stem, module = stems(trace)
+        for key in (stem, module):
+            if (other := claimed.setdefault(key, trace)) != trace:
+                raise InputError(f"this trace and {other} would both make {stem}-c<C>: rename one of them "
+                                 "(a certificate is named by its trace's file name)", where=str(trace))
+        mine = re.compile(rf"{re.escape(stem)}-c[0-9]+\.json")
+        for cert in (e.path for e in (entries(out_dir, ".json") if out_dir.is_dir() else []) if mine.fullmatch(e.name)):
+            earlier = certified_trace(cert)
+            if earlier is not None and earlier != trace.name:
+                raise InputError(f"{cert} certifies trace {earlier}, which this trace's certificates would replace: "
+                                 "rename the trace or prove into another --out", where=str(trace))
+
+
 class CapacityProducer(Producer):
     claim = CLAIM
     options = CapacityOptions
@@ -80,7 +107,8 @@ class CapacityProducer(Producer):
                                  "all, beside the capacity-free ceiling): one certificate per trace and capacity, the "
                                  "optimum kernel-checked both ways for caches with admission control (Belady's MIN with "
                                  "bypass; a prefix cache where the trace is prefix-closed) and for caches that admit "
-                                 "every missed block (Belady's MIN); a trace in pieces: the second bound")
+                                 "every missed block (Belady's MIN); a trace in pieces: the second bound; under prove "
+                                 "isolation-cost, the capacities a per-tenant salt's cost is certified at")
         parser.add_argument("--capacity-tokens", type=int_list(1), action="extend", default=[], metavar="T[,T...]",
                             help="the same at capacities in tokens, each in whole blocks of the trace's block size "
                                  "(what it says, or --block-tokens)")
@@ -105,25 +133,8 @@ class CapacityProducer(Producer):
         if (opts.capacity_blocks or opts.capacity_tokens) and opts.piece_refs is not None and opts.piece_refs < 2:
             raise InputError(f"--shard-refs {opts.piece_refs}: a piece of a trace checked at a capacity holds at least "
                              "2 references (it shares its ends with its neighbours)")
-        refuse_stdin(opts.trace)
-        for trace in opts.trace:
-            named(trace).check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
-            check_name(trace)
-        # As the ceiling family: two traces folding to one name, or a trace over an earlier run's
-        # certificate of another trace in --out, would overwrite each other's certificates.
-        claimed: dict[str, Path] = {}
-        for trace in self.traces(setting):
-            name = slug(trace.stem)
-            for key in (name, names(trace, 0)[1]):
-                if (other := claimed.setdefault(key, trace)) != trace:
-                    raise InputError(f"this trace and {other} would both make capacity-{name}-c<C>: rename one of them "
-                                     "(a certificate is named by its trace's file name)", where=str(trace))
-            mine = re.compile(rf"capacity-{re.escape(name)}-c[0-9]+\.json")
-            for cert in (e.path for e in (entries(setting.out_dir, ".json") if setting.out_dir.is_dir() else []) if mine.fullmatch(e.name)):
-                earlier = certified_trace(cert)
-                if earlier is not None and earlier != trace.name:
-                    raise InputError(f"{cert} certifies trace {earlier}, which this trace's certificates would replace: "
-                                     "rename the trace or prove into another --out", where=str(trace))
+        refuse_overwrites(opts.trace, self.traces(setting), setting.out_dir,
+                          lambda trace: (f"capacity-{slug(trace.stem)}", names(trace, 0)[1]))
 
     def prepare(self, setting: Setting) -> list[Prepared]:
         return [p for path, emitted in trace_files(self.traces(setting), setting)
@@ -135,43 +146,65 @@ class CapacityProducer(Producer):
                        else input_file("trace", path, setting.root, sha256=trace.sha256))
         opts: CapacityOptions = setting.options  # type: ignore[assignment]
         distinct = len(np.unique(trace.refs))
-        out = []
         limit = min(opts.piece_refs or MAX_PIECE_REFS, MAX_PIECE_REFS)
+        if trace.n_refs <= limit and emit.fits_one(trace.n_refs, distinct):
+            return [p for run in curve.chunks(capacities(opts, trace))
+                    for p in self._prepare_curve(path, trace, trace_input, run, setting)]
+        out = []
         for c in capacities(opts, trace):
-            params = CapacityParams(capacity_blocks=c, lean_encoding=emit.OPTIMA_ENCODING,
-                                    **reading_of(trace))  # type: ignore[arg-type]
-            if trace.n_refs > limit or not emit.fits_one(trace.n_refs, distinct):
-                setting.progress(f"{trace.name}: cut list at {plural(c, 'block')}, split into pieces of at most "
-                                 f"{plural(limit, 'reference')}")
-                cuts, points = derive.piece_layout(trace.refs, c, limit)
-                params = CapacityParams(capacity_blocks=c, lean_encoding=emit.PIECES_ENCODING, piece_refs=limit,
-                                        pieces=len(points) - 1, **reading_of(trace))  # type: ignore[arg-type]
-            else:
-                verdict, why = prefix_verdict(trace, derive.model(trace.refs, c, admission=True).ends)
-                params = params.model_copy(update={"prefix_cache": verdict})
-                if verdict != "attained":
-                    setting.progress(f"{trace.name}: no prefix cache claimed at {plural(c, 'block')}: {why}")
-            instance = CLAIM.instance(params, [trace_input])
-            p = Prepared(claim=CLAIM, id=names(path, c)[0], parameters=params, headline="", inputs=[trace_input],
-                         located={trace_input.path: path})
-            if params.piece_refs is None:
-                setting.progress(f"{trace.name}: cut lists and instance at {plural(c, 'block')}")
-                text, plan = derive.instance_text(trace, instance.module, c, params.lean_encoding, params.prefix_cache)
-                lean_path = setting.emit(Path(instance.path), text)
-                p.inputs.append(setting.emitted("lean", Path(instance.path), derived_from="trace"))
-                p.lean_file, p.located[instance.path] = lean_path, lean_path
-            elif (plan := self._prepare_pieces(p, trace, distinct, cuts, points, setting)) is None:
-                out.append(p)
-                continue
-            p.engine = {"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
-                        "cuts": Fraction(plan.cuts)}
-            if plan.admission is not None:
-                p.engine |= {"admission_hits": Fraction(plan.admission.max_hits),
-                             "admission_cuts": Fraction(plan.admission.cuts)}
-            ceiling = (plan.admission.max_hits if plan.admission is not None else plan.max_hits) / plan.refs
-            p.headline = f"{plural(c, 'block')}: ceiling {ceiling:.6f}" if plan.refs else "empty"
+            setting.progress(f"{trace.name}: cut list at {plural(c, 'block')}, split into pieces of at most "
+                             f"{plural(limit, 'reference')}")
+            cuts, points = derive.piece_layout(trace.refs, c, limit)
+            params = CapacityParams(capacity_blocks=c, lean_encoding=emit.PIECES_ENCODING, piece_refs=limit,
+                                    pieces=len(points) - 1, **reading_of(trace))  # type: ignore[arg-type]
+            p = self._prepared(path, trace_input, params)
+            if (plan := self._prepare_pieces(p, trace, distinct, cuts, points, setting)) is not None:
+                self._expect(p, plan)
             out.append(p)
         return out
+
+    def _prepare_curve(self, path: Path, trace: Trace, trace_input: InputFile, run: list[int],
+                       setting: Setting) -> list[Prepared]:
+        """One instance file for every capacity of ``run`` (the trace sorted once), and a certificate per capacity
+        resting on it, each with its own headline."""
+        module = curve_module(PurePosixPath(trace_input.path), run)
+        setting.progress(f"{trace.name}: cut lists and witnesses at {', '.join(map(str, run))} blocks, one instance "
+                         f"({module})")
+        text, plans = derive.curve_text(trace, module, run)
+        every = []
+        for c in run:
+            verdict, why = prefix_verdict(trace, derive.model(trace.refs, c, admission=True).ends)
+            if verdict != "attained":
+                setting.progress(f"{trace.name}: no prefix cache claimed at {plural(c, 'block')}: {why}")
+            every.append(CapacityParams(capacity_blocks=c, lean_encoding=CURVE_ENCODING, curve=run, prefix_cache=verdict,
+                                        **reading_of(trace)))  # type: ignore[arg-type]
+        rel = Path(CLAIM.instance(every[0], [trace_input]).path)  # the same file for every capacity of the run
+        lean_path = setting.emit(rel, text)
+        lean_input = setting.emitted("lean", rel, derived_from="trace")
+        out = []
+        for params, plan in zip(every, plans):
+            p = self._prepared(path, trace_input, params)
+            p.inputs.append(lean_input)
+            p.lean_file, p.located[rel.as_posix()] = lean_path, lean_path
+            self._expect(p, plan)
+            out.append(p)
+        return out
+
+    def _prepared(self, path: Path, trace_input: InputFile, params: CapacityParams) -> Prepared:
+        return Prepared(claim=CLAIM, id=names(path, params.capacity_blocks)[0], parameters=params, headline="",
+                        inputs=[trace_input], located={trace_input.path: path})
+
+    @staticmethod
+    def _expect(p: Prepared, plan: emit.Plan) -> None:
+        """What pycert's engines expect the kernel to state, and the run table's figure."""
+        c = plan.capacity
+        p.engine = {"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
+                    "cuts": Fraction(plan.cuts)}
+        if plan.admission is not None:
+            p.engine |= {"admission_hits": Fraction(plan.admission.max_hits),
+                         "admission_cuts": Fraction(plan.admission.cuts)}
+        ceiling = (plan.admission.max_hits if plan.admission is not None else plan.max_hits) / plan.refs
+        p.headline = f"{plural(c, 'block')}: ceiling {ceiling:.6f}" if plan.refs else "empty"
 
     def _prepare_pieces(self, p: Prepared, trace: Trace, distinct: int, cuts: list[int], points: list[int],
                         setting: Setting) -> emit.Plan | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 import numpy as np

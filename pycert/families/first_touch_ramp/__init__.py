@@ -106,7 +106,7 @@ class FirstTouchRamp(Claim):
 
     def instance(self, params: RampParams, primary: Sequence[InputFile]) -> Instance:
         return Instance(path=f"lean/{module_name(params.c, params.blocks)}.lean", derived_from="parameters",
-                        row=f"Synthetic{params.row:03d}")
+                        section=f"Synthetic{params.row:03d}")
 
     def regenerate(self, params: RampParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
         return ramp_module(params.c, params.blocks)

@@ -23,7 +23,7 @@ from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_TRACE_BYTES
 from pycert.core.schema import Certificate, InputFile
 from pycert.families.base import Claim, Instance, Reader, input_path
-from pycert.families.ceiling import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
+from pycert.families.traces import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
 from pycert.families.first_touch.dataset import (
     CUT_EVIDENCE,
     TENANT_EVIDENCE,
@@ -151,7 +151,7 @@ class FirstTouchTrace(Claim):
         trace = next(i for i in primary if i.role == "trace")
         where = LEAN_DERIVED if trace.external else LEAN_OUT
         module = module_name(PurePosixPath(trace.path), params.rows)
-        return Instance(path=(where / f"{module}.lean").as_posix(), derived_from="trace", row=f"Mooncake{params.row:03d}")
+        return Instance(path=(where / f"{module}.lean").as_posix(), derived_from="trace", section=f"Mooncake{params.row:03d}")
 
     def regenerate(self, params: TraceParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
         path = input_path(inputs, "trace", read)

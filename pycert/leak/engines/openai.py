@@ -75,7 +75,7 @@ class OpenAIEngine:
     def _version(self) -> str:
         try:
             with self._open("/version") as resp:
-                return f"server {json.loads(resp.read()).get('version', 'unknown')}"
+                return f"server {json.loads(wire.body(resp, self.base)).get('version', 'unknown')}"
         except (InputError, ValueError):
             return "server version unknown"
 
@@ -83,7 +83,7 @@ class OpenAIEngine:
         where = f"{self.base}/v1/completions"
         t0 = time.perf_counter()
         with self._open("/v1/completions", request_body(self.model, request, self.salt_field)) as resp:
-            first, usage = read_stream(resp)
+            first, usage = read_stream(wire.events(resp))
         cached, prompt = cached_tokens(usage, where)
         generated = int((usage or {}).get("completion_tokens") or 0)
         return Served(cached_tokens=cached, engine_tokens=prompt,

@@ -17,3 +17,6 @@ CAPACITY_OPTIMA_ENCODING = "packed-sorted-optima/1"
 the requests' first references and the prefix test."""
 CAPACITY_PIECES_ENCODING = "packed-sorted-cuts-pieces/1"
 """A trace in pieces split at cuts, one module each, and their composition (:mod:`pycert.lean.emit.pieces`)."""
+CAPACITY_CURVE_ENCODING = "packed-sorted-curve/1"
+"""Many capacities in one instance (:mod:`pycert.lean.emit.curve`): the trace sorted once, both models both ways
+at each capacity, each under its own headline ``<Module>.C<C>.headline``."""

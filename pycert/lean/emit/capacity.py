@@ -134,10 +134,26 @@ class Sorted:
     piece_bits: int
 
 
-def cut_lines(sort: Sorted, tag: str, cuts: Sequence[int], admission: bool) -> tuple[list[str], int]:
-    """The cut plane ``cut<tag>``, its running count ``A<tag>`` and the checks that count the cuts and the
-    free reuses (with ``admission``, free of cuts at or after the earlier reference: ``flags`` of no cut
-    plane); and ``F``."""
+def count_lines(sort: Sorted, label: str, of: str, counts: np.ndarray, width: int, what: str,
+                computed: bool) -> list[str]:
+    """``label``, the running count of the plane ``of`` in ``width`` planes: the planes as literals, or
+    ``computed`` by the kernel (``Pycert.Curve.runP``, tested by ``cutsOK`` like the literals)."""
+    if computed:
+        return [f"/-- The running count of {what}, computed by the kernel (`Curve.runP`) and tested by `cutsOK`. -/",
+                f"noncomputable def {label} : List Nat := Curve.runP {sort.m_log} {width} {of}", ""]
+    lines = []
+    for b, pb in enumerate(planes(counts, width)):
+        doc = f"Plane {b} of `{label}`, " + ("the cuts before each time." if what == "cuts" else "a running count.")
+        lines += packed_trace.nat_defs(f"{label}{b}", doc, pb, sort.piece_bits)
+    return lines + [f"/-- The running count of {what}, as bit planes. -/",
+                    f"noncomputable def {label} : List Nat := [{', '.join(f'{label}{b}' for b in range(width))}]", ""]
+
+
+def cut_lines(sort: Sorted, tag: str, cuts: Sequence[int], admission: bool,
+              computed: bool = False) -> tuple[list[str], int]:
+    """The cut plane ``cut<tag>``, its running count ``A<tag>`` (literal planes, or ``computed`` by the
+    kernel: :func:`count_lines`) and the checks that count the cuts and the free reuses (with
+    ``admission``, free of cuts at or after the earlier reference: ``flags`` of no cut plane); and ``F``."""
     n, m_log = sort.n, sort.m_log
     y = np.asarray(cuts, dtype=np.int64)
     if len(y) and (y[0] < 0 or y[-1] >= n or np.any(np.diff(y) <= 0)):
@@ -147,13 +163,8 @@ def cut_lines(sort: Sorted, tag: str, cuts: Sequence[int], admission: bool) -> t
     aw = max(1, len(y).bit_length())
     lines = packed_trace.nat_defs(f"cut{tag}", f"The {len(y)} cuts: bit `t` is set when time `t` is a cut.", plane(c),
                                   sort.piece_bits)
-    for b, pb in enumerate(planes(a, aw)):
-        lines += packed_trace.nat_defs(f"A{tag}{b}", f"Plane {b} of `A{tag}`, the cuts before each time.", pb,
-                                       sort.piece_bits)
+    lines += count_lines(sort, f"A{tag}", f"cut{tag}", a, aw, "cuts", computed)
     lines += [
-        "/-- The running count of cuts, as bit planes. -/",
-        f"noncomputable def A{tag} : List Nat := [{', '.join(f'A{tag}{b}' for b in range(aw))}]",
-        "",
         f"theorem cuts_ok{tag} : SortedTrace.cutsOK {n} A{tag} cut{tag} = true := by decide +kernel",
         "",
         f"theorem flags_ok{tag} : Planes.popcount {m_log} (SortedTrace.flags {m_log} W same "
@@ -166,7 +177,7 @@ def cut_lines(sort: Sorted, tag: str, cuts: Sequence[int], admission: bool) -> t
 
 
 def witness_lines(sort: Sorted, tag: str, capacity: int, starts: np.ndarray, ends: np.ndarray,
-                  admission: bool) -> tuple[list[str], int]:
+                  admission: bool, computed: bool = False) -> tuple[list[str], int]:
     """The witness's literals and checks: the starts and ends of the hit pairs as planes in time order
     (``s<tag>``, ``e<tag>``), their running counts, ``witnessOK`` and the cover test: at most ``C - 1``
     pairs open at every step, or with ``admission`` at most ``C`` live (the start counts read a step
@@ -183,12 +194,8 @@ def witness_lines(sort: Sorted, tag: str, capacity: int, starts: np.ndarray, end
                                   "block is to hit.", plane(s_bits), sort.piece_bits)
     lines += packed_trace.nat_defs(f"e{tag}", "The ends: bit `j` is set when reference `j` is to hit.", plane(e_bits),
                                    sort.piece_bits)
-    for label, counts in ((f"AS{tag}", a_s), (f"AE{tag}", a_e)):
-        for b, pb in enumerate(planes(counts, aw)):
-            lines += packed_trace.nat_defs(f"{label}{b}", f"Plane {b} of `{label}`, a running count.", pb,
-                                           sort.piece_bits)
-        lines += [f"/-- The running count of {'starts' if label.startswith('AS') else 'ends'}, as bit planes. -/",
-                  f"noncomputable def {label} : List Nat := [{', '.join(f'{label}{b}' for b in range(aw))}]", ""]
+    lines += count_lines(sort, f"AS{tag}", f"s{tag}", a_s, aw, "starts", computed)
+    lines += count_lines(sort, f"AE{tag}", f"e{tag}", a_e, aw, "ends", computed)
     cover = (f"SortedOptimum.coverOK {n} {capacity} (AS{tag}.map (· >>> 1)) AE{tag}" if admission
              else f"SortedOptimum.coverOK {n} ({capacity} - 1) AS{tag} AE{tag}")
     count = f"theorem ends_eq{tag} : Planes.val AE{tag} {n} = {h}" if admission else \
@@ -208,11 +215,12 @@ def witness_lines(sort: Sorted, tag: str, capacity: int, starts: np.ndarray, end
     return lines, h
 
 
-def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts: Sequence[int],
+def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts: Sequence[int] | None,
                  piece_bits: int) -> tuple[list[str], Plan, list[int], Sorted]:
     """The definitions and checks every capacity file holds, up to the cuts of the model without
-    admission (``cuts_eq``), what they state, the trace's ids and the sort. The packing is decoded back
-    before anything is written, as for the whole-trace instance."""
+    admission (``cuts_eq``; none when ``cuts`` is None: a curve writes them per capacity), what they
+    state, the trace's ids and the sort. The packing is decoded back before anything is written, as for
+    the whole-trace instance."""
     if capacity < 1:
         raise PycertError(f"{name}: capacity {capacity} (a capacity is at least one block)")
     inst = packed_trace.plan(refs, sha256, name, pow2_fields=True)
@@ -232,8 +240,10 @@ def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cut
     if not np.array_equal(perm_all(words, m_log), sigma):
         raise PycertError(f"{name}: the network does not sort the references (an emitter bug)")
     sort = Sorted(n=n, m_log=m_log, sigma=sigma, same=same_plane(x, sigma), piece_bits=piece_bits)
+    cut_part, free = [], 0
     try:  # before `same` is written: the cut lines' flags are what may edit it (pycert mutate)
-        cut_part, free = cut_lines(sort, "", cuts, admission=False)
+        if cuts is not None:
+            cut_part, free = cut_lines(sort, "", cuts, admission=False)
     except PycertError as err:
         raise PycertError(f"{name}: {err}") from None
     lines = [
@@ -270,7 +280,7 @@ def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cut
         "    (by decide +kernel) sort_ok",
         "",
     ]
-    plan = Plan(refs=n, distinct=d, capacity=capacity, cuts=len(cuts), free=free)
+    plan = Plan(refs=n, distinct=d, capacity=capacity, cuts=len(cuts or ()), free=free)
     return lines, plan, ids, sort
 
 
@@ -280,50 +290,70 @@ OPTIMUM_TERM = ("SortedOptimum.optimum_of_checks checked (by decide) (by decide)
 """The proof of ``Pycert.Capacity.Optimum`` from the checks of the model without admission."""
 
 
+ADMISSION_CHECKS = ("refs_eq (by decide) adjacent linked cuts_okA flags_okA cuts_eqA (by decide) witness_okA starts_okA "
+                    "ends_okA cover_okA ends_eqA")
+"""The arguments of ``optimumA_of_checks`` and ``prefixOptimum_of_checks``: the facts of the sort and the
+checks of the model with admission control."""
+
+
+def admission_model(sort: Sorted, capacity: int, side: Side, computed: bool = False) -> tuple[list[str], list[str], Bound]:
+    """The model with admission control's cut lines and witness lines, and what they state."""
+    if side.witness is None:
+        raise PycertError("the model with admission control is stated both ways: it needs a witness")
+    lines, free = cut_lines(sort, "A", side.cuts, admission=True, computed=computed)
+    more, h = witness_lines(sort, "A", capacity, *side.witness, admission=True, computed=computed)
+    return lines, more, Bound(per_cut=capacity, cuts=len(side.cuts), free=free, witness_hits=h)
+
+
+def linked_lines(sort: Sorted) -> list[str]:
+    """``linked``: what the sort says of every place of ``same`` (once per sort)."""
+    return [f"theorem linked : SortedOptimum.Linked trace {sort.m_log} W same :=",
+            "  SortedOptimum.linked_facts checked (by decide) (by decide) (by decide) (by decide +kernel) (by decide +kernel)"
+            " sort_ok", ""]
+
+
+def optimum_a_lines(n: int, capacity: int, h: int) -> list[str]:
+    return [f"theorem optimumA : Pycert.Admission.OptimumA trace {n} {capacity} {h} :=",
+            f"  SortedAdmission.optimumA_of_checks {ADMISSION_CHECKS}", ""]
+
+
+def firsts_lines(sort: Sorted, firsts: np.ndarray) -> list[str]:
+    """The requests' first references as a public plane (the prefix headline names it)."""
+    return [line.replace("noncomputable def firsts :", "public noncomputable def firsts :") for line in
+            packed_trace.nat_defs("firsts", "The requests' first references: bit `j` is set when reference `j` "
+                                  "starts a request (data, like the trace).", plane(np.asarray(firsts, dtype=bool)[:sort.n]),
+                                  sort.piece_bits)]
+
+
+def prefix_lines(n: int, capacity: int, h: int) -> list[str]:
+    return [f"theorem prefix_ok : SortedAdmission.prefixOK {n} firsts eA = true := by decide +kernel", "",
+            f"theorem prefixOpt : Pycert.PrefixCache.PrefixOptimum trace firsts.testBit {n} {capacity} {h} :=",
+            f"  SortedAdmission.prefixOptimum_of_checks {ADMISSION_CHECKS} prefix_ok", ""]
+
+
 def admission_lines(sort: Sorted, capacity: int, side: Side, firsts: np.ndarray | None) -> tuple[list[str], Bound, bool]:
     """The model with admission control: its cuts, its witness, ``linked``, ``optimumA`` and, with the
     requests' first references, ``prefixOK`` and ``prefixOpt``."""
-    if side.witness is None:
-        raise PycertError("the model with admission control is stated both ways: it needs a witness")
-    n = sort.n
-    lines, free = cut_lines(sort, "A", side.cuts, admission=True)
-    more, h = witness_lines(sort, "A", capacity, *side.witness, admission=True)
-    bound = Bound(per_cut=capacity, cuts=len(side.cuts), free=free, witness_hits=h)
-    checks = ("refs_eq (by decide) adjacent linked cuts_okA flags_okA cuts_eqA (by decide) witness_okA starts_okA "
-              "ends_okA cover_okA ends_eqA")
-    lines += [
-        *more,
-        f"theorem linked : SortedOptimum.Linked trace {sort.m_log} W same :=",
-        "  SortedOptimum.linked_facts checked (by decide) (by decide) (by decide) (by decide +kernel) (by decide +kernel)"
-        " sort_ok",
-        "",
-        f"theorem optimumA : Pycert.Admission.OptimumA trace {n} {capacity} {h} :=",
-        f"  SortedAdmission.optimumA_of_checks {checks}",
-        "",
-    ]
+    lines, more, bound = admission_model(sort, capacity, side)
+    h = bound.witness_hits
+    assert h is not None
+    lines += [*more, *linked_lines(sort), *optimum_a_lines(sort.n, capacity, h)]
     if firsts is not None:
-        lines += [line.replace("noncomputable def firsts :", "public noncomputable def firsts :") for line in
-                  packed_trace.nat_defs("firsts", "The requests' first references: bit `j` is set when reference `j` "
-                                        "starts a request (data, like the trace).", plane(np.asarray(firsts, dtype=bool)[:n]),
-                                        sort.piece_bits)]
-        lines += [
-            f"theorem prefix_ok : SortedAdmission.prefixOK {n} firsts eA = true := by decide +kernel",
-            "",
-            f"theorem prefixOpt : Pycert.PrefixCache.PrefixOptimum trace firsts.testBit {n} {capacity} {h} :=",
-            f"  SortedAdmission.prefixOptimum_of_checks {checks} prefix_ok",
-            "",
-        ]
+        lines += [*firsts_lines(sort, firsts), *prefix_lines(sort.n, capacity, h)]
     return lines, bound, firsts is not None
 
 
 def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts: Sequence[int],
                   piece_bits: int = packed_trace.PIECE_BITS, witness: tuple[np.ndarray, np.ndarray] | None = None,
-                  admission: Side | None = None, firsts: np.ndarray | None = None) -> tuple[str, Plan]:
+                  admission: Side | None = None, firsts: np.ndarray | None = None,
+                  as_module: bool = False) -> tuple[str, Plan]:
     """Lean source stating, for exactly these references, ``Bounded trace N C H`` with the cut list
     ``cuts`` (strictly increasing times below N); with ``witness`` (the starts and ends of hit pairs,
     :func:`pycert.analysis.capacity.belady_pairs`) ``Optimum trace N C H``, ``H`` the number of starts;
     with ``admission`` as well (the other model's cuts and witness) ``Optima trace N C H HA``, and with
-    ``firsts`` (the requests' first references) ``PrefixOptima trace firsts.testBit N C H HA HA``."""
+    ``firsts`` (the requests' first references) ``PrefixOptima trace firsts.testBit N C H HA HA``.
+    ``as_module``: a Lean ``module`` whose data stays private, so that a file importing it loads only its
+    headline (two instances stated together, :mod:`pycert.lean.emit.salt_cost`)."""
     if admission is not None and witness is None:
         raise PycertError(f"{name}: both models are stated both ways: a witness without admission is needed too")
     if firsts is not None and admission is None:
@@ -332,10 +362,11 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
     n = plan.refs
     module = "SortedTrace" if witness is None else "SortedOptimum" if admission is None else "SortedAdmission"
     lines = [
+        *(["module", ""] if as_module else []),
         f"-- Generated by pycert.lean.emit.capacity: {n} references, {plan.distinct} distinct blocks, capacity "
         f"{capacity}, {plan.cuts} cuts, every reference.",
         "-- Checked by the kernel from the encoded references and cuts; nothing here is an assumption.",
-        f"import Pycert.{module}",
+        f"{'public ' if as_module else ''}import Pycert.{module}",
         "",
         *body,
     ]
@@ -364,25 +395,34 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
         return "\n".join([*lines, *closing(f"{INSTANCE_NAMESPACE}.{name}")]), plan
     more, bound, prefix = admission_lines(sort, capacity, admission, firsts)
     plan = plan.model_copy(update={"admission": bound, "prefix": prefix})
-    ha = bound.witness_hits
     lines += [
         f"theorem optimum : Pycert.Capacity.Optimum trace {n} {capacity} {h} :=",
         f"  {OPTIMUM_TERM}",
         "",
         *more,
+        *optima_headline(plan),
+    ]
+    return "\n".join([*lines, *closing(f"{INSTANCE_NAMESPACE}.{name}")]), plan
+
+
+def optima_headline(plan: Plan) -> list[str]:
+    """The headline of both models both ways (with the prefix cache when ``plan.prefix``), from
+    ``optimum``, ``optimumA`` and ``prefixOpt``."""
+    n, capacity, h, bound = plan.refs, plan.capacity, plan.witness_hits, plan.admission
+    assert bound is not None
+    ha = bound.witness_hits
+    lines = [
         f"/-- **Headline.** The trace has {n} references. Caches of {capacity} blocks that admit every missed block "
         f"and start empty hit at most {h} times ((C - 1) · {plan.cuts} cuts + {plan.free} free reuses = "
         f"{plan.max_hits} ≤ {h}), and one hits {h}; caches of {capacity} blocks with admission control hit at most "
         f"{ha} times (C · {bound.cuts} cuts + {bound.free} free reuses = {bound.max_hits} ≤ {ha}), and one hits {ha}"
-        + (f"; a prefix cache over the trace's requests hits {ha}" if prefix else "") + ". -/",
+        + (f"; a prefix cache over the trace's requests hits {ha}" if plan.prefix else "") + ". -/",
     ]
-    if prefix:
-        lines += [f"public theorem headline : Pycert.Admission.PrefixOptima trace firsts.testBit {n} {capacity} {h} {ha} "
-                  f"{ha} :=", "  ⟨⟨optimum, optimumA⟩, prefixOpt⟩"]
-    else:
-        lines += [f"public theorem headline : Pycert.Admission.Optima trace {n} {capacity} {h} {ha} :=",
-                  "  ⟨optimum, optimumA⟩"]
-    return "\n".join([*lines, *closing(f"{INSTANCE_NAMESPACE}.{name}")]), plan
+    if plan.prefix:
+        return lines + [f"public theorem headline : Pycert.Admission.PrefixOptima trace firsts.testBit {n} {capacity} {h} "
+                        f"{ha} {ha} :=", "  ⟨⟨optimum, optimumA⟩, prefixOpt⟩"]
+    return lines + [f"public theorem headline : Pycert.Admission.Optima trace {n} {capacity} {h} {ha} :=",
+                    "  ⟨optimum, optimumA⟩"]
 
 
 def closing(ns: str) -> list[str]:

@@ -23,8 +23,10 @@ from pycert.mutation.operators.base import (
 )
 from pycert.mutation.operators.capacity import Capacity
 from pycert.mutation.operators.certificate import CertificateTamper
+from pycert.mutation.operators.curve import Curve
 from pycert.mutation.operators.forgery import Forgery
 from pycert.mutation.operators.instance_data import InstanceData
+from pycert.mutation.operators.isolation_cost import IsolationCost
 from pycert.mutation.operators.kernel_forgery import KernelForgery
 from pycert.mutation.operators.kernel_link import KernelLink
 from pycert.mutation.operators.leak import LeakRun
@@ -36,8 +38,8 @@ from pycert.mutation.operators.solver import Solver
 from pycert.mutation.operators.trace_engine import TraceEngine
 
 OPERATORS: tuple[type[Operator], ...] = (LeanStatement, Proof, InstanceData, ShardDefects, Solver, CertificateTamper,
-                                         Forgery, KernelForgery, KernelLink, Capacity, AuditSelfTest, TraceEngine,
-                                         ReportVerifier, LeakRun)
+                                         Forgery, KernelForgery, KernelLink, Capacity, Curve, IsolationCost,
+                                         AuditSelfTest, TraceEngine, ReportVerifier, LeakRun)
 
 __all__ = ["AUDIT_HEADER", "CEILING_CERT", "CERT_DIR", "OPERATORS", "TRACE_INPUT", "WINDOW", "Operator", "Planned",
            "Verdict", "expect_failure"]
