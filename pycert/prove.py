@@ -40,6 +40,7 @@ from pycert.core.memo import code_sha256, memo, session
 from pycert.core.resources import default_certificate_dir, library_dir
 from pycert.core.schema import AuditInfo, BackendInfo, Certificate, TheoremStatement, declared_inputs
 from pycert.families.base import Options, Prepared, Producer, Progress, Setting
+from pycert.lean import batch as batching
 from pycert.lean import build
 from pycert.lean.backend import Backend
 from pycert.lean.resolve import resolve
@@ -138,7 +139,7 @@ def kernel(run: Run) -> tuple[StageStatus, str]:
     probe.parent.mkdir(parents=True, exist_ok=True)
     probe.write_text(probe_source(run.library_theorems()), encoding="utf-8")
     res = build.build(library=library_dir(), files=[*files, probe], backend=run.backend, timeout=run.timeout,
-                      progress=lambda m: run.say("  " + m))
+                      batch=True, progress=lambda m: run.say("  " + m))
     run.built = res
     by_file = {Path(r.file).resolve(): r for r in res.results}
     for p in run.prepared:
@@ -186,9 +187,12 @@ def audit(run: Run) -> tuple[StageStatus, str]:
                         lambda: audit_build(built, run.backend, library_dir(), digests=names, headlines=headlines))
     run.audit = report
     library = set(library_modules(library_dir()))
+    by_module = run.built.by_module()
     for p in run.prepared:  # each certificate by what it rests on: the library and its own instance
         own = {p.instance.module, *(f.stem for f in p.parts)} if p.instance is not None else set()
-        if found := [f for f in report.findings if f.module in library or f.module in own]:
+        homes = {r.compiled_as for m in own if (r := by_module.get(m)) is not None and r.compiled_as}
+        if found := [f for f in report.findings if f.module in library or f.module in own
+                     or f.module in homes and batching.member_of(f.subject) in (own | {None})]:
             run.reject(p, p.id, "audit", "; ".join(f"{f.subject}: {f.reason} ({f.constant})" for f in found[:3]))
     return ("ok" if report.ok else "rejected"), report.summary() + (" (kept: same compiled files)" if kept else "")
 

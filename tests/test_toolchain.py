@@ -1,4 +1,5 @@
-"""The wasm toolchain's one loader patch: same answers as Emscripten's lookup, in O(1)."""
+"""The wasm toolchain's loader patches: the same answers as Emscripten's lookup, in O(1); one pthread worker;
+the export bindings nobody reads left out, the ones the loader reads kept."""
 
 from __future__ import annotations
 
@@ -25,15 +26,51 @@ def run_node(script: str) -> object:
     return json.loads(proc.stdout)
 
 
+# The generated export bindings, reduced: 60 exports, of which the loader's own code reads three (one by a
+# string) and a global read through ``.value``, and one binds under another name.
+UNREAD = [f"l_f{i}" for i in range(56)]
+EXPORTS = (
+    "var _main,_malloc,_used_by_string,__ZTV,_" + ",_".join(UNREAD) + ";"
+    + "function assignWasmExports(wasmExports){"
+    + '_main=Module["_main"]=wasmExports["__main_argc_argv"];'
+    + '_malloc=Module["_malloc"]=wasmExports["malloc"];'
+    + '_used_by_string=Module["_used_by_string"]=wasmExports["used_by_string"];'
+    + '__ZTV=Module["__ZTV"]=wasmExports["_ZTV"].value;'
+    + "".join(f'_{n}=Module["_{n}"]=wasmExports["{n}"];' for n in UNREAD)[:-1] + "}"
+    + 'var callMain=()=>_malloc(8)+__ZTV;var key="_used_by_string";'
+)
+
+
+def loader(exports: str = EXPORTS) -> str:
+    return "a;" + tc._DLSYM_SCAN + "b;" + tc._POOL_PRESPAWN + exports + "c;"
+
+
 def test_patch_replaces_the_one_scan_and_the_pool_size() -> None:
-    src = "a;" + tc._DLSYM_SCAN + "b;" + tc._POOL_PRESPAWN + "c;"
-    out = tc.patch_loader(src)
+    out = tc.patch_loader(loader())
     assert tc._DLSYM_SCAN not in out and tc._POOL_PRESPAWN not in out and tc._POOL_ONE in out
     assert out.startswith("a;") and out.endswith("c;")
 
 
-@pytest.mark.parametrize("src", ["no lookup here", tc._DLSYM_SCAN * 2 + tc._POOL_PRESPAWN, tc._DLSYM_SCAN,
-                                 tc._DLSYM_SCAN + tc._POOL_PRESPAWN * 2])
+def test_patch_keeps_every_export_binding_the_loader_reads() -> None:
+    """Run both in Node: the kept variables and Module properties hold the same exports, the unread ones are
+    gone from both, and nothing else of the file changed."""
+    out = tc.patch_loader(loader())
+    assert all(n not in out for n in UNREAD) and out.count("Module[") == 4
+    probe = ('const wasmExports={__main_argc_argv:1,malloc:2,used_by_string:3,_ZTV:{value:4},'
+             + ",".join(f"{n}:9" for n in UNREAD) + "};var Module={};")
+    show = ";assignWasmExports(wasmExports);console.log(JSON.stringify([[_main,_malloc,_used_by_string,__ZTV],Module]))"
+    whole = run_node(probe + EXPORTS + show)
+    trimmed = tc.patch_loader(loader())
+    trimmed = trimmed[trimmed.index("var _main"):trimmed.rindex("c;")]
+    assert run_node(probe + trimmed + show) == [whole[0], {k: v for k, v in whole[1].items() if k[1:] not in UNREAD}]
+
+
+@pytest.mark.parametrize("src", [
+    "no lookup here", tc._DLSYM_SCAN * 2 + tc._POOL_PRESPAWN + EXPORTS, tc._DLSYM_SCAN,
+    tc._DLSYM_SCAN + tc._POOL_PRESPAWN * 2 + EXPORTS, loader(EXPORTS.replace("function assign", "function other")),
+    loader(EXPORTS.replace('wasmExports["malloc"];', 'wasmExports["malloc"];{')),  # a body that is not bindings
+    loader(EXPORTS.replace("var _main,", "var _main,x;var _q,")),  # a declaration that is not the exports'
+])
 def test_patch_refuses_an_unexpected_loader(src: str) -> None:
     with pytest.raises(PycertError, match="pinned"):
         tc.patch_loader(src)
@@ -63,4 +100,5 @@ def test_the_installed_toolchain_runs_the_patched_loader(wasm: WasmBackend) -> N
     text = wasm.lean_js.read_text(encoding="utf-8")
     assert tc._DLSYM_INDEXED in text and tc._DLSYM_SCAN not in text
     assert tc._POOL_ONE in text and tc._POOL_PRESPAWN not in text
+    assert len(text) < 2_000_000 and "_lean_mk_string" not in text  # the 89 MB of bindings left out
     assert (wasm.lean_js.parent / "lean.js").read_text(encoding="utf-8").count(tc._DLSYM_SCAN) == 1

@@ -313,7 +313,7 @@ def audit_build(build: BuildResult, backend: Backend, library: Path | None = Non
         raise InputError(f"the kernel did not accept {', '.join(failed)}: nothing trustworthy to audit")
     if not build.results:
         raise InputError("the build compiled no modules")
-    sources = {r.module: Path(r.file) for r in build.results}
+    sources = build.compiled()
     modules = list(sources)
     report = audit_modules(modules, [Path(build.olean_dir), backend.toolchain_library()],
                            declared_theorems=module_declarations(sources), digests=digests, headlines=headlines)

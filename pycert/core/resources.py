@@ -62,6 +62,11 @@ def library_dir() -> Path:
     return data_root() / "lean"
 
 
+def worker_source() -> Path:
+    """The Lean program of pycert's Lean worker (``pycert.lean.worker``): package code, in every install."""
+    return Path(str(importlib.resources.files("pycert.lean") / "PycertWorker.lean"))
+
+
 def committed_instance() -> Path:
     """The committed pooling instance."""
     return data_root() / "certificates" / "inputs" / "committed.json"

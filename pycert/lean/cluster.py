@@ -67,12 +67,23 @@ class Outcome(BaseModel):
     tries: int = 1
 
 
+class TaskResult(BaseModel):
+    """What a task sends back through the object store: the module's source and verdict, its compiled
+    files (none from a backend that keeps its own build tree), the node that checked it."""
+
+    source: str
+    extra: Any = None
+    result: CheckResult
+    entry: scheduler.CacheEntry | None
+    node: str
+
+
 class LeanKilled(Exception):
     """A worker's Lean was killed by a signal (the out-of-memory killer, maybe): worth another try."""
 
 
 def _check_one(make: Callable[[], tuple[str, Any]], module: str, backend: str | None, timeout: float,
-               library: list[scheduler.CacheEntry]) -> dict:
+               library: list[scheduler.CacheEntry]) -> TaskResult:
     """The task body: seed this machine's build cache with the library, emit, check against it, and
     return the verdict with the module's compiled files."""
     import ray  # the task runs in a Ray worker, which has it imported already
@@ -98,8 +109,7 @@ def _check_one(make: Callable[[], tuple[str, Any]], module: str, backend: str | 
             entry = next(iter(scheduler.export_entries(cache, [module])), None)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    return {"source": text, "extra": extra, "result": r.model_dump(), "entry": entry,
-            "node": ray.get_runtime_context().get_node_id()}
+    return TaskResult(source=text, extra=extra, result=r, entry=entry, node=ray.get_runtime_context().get_node_id())
 
 
 def _library(backend: Backend, progress: Callable[[str], None]) -> list[scheduler.CacheEntry]:
@@ -203,13 +213,12 @@ def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, add
         i = pending.pop(done[0])
         w = works[i]
         try:
-            got = ray.get(done[0])
+            got = TaskResult.model_validate(ray.get(done[0]))
         except Exception as exc:  # noqa: BLE001 - Ray wraps what the task raised; each is a verdict on the module
             out[i] = Outcome(module=w.module, source="", result=lost(w, exc), tries=RETRIES + 1)
         else:
-            _keep(chosen, w.module, got["source"], got["entry"])
-            out[i] = Outcome(module=w.module, source=got["source"], extra=got["extra"],
-                             result=CheckResult.model_validate(got["result"]), node=got["node"])
+            _keep(chosen, w.module, got.source, got.entry)
+            out[i] = Outcome(module=w.module, source=got.source, extra=got.extra, result=got.result, node=got.node)
         progress(f"  {w.module}: {out[i].result.summary()}{', ' + w.size if w.size else ''}"
                  f"{' on node ' + out[i].node[:12] if out[i].node else ''} "
                  f"[{len(out)} of {len(works)} done, {time.monotonic() - t0:.0f} s]")

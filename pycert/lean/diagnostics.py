@@ -64,6 +64,9 @@ class CheckResult(BaseModel):
     cpu_s: float = 0.0
     peak_rss_mib: int = 0
     """The Lean process's CPU seconds and peak resident memory (0 when not measured, or cached)."""
+    compiled_as: str | None = None
+    """The module this file was checked in, when it was one of a batch (:mod:`pycert.lean.batch`): its
+    declarations are in that module's ``.olean``, and the times are the batch's."""
 
     @property
     def failures(self) -> list[Diagnostic]:

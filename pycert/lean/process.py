@@ -144,13 +144,13 @@ def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: fl
         return _run_process(argv, cwd, env, timeout)
 
 
-class _Usage:
+class Usage:
     """The peak resident memory and the CPU seconds of one process, read from ``/proc`` every half
     second while it runs (Linux; elsewhere both stay 0). ``getrusage`` cannot tell one child's peak
     from another's, and a shard's own peak is what its size is chosen by."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.peak_kib, self.cpu_s = pid, 0, 0.0
+        self.pid, self.peak_kib, self.rss_kib, self.cpu_s = pid, 0, 0, 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -163,8 +163,9 @@ class _Usage:
                 stat = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
             except (OSError, IndexError):
                 return
-            hwm = next((int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("VmHWM:")), 0)
-            self.peak_kib = max(self.peak_kib, hwm)
+            fields = {ln.split(":")[0]: ln.split()[1] for ln in status.splitlines() if ln.startswith(("VmHWM:", "VmRSS:"))}
+            self.peak_kib = max(self.peak_kib, int(fields.get("VmHWM", 0)))
+            self.rss_kib = int(fields.get("VmRSS", 0))
             self.cpu_s = (int(stat[11]) + int(stat[12])) / tick
             if self._stop.wait(0.5):
                 return
@@ -173,8 +174,9 @@ class _Usage:
         self._stop.set()
 
 
-def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> ProcessRun:
-    t0 = time.monotonic()
+def spawn(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen, Usage]:
+    """Start a Lean process in its own process group, known to :func:`kill_running` while it lives (end it
+    with :func:`forget`), with its memory and CPU sampled."""
     with _LIVE_LOCK:  # so that kill_running, which holds it, sees every process that starts
         if _STOP.is_set():
             raise NotStarted("interrupted before the Lean process started")
@@ -182,8 +184,24 @@ def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: f
             list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True, errors="replace",
         )
-        usage = _Usage(proc.pid)
+        usage = Usage(proc.pid)
         _LIVE.add(proc.pid)
+    return proc, usage
+
+
+def forget(proc: subprocess.Popen, usage: Usage) -> bool:
+    """Stop sampling a process that has ended; whether :func:`kill_running` was what ended it."""
+    usage.stop()
+    with _LIVE_LOCK:
+        _LIVE.discard(proc.pid)
+        interrupted = proc.pid in _KILLED
+        _KILLED.discard(proc.pid)
+    return interrupted
+
+
+def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float) -> ProcessRun:
+    t0 = time.monotonic()
+    proc, usage = spawn(argv, cwd, env)
     try:
         out, err = proc.communicate(timeout=timeout)
         timed_out = False
@@ -196,11 +214,7 @@ def _run_process(argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: f
         proc.wait()
         raise
     finally:
-        usage.stop()
-        with _LIVE_LOCK:
-            _LIVE.discard(proc.pid)
-            interrupted = proc.pid in _KILLED
-            _KILLED.discard(proc.pid)
+        interrupted = forget(proc, usage)
     return ProcessRun(exit_code=None if timed_out else proc.returncode, stdout=out, stderr=err,
                       seconds=time.monotonic() - t0, timed_out=timed_out, timeout=timeout, interrupted=interrupted,
                       cpu_s=round(usage.cpu_s, 1), peak_rss_mib=usage.peak_kib // 1024)

@@ -38,7 +38,7 @@ OLEAN_SUFFIXES = (".olean", ".olean.private", ".olean.server", ".ilean", ".ir")
 # ---------------------------------------------------------------------------- order
 
 
-def _project_deps(units: list[Unit]) -> dict[str, list[str]]:
+def project_deps(units: list[Unit]) -> dict[str, list[str]]:
     names = {u.module for u in units}
     return {u.module: [i for i in u.imports if i in names] for u in units}
 
@@ -68,7 +68,7 @@ def schedule(units: list[Unit], jobs: int, compile_unit: Callable[[Unit], CheckR
              progress: Callable[[str], None]) -> list[CheckResult]:
     """Every unit's verdict, compiling each once what it imports has compiled, ``jobs`` at a time."""
     by_name = {u.module: u for u in units}
-    deps = _project_deps(units)
+    deps = project_deps(units)
     order = topo_order(deps)
     sorter = graphlib.TopologicalSorter(deps)
     sorter.prepare()
@@ -153,11 +153,15 @@ class BuildCache:
 
     def __init__(self, identity: str, units: list[Unit], root: Path | None = None) -> None:
         self.root = root or build_cache_dir()
-        deps = _project_deps(units)
+        deps = project_deps(units)
         by_name = {u.module: u for u in units}
         self.keys: dict[str, str] = {}
         for m in topo_order(deps):
             self.keys[m] = cache_key(identity, m, by_name[m].path.read_bytes(), [self.keys[d] for d in deps[m]])
+
+    def has(self, unit: Unit) -> bool:
+        """Whether the cache holds a verdict on ``unit``."""
+        return (self.root / self.keys[unit.module] / "result.json").is_file()
 
     def lookup(self, unit: Unit, tree: Path) -> CheckResult | None:
         """The cached verdict on ``unit``, its compiled files linked into ``tree``; None when not cached."""

