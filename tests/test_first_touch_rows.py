@@ -293,3 +293,21 @@ def test_the_committed_dataset_table_says_what_its_card_says() -> None:
     assert all((root / r.certificate).is_file() and Path(r.certificate).stem == r.workload_id for r in rows)
     assert all(r.first_touch_cut == decimal_of(1 - Fraction(int(r.pooled_prefill_computed), int(r.apc_prefill_computed)))
                for r in rows)
+
+
+def test_reprove_without_pyarrow_keeps_the_parquet_table(tmp_path: Path, capsys, monkeypatch) -> None:  # noqa: ANN001
+    """The re-proved dataset replaces its directory whole: where pyarrow is not importable, a Parquet table
+    already there would be lost (a re-prove on such a machine dropped it), so it is refused before any work."""
+    import shutil
+
+    from pycert.dataset import build
+
+    root = Path(__file__).resolve().parent.parent / "datasets" / "first-touch"
+    if not (root / "first_touch.parquet").is_file():
+        pytest.skip("no committed dataset")
+    d = Path(shutil.copytree(root, tmp_path / "d"))
+    before = sorted(p.relative_to(d) for p in d.rglob("*"))
+    monkeypatch.setattr(build, "parquet_writable", lambda: False)
+    rc, out, err = run(capsys, "dataset", "first-touch", "--reprove", str(d), "--trace", str(tmp_path / "t.jsonl"))
+    assert rc == 2 and err.count("\n") == 1 and "pyarrow is not importable" in err, err
+    assert sorted(p.relative_to(d) for p in d.rglob("*")) == before

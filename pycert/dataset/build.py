@@ -28,7 +28,8 @@ from pycert.core.files import atomic_write_many, replace_dir
 from pycert.core.gate import inside, named
 from pycert.core.limits import MAX_JSON_BYTES, MAX_TRACE_BYTES
 from pycert.dataset.card import Summary, card, summary
-from pycert.dataset.table import CERTIFICATES, CSV_NAME, PARQUET_NAME, Row, parquet_bytes, render_csv, row_of
+from pycert.dataset.table import (CERTIFICATES, CSV_NAME, PARQUET_NAME, Row, parquet_bytes, parquet_writable, render_csv,
+                                  row_of)
 from pycert.families.base import Options
 from pycert.families.first_touch.dataset import LOG
 from pycert.families.first_touch_ramp import workload_id as ramp_id
@@ -159,6 +160,10 @@ def publish(out: Path, trace: Path | None, log_bytes: Callable[[], bytes], *, ba
             progress: Progress) -> DatasetResult:
     """Into a staged directory: the log (``log_bytes``), every row's certificate, the table, the card; then
     the staged directory replaces ``out`` in one rename, only if every certificate held."""
+    if (out / PARQUET_NAME).is_file() and not parquet_writable():
+        # the staged directory replaces out whole: a table it cannot write again would be lost
+        raise InputError(f"{PARQUET_NAME} is there and pyarrow is not importable here, so it could not be written "
+                         "again: pip install pyarrow, or remove it first", where=str(out))
     seconds: dict[str, float] = {}
     made: list[Row] = []
     stages: list[prove.Stage] = []

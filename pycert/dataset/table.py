@@ -11,6 +11,7 @@ fraction (the certificates' own rendering), so two cuts that are equal fractions
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 from collections.abc import Sequence
 from fractions import Fraction
@@ -77,6 +78,11 @@ def render_csv(rows: Sequence[Row]) -> bytes:
     w.writerow(COLUMNS)
     w.writerows(r.cells() for r in rows)
     return out.getvalue().encode()
+
+
+def parquet_writable() -> bool:
+    """Whether :func:`parquet_bytes` can write here (pyarrow importable)."""
+    return importlib.util.find_spec("pyarrow") is not None
 
 
 def parquet_bytes(rows: Sequence[Row]) -> bytes | None:
