@@ -206,3 +206,18 @@ def test_a_trace_that_is_a_directory_is_named_so(tmp_path: Path, capsys: pytest.
     assert main(["prove", "ceiling", "--trace", str(tmp_path / "nope"), "--out", str(tmp_path / "certs")]) == 2
     assert capsys.readouterr().err == f"pycert: {tmp_path / 'nope'}: no such trace file\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_trace_at_the_defaults_place_is_the_default(tmp_path: Path) -> None:
+    """prove's hint names the embedded default beside other traces (`prove all --trace inputs/synthetic-seed0.jsonl
+    --trace T ...`): the ceiling family, which adds the default to `prove all` anyway, counts it once (it was
+    refused as two traces making ceiling-synthetic-seed0)."""
+    from pycert.families.base import Setting
+    from pycert.families.traces import DEFAULT_TRACE
+
+    other = tmp_path / "t.jsonl"
+    named_default = tmp_path / "certs" / "." / DEFAULT_TRACE
+    for synthetic in (True, False):
+        setting = Setting(out_dir=tmp_path / "certs",
+                          options=CeilingOptions(trace=[named_default, other], synthetic=synthetic))
+        assert producer("ceiling").traces(setting) == [tmp_path / "certs" / DEFAULT_TRACE, other]

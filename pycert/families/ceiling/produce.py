@@ -77,7 +77,11 @@ class CeilingProducer(Producer):
     def traces(self, setting: Setting) -> list[Path]:
         """The traces of this run; the embedded default by its place in the certificate directory."""
         opts: CeilingOptions = setting.options  # type: ignore[assignment]
-        return ([setting.out_dir / DEFAULT_TRACE] if opts.synthetic or not opts.trace else []) + list(opts.trace)
+        default = setting.out_dir / DEFAULT_TRACE
+        # a --trace at the default's place is the default (prove's hint names it beside other traces, for
+        # the capacity family, where a --trace replaces the default): not a second trace of the same name
+        given = [t for t in opts.trace if t.resolve() != default.resolve()]
+        return ([default] if opts.synthetic or len(given) < len(opts.trace) or not opts.trace else []) + given
 
     def check(self, setting: Setting) -> None:
         """Each trace makes ``ceiling-<slug>.json`` and ``Ceiling<Ident>.lean``: two traces that fold to
