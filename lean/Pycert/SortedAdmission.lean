@@ -71,7 +71,7 @@ public theorem boundedA_of_checks {r : List Nat} {N M : Nat} {W : List Nat} {sam
 
 /-- What `coverOK` on the start counts read one step later says: at most `C` starts live at every
 step, given ends that each close the pair of a start (`f j`, the start of `j`'s pair). -/
-theorem live_le {r : List Nat} {n C s e : Nat} {AS AE : List Nat} (f : Nat → Nat) (hlen : r.length = n)
+public theorem live_le {r : List Nat} {n C s e : Nat} {AS AE : List Nat} (f : Nat → Nat) (hlen : r.length = n)
     (hf : ∀ j, j < r.length → e.testBit j = true → s.testBit (f j) = true ∧ f j < j ∧ nth r (f j) = nth r j ∧
       ∀ u, f j < u → u < j → nth r u ≠ nth r j)
     (hAS : cutsOK n AS s = true) (hAE : cutsOK n AE e = true) (hcov : coverOK n C (AS.map (· >>> 1)) AE = true) :
