@@ -25,7 +25,7 @@ import pycert.analysis.optcurve as optcurve
 from pycert import prove
 from pycert.analysis.capacity import belady_hit_flags, belady_pairs, bound, bound_pairs, cut_list, witness_ok
 from pycert.analysis.offload import offload_report
-from pycert.analysis.optcurve import opt_hit_curve
+from pycert.analysis.optcurve import admission_hit_curve, opt_hit_curve
 from pycert.certify import report
 from pycert.certify.card import pct
 from pycert.certify.evidence import with_evidence
@@ -40,7 +40,9 @@ from pycert.data.traces import read_trace
 from pycert.families import producer
 from pycert.families.capacity import CLAIM
 from pycert.families.capacity.produce import CapacityOptions, capacities
+from pycert.lean.emit import CAPACITY_JOINTS_ENCODING as JOINTS_ENCODING
 from pycert.lean.emit import capacity as emit_capacity
+from pycert.lean.emit import joints as emit_joints
 from pycert.lean.emit import pieces as emit_pieces
 from tests.certs import make_cert, trace_input
 from tests.conftest import SHARED_TRACES
@@ -164,6 +166,43 @@ def test_pieces_split_at_cuts_state_the_whole_traces_bound(seed: int, n: int, v:
     assert (whole.refs, whole.cuts) == (n, len(cuts))
     assert whole.max_hits == bound_pairs(refs, capacity, cuts) == opt_hit_curve(refs).hits(capacity)
     assert f"Pycert.Capacity.Bounded trace {n} {capacity} {whole.max_hits} :=" in text
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 400), v=st.integers(1, 30), capacity=st.integers(1, 6),
+       max_refs=st.integers(2, 200))
+def test_pieces_both_ways_state_the_whole_traces_optimum_with_admission(seed: int, n: int, v: int, capacity: int,
+                                                                       max_refs: int) -> None:
+    """Pieces after cuts with admission control, each starting with the blocks of the witness's pairs open there
+    (the previous piece's open blocks, in order), state together (``both_glue``'s sums) exactly the whole trace's
+    optimum with admission control, both its bound and its witness; where no cut lies within reach the split is
+    refused, never made elsewhere."""
+    rng = random.Random(seed)
+    names = [rng.getrandbits(64) for _ in range(v)]
+    refs = np.array([names[rng.randrange(v)] for _ in range(n)], dtype=np.uint64)
+    cuts = cut_list(refs, capacity, admission=True)
+    try:
+        points = emit_joints.split_after_cuts(n, cuts, max_refs)
+    except InputError as e:
+        assert ("no cut of the bound with admission control lies between" in str(e) if cuts else
+                "at this capacity is empty" in str(e))
+        assert n > max_refs
+        return
+    assert points[0] == 0 and points[-1] == n and {t - 1 for t in points[1:-1]} <= set(cuts)
+    assert all(0 < b - a <= max_refs for a, b in zip(points, points[1:]))
+    starts, ends = belady_pairs(refs, capacity, admission=True)
+    data = emit_joints.piece_data(refs, cuts, starts, ends, points)
+    assert [len(d.refs) - len(d.opened) for d in data] == [b - a for a, b in zip(points, points[1:])]
+    assert all(len(d.opened) <= capacity and len(set(d.opened)) == len(d.opened) for d in data)
+    if len(points) == 2:
+        return
+    plans = [emit_joints.emit_joint_piece(d, "0" * 64, f"P{k}", capacity)[1] for k, d in enumerate(data)]
+    assert all(a.left_open == b.opened for a, b in zip(plans, plans[1:]))
+    text, whole = emit_joints.emit_joint_glue("W", "0" * 64, [f"P{k}" for k in range(len(plans))], plans, v)
+    assert whole.admission is not None and (whole.refs, whole.admission.cuts) == (n, len(cuts))
+    h = admission_hit_curve(refs).hits(capacity)
+    assert whole.admission.max_hits == whole.admission.witness_hits == h
+    assert f"Pycert.Admission.OptimumA trace {n} {capacity} {h} :=" in text
 
 
 def test_the_emitter_refuses_an_unsorted_cut_list() -> None:
@@ -358,10 +397,11 @@ def test_a_belady_engine_off_by_one_is_caught(proved: tuple[Path, Path], monkeyp
 
 @pytest.mark.timeout(1800)
 def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`pycert prove capacity --shard-refs N` splits a trace at cuts into pieces of at most N references,
-    checks each as a Ray task on a local cluster it starts, and composes them in one module whose headline
-    is the whole trace's bound (Belady's count); verify regenerates every file, --kernel rebuilds them,
-    and a piece dropped or edited is refused."""
+    """`pycert prove capacity --shard-refs N` splits a trace after cuts with admission control into pieces of at
+    most N references (with the blocks open where each starts), checks each as a Ray task on a local cluster it
+    starts, and composes them in one module whose headline is the whole trace's optimum with admission control
+    (Belady's count with bypass); verify regenerates every file, --kernel rebuilds them, and a piece dropped or
+    edited is refused."""
     trace = write_ids(tmp_path / "ids.txt", 1200, 40, seed=26)
     out = tmp_path / "certs"
     assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "500",
@@ -370,17 +410,19 @@ def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys:
     assert "a local Ray cluster" in err and "CapacityIdsC4Piece2: ok" in err, err
     cert = out / "capacity-ids-c4.json"
     doc = json.loads(cert.read_text())
-    assert doc["parameters"] == {"capacity_blocks": 4, "lean_encoding": emit_capacity.PIECES_ENCODING,
+    assert doc["parameters"] == {"capacity_blocks": 4, "lean_encoding": JOINTS_ENCODING,
                                  "prefix_cache": None, "pieces": 3, "piece_refs": 500, "trace_format": "ids",
                                  "block_tokens": None, "curve": None}
     refs = np.array([int(x) for x in trace.read_text().split()], dtype=np.uint64)
-    h = opt_hit_curve(refs).hits(4)
-    assert figures_of(cert)["max_hits"] == h and figures_of(cert)["refs"] == 1200
-    assert "Pycert.Capacity.piece_glue" in doc["theorems"] and any("3 pieces" in x for x in doc["does_not_prove"])
+    h = admission_hit_curve(refs).hits(4)
+    assert figures_of(cert)["admission_hits"] == h and figures_of(cert)["refs"] == 1200
+    assert "max_hits" not in figures_of(cert)  # one model only: the sentence and the limits say so
+    assert "Pycert.Joints.both_glue" in doc["theorems"] and any("3 pieces" in x for x in doc["does_not_prove"])
+    assert any("admit every missed block is not" in x for x in doc["does_not_prove"])
     lean = out / "lean" / "derived"
     assert sorted(p.name for p in lean.iterdir()) == ["CapacityIdsC4.lean", *(f"CapacityIdsC4Piece{k}.lean"
                                                                               for k in range(3))]
-    assert f"public theorem headline : Pycert.Capacity.Bounded trace 1200 4 {h} :=" in (
+    assert f"public theorem headline : Pycert.Admission.OptimumA trace 1200 4 {h} :=" in (
         lean / "CapacityIdsC4.lean").read_text()
     inputs = {"ids.txt": trace}
     assert verify_certificate(cert, inputs=inputs).status == "ok"
@@ -392,11 +434,13 @@ def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys:
     bad = verify_certificate(cert, inputs=inputs)
     assert bad.status == "rejected" and any("CapacityIdsC4Piece1.lean" in f.subject for f in bad.failures), bad.failures
     piece.write_text(kept)
-    # the offload report takes the certificate's own evidence: the bound proved, the attainment computed
+    # the offload report takes the certificate's own evidence: the optimum with admission control kernel-checked,
+    # the other model's rate computed
     rep = with_evidence(offload_report(dataclasses.replace(read_trace(trace), block_tokens=16), 4 * 16,
                                        control_k=None), trace, out)
-    assert rep.evidence["gpu_only_belady_hit_rate"] == "computed-cross-checked"
-    assert rep.evidence_by["gpu_only_belady_hit_rate"] == "capacity-ids-c4.json"
+    assert rep.evidence["gpu_only_admission_hit_rate"] == "kernel-checked"
+    assert rep.evidence_by["gpu_only_admission_hit_rate"] == "capacity-ids-c4.json"
+    assert rep.evidence["gpu_only_belady_hit_rate"] == "computed"
     original = cert.read_text()
     for refs, field in ((2_000, "parameters.pieces"), (2, "parameters.piece_refs")):  # one piece; no split at all
         forge(cert, lambda doc, r=refs: doc["parameters"].update(piece_refs=r))
@@ -422,12 +466,15 @@ def test_a_trace_with_no_cut_within_a_piece_is_refused_in_one_line(tmp_path: Pat
     assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "20",
                  "--out", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
-    assert "the cut list at this capacity is empty" in err and "pycert prove ceiling" in err, err
+    assert "at this capacity is empty" in err and "pycert prove ceiling" in err, err
     assert not (tmp_path / "c").exists()
     trace = write_ids(tmp_path / "ids.txt", 60, 30, seed=1)  # 30 blocks in 60 references: few cuts at 4 blocks
     assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "2",
                  "--out", str(tmp_path / "c")]) == 2
-    assert "no cut of the capacity bound lies between references 1 and 1 (counted from 0)" in capsys.readouterr().err
+    assert "has no room beside the up to 4 blocks open where it starts" in capsys.readouterr().err
+    assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "6",
+                 "--out", str(tmp_path / "c")]) == 2
+    assert "no cut of the bound with admission control lies between references" in capsys.readouterr().err
     assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "1",
                  "--out", str(tmp_path / "c")]) == 2
     assert "holds at least 2 references" in capsys.readouterr().err

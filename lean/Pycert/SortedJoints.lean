@@ -319,4 +319,27 @@ public theorem piece_of_checks {r P Q Qp : List Nat} {n M : Nat} {W : List Nat} 
       have lb := ((outs _ (hps b hb').1).1 (hps b hb').2.1).2
       exact absurd (live_ne la lb eq) (Nat.ne_of_lt ((hps a ha).2.2 b hab hb'))
 
+/-- **A piece from the checks its instance file states.** `piece_of_checks` for the decoded trace, with the
+prefix `P` read by `looksAt` and the open blocks `Q` by `looksOK` at the places `Qp`, and the counts as
+literals: `p = |P|`, `N = n - p` references after the prefix, `m' = m - k₀` cuts of its own. What it does
+not say is `piece_of_checks`'s. -/
+public theorem piece_of_looks {w n X wt D S : Nat} {net0 : List (Nat × Nat)} {P Q Qp : List Nat} {M : Nat}
+    {W : List Nat} {same c s e out : Nat} {A AS AE : List Nat} {F m k₀ C h p N m' : Nat}
+    (hlen : (decode w n X wt D S net0).length = n) (hn : n ≤ 2 ^ M)
+    (hadj : Adjacent (decode w n X wt D S net0) (2 ^ M) (net M W) same)
+    (hlink : Linked (decode w n X wt D S net0) M W same)
+    (hpl : P.length = p) (hp : p ≤ n) (hlook : looksAt w X wt D S net0 0 P = true)
+    (hcut : cutsOK n A c = true) (hflags : popcount M (flags M W same 0 A) = F) (hm : val A n = m)
+    (hk : val A p = k₀) (hN : n - p = N) (hm' : m - k₀ = m')
+    (hw : witnessOK M W same (s ^^^ out) e = true) (hAS : cutsOK n AS s = true) (hAE : cutsOK n AE e = true)
+    (hcov : coverOK n C (AS.map (· >>> 1)) AE = true) (hh : val AE n = h) (hedge : edgeOK p s e = true)
+    (hout : outOK M W same s out = true) (hq : popcount M (out &&& (2 ^ n - 1)) = Qp.length)
+    (hqp : posOK n out Qp = true) (hids : looksOK w X wt D S net0 Qp Q = true) :
+    PieceBoth P ((decode w n X wt D S net0).drop p) Q N m' F C h := by
+  subst hpl hN hm'
+  have hps := pos_spec' Qp hqp
+  have hQ := looksOK_spec (n := n) Qp Q hids fun k hk => (hps k hk).1
+  exact piece_of_checks hlen hn hadj hlink hp (prefix_of_looks hlook hp) hcut hflags hm hk hw hAS hAE hcov hh
+    hedge hout hq hqp hQ.1 hQ.2
+
 end Pycert.SortedJoints

@@ -94,6 +94,16 @@ def optimum(cert: Certificate) -> bool:
     return belady is not None and belady.evidence == "kernel-checked"
 
 
+def stored(cert: Certificate) -> int | None:
+    """The kernel-checked figure for caches that store every miss, when stated (a trace in pieces both ways states
+    the model with admission control alone)."""
+    f = figures(cert).get("max_hits")
+    return None if f is None else f.numerator
+
+
+ONE_MODEL = "states the optimum with admission control only (a trace checked in pieces both ways)"
+
+
 def admitted(cert: Certificate) -> int | None:
     """The kernel-checked optimum with admission control (a missed block may be left out), when certified."""
     f = figures(cert).get("admission_hits")
@@ -126,7 +136,11 @@ def _tokens(facts: TraceFacts, blocks: int) -> str:
 
 def _at_capacity(facts: TraceFacts, c: int, cert: Certificate, subject: str, of: str) -> str:
     refs = figures(cert)["refs"].numerator
-    h, ha = figures(cert)["max_hits"].numerator, admitted(cert)
+    h, ha = stored(cert), admitted(cert)
+    if h is None and ha is not None:
+        return (f"with {c:,} blocks{_tokens(facts, c)}, a cache that may leave missed blocks out hits at most "
+                f"{pct(Fraction(ha, refs))}{of}, which one such cache reaches")
+    assert h is not None
     reach = " and one reaches exactly that" if optimum(cert) else ""
     said = f"with {c:,} blocks{_tokens(facts, c)}, {subject} hits at most {pct(Fraction(h, refs))}{of}{reach}"
     if ha is None:
@@ -218,6 +232,8 @@ def _lru_col(facts: TraceFacts, c: int) -> Cell:
 
 def _opt_col(facts: TraceFacts, c: int) -> Cell:
     figs, cert = figures(facts.capacity[c]), facts.capacity[c]
+    if stored(cert) is None:
+        return Cell("n/a", f"{cert.id} {ONE_MODEL}")
     how = "kernel-checked both ways" if optimum(cert) else "kernel-checked upper bound"
     return _rate_cell(figs["max_hits"].numerator, figs["refs"].numerator, f"{how} in {cert.id}")
 
@@ -225,8 +241,8 @@ def _opt_col(facts: TraceFacts, c: int) -> Cell:
 def _admission_col(facts: TraceFacts, c: int) -> Cell:
     cert = facts.capacity[c]
     if (ha := admitted(cert)) is None:
-        return Cell("n/a", f"{cert.id} certifies no optimum with admission control (a trace checked in pieces, or "
-                           "made before the model)")
+        return Cell("n/a", f"{cert.id} certifies no optimum with admission control (a trace checked in pieces of the "
+                           "older layout, or made before the model)")
     reached = "; a prefix cache reaches it (kernel-checked)" if prefix_reached(cert) else ""
     return _rate_cell(ha, figures(cert)["refs"].numerator, f"kernel-checked both ways in {cert.id}{reached}")
 
@@ -236,15 +252,15 @@ def _points(gap: Fraction, how: str) -> Cell:
 
 
 def _policy_col(facts: TraceFacts, c: int) -> Cell:
-    if facts.curve is None:
+    if facts.curve is None or (h := stored(facts.capacity[c])) is None:
         return Cell("n/a")
-    gap = Fraction(figures(facts.capacity[c])["max_hits"].numerator - facts.curve.lru.hits(c), facts.curve.lru.refs)
+    gap = Fraction(h - facts.curve.lru.hits(c), facts.curve.lru.refs)
     return _points(gap, f"best at {c:,} blocks, storing every miss (kernel-checked) - LRU ({ENGINE})")
 
 
 def _admission_gain_col(facts: TraceFacts, c: int) -> Cell:
     cert = facts.capacity[c]
-    if (ha := admitted(cert)) is None:
+    if (ha := admitted(cert)) is None or stored(cert) is None:
         return Cell("n/a")
     figs = figures(cert)
     return _points(Fraction(ha - figs["max_hits"].numerator, figs["refs"].numerator),

@@ -84,10 +84,11 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
             continue
         if cert.family == "ceiling":
             proved = {"refs": _figure(cert, "refs"), "distinct": _figure(cert, "distinct")}
-        else:
-            proved = {"gpu_only_belady_hit_rate": _figure(cert, "ceiling")}
-            if any(f.name == "admission_ceiling" for f in cert.figures):
-                proved["gpu_only_admission_hit_rate"] = _figure(cert, "admission_ceiling")
+        else:  # a trace in pieces both ways states the model with admission control alone
+            names = {f.name for f in cert.figures}
+            proved = {rate: _figure(cert, figure) for rate, figure in (("gpu_only_belady_hit_rate", "ceiling"),
+                                                                      ("gpu_only_admission_hit_rate", "admission_ceiling"))
+                      if figure in names}
         for name, value in proved.items():
             ours = getattr(rep.primary, name)
             ours = Fraction(ours) if isinstance(ours, int) else ours.value
@@ -96,9 +97,10 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
                                                   f"{ours} (pycert's engine)", reason="engine-disagrees"))
         # A capacity certificate without the witness proves the bound only: the hit rate is then as the
         # certificate itself labels Belady's figure (computed and cross-checked), not kernel-checked.
-        state = ("kernel-checked" if cert.family == "ceiling"
-                 else next(f.evidence for f in cert.figures if f.name == "belady_hits"))
         for name in proved if cert.family == "capacity" else proves:
+            state = ("kernel-checked" if cert.family == "ceiling" else next(
+                f.evidence for f in cert.figures if f.name == ("belady_hits" if name == "gpu_only_belady_hit_rate"
+                                                               else "admission_hits")))
             evidence[name], by[name] = state, path.name
     return rep.model_copy(update={"evidence": evidence, "evidence_by": by, "not_used": not_used,
                                   "engines": engine_lines(rep, verified)})

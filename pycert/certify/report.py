@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pycert.certify.card import Card, escape, exact_of, rounded, unit_of
-from pycert.certify.cards import TraceFacts, admitted, certificate_card, figures, trace_card
+from pycert.certify.cards import TraceFacts, admitted, certificate_card, figures, stored, trace_card
 from pycert.certify.documents import parse_certificate
 from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
@@ -336,7 +336,7 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
                     raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
                 progress(f"hit-rate curve of {i.path}")
                 fact = facts[i.sha256]
-                marks = [(c, figures(cert)["max_hits"].numerator) for c, cert in sorted(fact.capacity.items())]
+                marks = [(c, h) for c, cert in sorted(fact.capacity.items()) if (h := stored(cert)) is not None]
                 optima = {c: ha for c, cert in fact.capacity.items() if (ha := admitted(cert)) is not None}
                 seen = [(s.capacity_blocks, s.engine_hits) for _, s in fact.beside()]
                 # one trace file makes one certificate id in a directory, so it is read one way here; an
@@ -367,7 +367,8 @@ def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[
                 fact.unverified[cert.id] = not_verified[cert.id]
             elif cert.family == "ceiling" and {"refs", "distinct", "max_hits"} <= set(figs):
                 fact.ceiling = cert
-            elif cert.family == "capacity" and {"refs", "capacity_blocks", "max_hits"} <= set(figs):
+            elif cert.family == "capacity" and {"refs", "capacity_blocks"} <= set(figs) and (
+                    "max_hits" in figs or "admission_hits" in figs):
                 fact.capacity[figs["capacity_blocks"].numerator] = cert
             elif cert.family == "engine" and {"refs", "engine_hits", "admission_hits"} <= set(figs):
                 fact.engines.append(cert)

@@ -126,7 +126,7 @@ def check_result(module: str, user_file: str, run: ProcessRun, staged_name: str)
     if run.interrupted:
         return CheckResult(ok=False, status="interrupted", detail="killed by pycert on Ctrl-C or SIGTERM", **common)
     failed = any(d.is_failure for d in diags)
-    finished = run.exit_code == 0 or (run.exit_code == 1 and failed)
+    finished = (run.exit_code == 0 or (run.exit_code == 1 and failed)) and not run.died()
     where = f"{Path(user_file).name} ({_size(user_file)})"
     if run.timed_out:
         return CheckResult(ok=False, status="resources", cause="timeout", detail=(

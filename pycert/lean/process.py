@@ -64,6 +64,12 @@ class ProcessRun(BaseModel):
                 said = f"an uncaught C++ exception at {thrown}, as std::bad_alloc is reported"
         return said
 
+    def died(self) -> bool:
+        """Whether the process died mid-run (a JavaScript exception such as Node's "Maximum call stack size
+        exceeded"), which exits 1 as Lean does after an error: what it printed before is not the whole file's
+        verdict (seen on a batch of mutants, where every declaration after the crash read as accepted)."""
+        return any(m in self.stderr for m in ("RangeError:", "RuntimeError:", "Node.js v"))
+
     def crash_detail(self) -> str:
         """The line that best says why the process died (Lean's PANIC, Node's out-of-memory ...)."""
         lines = self._lines()

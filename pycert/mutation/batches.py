@@ -25,12 +25,32 @@ from pycert.mutation import operators as ops
 from pycert.mutation.context import Context
 from pycert.mutation.lean_batch import (
     Located,
+    Snippet,
     apply_library_edits,
     compose,
     kernel_verdict,
 )
 
-INSTANCE_HEADER = "import Pycert.PackedTrace\nimport Pycert.Shards\nimport Pycert.Ceiling\nimport Pycert.Pooling\nimport Pycert.SortedTrace\nimport Pycert.SortedOptimum\nimport Pycert.SortedAdmission\nimport Pycert.Curve\nimport Pycert.IsolationCost\n"
+INSTANCE_HEADER = "import Pycert.PackedTrace\nimport Pycert.Shards\nimport Pycert.Ceiling\nimport Pycert.Pooling\nimport Pycert.SortedTrace\nimport Pycert.SortedOptimum\nimport Pycert.SortedAdmission\nimport Pycert.Curve\nimport Pycert.IsolationCost\nimport Pycert.SortedJoints\n"
+
+
+BATCH_CHARS = 100_000
+"""The most Lean text of instance mutants in one batch file: a file of 165 KB (the capacity mutants of issue 39)
+overflowed the wasm Lean's JavaScript stack part way through, exiting 1 as after an error, and every
+declaration after that point read as accepted. Smaller files are checked side by side, too."""
+
+
+def chunks(snippets: list[Snippet]) -> list[list[Snippet]]:
+    """``snippets`` in order, in groups of at most :data:`BATCH_CHARS` of text (a larger snippet alone)."""
+    out: list[list[Snippet]] = []
+    size = BATCH_CHARS
+    for sn in snippets:
+        if size + len(sn.text) > BATCH_CHARS:
+            out.append([])
+            size = 0
+        out[-1].append(sn)
+        size += len(sn.text)
+    return out
 
 
 def imported_library_modules(lean_dir: Path, texts: list[str]) -> set[str]:
@@ -59,12 +79,12 @@ class LeanBatches:
         self.files: list[Path] = []
         self.located: dict[str, Located] = {}
         texts: list[str] = []
-        inst = [p.instance for p in plans if p.instance]
-        if inst:
-            text, loc = compose(INSTANCE_HEADER, inst, "MutInstances")
+        for k, group in enumerate(chunks([p.instance for p in plans if p.instance])):
+            module = f"MutInstances{k or ''}"
+            text, loc = compose(INSTANCE_HEADER, group, module)
             self.located |= loc
             texts.append(text)
-            self.files.append(self._write("MutInstances.lean", text))
+            self.files.append(self._write(f"{module}.lean", text))
         audit = [p.audit for p in plans if p.audit]
         self.audit_text = ""
         if audit:

@@ -16,7 +16,9 @@ cache reaches it; the kernel checks both on every reference. Where each request'
 it (and the trace is prefix-closed), the kernel also checks that a prefix cache reaches the optimum with
 admission control. Which headline a certificate states is a function of its parameters: the one-file
 layout of both models states ``Pycert.Admission.Optima`` or ``PrefixOptima``; the older one-file layouts
-``Optimum`` or ``Bounded``; a trace in pieces ``Bounded``.
+``Optimum`` or ``Bounded``; a trace in pieces both ways (``Joints.lean``, ``SortedJoints.lean``, the pairs open
+across each joint carried into the next piece) ``Pycert.Admission.OptimumA``, the model with admission control
+alone; the older pieced layout ``Bounded``.
 
 This module is the claim; :mod:`pycert.families.capacity.produce` makes the certificates, and
 :mod:`pycert.families.capacity.derive` computes what both derive from a trace.
@@ -44,10 +46,12 @@ from pycert.families.capacity.text import (
     OPTIMA,
     OPTIMA_LIMITS,
     OPTIMUM,
+    OPTIMUM_A,
     PREFIX_NOT_CLAIMED,
     PREFIX_OPTIMA,
     UPPER_ONLY,
     evidence_of,
+    joint_limits,
     piece_limit,
     sentence,
 )
@@ -64,6 +68,7 @@ from pycert.families.traces import (
 )
 from pycert.lean.emit import CAPACITY_CURVE_ENCODING as CURVE_ENCODING
 from pycert.lean.emit import CAPACITY_ENCODING as ENCODING
+from pycert.lean.emit import CAPACITY_JOINTS_ENCODING as JOINTS_ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING as OPTIMA_ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMUM_ENCODING as OPTIMUM_ENCODING
 from pycert.lean.emit import CAPACITY_PIECES_ENCODING as PIECES_ENCODING
@@ -135,7 +140,8 @@ def curve_module(trace: PurePosixPath, curve: Sequence[int]) -> str:
 
 LITERALS = {BOUNDED: ("refs", "capacity_blocks", "max_hits"), OPTIMUM: ("refs", "capacity_blocks", "max_hits"),
             OPTIMA: ("refs", "capacity_blocks", "max_hits", "admission_hits"),
-            PREFIX_OPTIMA: ("refs", "capacity_blocks", "max_hits", "admission_hits", "prefix_cache_hits")}
+            PREFIX_OPTIMA: ("refs", "capacity_blocks", "max_hits", "admission_hits", "prefix_cache_hits"),
+            OPTIMUM_A: ("refs", "capacity_blocks", "admission_hits")}
 """Each headline predicate's literals, in order, by figure name."""
 WITNESS_THEOREMS = ("Pycert.Capacity.realise", "Pycert.Capacity.optimum_of", "Pycert.SortedOptimum.linked_of_sortOK",
                     "Pycert.SortedOptimum.optimum_of_checks")
@@ -151,11 +157,17 @@ PREFIX_THEOREMS = ("Pycert.PrefixCache.prefixHits_le", "Pycert.Admission.prefixO
                    "Pycert.SortedAdmission.prefixOptimum_of_checks")
 BOUNDS = {BOUNDED: ("max_hits", "that admits every missed block and starts empty"),
           OPTIMUM: ("max_hits", "that admits every missed block and starts empty"),
-          OPTIMA: ("admission_hits", "that starts empty"), PREFIX_OPTIMA: ("admission_hits", "that starts empty")}
+          OPTIMA: ("admission_hits", "that starts empty"), PREFIX_OPTIMA: ("admission_hits", "that starts empty"),
+          OPTIMUM_A: ("admission_hits", "that starts empty")}
 """For each headline predicate: its figure that bounds the widest class of caches of ``C`` blocks, and the
 words after "any cache of C blocks" that name that class (caches with admission control include every cache
 of ``C`` blocks, prefix caches too, that starts empty): what a sentence comparing another cache, a real
 engine's, with the certificate says."""
+JOINT_THEOREMS = ("Pycert.Admission.hits_le_freeA", "Pycert.Admission.realiseA", "Pycert.Admission.optimumA_of",
+                  "Pycert.SortedAdmission.freeA_le_of_checks", "Pycert.Joints.pieceA_glue", "Pycert.Joints.wpiece_glue",
+                  "Pycert.Joints.both_glue", "Pycert.Joints.optimumA_of_both", "Pycert.SortedJoints.piece_of_checks",
+                  "Pycert.SortedJoints.piece_of_looks")
+"""What a trace in pieces both ways (:data:`JOINTS_ENCODING`) rests on beside the sort's theorems."""
 PIECE_THEOREMS = ("Pycert.Capacity.piece_glue", "Pycert.Capacity.bounded_of_piece", "Pycert.SortedTrace.piece_of_checks")
 
 
@@ -167,6 +179,11 @@ def piece_names(module: str, count: int) -> list[str]:
 def witnessed(params: CapacityParams) -> bool:
     """Whether a certificate's instance carries Belady's hit pairs (states an optimum, not only a bound)."""
     return params.lean_encoding in (OPTIMUM_ENCODING, OPTIMA_ENCODING, CURVE_ENCODING)
+
+
+def joined(params: CapacityParams) -> bool:
+    """Whether a certificate's trace is checked in pieces both ways with admission control (``OptimumA``)."""
+    return params.lean_encoding == JOINTS_ENCODING
 
 
 def both_models(params: CapacityParams) -> bool:
@@ -216,6 +233,8 @@ class Capacity(Claim):
     limits = LIMITS
 
     def predicate(self, params: CapacityParams) -> str:  # type: ignore[override]
+        if joined(params):
+            return OPTIMUM_A
         if both_models(params):
             return PREFIX_OPTIMA if prefix_claimed(params) else OPTIMA
         return OPTIMUM if witnessed(params) else BOUNDED
@@ -232,6 +251,8 @@ class Capacity(Claim):
 
     def library_theorems(self, params: CapacityParams) -> tuple[str, ...]:
         witness = CURVE_WITNESS_THEOREMS if params.lean_encoding == CURVE_ENCODING else WITNESS_THEOREMS
+        if joined(params):
+            return self.theorem_names[2:] + JOINT_THEOREMS
         return (self.theorem_names + (PIECE_THEOREMS if params.pieces > 1 else ())
                 + (witness if witnessed(params) else ()) + (ADMISSION_THEOREMS if both_models(params) else ())
                 + (PREFIX_THEOREMS if prefix_claimed(params) else ()))
@@ -240,6 +261,9 @@ class Capacity(Claim):
                        inputs: Sequence[InputFile]) -> tuple[str, ...]:
         """The model's limits, the block identity as the trace was read, and for a trace in pieces how it was
         checked."""
+        if joined(params):
+            limits = joint_limits(params.pieces)
+            return tuple(block_identity(params) if line == BLOCK_IDENTITY else line for line in limits)
         if both_models(params):
             why = PREFIX_NOT_CLAIMED.get(params.prefix_cache or "")
             limits = OPTIMA_LIMITS + ((why,) if why else ())
@@ -276,7 +300,7 @@ class Capacity(Claim):
         from pycert.analysis.requests import prefix_verdict  # numpy, numba: only for a claim with a trace
         from pycert.families.capacity import derive
 
-        refs, c, h = kernel["refs"], kernel["capacity_blocks"], kernel["max_hits"]
+        refs, c = kernel["refs"], kernel["capacity_blocks"]
         if c != params.capacity_blocks:
             raise Rejected(Rejection.mismatch("headline (capacity_blocks)", str(params.capacity_blocks), str(c)))
         if refs == 0:
@@ -284,6 +308,16 @@ class Capacity(Claim):
         trace = _certified(inputs, read, params)
         if refs != trace.n_refs:  # the headline's N against the file's, end to end
             raise Rejected(Rejection.mismatch("figures.refs", f"{trace.n_refs} (the references of the trace file)", str(refs)))
+        if joined(params):
+            ha = kernel["admission_hits"]
+            check_optimum("admission_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
+            out = {"refs": Fraction(refs), "capacity_blocks": Fraction(c), "admission_hits": Fraction(ha),
+                   "admission_ceiling": Fraction(ha, refs),
+                   "admission_cuts": Fraction(len(derive.model(trace.refs, c, admission=True).cuts))}
+            if trace.n_requests is not None:
+                out["requests"] = Fraction(trace.n_requests)
+            return out | derive.token_figures(trace, out, None)
+        h = kernel["max_hits"]
         opt = derive.engines(trace.refs, c, admission=False)
         check_optimum("max_hits", h, opt, c, "Belady's MIN")
         out = {"refs": Fraction(refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(h),
@@ -322,7 +356,7 @@ class Capacity(Claim):
         from pycert.families.capacity import derive  # numpy: see figures
 
         pieced = params.pieces > 1
-        expected = (PIECES_ENCODING,) if pieced else (CURVE_ENCODING, OPTIMA_ENCODING, OPTIMUM_ENCODING, ENCODING)
+        expected = (JOINTS_ENCODING, PIECES_ENCODING) if pieced else (CURVE_ENCODING, OPTIMA_ENCODING, OPTIMUM_ENCODING, ENCODING)
         if params.lean_encoding not in expected:
             raise Rejected(Rejection.mismatch("parameters.lean_encoding", " or ".join(map(repr, expected)),
                                               repr(params.lean_encoding)))
@@ -340,15 +374,17 @@ class Capacity(Claim):
         if not pieced:
             return {inst.path: derive.instance_text(trace, inst.module, params.capacity_blocks, params.lean_encoding,
                                                     params.prefix_cache)[0]}
+        layout = derive.joint_layout if joined(params) else derive.piece_layout
         try:  # a forged piece_refs may split the trace nowhere, or into one piece
-            cuts, points = derive.piece_layout(trace.refs, params.capacity_blocks, params.piece_refs)
+            cuts, points = layout(trace.refs, params.capacity_blocks, params.piece_refs)
         except InputError as err:
             raise Rejected(Rejection.mismatch("parameters.piece_refs", "a piece size at which the trace splits at cuts",
                                               f"{params.piece_refs} ({err.message})")) from None
         if len(points) - 1 != params.pieces:
             raise Rejected(Rejection.mismatch("parameters.pieces", f"{len(points) - 1} (the split of the trace in pieces "
                                               f"of at most {params.piece_refs} references)", str(params.pieces)))
-        files, _ = derive.piece_files(trace.refs, trace.sha256, inst.module, params.capacity_blocks, cuts, points)
+        make = derive.joint_files if joined(params) else derive.piece_files
+        files, _ = make(trace.refs, trace.sha256, inst.module, params.capacity_blocks, cuts, points)
         where = PurePosixPath(inst.path).parent
         return {(where / f"{m}.lean").as_posix(): text.encode() for m, text in files.items()}
 

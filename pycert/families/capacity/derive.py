@@ -9,6 +9,7 @@ import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from fractions import Fraction
 
 import numpy as np
@@ -16,12 +17,12 @@ import numpy as np
 from pycert.analysis import cachesim, optcurve, requests
 from pycert.analysis import capacity as recipe
 from pycert.analysis.requests import PrefixVerdict, firsts
-from pycert.core.errors import PycertError, Rejected, Rejection
+from pycert.core.errors import InputError, PycertError, Rejected, Rejection
 from pycert.core.memo import kept
 from pycert.data.traces import Trace
 from pycert.families.capacity import piece_names
 from pycert.lean.emit import capacity as emit
-from pycert.lean.emit import curve, pieces
+from pycert.lean.emit import curve, joints, pieces
 
 
 @dataclass(frozen=True)
@@ -149,12 +150,51 @@ def piece_files(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts:
     """Every module of a trace checked in pieces split at ``points`` (:func:`piece_layout`), by module
     name (the composition ``module`` last), and what the composition states: what verify regenerates and
     compares with the files prove wrote."""
+    return _composed(piece_makers(refs, sha256, module, capacity, cuts, points), pieces.emit_glue, module, sha256,
+                     len(np.unique(refs)))
+
+
+def _composed(makers: Sequence[tuple[str, Callable[[], tuple[str, Any]], int]], glue: Callable[..., tuple[str, emit.Plan]],
+              module: str, sha256: str, distinct: int) -> tuple[dict[str, str], emit.Plan]:
+    """Every piece's module text by name, then the composition's (``glue`` of the pieces' plans), and what it states."""
     out, plans = {}, []
-    for m, make, _ in (makers := piece_makers(refs, sha256, module, capacity, cuts, points)):
+    for m, make, _ in makers:
         out[m], piece = make()
         plans.append(piece)
-    out[module], plan = pieces.emit_glue(module, sha256, [m for m, _, _ in makers], plans, len(np.unique(refs)))
+    out[module], plan = glue(module, sha256, [m for m, _, _ in makers], plans, distinct)
     return out, plan
+
+
+def joint_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list[int], list[int]]:
+    """The cut list with admission control and where the pieces of a trace checked both ways start
+    (:func:`pycert.lean.emit.joints.split_after_cuts`): a piece's list holds the at most ``capacity`` blocks
+    open where it starts and its references, ``piece_refs`` in all. What prove and verify both derive."""
+    if piece_refs - capacity < 2:
+        raise InputError(f"a piece of {piece_refs:,} references has no room beside the up to {capacity:,} blocks open "
+                         "where it starts: give a larger --shard-refs or a smaller capacity")
+    cuts = model(refs, capacity, admission=True).cuts
+    points = joints.split_after_cuts(len(refs), cuts, piece_refs - capacity)
+    if points[0] != 0 or points[-1] != len(refs) or any(b <= a for a, b in zip(points, points[1:])):
+        raise PycertError(f"the pieces at {points[:8]}... do not join to the trace's {len(refs):,} references end to end")
+    return cuts, points
+
+
+def joint_makers(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
+                 points: list[int]) -> list[tuple[str, Callable[[], tuple[str, joints.JointPlan]], int]]:
+    """Each piece of a trace checked both ways (:func:`joint_layout`): its module name, the call that emits it
+    (its list, cuts and witness computed here, from the whole trace's pairs with bypass), and its length."""
+    admitted = model(refs, capacity, admission=True)
+    data = joints.piece_data(refs, cuts, admitted.starts, admitted.ends, points)
+    return [(m, functools.partial(joints.emit_joint_piece, d, sha256, m, capacity), len(d.refs))
+            for m, d in zip(piece_names(module, len(points) - 1), data)]
+
+
+def joint_files(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
+                points: list[int]) -> tuple[dict[str, str], emit.Plan]:
+    """Every module of a trace checked in pieces both ways (:func:`joint_layout`), the composition ``module``
+    last, and what it states: what verify regenerates and compares with the files prove wrote."""
+    return _composed(joint_makers(refs, sha256, module, capacity, cuts, points), joints.emit_joint_glue, module, sha256,
+                     len(np.unique(refs)))
 
 
 def curve_points(trace: Trace, capacities: Sequence[int]) -> list[curve.Point]:

@@ -32,7 +32,8 @@ from pycert.families.traces import (
 )
 from pycert.lean import cluster
 from pycert.lean.emit import capacity as emit
-from pycert.lean.emit import curve, pieces
+from pycert.lean.emit import CAPACITY_JOINTS_ENCODING as JOINTS_ENCODING
+from pycert.lean.emit import curve, joints
 
 
 class CapacityOptions(Options):
@@ -152,10 +153,10 @@ class CapacityProducer(Producer):
                     for p in self._prepare_curve(path, trace, trace_input, run, setting)]
         out = []
         for c in capacities(opts, trace):
-            setting.progress(f"{trace.name}: cut list at {plural(c, 'block')}, split into pieces of at most "
-                             f"{plural(limit, 'reference')}")
-            cuts, points = derive.piece_layout(trace.refs, c, limit)
-            params = CapacityParams(capacity_blocks=c, lean_encoding=emit.PIECES_ENCODING, piece_refs=limit,
+            setting.progress(f"{trace.name}: cut list and witness with admission control at {plural(c, 'block')}, split "
+                             f"into pieces of at most {plural(limit, 'reference')}")
+            cuts, points = derive.joint_layout(trace.refs, c, limit)
+            params = CapacityParams(capacity_blocks=c, lean_encoding=JOINTS_ENCODING, piece_refs=limit,
                                     pieces=len(points) - 1, **reading_of(trace))  # type: ignore[arg-type]
             p = self._prepared(path, trace_input, params)
             if (plan := self._prepare_pieces(p, trace, distinct, cuts, points, setting)) is not None:
@@ -198,8 +199,9 @@ class CapacityProducer(Producer):
     def _expect(p: Prepared, plan: emit.Plan) -> None:
         """What pycert's engines expect the kernel to state, and the run table's figure."""
         c = plan.capacity
-        p.engine = {"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(plan.max_hits),
-                    "cuts": Fraction(plan.cuts)}
+        p.engine = {"refs": Fraction(plan.refs), "capacity_blocks": Fraction(c)}
+        if plan.cuts or plan.free or plan.admission is None:  # a trace in pieces both ways states one model only
+            p.engine |= {"max_hits": Fraction(plan.max_hits), "cuts": Fraction(plan.cuts)}
         if plan.admission is not None:
             p.engine |= {"admission_hits": Fraction(plan.admission.max_hits),
                          "admission_cuts": Fraction(plan.admission.cuts)}
@@ -208,13 +210,14 @@ class CapacityProducer(Producer):
 
     def _prepare_pieces(self, p: Prepared, trace: Trace, distinct: int, cuts: list[int], points: list[int],
                         setting: Setting) -> emit.Plan | None:
-        """Emit and check the pieces as Ray tasks, then write the composition (the instance), which the
-        kernel stage checks with the pieces from the build cache. None when a piece did not pass."""
+        """Emit and check the pieces (each with the blocks open where it starts, :mod:`pycert.lean.emit.joints`) as
+        Ray tasks, then write the composition (the instance), which the kernel stage checks with the pieces from
+        the build cache. None when a piece did not pass."""
         opts: CapacityOptions = setting.options  # type: ignore[assignment]
         params: CapacityParams = p.parameters  # type: ignore[assignment]
         c, instance = params.capacity_blocks, p.instance
         assert instance is not None
-        makers = derive.piece_makers(trace.refs, trace.sha256, instance.module, c, cuts, points)
+        makers = derive.joint_makers(trace.refs, trace.sha256, instance.module, c, cuts, points)
         mods = [m for m, _, _ in makers]
         works = [cluster.Work(m, make, size=plural(n, "reference")) for m, make, n in makers]
         setting.progress(f"{instance.module}: {plural(trace.n_refs, 'reference')} in {len(mods)} pieces at {plural(c, 'block')}")
@@ -225,7 +228,7 @@ class CapacityProducer(Producer):
                    for o in outcomes if o.source}
         if not p.judge_parts([o.result for o in outcomes]):
             return None
-        text, plan = pieces.emit_glue(instance.module, trace.sha256, mods, [o.extra for o in outcomes], distinct)
+        text, plan = joints.emit_joint_glue(instance.module, trace.sha256, mods, [o.extra for o in outcomes], distinct)
         written[instance.module] = setting.emit(Path(instance.path), text.encode())
         for m in [instance.module, *mods]:
             rel = Path(lean_dir, f"{m}.lean")

@@ -12,6 +12,7 @@ from pycert.families.traces import BLOCK_IDENTITY
 
 BOUNDED, OPTIMUM = "Pycert.Capacity.Bounded", "Pycert.Capacity.Optimum"
 OPTIMA, PREFIX_OPTIMA = "Pycert.Admission.Optima", "Pycert.Admission.PrefixOptima"
+OPTIMUM_A = "Pycert.Admission.OptimumA"
 
 DEMAND = "caches that admit every missed block and start empty"
 """The model of ``Pycert.Cache``, named wherever a figure is about it."""
@@ -66,6 +67,31 @@ PREFIX_NOT_CLAIMED = {
 }
 
 
+def joint_limits(count: int) -> tuple[str, ...]:
+    """What a certificate of a trace in ``count`` pieces both ways with admission control does not prove."""
+    return (COMMON[0], _joint_model(), "The figures in tokens are not kernel-checked: admission_hits_tokens is "
+            "block_tokens times the kernel-checked admission_hits (a block holds at most block_tokens tokens).",
+            *COMMON[1:], _joint_limit(count))
+
+
+def _joint_model() -> str:
+    return (f"The optimum with admission control is kernel-checked both ways: no cache of {ADMISSION.split(' (')[0]} "
+            "of capacity_blocks hits more, and one hits exactly admission_hits (Belady's hit pairs with bypass, checked on "
+            "every reference as a witness). That cache reads the whole trace (it is offline); that Belady's MIN with "
+            f"bypass is such a cache is Belady's theorem and pycert's two engines, not the kernel's. {UNITS} Nothing is "
+            "prefetched.")
+
+
+def _joint_limit(count: int) -> str:
+    return (f"The trace is checked in {count} pieces that follow one another, each ending at a cut of the cut list with "
+            "admission control, each a sorted instance in a Lean module of its own of the blocks of the witness's pairs "
+            "open where it starts followed by its references; the composition module proves the optimum from the pieces' "
+            "headlines (Pycert.Joints.both_glue, optimumA_of_both), the open blocks each piece leaves being, literally, "
+            "those the next starts with. Python computes where to split and which pairs are open, and verify recomputes "
+            "them from the trace, the capacity and piece_refs and regenerates every file. Only the model with admission "
+            "control is stated: the optimum of caches that admit every missed block is not, nor a prefix cache.")
+
+
 def piece_limit(count: int) -> str:
     return (f"The trace is checked in {count} pieces split at cuts of the cut list, each a sorted instance in a Lean "
             "module of its own that states its first and last reference, and the composition module proves the bound "
@@ -81,8 +107,16 @@ def _blocks(c: int) -> str:
 def sentence(trace: str, predicate: str, figures: Mapping[str, Fraction], reading: str = "") -> str:
     """The claim of a certificate whose headline states ``predicate``; ``reading``: what the claim says of the
     blocks where the reading made them (:func:`pycert.families.traces.reading`)."""
-    refs, c, h = int(figures["refs"]), int(figures["capacity_blocks"]), int(figures["max_hits"])
+    refs, c = int(figures["refs"]), int(figures["capacity_blocks"])
     blocks = _blocks(c)
+    if predicate == OPTIMUM_A:
+        ha = int(figures["admission_hits"])
+        return (f"On trace {trace} ({reading}{refs} block references), {ADMISSION} of {blocks} hit at most {ha} times and one "
+                f"(offline) hits exactly {ha}: the optimum with admission control, a hit rate of "
+                f"{float(figures['admission_ceiling']):.6f}, checked in pieces with the witness's pairs open across each "
+                "joint. Every cache of that size that starts empty is one of these, so none hits more. The optimum for "
+                f"{DEMAND} is not stated. Blocks count one slot each, and no room is kept for a running request's blocks.")
+    h = int(figures["max_hits"])
     if predicate in (BOUNDED, OPTIMUM):
         return (f"On trace {trace} ({reading}{refs} block references), no demand-fetch cache of {blocks} that admits every missed "
                 f"block and starts empty hits more than {h} times: a hit-rate ceiling of {float(figures['ceiling']):.6f} "
@@ -160,6 +194,10 @@ OPTIMA_EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
 
 def evidence_of(name: str, predicate: str | None) -> tuple[EvidenceState, str]:
     """How figure ``name`` of a certificate stating ``predicate`` is known."""
+    if predicate == OPTIMUM_A and name in OPTIMA_EVIDENCE:
+        state, how = OPTIMA_EVIDENCE[name]
+        return state, how.replace("a second cut list", "a cut list").replace(
+            "checked on every reference", "checked on every reference, piece by piece with the pairs open across each joint")
     if predicate in (OPTIMA, PREFIX_OPTIMA) and name in OPTIMA_EVIDENCE:
         return OPTIMA_EVIDENCE[name]
     if predicate == OPTIMUM and name in OPTIMUM_EVIDENCE:

@@ -17,6 +17,10 @@ CAPACITY_OPTIMA_ENCODING = "packed-sorted-optima/1"
 the requests' first references and the prefix test."""
 CAPACITY_PIECES_ENCODING = "packed-sorted-cuts-pieces/1"
 """A trace in pieces split at cuts, one module each, and their composition (:mod:`pycert.lean.emit.pieces`)."""
+CAPACITY_JOINTS_ENCODING = "packed-sorted-joints/1"
+"""A trace in pieces that follow one another, after references that are cuts of the bound with admission control,
+each carrying the witness's pairs open across its joints (:mod:`pycert.lean.emit.joints`): the optimum with
+admission control both ways, ``Pycert.Admission.OptimumA``."""
 CAPACITY_CURVE_ENCODING = "packed-sorted-curve/1"
 """Many capacities in one instance (:mod:`pycert.lean.emit.curve`): the trace sorted once, both models both ways
 at each capacity, each under its own headline ``<Module>.C<C>.headline``."""

@@ -177,12 +177,14 @@ def cut_lines(sort: Sorted, tag: str, cuts: Sequence[int], admission: bool,
 
 
 def witness_lines(sort: Sorted, tag: str, capacity: int, starts: np.ndarray, ends: np.ndarray,
-                  admission: bool, computed: bool = False) -> tuple[list[str], int]:
+                  admission: bool, computed: bool = False, closing: str | None = None) -> tuple[list[str], int]:
     """The witness's literals and checks: the starts and ends of the hit pairs as planes in time order
     (``s<tag>``, ``e<tag>``), their running counts, ``witnessOK`` and the cover test: at most ``C - 1``
     pairs open at every step, or with ``admission`` at most ``C`` live (the start counts read a step
     later). Returns the lines and the hits stated: the starts without admission (``starts_eq``), the
-    ends with (``ends_eq``). Whatever the arrays hold is written: the kernel decides."""
+    ends with (``ends_eq``). ``closing``: a plane of starts left open at the end (a piece's, which
+    :mod:`pycert.lean.emit.joints` writes), whose pairs ``witnessOK`` leaves out. Whatever the arrays hold
+    is written: the kernel decides."""
     n = sort.n
     s_bits, e_bits = np.asarray(starts, dtype=bool)[:n], np.asarray(ends, dtype=bool)[:n]
     a_s = np.concatenate([[0], np.cumsum(s_bits, dtype=np.int64)])
@@ -201,7 +203,8 @@ def witness_lines(sort: Sorted, tag: str, capacity: int, starts: np.ndarray, end
     count = f"theorem ends_eq{tag} : Planes.val AE{tag} {n} = {h}" if admission else \
         f"theorem starts_eq{tag} : Planes.val AS{tag} {n} = {h}"
     lines += [
-        f"theorem witness_ok{tag} : SortedOptimum.witnessOK {sort.m_log} W same s{tag} e{tag} = true := by decide +kernel",
+        f"theorem witness_ok{tag} : SortedOptimum.witnessOK {sort.m_log} W same "
+        f"{f'(s{tag} ^^^ {closing})' if closing else f's{tag}'} e{tag} = true := by decide +kernel",
         "",
         f"theorem starts_ok{tag} : SortedTrace.cutsOK {n} AS{tag} s{tag} = true := by decide +kernel",
         "",

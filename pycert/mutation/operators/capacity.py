@@ -31,7 +31,6 @@ from pycert.data.traces import read_trace
 from pycert.families import producer
 from pycert.families.capacity.produce import CapacityOptions
 from pycert.lean.emit import capacity as emit
-from pycert.lean.emit import pieces
 from pycert.mutation.lean_batch import LibraryEdit, Snippet
 from pycert.mutation.operators.base import (
     KERNEL_REJECTS,
@@ -42,6 +41,14 @@ from pycert.mutation.operators.base import (
     hash_ids,
     strip_header,
     sub_once,
+)
+from pycert.mutation.operators.pieced import (
+    joint_moved,
+    joint_snippet,
+    open_dropped,
+    open_swapped,
+    piece_snippet,
+    split_moved,
 )
 from pycert.prove import prove
 
@@ -194,45 +201,6 @@ def _prove_expect(defect: Callable[[], Any], pattern: str, piece_refs: int | Non
     return run
 
 
-def _pieces(refs: list[int], name: str, lie: Callable[[list[pieces.PiecePlan]], None], gap: int = 0) -> str:
-    """Two pieces of ``refs`` split at a middle cut (piece 1 starting ``gap`` references after it) and
-    their composition, flattened into one batch snippet, with the pieces' plans edited by ``lie`` before
-    the composition is written (so that only the composition states the defect)."""
-    arr = np.asarray(refs, dtype=np.uint64)
-    cuts = recipe.cut_list(arr, CAPACITY)
-    y = next(y for y in cuts[len(cuts) // 2:] if gap == 0 or refs[y] != refs[y + gap])
-    texts, plans = [], []
-    for k, (a, b) in enumerate(((0, y), (y + gap, len(refs) - 1))):
-        text, plan = pieces.emit_piece(refs[a:b + 1], "0" * 64, f"{name}_P{k}", CAPACITY, pieces.local_cuts(cuts, a, b))
-        texts.append(text)
-        plans.append(plan)
-    lie(plans)
-    glue, _ = pieces.emit_glue(name, "0" * 64, [f"{name}_P0", f"{name}_P1"], plans, len(set(refs)))
-    return "\n\n".join("\n".join(line for line in strip_header(t).splitlines()
-                                 if line != "module" and not line.startswith("public import "))
-                       for t in (*texts, glue))
-
-
-def _joint_moved(plans: list[pieces.PiecePlan]) -> None:
-    """The composition told that piece 1 starts with piece 0's last id (piece 1 starts one reference
-    later): pieces that do not overlap, which would lose a reuse across the split."""
-    plans[1].first = plans[0].last
-
-
-def _split_off_cut(real: Callable[..., list[int]]) -> Callable[..., list[int]]:
-    """The split moved off the cut list: the first split point one reference later, which is no cut (a
-    sound bound, loose: the split counts as one more cut)."""
-    def split(n: int, cuts: list[int], max_refs: int) -> list[int]:
-        points = real(n, cuts, max_refs)
-        points[1] += 1 if points[1] + 1 not in cuts else 2
-        return points
-    return split
-
-
-def _split_moved() -> Any:
-    return mock.patch.object(pieces, "split_points", _split_off_cut(pieces.split_points))
-
-
 def _both_models(refs: list[int], name: str, capacity: int, first: np.ndarray | None = None,
                  plain_cuts: bool = False, plain_pairs: bool = False) -> str:
     """The emitted instance of both cache models (with the prefix test over ``first``), the model with
@@ -362,11 +330,11 @@ class Capacity(Operator):
             run=_prove_expect(lambda: _recipe(lambda cuts, _a: cuts[::-1]), "strictly increasing"))
         add("cap-piece-joint", "lean-kernel", "two pieces that do not overlap: the composition says piece 1 starts "
             "with piece 0's last reference, and piece 1 starts one later", "kernel error in glued1", TARGET,
-            instance=Snippet("cap-piece-joint", _pieces(refs, "Mut_cap_joint", _joint_moved, gap=1), "glued1",
+            instance=Snippet("cap-piece-joint", piece_snippet(refs, "Mut_cap_joint", CAPACITY, joint_moved, gap=1), "glued1",
                              KERNEL_REJECTS))
         add("cap-piece-free-low", "lean-kernel", "the composition claims one free reuse fewer than its pieces state",
-            "kernel error in glued1", TARGET, instance=Snippet("cap-piece-free-low", _pieces(
-                refs, "Mut_cap_free_low", lambda plans: setattr(plans[1], "free", plans[1].free - 1)), "glued1",
+            "kernel error in glued1", TARGET, instance=Snippet("cap-piece-free-low", piece_snippet(
+                refs, "Mut_cap_free_low", CAPACITY, lambda plans: setattr(plans[1], "free", plans[1].free - 1)), "glued1",
                 KERNEL_REJECTS))
         add("stmt-piece-joint-uncounted", "lean-kernel", "gluing two pieces adds their cuts but not the cut at the "
             "joint (statement strengthened, proof kept)", "kernel error in piece_glue", "lean/Pycert/Pieces.lean",
@@ -375,7 +343,15 @@ class Capacity(Operator):
                              KERNEL_REJECTS))
         add("cap-split-off-cut", "prove", "the trace split into pieces one reference away from a cut (sound, loose)",
             "prove refuses: the cut list was not optimal", TARGET,
-            run=_prove_expect(_split_moved, "not optimal", piece_refs=PIECE_REFS))
+            run=_prove_expect(split_moved, "not optimal", piece_refs=PIECE_REFS))
+        add("cap-joint-open-dropped", "lean-kernel", "a trace in pieces both ways whose piece 1 leaves out a pair piece 0 "
+            "leaves open at the joint (its end has no start)", "kernel error in witness_okA", TARGET,
+            instance=Snippet("cap-joint-open-dropped", joint_snippet(refs, "Mut_capopen_dropped", 4, open_dropped, glue=False),
+                             "witness_okA", KERNEL_REJECTS))
+        add("cap-joint-open-moved", "lean-kernel", "piece 1 starts with the blocks piece 0 leaves open in another order "
+            "(a piece fine on its own), the composition told they agree", "kernel error in glued1", TARGET,
+            instance=Snippet("cap-joint-open-moved", joint_snippet(refs, "Mut_cap_open_moved", 4, open_swapped), "glued1",
+                             KERNEL_REJECTS))
         add("cap-belady+1", "prove", "the one-pass OPT curve reports one Belady hit too many",
             "prove refuses: the two Belady engines disagree", "pycert/analysis/optcurve.py",
             run=_prove_expect(_belady_plus_one, "engines disagree"))
