@@ -18,9 +18,10 @@ from pycert.core.errors import InputError, ToolchainMissing
 from pycert.core.resources import library_dir
 from pycert.lean import build
 from pycert.lean.backend import parse_lean_version
-from pycert.lean.resolve import resolve
+from pycert.lean.diagnostics import check_result
 from pycert.lean.native import NativeBackend, lake_verdicts
 from pycert.lean.process import ProcessRun
+from pycert.lean.resolve import resolve
 from pycert.lean.sources import Unit, library_modules
 from tests.conftest import REPO
 
@@ -129,3 +130,16 @@ def test_native_backend_builds_and_audits_like_wasm(wasm, tmp_path: Path, monkey
     answers.write_text(json.dumps({**direct.axioms_by_theorem, name: ["sorryAx"]}))
     report = au.audit_build(res, native, project / "lean")
     assert not report.ok and [(f.subject, f.reason, f.found) for f in report.findings] == [(name, "cross-check", "sorryAx")]
+
+
+def test_a_run_that_dies_after_an_error_is_a_crash_not_the_files_verdict() -> None:
+    """Node exits 1 on an uncaught JavaScript exception, as Lean does after an error: what Lean printed before
+    the crash is not the whole file's verdict (a batch of mutants read every later declaration as accepted)."""
+    error = ('{"severity":"error","pos":{"line":3,"column":0},"endPos":null,"fileName":"M.lean",'
+             '"data":"type mismatch","caption":"","kind":"[anonymous]","isSilent":false,"keepFullRange":false}\n')
+    failed = ProcessRun(exit_code=1, seconds=3.0, timed_out=False, stderr="", stdout=error)
+    assert check_result("M", "M.lean", failed, "M.lean").status == "failed"
+    died = failed.model_copy(update={"stderr": "RangeError: Maximum call stack size exceeded\n    at invoke_viiii "
+                                               "(lean.js:1:724714)\n\nNode.js v24.19.0\n"})
+    res = check_result("M", "M.lean", died, "M.lean")
+    assert res.status == "crashed" and not res.ok and "Maximum call stack" in res.detail

@@ -15,6 +15,7 @@ from pycert.audit.axioms import audit_build
 from pycert.core.errors import InputError
 from pycert.core.resources import library_dir
 from pycert.lean import build, wasm, worker
+from pycert.lean.wasm import WORKER_MAX_SOURCE
 
 FILES = {
     "Good": "import Pycert.Ceiling\npublic theorem good (n : Nat) : n + 0 = n := rfl\n#check @good\n",
@@ -88,3 +89,26 @@ def test_a_worker_that_dies_is_no_verdict(wasm, lean_dir: Path, monkeypatch: pyt
     assert sorted(killed) == sorted(f.stem for f in files), killed  # each module met a dead worker
     assert verdicts[files[0].stem].status == "ok", verdicts[files[0].stem]
     assert verdicts[files[1].stem].status == "failed" and verdicts[files[1].stem].diagnostics, verdicts[files[1].stem]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_module_too_big_for_a_worker_does_not_wait_for_the_workers_slots(wasm, lean_dir: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each build thread's idle worker holds a machine slot; a module too big for a worker gets a process of its
+    own, which needs a slot too. With as many threads as slots, the threads once waited for ever (a re-prove of
+    the isolation-cost certificates hung with both workers idle). Here every Good module is "too big"."""
+    monkeypatch.setenv("PYCERT_LEAN_WORKER", "on")
+    slots = os.cpu_count() or 1
+    files = [f for _ in range(slots + 1) for f in _files(lean_dir)]
+    big = {f for f in files if f.stem.startswith("WGood")}
+    real = Path.stat
+
+    def size(self: Path, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        st = real(self, *args, **kwargs)
+        return os.stat_result((*st[:6], WORKER_MAX_SOURCE + 1, *st[7:10])) if self in big else st
+
+    monkeypatch.setattr(Path, "stat", size)
+    res = build.build(library=library_dir(), files=files, backend=wasm, jobs=slots)
+    statuses = {r.module: r.status for r in res.results if r.module.startswith("W")}
+    assert all(statuses[f.stem] == "ok" for f in big), statuses

@@ -66,9 +66,10 @@ class _Workers:
                 self._all.append(w)
         return w
 
-    def drop(self) -> None:
+    def drop(self, kill: bool = True) -> None:
+        """End this thread's worker, which gives back its machine slot."""
         if (w := getattr(self._mine, "worker", None)) is not None:
-            w.close(kill=True)
+            w.close(kill=kill)
             self._mine.worker = None
 
     def close(self) -> None:
@@ -137,6 +138,10 @@ class WasmBackend(Backend):
                     workers.drop()  # a crash in a worker that has compiled other modules: not this one's verdict
                     res = None
             if res is None:
+                # a worker holds a machine slot while it waits for its next module: this thread's must go before
+                # its own process asks for one (two idle workers once held both slots of a 2-core machine while
+                # their threads waited for a slot to check a whole trace's instance, for ever)
+                workers.drop(kill=False)
                 staged_name = str(rel.with_suffix(".lean"))
                 env = {**os.environ, "LEAN_PATH": f"{self.lib}:{tree}"}
                 argv = [str(self.node), str(self.lean_js), "--json", ONE_THREAD, "-R", ".", "-o", str(out), staged_name]

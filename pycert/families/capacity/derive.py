@@ -9,8 +9,8 @@ import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 

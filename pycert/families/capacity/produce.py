@@ -15,7 +15,7 @@ from pycert.analysis.requests import prefix_verdict
 from pycert.core.console import plural
 from pycert.core.errors import InputError
 from pycert.core.gate import entries, named
-from pycert.core.limits import MAX_PIECE_REFS, MAX_TRACE_BYTES, int_list, int_range
+from pycert.core.limits import MAX_PIECE_REFS, MAX_TRACE_BYTES, int_list
 from pycert.core.schema import InputFile
 from pycert.data.traces import Trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
@@ -31,8 +31,8 @@ from pycert.families.traces import (
     trace_files,
 )
 from pycert.lean import cluster
-from pycert.lean.emit import capacity as emit
 from pycert.lean.emit import CAPACITY_JOINTS_ENCODING as JOINTS_ENCODING
+from pycert.lean.emit import capacity as emit
 from pycert.lean.emit import curve, joints
 
 
@@ -108,7 +108,7 @@ class CapacityProducer(Producer):
                                  "all, beside the capacity-free ceiling): one certificate per trace and capacity, the "
                                  "optimum kernel-checked both ways for caches with admission control (Belady's MIN with "
                                  "bypass; a prefix cache where the trace is prefix-closed) and for caches that admit "
-                                 "every missed block (Belady's MIN); a trace in pieces: the second bound; under prove "
+                                 "every missed block (Belady's MIN); a trace in pieces: the first optimum, both ways; under prove "
                                  "isolation-cost, the capacities a per-tenant salt's cost is certified at")
         parser.add_argument("--capacity-tokens", type=int_list(1), action="extend", default=[], metavar="T[,T...]",
                             help="the same at capacities in tokens, each in whole blocks of the trace's block size "

@@ -129,8 +129,8 @@ def sentence(trace: str, predicate: str, figures: Mapping[str, Fraction], readin
            f"(offline) hits exactly {ha}: the optimum with admission control, a hit rate of "
            f"{float(figures['admission_ceiling']):.6f}")
     if predicate == PREFIX_OPTIMA:
-        out += (f", reached by a prefix cache over the trace's requests (one that hits only the longest cached prefix of "
-                f"each request's blocks)")
+        out += (", reached by a prefix cache over the trace's requests (one that hits only the longest cached prefix of "
+                "each request's blocks)")
     out += (f". For {DEMAND}, a subset, the optimum at {blocks} is {h} ({float(figures['ceiling']):.6f}). Blocks count "
             "one slot each, and no room is kept for a running request's blocks.")
     if "refs_tokens" in figures:

@@ -58,7 +58,8 @@ class CeilingProducer(Producer):
         parser.add_argument("--shard-refs", type=int_range(1, MAX_SHARD_REFS), default=None, metavar="N",
                             help="references per shard of a trace (default: chosen from measured memory; a trace "
                                  "that fits one Lean process is one file); for a trace checked at a capacity, the most "
-                                 "references a piece holds (at least 2; at most, and by default, 524,288)")
+                                 "references a piece holds, the blocks open where it starts included (at least the capacity + 2; at "
+                                 "most, and by default, 524,288)")
         parser.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
                             help="the layout of every --trace (default: auto, by its first line; docs/formats.md); the "
                                  "certificate records it")

@@ -14,6 +14,7 @@ import pycert.analysis.capacity as recipe
 from pycert.lean.emit import joints, pieces
 from pycert.mutation.operators.base import strip_header
 
+
 def piece_snippet(refs: list[int], name: str, capacity: int, lie: Callable[[list[pieces.PiecePlan]], None], gap: int = 0) -> str:
     """Two pieces of ``refs`` split at a middle cut (piece 1 starting ``gap`` references after it) and
     their composition, flattened into one batch snippet, with the pieces' plans edited by ``lie`` before
