@@ -27,7 +27,7 @@ from pycert.leak.admission import SALT_TOKENS, Admission, keyed_salt, salt_token
 from pycert.leak.audit_plan import AuditHeader, AuditLog, line_of, plan
 from pycert.leak.gateway import Gateway, parse_keys, read_keys
 from pycert.leak.httpd import Server
-from pycert.leak.wire import parse_request, read_stream, request_body
+from pycert.leak.wire import MAX_EVENTS, parse_request, read_stream, request_body
 from tests.conftest import REPO
 
 KEYS = "# two tenants\nalice aaaaaaaaaaaaaaaaaaaaaaaa\n\nbob   bbbbbbbbbbbbbbbbbbbbbbbb\n"
@@ -450,3 +450,48 @@ def test_a_servers_answers_are_read_bounded() -> None:
     with pytest.raises(InputError, match="more than 4,096 lines"):
         read_stream(events(io.BytesIO(b": keep-alive\n" * (MAX_EVENTS + 1))))
     assert read_stream(events(io.BytesIO(b"data: [DONE]\n"))) == (None, None)
+
+
+class Hostile:
+    """An upstream that answers ``/v1/models`` with ``models`` (raw bytes) and streams ``line`` without end."""
+
+    def __init__(self, models: bytes, line: bytes) -> None:
+        self.models, self.line = models, line
+        self.server = Server(0, {("POST", "/v1/completions"): self.complete, ("GET", "/v1/models"): self.list},
+                             log=lambda _m: None)
+        self.server.run_in_thread()
+
+    def list(self, h) -> None:  # noqa: ANN001
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.end_headers()
+        h.close_connection = True
+        for _ in range(64):  # 64 MiB unless the reader stops first
+            h.wfile.write(self.models)
+
+    def complete(self, h) -> None:  # noqa: ANN001
+        h.body()
+        h.start_stream()
+        for _ in range(MAX_EVENTS + 10):
+            h.wfile.write(self.line)
+
+
+@pytest.mark.parametrize("models, want", [(b"[" * (1 << 20), b"longer than"), (b"not json" * 4, b"not JSON")])
+def test_the_gateway_reads_an_upstreams_answers_no_further_than_its_bound(models: bytes, want: bytes) -> None:
+    up = Hostile(models, b"data: {\"choices\": [{\"text\": \"x\"}]}\n\n")
+    g = _gateway(up.server.url)
+    try:
+        req = urllib.request.Request(g.url + "/v1/models", headers={"Authorization": f"Bearer {A_KEY}"})
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=60)
+        assert err.value.code == 502 and want in err.value.read()
+        code, lines = _post(g.url, request_body("m", [20], 2), A_KEY)
+        assert code == 200  # the stream had begun: its end is an error event, then [DONE]
+        events = [line for line in lines if line.strip()]
+        assert b"more than 4,096 lines" in events[-2] and events[-1] == b"data: [DONE]\n"
+        assert len(events) <= MAX_EVENTS + 2
+    finally:
+        g.shutdown()
+        g.server_close()
+        up.server.shutdown()
+        up.server.server_close()

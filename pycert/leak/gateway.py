@@ -24,6 +24,7 @@ import json
 import re
 import urllib.error
 import urllib.request
+import urllib.response
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,11 +33,10 @@ from pycert.core.gate import named
 from pycert.core.limits import MAX_KEYS_BYTES
 from pycert.leak.admission import Admission, TenantRequest, salt_tokens
 from pycert.leak.httpd import Handler, HttpError, Route
-from pycert.leak.wire import DONE, cached_count, data_of, parse_request
+from pycert.leak.wire import DONE, body, cached_count, data_of, error_body, events, parse_request
 
 TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MIN_KEY_CHARS = 16
-MAX_KEYS_BYTES = 1 << 20
 UPSTREAM_TIMEOUT_S = 600.0
 
 
@@ -135,10 +135,24 @@ class Gateway:
             raise HttpError(502, f"the upstream {self.upstream} cannot be reached: {getattr(exc, 'reason', exc)}",
                             "BadGateway") from None
 
+    def _answer(self, resp: urllib.response.addinfourl) -> dict:
+        """The upstream's JSON answer, read no further than :data:`~pycert.leak.wire.MAX_RESPONSE_BYTES`:
+        the gateway holds every tenant's connection, so one upstream answer must not take its memory."""
+        try:
+            obj = json.loads(body(resp, "upstream"))
+        except InputError as err:
+            raise HttpError(502, f"the upstream {self.upstream}: {err.message}", "BadGateway") from None
+        except ValueError:
+            raise HttpError(502, f"the upstream {self.upstream} answered something that is not JSON",
+                            "BadGateway") from None
+        if not isinstance(obj, dict):
+            raise HttpError(502, f"the upstream {self.upstream} answered JSON that is not an object", "BadGateway")
+        return obj
+
     def models(self, h: Handler) -> None:
         self.tenant(h)
         with self._open("/v1/models", None) as resp:
-            h.send_json(resp.status, json.loads(resp.read()))
+            h.send_json(resp.status, self._answer(resp))
 
     def salted(self, body: bytes, tenant: str) -> tuple[dict, int]:
         """The body to forward, and how many salt tokens were prepended to its prompt."""
@@ -161,21 +175,26 @@ class Gateway:
         obj, extra = self.salted(h.body(), tenant)
         with self._open("/v1/completions", json.dumps(obj).encode()) as resp:
             if not obj.get("stream"):
-                answer = json.loads(resp.read())
+                answer = self._answer(resp)
                 if isinstance(answer.get("usage"), dict):
                     answer["usage"] = unsalted_usage(answer["usage"], extra)
                 h.send_json(resp.status, answer)
                 return
             h.start_stream()
-            for raw in resp:
-                event = data_of(raw)
-                if event is None:
-                    continue
-                if isinstance(event, dict) and isinstance(event.get("usage"), dict):
-                    event["usage"] = unsalted_usage(event["usage"], extra)
-                h.send_event(event)
-                if event == DONE:
-                    break
+            try:
+                for raw in events(resp):
+                    event = data_of(raw)
+                    if event is None:
+                        continue
+                    if isinstance(event, dict) and isinstance(event.get("usage"), dict):
+                        event["usage"] = unsalted_usage(event["usage"], extra)
+                    h.send_event(event)
+                    if event == DONE:
+                        break
+            except InputError as err:
+                # the status line is sent: an error event, then the end of the stream, as vLLM does
+                h.send_event(error_body(f"the upstream {self.upstream}: {err.message}", 502, "BadGateway"))
+                h.send_event(DONE)
 
 
 def unsalted_usage(use: dict, extra: int) -> dict:
@@ -194,7 +213,7 @@ def unsalted_usage(use: dict, extra: int) -> dict:
 
 def _upstream_message(exc: urllib.error.HTTPError) -> str:
     try:
-        err = json.loads(exc.read()).get("error")
+        err = json.loads(body(exc, "upstream")).get("error")
         return str(err.get("message") if isinstance(err, dict) else err)
-    except (ValueError, AttributeError, OSError):
+    except (ValueError, AttributeError, OSError, InputError):
         return f"the upstream answered HTTP {exc.code} {exc.reason}"
