@@ -41,6 +41,9 @@ class TraceReading(Params):
     """How a prompts trace was cut into blocks; None for every other layout, whose blocks the trace names."""
 
 
+SUMMED = "summed in numpy's int64, exact: a trace of more than 2^62 prompt tokens is refused as it is read"
+PROMPT_TOKENS = f"the trace's prompt tokens (each request's input_length, or its prompt's length), {SUMMED}"
+"""What computed a token figure's denominator, in every family that has one."""
 BLOCK_IDENTITY = "Block identity is the trace's hash ids at the trace's block size; another granularity gives other figures."
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from pycert.core.schema import EvidenceState
-from pycert.families.traces import BLOCK_IDENTITY
+from pycert.families.traces import BLOCK_IDENTITY, PROMPT_TOKENS
 
 BOUNDED, OPTIMUM = "Pycert.Capacity.Bounded", "Pycert.Capacity.Optimum"
 OPTIMA, PREFIX_OPTIMA = "Pycert.Admission.Optima", "Pycert.Admission.PrefixOptima"
@@ -178,7 +178,7 @@ OPTIMA_EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
                           "blocks over the trace's requests, with or without admission control, and = it for one, from "
                           "the same pairs, each hit checked to follow a hit in its request or start it)"),
     "requests": ("computed", "the trace's requests (lines), as Python reads them"),
-    "refs_tokens": ("computed", "the trace's prompt tokens (Mooncake's input_length, summed by Python)"),
+    "refs_tokens": ("computed", PROMPT_TOKENS),
     "max_hits_tokens": ("computed", "block_tokens × max_hits: a bound in tokens derived from a kernel-checked block figure "
                         "(a block holds at most block_tokens tokens); not itself kernel-checked"),
     "admission_hits_tokens": ("computed", "block_tokens × admission_hits: a bound in tokens derived from a kernel-checked "

@@ -23,6 +23,8 @@ from pycert.families.traces import (
     BLOCK_IDENTITY,
     LEAN_DERIVED,
     LEAN_OUT,
+    PROMPT_TOKENS,
+    SUMMED,
     TraceReading,
     block_identity,
     lean_ident,
@@ -111,8 +113,8 @@ class Ceiling(Claim):
         "distinct": ("kernel-checked", "Lean kernel: a literal of {headline} (distinct trace), every reference decoded"),
         "max_hits": ("kernel-checked", "Lean kernel: a literal of {headline} (hits P trace ≤ it for every policy P)"),
         "ceiling": ("computed", "exact arithmetic max_hits / refs of the two kernel-checked figures"),
-        "refs_tokens": ("computed", "the trace's prompt tokens (Mooncake's input_length), summed by Python"),
-        "max_hits_tokens": ("computed", "the tokens of the references that reuse a full block, summed by Python: what "
+        "refs_tokens": ("computed", PROMPT_TOKENS),
+        "max_hits_tokens": ("computed", f"the tokens of the references that reuse a full block ({SUMMED}): what "
                             "a cache of unbounded capacity hits, a request's partial last block never reused (vLLM "
                             "caches full blocks only); beside the kernel-checked max_hits, not itself kernel-checked"),
         "ceiling_tokens": ("computed", "exact arithmetic max_hits_tokens / refs_tokens"),

@@ -25,7 +25,7 @@ from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Reader, input_path
 from pycert.families.observations import held_to
-from pycert.families.traces import slug
+from pycert.families.traces import PROMPT_TOKENS, slug
 from pycert.leak import replay as replaylog
 
 if TYPE_CHECKING:  # numpy and the trace engine: only for a claim that reads a trace
@@ -188,7 +188,7 @@ class Engine(Claim):
         "prefix_unbounded_hits": ("computed", "refs - distinct (prefix, block) chains: the hits of a prefix cache of "
                            "unbounded size (pycert.families.engine.figures.seen_prefixes)"),
         "prefix_closed": ("computed", "1 when every block follows one prefix (chains = distinct), else 0"),
-        "refs_tokens": ("computed", "the trace's prompt tokens (Mooncake's input_length), summed by Python"),
+        "refs_tokens": ("computed", PROMPT_TOKENS),
         "engine_hits_tokens": ("observed", "the trace's tokens of the leading blocks the engine served each request "
                                "(its own count over block_tokens), a request's partial last block counting none"),
         "engine_hit_rate_tokens": ("computed", "engine_hits_tokens / refs_tokens, exact"),
