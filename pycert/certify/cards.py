@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from pycert.certify.card import Card, Cell, Number, Table, exact_of, pct, rounded, unit_of
-from pycert.core.schema import Certificate, Figure
+from pycert.core.schema import Certificate, Figure, InputFile
 from pycert.families.engine.beside import Beside, beside
 
 if TYPE_CHECKING:  # numpy: the page imports the trace engine only when it draws a curve
@@ -47,10 +47,15 @@ class Curve:
 
 @dataclass
 class TraceFacts:
-    """What the page knows of one trace: its verified certificates, and the trace engine's curves."""
+    """What the page knows of one trace read one way: its verified certificates, and the trace engine's curves.
+    ``reading``: the layout and the tokens a block (``trace_format``, ``block_tokens``) its certificates read the
+    file with; one file read at two block sizes is two lists of block references, so two cards."""
 
     name: str
     sha256: str
+    reading: tuple[str | None, int | None] | None = None
+    source: InputFile | None = None
+    """The input that names the trace (where the page finds it to draw its curve)."""
     curve: Curve | None = None
     ceiling: Certificate | None = None
     capacity: dict[int, Certificate] = field(default_factory=dict)
