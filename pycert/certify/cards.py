@@ -171,7 +171,7 @@ def sentence(facts: TraceFacts) -> str:
         return ("No certificate of this trace verified: the figures below are computed by pycert's trace engine, "
                 "not proved.")
     ahead = " (the caches reaching these optima read the trace ahead, as Belady's MIN does)" if any(
-        optimum(c) for c in facts.capacity.values()) else ""
+        optimum(c) or admitted(c) is not None for c in facts.capacity.values()) else ""
     said = "; ".join(parts) + ahead + "."
     return said[0].upper() + said[1:]
 
