@@ -117,3 +117,4 @@ def test_a_trace_in_pieces_both_ways_is_named_attained_beside_the_engine(tmp_pat
     *_, optimum, _, _ = _engine_row(page)
     assert optimum[1].endswith(f"kernel-checked in {CAPACITY}"), optimum[1]
     assert "which one such cache reaches (the caches reaching these optima read the trace ahead" in page
+    assert f"{CAPACITY} gives no max_hits_tokens" not in page  # not for want of prompt lengths: one model

@@ -295,6 +295,8 @@ def _lru_tokens_col(facts: TraceFacts, c: int) -> Cell:
 
 
 def _max_tokens_col(facts: TraceFacts, c: int) -> Cell:
+    if stored(cert := facts.capacity[c]) is None:
+        return Cell("n/a", f"{cert.id} {ONE_MODEL}")
     return _token_cell(facts.capacity[c], "max_hits_tokens", "block_tokens × the kernel-checked optimum, an upper bound")
 
 
