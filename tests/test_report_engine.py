@@ -94,3 +94,27 @@ def test_without_its_capacity_certificate_the_optimum_is_computed_and_no_sentenc
                                      "at 128 blocks")
     assert "No sentence: no verified capacity certificate of synthetic-seed0.jsonl at 128 blocks." in page
     assert "Measured, not kernel-checked: the engine reached" not in page
+
+
+def test_a_trace_in_pieces_both_ways_is_named_attained_beside_the_engine(tmp_path: Path) -> None:
+    """A capacity certificate of a trace in pieces both ways states ``OptimumA`` (the witness checked piece by
+    piece): the engine row calls its optimum kernel-checked, not "an upper bound; attained as computed", and the
+    card's sentence says that the cache reaching it reads the trace ahead, as it does for the one-file layout."""
+    from pycert.certify.manifest import render_manifest
+    from pycert.core.files import file_sha256
+    from tests.certs import make_cert, trace_input
+
+    certs = _synthetic_only(tmp_path / "certs", drop=[CAPACITY])
+    (certs / "lean" / "CapacitySyntheticSeed0C128.lean").unlink()  # the one-file layout's instance
+    joints = make_cert(CAPACITY, "capacity", {"capacity_blocks": 128, "trace_format": "mooncake", "pieces": 3,
+                                              "piece_refs": 2200, "lean_encoding": "packed-sorted-joints/1"},
+                       [trace_input(certs / "inputs" / "synthetic-seed0.jsonl", certs)], root=certs)
+    (certs / joints.filename).write_text(joints.to_json())
+    (certs / MANIFEST_NAME).write_text(render_manifest({p.name: file_sha256(p) for p in certs.glob("*.json")}))
+    out = tmp_path / "r.html"
+    assert main(["report", "--certs", str(certs), "--out", str(out), "--no-curves"]) == 0
+    page = out.read_text()
+    *_, optimum, _, _ = _engine_row(page)
+    assert optimum[1].endswith(f"kernel-checked in {CAPACITY}"), optimum[1]
+    assert "which one such cache reaches (the caches reaching these optima read the trace ahead" in page
+    assert f"{CAPACITY} gives no max_hits_tokens" not in page  # not for want of prompt lengths: one model

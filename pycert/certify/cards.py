@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from pycert.certify.card import Card, Cell, Number, Table, exact_of, pct, rounded, unit_of
-from pycert.core.schema import Certificate, Figure
+from pycert.core.schema import Certificate, Figure, InputFile
 from pycert.families.engine.beside import Beside, beside
 
 if TYPE_CHECKING:  # numpy: the page imports the trace engine only when it draws a curve
@@ -47,10 +47,15 @@ class Curve:
 
 @dataclass
 class TraceFacts:
-    """What the page knows of one trace: its verified certificates, and the trace engine's curves."""
+    """What the page knows of one trace read one way: its verified certificates, and the trace engine's curves.
+    ``reading``: the layout and the tokens a block (``trace_format``, ``block_tokens``) its certificates read the
+    file with; one file read at two block sizes is two lists of block references, so two cards."""
 
     name: str
     sha256: str
+    reading: tuple[str | None, int | None] | None = None
+    source: InputFile | None = None
+    """The input that names the trace (where the page finds it to draw its curve)."""
     curve: Curve | None = None
     ceiling: Certificate | None = None
     capacity: dict[int, Certificate] = field(default_factory=dict)
@@ -166,7 +171,7 @@ def sentence(facts: TraceFacts) -> str:
         return ("No certificate of this trace verified: the figures below are computed by pycert's trace engine, "
                 "not proved.")
     ahead = " (the caches reaching these optima read the trace ahead, as Belady's MIN does)" if any(
-        optimum(c) for c in facts.capacity.values()) else ""
+        optimum(c) or admitted(c) is not None for c in facts.capacity.values()) else ""
     said = "; ".join(parts) + ahead + "."
     return said[0].upper() + said[1:]
 
@@ -290,6 +295,8 @@ def _lru_tokens_col(facts: TraceFacts, c: int) -> Cell:
 
 
 def _max_tokens_col(facts: TraceFacts, c: int) -> Cell:
+    if stored(cert := facts.capacity[c]) is None:
+        return Cell("n/a", f"{cert.id} {ONE_MODEL}")
     return _token_cell(facts.capacity[c], "max_hits_tokens", "block_tokens × the kernel-checked optimum, an upper bound")
 
 

@@ -38,6 +38,7 @@ from pycert.core.gate import entries, inside
 from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
+from pycert.families.traces import TraceReading
 from pycert.lean.sources import library_signatures
 
 _SCRIPT = r"""
@@ -328,22 +329,18 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     not_verified = {c.id: why for (c, _), r in zip(certs, results) if (why := why_not_verified(r)) is not None}
     where = Locator(root=root or certificate_root(cert_dir), external=dict(inputs or {}))
     facts = trace_facts([c for c, _ in certs], not_verified)
-    for cert, _ in certs:
-        for i in cert.inputs:
-            if curves and i.role == "trace" and facts[i.sha256].curve is None:
-                path = where.locate(i)
-                if not path.exists():
-                    raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
-                progress(f"hit-rate curve of {i.path}")
-                fact = facts[i.sha256]
-                marks = [(c, h) for c, cert in sorted(fact.capacity.items()) if (h := stored(cert)) is not None]
-                optima = {c: ha for c, cert in fact.capacity.items() if (ha := admitted(cert)) is not None}
-                seen = [(s.capacity_blocks, s.engine_hits) for _, s in fact.beside()]
-                # one trace file makes one certificate id in a directory, so it is read one way here; an
-                # engine's block_tokens is its page size, not how the trace was read
-                reading = cert.parameters if cert.family != "engine" else None
-                fact.curve = curve_png(path, i.sha256, i.path, marks, getattr(reading, "trace_format", None),
-                                       getattr(reading, "block_tokens", None), admission=optima, observed=seen)
+    for fact in facts.values() if curves else ():
+        assert fact.source is not None
+        path = where.locate(fact.source)
+        if not path.exists():
+            raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
+        progress(f"hit-rate curve of {fact.source.path}")
+        marks = [(c, h) for c, cert in sorted(fact.capacity.items()) if (h := stored(cert)) is not None]
+        optima = {c: ha for c, cert in fact.capacity.items() if (ha := admitted(cert)) is not None}
+        seen = [(s.capacity_blocks, s.engine_hits) for _, s in fact.beside()]
+        trace_format, block_tokens = fact.reading or (None, None)  # as the card's certificates read the file
+        fact.curve = curve_png(path, fact.sha256, fact.source.path, marks, trace_format, block_tokens,
+                               admission=optima, observed=seen)
     cards = [trace_card(f, f"trace-{n}") for n, f in enumerate(facts.values(), 1)]
     cards += [certificate_card(c, not_verified.get(c.id)) for c, _ in certs
               if not any(i.role == "trace" for i in c.inputs)]
@@ -353,16 +350,31 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     return out, len(certs), not_verified
 
 
-def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[str, TraceFacts]:
-    """Every trace the certificates name (by sha256, in the order first named) and what its certificates that
-    verified in this run prove of it: nothing that did not verify lends a figure (it is named, with why)."""
-    facts: dict[str, TraceFacts] = {}
-    for cert in certs:
+def reading_of(cert: Certificate) -> tuple[str | None, int | None] | None:
+    """How a certificate read its trace file into block references (the layout and the tokens a block), for a
+    family that records it; None for one that does not (an engine's replay log, the first-touch cut)."""
+    p = cert.parameters
+    return (p.trace_format, p.block_tokens) if isinstance(p, TraceReading) else None
+
+
+def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[tuple[str, object], TraceFacts]:
+    """Every trace the certificates name, read one way (by sha256 and :func:`reading_of`, in the order first
+    named), and what its certificates that verified in this run prove of it: nothing that did not verify lends
+    a figure (it is named, with why), and no certificate lends one to a card of the same file read another way
+    (at another block size the references are other ones). A certificate that records no reading (an engine's)
+    joins the first card of its trace with as many references as it counts, else a card of its own."""
+    facts: dict[tuple[str, object], TraceFacts] = {}
+    recorded = [c for c in certs if reading_of(c) is not None]
+    for cert in recorded + [c for c in certs if reading_of(c) is None]:
+        figs, reading = figures(cert), reading_of(cert)
         for i in cert.inputs:
             if i.role != "trace":
                 continue
-            fact = facts.setdefault(i.sha256, TraceFacts(name=i.path, sha256=i.sha256))
-            figs = figures(cert)
+            key: tuple[str, object] = (i.sha256, reading)
+            if reading is None:
+                refs = figs["refs"].value if "refs" in figs else None
+                key = next((k for k, f in facts.items() if k[0] == i.sha256 and f.refs in (None, refs)), key)
+            fact = facts.setdefault(key, TraceFacts(name=i.path, sha256=i.sha256, reading=reading, source=i))
             if cert.id in not_verified:
                 fact.unverified[cert.id] = not_verified[cert.id]
             elif cert.family == "ceiling" and {"refs", "distinct", "max_hits"} <= set(figs):

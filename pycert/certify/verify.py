@@ -42,6 +42,7 @@ from pycert.core.memo import session
 from pycert.core.resources import library_dir, library_sha256
 from pycert.core.schema import Certificate, decimal_of, declared_inputs
 from pycert.families import FAMILIES
+from pycert.families.base import SHOWN
 
 NOT_RERUN = "kernel and axiom audit: not re-run (run verify --kernel to rebuild and re-audit the named theorems)"
 
@@ -156,32 +157,39 @@ def _regenerate(cert: Certificate, where: Locator, timeout: float, result: Verif
         result.errors.append(str(err))
         return None
     recorded = {i.path: i for i in cert.inputs if i.derived_from is not None and i.role == "lean"}
-    clean = True
+    extra, absent, other, copies, unread = [], [], [], [], []
     for path in sorted(recorded.keys() - files.keys()):
-        result.failures.append(Rejection.mismatch(f"inputs[{path}]", f"no such derived file (pycert derives "
-                                                  f"{len(files)} from the {inst.derived_from})", "one",
-                                                  reason="extra-input"))
-        clean = False
+        extra.append(Rejection.mismatch(f"inputs[{path}]", f"no such derived file (pycert derives {len(files)} from the "
+                                        f"{inst.derived_from})", "one", reason="extra-input"))
     for path, data in files.items():
         if path not in recorded:
-            result.failures.append(Rejection.mismatch("inputs", f"lean {path} derived from the {inst.derived_from}",
-                                                      "absent", reason="missing-input"))
-            clean = False
+            absent.append(Rejection.mismatch("inputs", f"lean {path} derived from the {inst.derived_from}", "absent",
+                                             reason="missing-input"))
         elif (actual := hashlib.sha256(data).hexdigest()) != recorded[path].sha256:
-            result.failures.append(Rejection.mismatch(f"inputs[{path}].sha256 (regenerated from the "
-                                                      f"{inst.derived_from})", actual, recorded[path].sha256))
-            clean = False
-        elif (kept := inside(where.root.resolve(), path)).exists():
-            try:
+            other.append(Rejection.mismatch(f"inputs[{path}].sha256 (regenerated from the {inst.derived_from})", actual,
+                                            recorded[path].sha256))
+        else:
+            try:  # a name no file system holds (a trace's long name in a piece's) is this certificate's error alone
+                kept = inside(where.root.resolve(), path)
+                if not kept.exists():
+                    continue
                 same = kept.read("a Lean file", len(data)) == data
             except InputError as err:
                 if "above the limit" not in err.message:  # a link, a FIFO: not a copy that could be compared
-                    result.errors.append(str(err))
+                    unread.append(str(err))
                     continue
                 same = False  # longer than what pycert regenerates: other bytes
             if not same:
-                result.failures.append(Rejection.mismatch(f"{path} (the copy beside the certificate)",
-                                                          "the bytes pycert regenerates", "other bytes"))
+                copies.append(Rejection.mismatch(f"{path} (the copy beside the certificate)",
+                                                 "the bytes pycert regenerates", "other bytes"))
+    # a certificate names up to MAX_INPUTS derived files: what verify says of them is linear in nothing but SHOWN
+    for found, what in ((extra, "derived files that pycert does not derive"), (absent, "derived files not named"),
+                        (other, "derived files with other bytes"), (copies, "copies beside the certificate with other bytes")):
+        result.failures += found[:SHOWN] + ([Rejection(subject="inputs", reason=found[0].reason, detail=(
+            f"and {len(found) - SHOWN:,} more {what} ({len(found):,} in all)"))] if len(found) > SHOWN else [])
+    more = f"and {len(unread) - SHOWN:,} more copies beside the certificate that could not be read ({len(unread):,} in all)"
+    result.errors += unread[:SHOWN] + ([more] if len(unread) > SHOWN else [])
+    clean = not (extra or absent or other)
     return files if clean else None
 
 

@@ -35,6 +35,7 @@ from pycert.core.resources import library_dir
 from pycert.lean import build, scheduler
 from pycert.lean.backend import Backend
 from pycert.lean.diagnostics import CheckResult
+from pycert.lean.emit.packed_trace import check_module
 from pycert.lean.resolve import resolve
 from pycert.lean.sources import file_units, library_units
 from pycert.lean.toolchain import scratch_root
@@ -192,6 +193,8 @@ def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, add
               progress: Callable[[str], None] = lambda _m: None) -> list[Outcome]:
     """Emit and check every module of ``works`` as Ray tasks; outcomes in the order given. A task that
     failed on every try is reported as its module's verdict, never raised."""
+    for w in works:  # a name a task could not write is refused here, before any task runs
+        check_module(w.module)
     chosen = resolve(backend)
     progress("library, for the cluster's tasks ...")
     library = _library(chosen, progress)

@@ -186,6 +186,12 @@ def joined(params: CapacityParams) -> bool:
     return params.lean_encoding == JOINTS_ENCODING
 
 
+def attained(params: CapacityParams) -> bool:
+    """Whether a certificate's headline states its widest bound attained too (a witness checked by the kernel):
+    the one-file layouts with Belady's pairs, and a trace in pieces both ways (``OptimumA``); not a bound alone."""
+    return witnessed(params) or joined(params)
+
+
 def both_models(params: CapacityParams) -> bool:
     return params.lean_encoding in (OPTIMA_ENCODING, CURVE_ENCODING)
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.schema import Certificate
 from pycert.families.capacity import CLAIM as CAPACITY
-from pycert.families.capacity import witnessed
+from pycert.families.capacity import attained
 from pycert.families.engine.figures import above_optimum
 
 
@@ -132,7 +132,7 @@ def beside(engine: Certificate, capacity: Certificate | None = None, ceiling: Ce
                                               f"{computed} (computed by pycert)", reason="engine-disagrees"))
         out.optimum, out.why_no_sentence = optimum, None
         out.optimum_tokens = token_figure(capacity, f"{name_}_tokens")
-        both = witnessed(capacity.parameters)  # type: ignore[arg-type]
+        both = attained(capacity.parameters)  # type: ignore[arg-type]
         out.optimum_known = f"kernel-checked in {capacity.id}" + ("" if both else " as an upper bound; attained as computed")
         tokens = (out.engine_tokens, out.optimum_tokens)
         out.sentence = reached(hits, optimum, c, caches, tokens if None not in tokens else None)  # type: ignore[arg-type]

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from pycert.core.errors import InputError, PycertError
-from pycert.core.limits import MAX_ID
+from pycert.core.limits import MAX_ID, MAX_NAME_BYTES
 from pycert.lean.emit import INSTANCE_NAMESPACE, benes
 
 ENCODING = "packed-whole/3"
@@ -135,12 +135,21 @@ def network(table: Sequence[int], ordered: Sequence[int]) -> list[tuple[int, int
     return benes.controls([rank[v] for v in table] + list(range(len(table), 1 << m)))
 
 
+def check_module(name: str) -> None:
+    """Refuse an instance's module name that is no Lean identifier, or whose file would have a name longer than a
+    file system holds (a piece's or a shard's name is its trace's, longer)."""
+    if not _NAME_RE.fullmatch(name):
+        raise InputError(f"instance name {name!r} is not a Lean identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    if len(name) + len(".lean") > MAX_NAME_BYTES:
+        raise InputError(f"instance name {name[:40]}...{name[-20:]} makes a Lean file name of {len(name) + 5} bytes, "
+                         f"longer than {MAX_NAME_BYTES}: give the trace a shorter file name")
+
+
 def plan(refs: Sequence[int], sha256: str, name: str, pow2_fields: bool = False) -> Packed:
     """Validate the inputs and pack the trace. ``pow2_fields``: index and counter fields a power of two
     bits wide, so that the vector can be transposed into bit planes by exchanging index bits
     (:mod:`pycert.lean.emit.capacity`)."""
-    if not _NAME_RE.fullmatch(name):
-        raise InputError(f"instance name {name!r} is not a Lean identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    check_module(name)
     if not _SHA_RE.fullmatch(sha256):
         raise InputError(f"sha256 {sha256!r} is not 64 lowercase hex digits")
     ids = as_ids(refs)
