@@ -143,3 +143,11 @@ def test_a_run_that_dies_after_an_error_is_a_crash_not_the_files_verdict() -> No
                                                "(lean.js:1:724714)\n\nNode.js v24.19.0\n"})
     res = check_result("M", "M.lean", died, "M.lean")
     assert res.status == "crashed" and not res.ok and "Maximum call stack" in res.detail
+
+
+def test_a_run_past_its_time_limit_says_a_longer_timeout_is_one_remedy() -> None:
+    """The first remedy for a Lean file that ran out of time is more time: the message names --timeout."""
+    run = ProcessRun(exit_code=None, seconds=2.0, timed_out=True, timeout=2.0, stderr="", stdout="")
+    res = check_result("M", "M.lean", run, "M.lean")
+    assert res.status == "resources" and res.cause == "timeout" and not res.ok
+    assert "ran past its time limit of 2 s and was killed; give a longer `--timeout`, or make the work smaller" in res.detail

@@ -571,3 +571,20 @@ def test_the_report_marks_each_certified_capacity_on_its_trace(proved: tuple[Pat
         assert cells[4][0] == f"{100 * (ha[c] - h[c]) / n:.2f}"  # what admission control adds
         assert cells[5][0] == f"{100 * (ceiling - ha[c]) / n:.2f}"  # what only another tier can win
         assert "In tokens" not in page and "prompt tokens, the unit" not in page  # an ids trace has no prompt lengths
+
+
+def test_the_run_tables_figure_names_the_model_it_is_the_optimum_of() -> None:
+    """The run table's figure is named as the certificate names it: the optimum with admission control is the
+    ``admission ceiling`` (never plain ``ceiling``, the certificate's name for the optimum storing every miss)."""
+    from types import SimpleNamespace
+
+    from pycert.families.capacity.produce import CapacityProducer
+
+    both = SimpleNamespace(capacity=1, refs=2904, cuts=754, free=0, max_hits=0,
+                           admission=SimpleNamespace(max_hits=219, cuts=219))
+    p = SimpleNamespace()
+    CapacityProducer._expect(p, both)  # type: ignore[arg-type]
+    assert p.headline == "1 block: admission ceiling 0.075413"
+    one = SimpleNamespace(capacity=4, refs=10, cuts=3, free=1, max_hits=5, admission=None)
+    CapacityProducer._expect(p, one)  # type: ignore[arg-type]
+    assert p.headline == "4 blocks: ceiling 0.500000"

@@ -489,7 +489,7 @@ def test_engine_replay_refuses_before_the_engine_with_one_line(tmp_path: Path, c
         trace.write_text(json.dumps(GOOD) + "\n" + '{"timestamp": 0, "hash_ids": [1]}\n')
         argv, needles = flags, (f"{trace}:2:", "missing field")
     elif case == "big-request":
-        argv, needles = [*flags, "--num-blocks", "4"], (f"{trace}:", "request 1 (0-based) has 4 blocks",
+        argv, needles = [*flags, "--num-blocks", "4"], (f"{trace}:2:", "request 1 (0-based) has 4 blocks",
                                                         "--num-blocks 5 or more")
     elif case == "not-engine":
         argv = ["--replay", str(REPO / "certificates" / "isolation-t8-n1024.json")]

@@ -118,3 +118,26 @@ def test_a_trace_in_pieces_both_ways_is_named_attained_beside_the_engine(tmp_pat
     assert optimum[1].endswith(f"kernel-checked in {CAPACITY}"), optimum[1]
     assert "which one such cache reaches (the caches reaching these optima read the trace ahead" in page
     assert f"{CAPACITY} gives no max_hits_tokens" not in page  # not for want of prompt lengths: one model
+
+
+SALT = "isolation-cost-synthetic-seed0-prefix2-t8-c128"
+
+
+def test_an_isolation_cost_certificate_is_on_its_trace_card(tmp_path: Path) -> None:
+    """A trace whose only verified certificate is an isolation-cost one: its card names it, says what the salt
+    costs (both optima and the gap, kernel-checked), and does not say that no certificate of the trace verified."""
+    certs = _synthetic_only(tmp_path / "certs", drop=[ENGINE, CAPACITY, "ceiling-synthetic-seed0"])
+    assert sorted(p.stem for p in certs.glob("*.json")) == [SALT]
+    out = tmp_path / "r.html"
+    assert main(["report", "--certs", str(certs), "--out", str(out), "--no-curves"]) == 0
+    page, f = out.read_text(), _figures(certs / f"{SALT}.json")
+    card = re.search(r'<section class="card" id="trace-1">.*?</section>', page, re.S)
+    assert card is not None
+    text = card.group(0)
+    assert "No certificate of this trace verified" not in text
+    assert "No ceiling or capacity certificate of this trace verified" in text
+    shared, salted = f["shared_hits"], f["salted_hits"]
+    assert (f"Kernel-checked in {SALT}: at 128 blocks, with 8 tenants (--tenant-rule prefix:2), the best shared cache "
+            f"with admission control hits {shared:,} times and no salted one more than {salted:,}: a per-tenant salt "
+            f"costs at least {shared - salted:,} hits") in text
+    assert f'<a href="#cert-{SALT}">{SALT}</a>' in text

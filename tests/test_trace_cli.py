@@ -119,6 +119,23 @@ def test_offload_needs_block_size_for_plain_ids(tmp_path: Path, capsys: pytest.C
     assert rc == 2 and "--capacity-tokens: the x4 control arm's blocks of 64 tokens" in err and "--control-k 1" in err
 
 
+def test_offload_of_plain_ids_says_its_control_merges_across_requests(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """One id per line has no request boundaries: the control arm merges the whole trace as one request, and the
+    table says so (a Mooncake trace of the same ids merges within requests, and says nothing)."""
+    jsonl, ids = tmp_path / "t.jsonl", tmp_path / "t.ids"
+    jsonl.write_text("".join(json.dumps({"timestamp": 0, "input_length": 512 * len(h), "output_length": 1, "hash_ids": h})
+                             + "\n" for h in ([1, 2, 3], [1, 2, 3, 4], [1, 2, 5])))
+    ids.write_text("".join(f"{b}\n" for b in (1, 2, 3, 1, 2, 3, 4, 1, 2, 5)))
+    said = "(control): the trace has no request boundaries (one id per line)"
+    rc, out, _ = run(capsys, "offload", str(ids), "--capacity-tokens", "4096", "--block-tokens", "512")
+    assert rc == 0 and f"x4 {said}" in out
+    rc, out, _ = run(capsys, "offload", str(jsonl), "--capacity-tokens", "4096")
+    assert rc == 0 and said not in out
+    rc, out, _ = run(capsys, "offload", str(ids), "--capacity-tokens", "4096", "--block-tokens", "512", "--control-k", "1")
+    assert rc == 0 and said not in out
+
+
 def test_offload_says_why_a_share_of_nothing_has_no_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No block is ever reused, so nothing is achievable and the GPU's share of it is undefined: not "unbounded"."""
     p = tmp_path / "ids.txt"

@@ -27,8 +27,10 @@ blocks (unbounded when not given):
   cache with admission control could do (a missed block may be left out; it includes every cache above).
 - ``policy_headroom_pp`` = 100 * (gpu_only_belady_hit_rate - gpu_only_hit_rate): what a better eviction
   policy can still win at ``G`` (OPT(G) - LRU(G)), and ``tier_headroom_pp`` = 100 *
-  (max_achievable_hit_rate - gpu_only_belady_hit_rate): what only an extra tier can win (ceiling -
-  OPT(G)). The two add up to ``headroom_pp``.
+  (max_achievable_hit_rate - gpu_only_belady_hit_rate): what no GPU-only cache that stores every miss can
+  win (ceiling - OPT(G)). The two add up to ``headroom_pp``. Admission control alone wins
+  ``gpu_only_admission_hit_rate - gpu_only_belady_hit_rate`` of ``tier_headroom_pp``: what only an extra
+  tier can win is ceiling - the admission optimum (the report page's column), which can be far less.
 
 **Tokens.** Where the trace gives prompt lengths, the hit rates are given in tokens too (``..._tokens``):
 the tokens of the references each policy hits over the prompt tokens (``refs_tokens``), a block counting

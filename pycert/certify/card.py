@@ -115,7 +115,8 @@ class Card:
     certificates: list[str] = field(default_factory=list)
     unverified: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    """Sentences under the tables about what was measured, not proved (an engine's own hits)."""
+    """Sentences under the tables: what was measured, not proved (an engine's own hits), and what a per-tenant
+    salt costs (isolation-cost certificates), each saying how it is known."""
 
     def html(self) -> str:
         tiles = "".join(f'<div class="tile"><div class="big">{n.value.html()}</div><div class="label">{escape(n.label)}'

@@ -60,6 +60,8 @@ class TraceFacts:
     ceiling: Certificate | None = None
     capacity: dict[int, Certificate] = field(default_factory=dict)
     engines: list[Certificate] = field(default_factory=list)
+    salts: list[Certificate] = field(default_factory=list)
+    """Isolation-cost certificates of this trace that verified: what a per-tenant salt costs at a capacity."""
     unverified: dict[str, str] = field(default_factory=dict)
 
     def beside(self) -> list[tuple[Certificate, Beside]]:
@@ -168,6 +170,10 @@ def sentence(facts: TraceFacts) -> str:
         parts.append(_at_capacity(facts, c, cert, subject, of))
         subject, of = "such a cache", ""
     if not parts:
+        if facts.salts:
+            return ("No ceiling or capacity certificate of this trace verified: the figures below are computed by "
+                    "pycert's trace engine, not proved; what a per-tenant salt costs, kernel-checked, is under the "
+                    "tables.")
         return ("No certificate of this trace verified: the figures below are computed by pycert's trace engine, "
                 "not proved.")
     ahead = " (the caches reaching these optima read the trace ahead, as Belady's MIN does)" if any(
@@ -378,6 +384,22 @@ def engine_table(pairs: list[tuple[Certificate, Beside]]) -> Table:
                                           "the engine reached (% of the optimum)"], rows)
 
 
+def salt_sentence(cert: Certificate) -> str:
+    """An isolation-cost certificate in one sentence: the two optima at its capacity and the gap between them."""
+    figs, params = figures(cert), cert.parameters
+    c, shared, salted = (figs[n].numerator for n in ("capacity_blocks", "shared_hits", "salted_hits"))
+    tenants = getattr(params, "tenants", None)
+    rule = getattr(params, "tenant_rule", None)
+    who = f"{tenants:,} tenants" if tenants else "its tenants"
+    if rule == "prefix":
+        rule = f"prefix:{getattr(params, 'prefix_blocks', None) or 'K'}"
+    how = "the trace's tenant field" if rule == "field" else f"--tenant-rule {rule}" if rule else "its tenant map"
+    share = f" ({pct(Fraction(shared - salted, shared))} of the shared optimum)" if shared else ""
+    return (f"Kernel-checked in {cert.id}: at {c:,} blocks, with {who} ({how}), the best shared cache with admission "
+            f"control hits {shared:,} times and no salted one more than {salted:,}: a per-tenant salt costs at least "
+            f"{shared - salted:,} hits{share}.")
+
+
 def trace_card(facts: TraceFacts, anchor: str) -> Card:
     refs = facts.refs
     meta = f"sha256 {facts.sha256[:16]}…"
@@ -385,12 +407,13 @@ def trace_card(facts: TraceFacts, anchor: str) -> Card:
         meta = f"{refs:,} block references" + (f" of {facts.block_tokens:,} tokens" if facts.block_tokens else "") + \
             f", {meta}"
     certs = [c.id for c in ([facts.ceiling] if facts.ceiling else []) + [facts.capacity[k] for k in sorted(facts.capacity)]
-             + facts.engines]
+             + facts.engines + facts.salts]
     engines = facts.beside()
     return Card(anchor=anchor, title=f"Trace {facts.name}", meta=meta, sentence=sentence(facts),
                 numbers=[n for build in TRACE_NUMBERS for n in build(facts)],
                 tables=[_table(facts, caption, columns) for caption, columns in TRACE_TABLES] + [engine_table(engines)],
-                notes=[f"Measured, not kernel-checked: {s.sentence}." if s.sentence else s.said() for _, s in engines],
+                notes=[f"Measured, not kernel-checked: {s.sentence}." if s.sentence else s.said() for _, s in engines]
+                + [salt_sentence(c) for c in facts.salts],
                 figure=None if facts.curve is None else facts.curve.png,
                 figure_alt=f"Hit rate against cache capacity, {facts.name}: LRU, Belady's MIN, the ceiling, every "
                            "certified capacity" + (" and every engine's own hits" if engines else ""),

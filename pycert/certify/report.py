@@ -384,4 +384,6 @@ def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[
                 fact.capacity[figs["capacity_blocks"].numerator] = cert
             elif cert.family == "engine" and {"refs", "engine_hits", "admission_hits"} <= set(figs):
                 fact.engines.append(cert)
+            elif cert.family == "isolation-cost" and {"capacity_blocks", "shared_hits", "salted_hits"} <= set(figs):
+                fact.salts.append(cert)
     return facts

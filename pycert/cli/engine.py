@@ -91,8 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "prefix-cache hits are recorded per request and certified beside the capacity certificate of the "
                     "trace at --num-blocks and its ceiling certificate, all proved by this command.")
     r.add_argument("--trace", type=in_path, default=None, metavar="PATH",
-                   help="the trace (its lines are requests: Mooncake JSONL); with --replay, where the certificate's "
-                        "trace is")
+                   help="the trace (its lines are requests: Mooncake, Qwen-Bailian or AIPerf JSONL, or prompts as token "
+                        "ids, the layout read off its first line); with --replay, where the certificate's trace is")
     r.add_argument("--num-blocks", type=int_range(2, MAX_REPLAY_CACHE_TOKENS // 4), default=None, metavar="C",
                    help="blocks the engine's cache holds (the capacity the optimum is certified at)")
     r.add_argument("--block-tokens", type=int_range(4, MAX_REPLAY_BLOCK_TOKENS), default=None, metavar="B",
@@ -122,7 +122,8 @@ def checked_trace(path: Path | Source, num_blocks: int, block_tokens: int) -> tu
     requests = requests_of(trace)
     if (big := oversized(requests, num_blocks)) is not None:
         raise InputError(f"request {big[0]} (0-based) has {plural(big[1], 'block')}: a cache of {num_blocks:,} cannot hold "
-                         f"it beside its partial last block (give --num-blocks {big[1] + 1} or more)", where=str(path))
+                         f"it beside its partial last block (give --num-blocks {big[1] + 1} or more)",
+                         where=f"{path}:{big[0] + 1}")  # a request a line, blank lines only at the end: line = index + 1
     if (longest := max(map(len, requests)) * block_tokens + 1) > MAX_REPLAY_PROMPT_TOKENS:
         raise InputError(f"its longest request makes a prompt of {longest:,} tokens at {block_tokens} a block; at most "
                          f"{MAX_REPLAY_PROMPT_TOKENS:,} (README: Limits)", where=str(path))

@@ -375,7 +375,11 @@ def cmd_offload(args: argparse.Namespace) -> int:
     rep = offload_report(trace, args.capacity_tokens, args.host_tokens, args.control_k)
     if args.certs is not None:
         rep = with_evidence(rep, trace.path, args.certs)
-    emit(args.json, rep, lambda: _offload_csv(rep) if args.csv else _render_offload(rep))
+    note = (f"\nx{rep.control_k} (control): the trace has no request boundaries (one id per line), so every "
+            f"{rep.control_k} consecutive references of the whole trace are merged, across what may have been requests; "
+            "the trace in its request layout gives a control that merges within requests only"
+            if rep.control is not None and trace.requests is None else "")
+    emit(args.json, rep, lambda: _offload_csv(rep) if args.csv else _render_offload(rep) + note)
     return EXIT_OK
 
 

@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "result says so)")
     p.add_argument("--fresh", action="store_true",
                    help="with --kernel: an empty build cache for this run, so Lean checks every file again "
-                        "(minutes: the library is 12 modules)")
+                        "(minutes: every module of the library)")
     p.add_argument("--manifest", type=in_path, default=None,
                    help="manifest to check against (default: MANIFEST.sha256 beside each certificate)")
     p.add_argument("--timeout", type=seconds, default=1800.0, help="seconds per Lean file under --kernel")

@@ -130,7 +130,8 @@ def check_result(module: str, user_file: str, run: ProcessRun, staged_name: str)
     where = f"{Path(user_file).name} ({_size(user_file)})"
     if run.timed_out:
         return CheckResult(ok=False, status="resources", cause="timeout", detail=(
-            f"{where}: ran past its time limit of {run.timeout:.0f} s and was killed; {REMEDY}"), **common)
+            f"{where}: ran past its time limit of {run.timeout:.0f} s and was killed; give a longer `--timeout`, or "
+            f"{REMEDY}"), **common)
     if not finished and (line := run.heap_exhausted()):
         return CheckResult(ok=False, status="resources", cause="heap", detail=(
             f"{where}: ran out of memory after {run.seconds:.0f} s (the wasm Lean's heap stops at 2 GiB: {line}); "

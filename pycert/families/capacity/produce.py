@@ -205,8 +205,12 @@ class CapacityProducer(Producer):
         if plan.admission is not None:
             p.engine |= {"admission_hits": Fraction(plan.admission.max_hits),
                          "admission_cuts": Fraction(plan.admission.cuts)}
-        ceiling = (plan.admission.max_hits if plan.admission is not None else plan.max_hits) / plan.refs
-        p.headline = f"{plural(c, 'block')}: ceiling {ceiling:.6f}" if plan.refs else "empty"
+        # named as the certificate names the figure: ``admission_ceiling`` (caches with admission control) where the
+        # run states that model, else ``ceiling`` (caches that admit every missed block)
+        admission = plan.admission is not None
+        ceiling = (plan.admission.max_hits if admission else plan.max_hits) / plan.refs if plan.refs else 0
+        name = "admission ceiling" if admission else "ceiling"
+        p.headline = f"{plural(c, 'block')}: {name} {ceiling:.6f}" if plan.refs else "empty"
 
     def _prepare_pieces(self, p: Prepared, trace: Trace, distinct: int, cuts: list[int], points: list[int],
                         setting: Setting) -> emit.Plan | None:

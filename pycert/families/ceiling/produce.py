@@ -53,8 +53,9 @@ class CeilingProducer(Producer):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--trace", type=in_path, action="append", default=[], metavar="PATH",
-                            help="certify the hit ceiling of this trace (repeatable; Mooncake JSONL or one 64-bit "
-                                 "block id per line); default: the embedded synthetic trace")
+                            help="certify the hit ceiling of this trace (repeatable; any layout --format reads: Mooncake, "
+                                 "Qwen-Bailian or AIPerf JSONL, prompts as token ids, or one 64-bit block id per line; "
+                                 "gzip or zstd too); default: the embedded synthetic trace")
         parser.add_argument("--shard-refs", type=int_range(1, MAX_SHARD_REFS), default=None, metavar="N",
                             help="references per shard of a trace (default: chosen from measured memory; a trace "
                                  "that fits one Lean process is one file); for a trace checked at a capacity, the most "

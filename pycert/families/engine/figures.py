@@ -26,7 +26,8 @@ def requests_of(trace: Trace) -> list[list[int]]:
     is refused: a replay sends requests, and inventing them would measure traffic nobody sent."""
     if trace.requests is None:
         raise InputError("has no request boundaries (one block id per line): an engine replay sends the trace's "
-                         "requests; give a trace whose lines are requests (Mooncake JSONL)", where=trace.name)
+                         "requests; give a trace whose lines are requests (Mooncake, Qwen-Bailian or AIPerf JSONL, "
+                         "or prompts)", where=trace.name)
     refs, bounds = trace.refs.tolist(), trace.requests.tolist()
     return [refs[a:b] for a, b in zip(bounds, bounds[1:])]
 
