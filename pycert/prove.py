@@ -43,6 +43,7 @@ from pycert.families.base import Options, Prepared, Producer, Progress, Setting
 from pycert.lean import batch as batching
 from pycert.lean import build
 from pycert.lean.backend import Backend
+from pycert.lean.diagnostics import DID_NOT_RUN
 from pycert.lean.resolve import resolve
 from pycert.lean.sources import library_modules, library_signatures, theorem_signatures
 
@@ -149,12 +150,12 @@ def kernel(run: Run) -> tuple[StageStatus, str]:
             continue
         for f in [*p.parts, p.lean_file]:
             r = by_file.get(f.resolve())
-            if r is not None and r.status == "resources":
+            if r is not None and r.status in DID_NOT_RUN:
                 run.unchecked.setdefault(p.id, f"{p.id} was not checked: {r.detail}")
             elif r is None or not r.ok:
                 run.reject(p, f.name, "kernel", f"kernel: {f.name} {r.status if r else 'not checked'}")
     if bad := [r for r in res.results if not r.ok]:
-        status = "resources" if all(r.status == "resources" for r in bad) else "rejected"
+        status = "resources" if all(r.status in DID_NOT_RUN for r in bad) else "rejected"
         return status, "; ".join(f"{r.module}: {r.status}" + (f" ({r.cause})" if r.cause else "") for r in bad)
     return "ok", (f"{plural(len(res.results), 'module')} ({sum(r.cached for r in res.results)} cached), "
                   f"{plural(len(files), 'instance file')}")

@@ -166,3 +166,36 @@ def test_the_local_cluster_listens_on_the_loopback_only() -> None:
     listening = [ln.split()[1] for ln in done.stdout.splitlines() if ln.startswith("listen")]
     assert len(listening) >= 3, done.stdout  # GCS, raylet, a worker at least
     assert all(re.fullmatch(r"(\[::ffff:)?127\.0\.0\.1\]?:\d+", a) for a in listening), listening
+
+
+@pytest.mark.parametrize("status, verdict", [("failed", "rejected"), ("crashed", "unchecked"),
+                                             ("resources", "unchecked"), ("interrupted", "unchecked")])
+def test_only_the_kernels_refusal_of_a_part_rejects_its_claim(status: str, verdict: str) -> None:
+    """A Ray task whose Lean died (a crash, a kill, a timeout) says nothing about its file: the claim is left
+    unchecked (exit 3), not reported as the kernel's rejection (exit 1)."""
+    from pycert.families import FAMILIES
+    from pycert.families.base import Prepared
+    from pycert.lean.diagnostics import CheckResult
+
+    claim = FAMILIES["ceiling"]
+    p = Prepared(claim=claim, id="c", parameters=claim.params(lean_encoding="packed-shards/1"), headline="")
+    part = CheckResult(module="CShard0", file="CShard0.lean", ok=False, status=status, exit_code=1, seconds=1.0,
+                       detail="Lean exited 1")
+    assert not p.judge_parts([part])
+    assert (p.rejection is not None, p.unchecked is not None) == (verdict == "rejected", verdict == "unchecked")
+
+
+def test_a_task_that_cannot_make_its_module_ends_the_run_in_one_line() -> None:
+    """A task's pycert error (here every piece's) is raised once on the driver, the tasks still running are
+    cancelled, and Ray prints none of the others as an "Unhandled error" traceback."""
+    script = (
+        "import time\nfrom pycert.core.errors import InputError\nfrom pycert.lean.cluster import Work, check_all\n"
+        "def bad(k):\n    time.sleep(0.5 * k)\n    raise InputError(f'piece {k} cannot be made')\n"
+        "works = [Work(module=f'RayBad{k}', make=lambda k=k: bad(k)) for k in range(4)]\n"
+        "try:\n    check_all(works, backend='wasm', timeout=60)\n"
+        "except InputError as err:\n    print('raised:', err.message)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("RAY_")})
+    assert done.returncode == 0 and "raised: piece 0 cannot be made" in done.stdout, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "Unhandled error" not in done.stderr, done.stderr[-3000:]

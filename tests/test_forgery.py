@@ -164,6 +164,18 @@ def test_an_absurd_shard_count_is_rejected_before_any_arithmetic(tmp_path: Path,
     assert res.status == "rejected" and res.failures[0].subject == "parameters.shards", res.failures
 
 
+def test_more_shards_than_a_trace_of_its_length_is_checked_in_are_refused(tmp_path: Path) -> None:
+    """17 shards of the 5,339-reference default: each shard is a Lean process under verify --kernel, and
+    ``most_parts`` allows 16 for a trace this short."""
+    from pycert.lean.emit import shards as sh
+
+    root = copy_repo(tmp_path / "copy")
+    path = forge(root, CEILING, lambda d: d["parameters"].update(shards=17, lean_encoding=sh.ENCODING))
+    res = verify_certificate(path, root=root / "certificates")
+    assert res.status == "rejected", res
+    assert any(f.subject == "parameters.shards" and "at most 16" in f.detail for f in res.failures), res.failures
+
+
 @pytest.mark.parametrize("value", ["5339", 5339.0, True])
 def test_a_figure_must_be_a_json_integer(tmp_path: Path, value: object) -> None:
     root = copy_repo(tmp_path / "copy")

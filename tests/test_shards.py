@@ -171,3 +171,26 @@ def test_an_unreachable_ray_address_is_refused_at_once(tmp_path: Path) -> None:
         cluster.reachable(f"127.0.0.1:{port}", timeout=5)
     assert err.value.where == f"--ray-address 127.0.0.1:{port}"
     cluster.reachable("auto")  # no host and port: left to Ray
+
+
+def test_no_split_makes_more_parts_than_a_trace_of_its_length_is_checked_in(tmp_path: Path) -> None:
+    """Each shard or piece is a Lean process of its own under ``verify --kernel``: a 8,000-reference trace in pieces
+    of 3 (4,000 of them, all hashes right, made in seconds without Lean) would have run for hours. prove and
+    verify both refuse a split into more than ``most_parts`` parts."""
+    from pycert.cli import main
+    from pycert.core.limits import most_parts
+    from pycert.families.capacity import derive
+
+    assert most_parts(8_000) == 16 and most_parts(10**8) == 24_415
+    refs = np.tile(np.array([0, 1], dtype=np.uint64), 4_000)
+    for layout in (derive.joint_layout, derive.piece_layout):
+        with pytest.raises(InputError, match="into 4,000 pieces, and at most 16 are checked"):
+            layout(refs, 1, 3)
+    assert len(derive.joint_layout(refs, 1, 1_000)[1]) - 1 <= 16
+    trace = tmp_path / "t.txt"
+    trace.write_text("0\n1\n" * 4_000)
+    for family in ("ceiling", "capacity"):
+        args = ["--capacity-blocks", "1"] if family == "capacity" else []
+        assert main(["prove", family, "--trace", str(trace), *args, "--shard-refs", "3",
+                     "--out", str(tmp_path / "c")]) == 2
+    assert not (tmp_path / "c").exists()

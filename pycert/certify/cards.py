@@ -388,11 +388,9 @@ def salt_sentence(cert: Certificate) -> str:
     """An isolation-cost certificate in one sentence: the two optima at its capacity and the gap between them."""
     figs, params = figures(cert), cert.parameters
     c, shared, salted = (figs[n].numerator for n in ("capacity_blocks", "shared_hits", "salted_hits"))
-    tenants = getattr(params, "tenants", None)
-    rule = getattr(params, "tenant_rule", None)
+    tenants, rule = getattr(params, "tenants", None), getattr(params, "tenant_rule", None)
     who = f"{tenants:,} tenants" if tenants else "its tenants"
-    if rule == "prefix":
-        rule = f"prefix:{getattr(params, 'prefix_blocks', None) or 'K'}"
+    rule = f"prefix:{getattr(params, 'prefix_blocks', None) or 'K'}" if rule == "prefix" else rule
     how = "the trace's tenant field" if rule == "field" else f"--tenant-rule {rule}" if rule else "its tenant map"
     share = f" ({pct(Fraction(shared - salted, shared))} of the shared optimum)" if shared else ""
     return (f"Kernel-checked in {cert.id}: at {c:,} blocks, with {who} ({how}), the best shared cache with admission "

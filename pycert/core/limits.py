@@ -36,6 +36,16 @@ MAX_PIECE_REFS = 1 << 19
 """References per piece of a trace checked at a capacity: ``2 ** 19`` places of fields of at most 32
 bits (such a piece has fewer than ``2 ** 31`` blocks) fill the ``2 ** 24`` bits one Lean process sorts
 within its heap (:data:`pycert.lean.emit.capacity.MAX_SORT_BITS`)."""
+FEW_PIECES = 16
+REFS_PER_PIECE = 1 << 12
+
+
+def most_parts(refs: int) -> int:
+    """The most shards, or pieces at a capacity, a trace of ``refs`` references is split into: each is a Lean
+    process of its own (1.5-4 s of start even when tiny), so a certificate's count bounds what ``verify
+    --kernel`` runs; without it a 256 KB trace in pieces of 3 references made 65,536 (about 27 hours).
+    prove's default shard and piece sizes (10^8 references: 31 shards) are far inside it."""
+    return max(FEW_PIECES, refs // REFS_PER_PIECE + 1)
 MAX_CURVE = 32
 """The most capacities one instance file checks (:mod:`pycert.lean.emit.curve`). Measured on the conversation
 trace (DEVELOPERS.md): each capacity adds about 5 s of Lean CPU and no measurable heap to the one process, so 32

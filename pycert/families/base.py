@@ -32,7 +32,7 @@ from pycert.core.files import atomic_write, certificate_root, file_sha256
 from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_TRACE_BYTES
 from pycert.core.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
-from pycert.lean.diagnostics import CheckResult
+from pycert.lean.diagnostics import DID_NOT_RUN, CheckResult
 from pycert.lean.emit import INSTANCE_NAMESPACE
 
 Progress = Callable[[str], None]
@@ -344,9 +344,9 @@ class Prepared:
     def judge_parts(self, results: Sequence[CheckResult]) -> bool:
         """Record the kernel's verdicts on the modules checked before the instance (a big trace's parts,
         checked as Ray tasks): a refusal rejects the claim, a failure of resources leaves it unchecked
-        (neither written nor rejected). True when every part passed."""
+        (neither written nor rejected), and so does a task that crashed. True when every part passed."""
         bad = [r for r in results if not r.ok]
-        if refused := [r for r in bad if r.status != "resources"]:
+        if refused := [r for r in bad if r.status not in DID_NOT_RUN]:
             r = refused[0]
             self.rejection = Rejection(subject=f"{r.module}.lean", reason="kernel", detail=f"kernel: {r.module} "
                                        f"{r.status}: {(r.failures[0].render() if r.failures else r.detail)[:300]}")

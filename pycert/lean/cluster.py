@@ -161,6 +161,9 @@ def connect(address: str | None) -> str:
         # Ray binds its servers to the node's IP, and resolves 127.0.0.1 to the machine's outward address
         # unless clusters are off, as on macOS and Windows: then a local cluster stays on the loopback.
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    # pycert reads every task's result and reports the first error in one line; the errors of tasks left
+    # unread behind it are not news, and Ray would print each as an "Unhandled error" traceback
+    os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
     import ray  # 0.3 s to import, and only a sharded proof needs it
 
     if ray.is_initialized():
@@ -218,7 +221,12 @@ def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, add
         try:
             got = TaskResult.model_validate(ray.get(done[0]))
         except Exception as exc:  # noqa: BLE001 - Ray wraps what the task raised; each is a verdict on the module
-            out[i] = Outcome(module=w.module, source="", result=lost(w, exc), tries=RETRIES + 1)
+            try:
+                out[i] = Outcome(module=w.module, source="", result=lost(w, exc), tries=RETRIES + 1)
+            except PycertError:  # the run ends on it: the other tasks' work is for nothing
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+                raise
         else:
             _keep(chosen, w.module, got.source, got.entry)
             out[i] = Outcome(module=w.module, source=got.source, extra=got.extra, result=got.result, node=got.node)

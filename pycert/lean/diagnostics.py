@@ -41,6 +41,10 @@ class Diagnostic(BaseModel):
 Status = Literal["ok", "failed", "resources", "crashed", "interrupted", "skipped"]
 """``failed``: Lean refused the file (an error, ``sorry``); ``resources``: the check did not run to its
 end (``cause``), which says nothing about the file; ``crashed``: Lean died for another reason."""
+DID_NOT_RUN = ("resources", "crashed", "interrupted")
+"""The statuses that say nothing about the file: its check did not run to its end, and a claim whose check
+ended so is left unchecked, never called rejected. ``skipped`` is not among them: a module not run because
+one it imports did not build takes that module's verdict."""
 Cause = Literal["heap", "killed", "timeout"]
 
 REMEDY = ("make the work smaller (a trace: more, smaller shards, `--shard-refs`) or run `--backend native`, whose "

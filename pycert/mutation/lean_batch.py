@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pycert.lean.diagnostics import CheckResult
+from pycert.lean.diagnostics import DID_NOT_RUN, CheckResult
 from pycert.lean.sources import module_name, scan_declarations, strip_comments
 
 
@@ -121,7 +121,7 @@ def kernel_verdict(result: CheckResult | None, where: Located) -> tuple[str, str
         return "error", f"{where.module} was not checked"
     if result.status == "resources" and result.cause == "timeout":
         return "timeout", result.detail
-    if result.status in ("resources", "crashed", "interrupted", "skipped"):
+    if result.status in (*DID_NOT_RUN, "skipped"):
         return "error", f"{where.module} {result.status}: {result.detail[:200]}"
     inside = [d for d in result.failures if where.start <= d.line <= where.end]
     hit = next((d for d in inside if re.search(where.expect, d.message)), None)

@@ -18,6 +18,7 @@ from pycert.analysis import cachesim, optcurve, requests
 from pycert.analysis import capacity as recipe
 from pycert.analysis.requests import PrefixVerdict, firsts
 from pycert.core.errors import InputError, PycertError, Rejected, Rejection
+from pycert.core.limits import most_parts
 from pycert.core.memo import kept
 from pycert.data.traces import Trace
 from pycert.families.capacity import piece_names
@@ -133,7 +134,7 @@ def piece_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list
     cuts = recipe.cut_list(refs, capacity)
     points = pieces.split_points(len(refs), cuts, piece_refs)
     pieces.check_join(len(refs), points)
-    return cuts, points
+    return cuts, few_enough(points, piece_refs)
 
 
 def piece_makers(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
@@ -176,7 +177,19 @@ def joint_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list
     points = joints.split_after_cuts(len(refs), cuts, piece_refs - capacity)
     if points[0] != 0 or points[-1] != len(refs) or any(b <= a for a, b in zip(points, points[1:])):
         raise PycertError(f"the pieces at {points[:8]}... do not join to the trace's {len(refs):,} references end to end")
-    return cuts, points
+    return cuts, few_enough(points, piece_refs)
+
+
+def few_enough(points: list[int], piece_refs: int) -> list[int]:
+    """``points``, refused where they make more pieces than :func:`~pycert.core.limits.most_parts`: prove and
+    verify both ask, so a certificate of many tiny pieces is one verify refuses rather than a day of Lean
+    processes under ``verify --kernel``."""
+    n, made = points[-1], len(points) - 1
+    if made > (most := most_parts(n)):
+        raise InputError(f"pieces of at most {piece_refs:,} references split the trace's {n:,} into {made:,} pieces, "
+                         f"and at most {most:,} are checked (each is a Lean process of its own): give a larger "
+                         "--shard-refs")
+    return points
 
 
 def joint_makers(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts: list[int],
