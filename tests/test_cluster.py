@@ -143,6 +143,12 @@ def test_two_nodes_without_a_shared_disk(wasm, tmp_path: Path) -> None:
     assert doc["parameters"]["shards"] == 3
 
 
+def _driver(script: str) -> subprocess.CompletedProcess[str]:
+    """``script`` as a fresh Ray driver (a process that has not imported Ray, without the caller's RAY_ settings)."""
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("RAY_")})
+
+
 def test_the_local_cluster_listens_on_the_loopback_only() -> None:
     """Every socket the cluster pycert starts listens on (GCS, raylet, workers, runtime-env agent) is on
     127.0.0.1, and there is no dashboard."""
@@ -159,8 +165,7 @@ def test_the_local_cluster_listens_on_the_loopback_only() -> None:
         "for line in subprocess.run(['ss', '-ltnpH'], capture_output=True, text=True).stdout.splitlines():\n"
         "    if any(f'pid={p},' in line for p in pids): print('listen', line.split()[3])\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300,
-                          env={k: v for k, v in os.environ.items() if not k.startswith("RAY_")})
+    done = _driver(script)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "on 127.0.0.1" in done.stdout and "node ip: 127.0.0.1" in done.stdout, done.stdout
     listening = [ln.split()[1] for ln in done.stdout.splitlines() if ln.startswith("listen")]
@@ -195,7 +200,6 @@ def test_a_task_that_cannot_make_its_module_ends_the_run_in_one_line() -> None:
         "try:\n    check_all(works, backend='wasm', timeout=60)\n"
         "except InputError as err:\n    print('raised:', err.message)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300,
-                          env={k: v for k, v in os.environ.items() if not k.startswith("RAY_")})
+    done = _driver(script)
     assert done.returncode == 0 and "raised: piece 0 cannot be made" in done.stdout, done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "Unhandled error" not in done.stderr, done.stderr[-3000:]
