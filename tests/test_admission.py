@@ -157,7 +157,7 @@ def test_verdicts_and_tokens(tmp_path: Path) -> None:
     shuffled = read_trace(mooncake(tmp_path / "s.jsonl", 40, shuffle=True))
     verdict, why = prefix_verdict(shuffled, belady_hit_flags(shuffled.refs, 16, admission=True))
     assert verdict == "not-prefix-closed" and "does not fix its prefix" in why
-    tokens, full = ref_tokens(trace)
+    tokens, full, _ = ref_tokens(trace)
     assert tokens.sum() == trace.prompt_tokens.sum() and tokens.max() == 512
     last = trace.requests[1:] - 1
     assert np.array_equal(~full[last], trace.prompt_tokens % 512 != 0) and full[firsts(trace) & ~np.isin(
@@ -186,7 +186,7 @@ def test_a_prefix_cache_is_claimed_and_kernel_checked(proved: Path) -> None:
     assert "reached by a prefix cache over the trace's requests" in doc["claim"]
     stated = doc["statements"][doc["theorems"][-1]]["statement"]
     assert " : Pycert.Admission.PrefixOptima " in stated and stated.endswith(f" {ha} {ha}"), stated
-    tokens, full = ref_tokens(trace)
+    tokens, full, _ = ref_tokens(trace)
     hit = belady_hit_flags(trace.refs, 16, admission=True)
     assert figures["prefix_cache_hits_tokens"]["numerator"] == int(tokens[hit & full].sum())
     assert figures["admission_hits_tokens"]["numerator"] == 512 * ha
@@ -225,7 +225,7 @@ def test_stats_offload_and_the_page_speak_both_units(proved: Path, capsys: pytes
         stats = json.loads(capsys.readouterr().out)
         assert stats["prefix_closed"] is closed
         trace = read_trace(proved / name)
-        tokens, full = ref_tokens(trace)
+        tokens, full, _ = ref_tokens(trace)
         prev = np.array([np.flatnonzero(trace.refs[:j] == trace.refs[j]).size > 0 for j in range(trace.n_refs)])
         assert Fraction(stats["ceiling_tokens"]["numerator"], stats["ceiling_tokens"]["denominator"]) == Fraction(
             int(tokens[prev & full].sum()), int(tokens.sum()))
@@ -235,7 +235,7 @@ def test_stats_offload_and_the_page_speak_both_units(proved: Path, capsys: pytes
     assert p.gpu_only_admission_hit_rate.value == Fraction(admission_hit_curve(trace.refs).hits(16), trace.n_refs)
     assert rep.evidence["gpu_only_admission_hit_rate"] == "kernel-checked"
     assert rep.evidence["gpu_only_admission_hit_rate_tokens"] == "computed"
-    tokens, full = ref_tokens(trace)
+    tokens, full, _ = ref_tokens(trace)
     hit = belady_hit_flags(trace.refs, 16, admission=True)
     assert p.gpu_only_admission_hit_rate_tokens.value == Fraction(int(tokens[hit & full].sum()), int(tokens.sum()))
     assert p.refs_tokens == int(trace.prompt_tokens.sum())
@@ -260,7 +260,7 @@ def test_stats_offload_and_the_page_speak_both_units(proved: Path, capsys: pytes
         assert cells[4][0] == f"{100 * (ha - figs['max_hits']) / n:.2f}"  # what admission control adds
         # in tokens: LRU simulated here, the optimum's bound derived from the kernel-checked block figure
         lru = stack_distances(trace.refs)
-        t, full = ref_tokens(trace)
+        t, full, _ = ref_tokens(trace)
         lru_tokens = Fraction(int(t[(lru >= 1) & (lru <= 16) & full].sum()), int(t.sum()))
         cells = re.findall(r"<summary>([^<]*)</summary><span>([^<]*)</span>", tokens)
         assert cells[0][0] == pct(lru_tokens) and f"{lru_tokens.numerator}/{lru_tokens.denominator}" in cells[0][1]
@@ -268,3 +268,22 @@ def test_stats_offload_and_the_page_speak_both_units(proved: Path, capsys: pytes
         assert cells[2][0] == pct(bound) and cells[2][1].startswith(
             f"{512 * ha:,} of {refs_tokens:,} prompt tokens = {bound}; block_tokens × the kernel-checked optimum")
     assert "The same in prompt tokens, the unit vLLM and SGLang report" in text
+
+
+def test_a_prompts_trace_has_token_figures_over_its_whole_prompts(tmp_path: Path) -> None:
+    """A prompts trace's references are its full blocks; a prompt's tail shorter than a block is in the
+    prompt tokens (the rates' denominator) and in no reference. Such a trace had no token figures at all:
+    its last reference held a whole block where a Mooncake line's holds the remainder."""
+    from pycert.analysis.requests import reuse_tokens
+
+    system = list(range(100, 132))  # two 16-token blocks every prompt shares
+    prompts = [system + [1, 2, 3], system + list(range(7, 30)), system[:16], [5] * 15]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"prompt_token_ids": p}) + "\n" for p in prompts))
+    trace = read_trace(path)
+    w = ref_tokens(trace)
+    assert w is not None and w.total == sum(map(len, prompts)) == 35 + 55 + 16 + 15
+    assert trace.n_refs == 2 + 3 + 1 + 0 and list(w.tokens) == [16] * 6 and w.full.all()
+    # reused: the second prompt's two shared blocks, the third's one: 3 blocks of 16 tokens
+    assert reuse_tokens(trace) == Fraction(3 * 16, 121)
+    assert offload_report(trace, 64, control_k=None).primary.refs_tokens == 121

@@ -186,8 +186,7 @@ def _in_tokens(trace: Trace, distances: dict[str, np.ndarray], capacity: dict[st
     weights = ref_tokens(trace)
     if weights is None:
         return {}
-    tokens, full = weights
-    total = int(tokens.sum())
+    tokens, full, total = weights
     out: dict[str, object] = {"refs_tokens": total}
     for name, d in distances.items():
         cap = capacity.get(name, gpu)

@@ -16,7 +16,7 @@ counts ``block_tokens`` tokens when its block is full and none otherwise.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -80,21 +80,38 @@ def prefix_verdict(trace: Trace, hits: np.ndarray) -> tuple[PrefixVerdict, str]:
     return "attained", "every hit of Belady's MIN with bypass follows a hit in its request"
 
 
-def ref_tokens(trace: Trace) -> tuple[np.ndarray, np.ndarray] | None:
-    """Each reference's tokens and whether its block is full (reusable by vLLM's rule); None when the
-    trace does not say (no prompt lengths or block size) or its lengths do not fit its blocks."""
+class Weights(NamedTuple):
+    """What each reference weighs in tokens, and what every token rate is over."""
+
+    tokens: np.ndarray
+    """Each reference's tokens."""
+    full: np.ndarray
+    """Whether its block is full (reusable by vLLM's rule: a partial last block is never reused)."""
+    total: int
+    """The prompt tokens of all requests: the denominator of every token rate."""
+
+
+def ref_tokens(trace: Trace) -> Weights | None:
+    """Each reference's tokens, whether its block is full, and the prompt tokens in all; None when the trace
+    does not say (no prompt lengths or block size) or its lengths do not fit its blocks. A prompts trace's
+    references are its full blocks only: the tail of a prompt shorter than a block is in the total and in no
+    reference (it is never reused)."""
     bt, req, prompt = trace.block_tokens, trace.requests, trace.prompt_tokens
     if bt is None or req is None or prompt is None:
         return None
     blocks = np.diff(np.asarray(req, dtype=np.int64))
     prompt = np.asarray(prompt, dtype=np.int64)
+    if trace.format == "prompts":
+        if np.any(blocks != prompt // bt):
+            return None
+        return Weights(np.full(trace.n_refs, bt, dtype=np.int64), np.ones(trace.n_refs, dtype=bool), int(prompt.sum()))
     last = prompt - bt * (blocks - 1)
     if np.any((blocks > 0) & ((last < 1) | (last > bt))):
         return None
     tokens = np.full(trace.n_refs, bt, dtype=np.int64)
     ends = np.asarray(req[1:], dtype=np.int64)[blocks > 0] - 1
     tokens[ends] = last[blocks > 0]
-    return tokens, tokens == bt
+    return Weights(tokens, tokens == bt, int(tokens.sum()))
 
 
 def reuse_tokens(trace: Trace) -> Fraction | None:
@@ -103,6 +120,5 @@ def reuse_tokens(trace: Trace) -> Fraction | None:
     weights = ref_tokens(trace)
     if weights is None:
         return None
-    tokens, full = weights
     prev, _ = _prev_next(_as_array(trace.refs))
-    return Fraction(int(tokens[(prev >= 0) & full].sum()), int(tokens.sum()))
+    return Fraction(int(weights.tokens[(prev >= 0) & weights.full].sum()), weights.total)

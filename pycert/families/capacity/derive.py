@@ -112,8 +112,7 @@ def token_figures(trace: Trace, figures: dict[str, Fraction], prefix_ends: np.nd
     weights = requests.ref_tokens(trace)
     if weights is None or trace.block_tokens is None:
         return {}
-    tokens, full = weights
-    total = int(tokens.sum())
+    tokens, full, total = weights
     out = {"refs_tokens": Fraction(total)}
     for name in ("max_hits", "admission_hits"):
         if name in figures:

@@ -164,9 +164,9 @@ class Ceiling(Claim):
                                               str(kernel["max_hits"])))
         out = ceiling_figures(kernel["refs"], kernel["distinct"], kernel["max_hits"])
         trace = read_trace(input_path(inputs, "trace", read))
-        if (rate := reuse_tokens(trace)) is not None:
-            total = int(ref_tokens(trace)[0].sum())
-            out |= {"refs_tokens": Fraction(total), "max_hits_tokens": rate * total, "ceiling_tokens": rate}
+        if (weights := ref_tokens(trace)) is not None and (rate := reuse_tokens(trace)) is not None:
+            out |= {"refs_tokens": Fraction(weights.total), "max_hits_tokens": rate * weights.total,
+                    "ceiling_tokens": rate}
         return out
 
     def regenerate(self, params: CeilingParams, inputs: Sequence[InputFile], read: Reader) -> bytes:

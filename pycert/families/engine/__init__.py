@@ -107,8 +107,8 @@ def in_tokens(log: replaylog.ReplayLog, trace: Trace, distances: np.ndarray) -> 
     weights = ref_tokens(trace)
     if weights is None or trace.requests is None:
         return {}
-    tokens, full = weights
-    total, reuse = int(tokens.sum()), (distances >= 1) & full
+    tokens, full, total = weights
+    reuse = (distances >= 1) & full
     served = served_tokens(log, trace.requests.tolist()[:-1], tokens.tolist(), full.tolist())
     return {"refs_tokens": Fraction(total), "engine_hits_tokens": Fraction(served),
             "engine_hit_rate_tokens": Fraction(served, total) if total else Fraction(0),
