@@ -243,7 +243,7 @@ def _partial_blocks_reused() -> Any:
 
     def counted(trace: Any) -> Any:
         weights = real(trace)
-        return None if weights is None else (weights[0], np.ones_like(weights[1]))
+        return None if weights is None else weights._replace(full=np.ones_like(weights.full))
     return mock.patch.object(requests, "ref_tokens", counted)
 
 
