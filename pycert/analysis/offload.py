@@ -186,12 +186,11 @@ def _in_tokens(trace: Trace, distances: dict[str, np.ndarray], capacity: dict[st
     weights = ref_tokens(trace)
     if weights is None:
         return {}
-    tokens, full, total = weights
-    out: dict[str, object] = {"refs_tokens": total}
+    out: dict[str, object] = {"refs_tokens": weights.total}
     for name, d in distances.items():
         cap = capacity.get(name, gpu)
-        hit = (d >= 1) & (True if cap is None else d <= cap) & full
-        out[f"{name}_tokens"] = Ratio.of(Fraction(int(tokens[hit].sum()), total))
+        hit = (d >= 1) & (True if cap is None else d <= cap)
+        out[f"{name}_tokens"] = Ratio.of(Fraction(weights.hit(hit), weights.total))
     return out
 
 

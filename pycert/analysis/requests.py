@@ -90,6 +90,10 @@ class Weights(NamedTuple):
     total: int
     """The prompt tokens of all requests: the denominator of every token rate."""
 
+    def hit(self, hits: np.ndarray) -> int:
+        """The tokens of the references ``hits`` marks, each full block's (a partial block is never reused)."""
+        return int(self.tokens[hits & self.full].sum())
+
 
 def ref_tokens(trace: Trace) -> Weights | None:
     """Each reference's tokens, whether its block is full, and the prompt tokens in all; None when the trace
@@ -121,4 +125,4 @@ def reuse_tokens(trace: Trace) -> Fraction | None:
     if weights is None:
         return None
     prev, _ = _prev_next(_as_array(trace.refs))
-    return Fraction(int(weights.tokens[(prev >= 0) & weights.full].sum()), weights.total)
+    return Fraction(weights.hit(prev >= 0), weights.total)

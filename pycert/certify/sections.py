@@ -40,9 +40,9 @@ def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tupl
                           block_tokens=trace.block_tokens, admission=admission, observed=observed)
     if (weights := ref_tokens(trace)) is None:
         return Curve(png=png, lru=lru, block_tokens=trace.block_tokens)
-    d, (tokens, full, total) = stack_distances(trace.refs), weights
+    d = stack_distances(trace.refs)
 
     def lru_tokens(c: int) -> Fraction:
-        return Fraction(int(tokens[(d >= 1) & (d <= c) & full].sum()), total)
+        return Fraction(weights.hit((d >= 1) & (d <= c)), weights.total)
     return Curve(png=png, lru=lru, block_tokens=trace.block_tokens, lru_tokens=lru_tokens,
                  ceiling_tokens=reuse_tokens(trace))

@@ -36,8 +36,16 @@ MAX_PIECE_REFS = 1 << 19
 """References per piece of a trace checked at a capacity: ``2 ** 19`` places of fields of at most 32
 bits (such a piece has fewer than ``2 ** 31`` blocks) fill the ``2 ** 24`` bits one Lean process sorts
 within its heap (:data:`pycert.lean.emit.capacity.MAX_SORT_BITS`)."""
+MAX_CURVE = 32
+"""The most capacities one instance file checks (:mod:`pycert.lean.emit.curve`). Measured on the conversation
+trace (DEVELOPERS.md): each capacity adds about 5 s of Lean CPU and no measurable heap to the one process, so 32
+keep a file near three minutes; a longer list is checked in as many files as it takes (each sorts the trace)."""
+MAX_SHARDS = 1 << 16
+"""The most shards a certificate may name (10^8 references took 31): bounds what verify emits again."""
 FEW_PIECES = 16
+"""Shards or pieces any trace may be split into, however short (see :func:`most_parts`)."""
 REFS_PER_PIECE = 1 << 12
+"""And one more for every this many references."""
 
 
 def most_parts(refs: int) -> int:
@@ -45,13 +53,18 @@ def most_parts(refs: int) -> int:
     process of its own (1.5-4 s of start even when tiny), so a certificate's count bounds what ``verify
     --kernel`` runs; without it a 256 KB trace in pieces of 3 references made 65,536 (about 27 hours).
     prove's default shard and piece sizes (10^8 references: 31 shards) are far inside it."""
-    return max(FEW_PIECES, refs // REFS_PER_PIECE + 1)
-MAX_CURVE = 32
-"""The most capacities one instance file checks (:mod:`pycert.lean.emit.curve`). Measured on the conversation
-trace (DEVELOPERS.md): each capacity adds about 5 s of Lean CPU and no measurable heap to the one process, so 32
-keep a file near three minutes; a longer list is checked in as many files as it takes (each sorts the trace)."""
-MAX_SHARDS = 1 << 16
-"""The most shards a certificate may name (10^8 references took 31): bounds what verify emits again."""
+    return min(MAX_SHARDS, max(FEW_PIECES, refs // REFS_PER_PIECE + 1))
+
+
+def too_many_parts(made: int, refs: int, what: str) -> str | None:
+    """Why ``made`` ``what`` (shards, pieces) are refused for a trace of ``refs`` references, or None: the one
+    wording prove and verify give, for shards and pieces alike."""
+    if made <= (most := most_parts(refs)):
+        return None
+    return (f"{made:,} {what}, and at most {most:,} are checked for {refs:,} references (each is a Lean process of "
+            "its own)")
+
+
 MAX_BELADY_POINTS = 1_000
 """``trace plot --points``: each is one O(n log n) Belady pass."""
 MAX_TENANTS = 1 << 16

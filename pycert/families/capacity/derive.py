@@ -18,7 +18,7 @@ from pycert.analysis import cachesim, optcurve, requests
 from pycert.analysis import capacity as recipe
 from pycert.analysis.requests import PrefixVerdict, firsts
 from pycert.core.errors import InputError, PycertError, Rejected, Rejection
-from pycert.core.limits import most_parts
+from pycert.core.limits import too_many_parts
 from pycert.core.memo import kept
 from pycert.data.traces import Trace
 from pycert.families.capacity import piece_names
@@ -112,7 +112,7 @@ def token_figures(trace: Trace, figures: dict[str, Fraction], prefix_ends: np.nd
     weights = requests.ref_tokens(trace)
     if weights is None or trace.block_tokens is None:
         return {}
-    tokens, full, total = weights
+    total = weights.total
     out = {"refs_tokens": Fraction(total)}
     for name in ("max_hits", "admission_hits"):
         if name in figures:
@@ -122,7 +122,7 @@ def token_figures(trace: Trace, figures: dict[str, Fraction], prefix_ends: np.nd
     if "admission_hits_tokens" in out:
         out["admission_ceiling_tokens"] = out["admission_hits_tokens"] / total
     if prefix_ends is not None:
-        out["prefix_cache_hits_tokens"] = Fraction(int(tokens[prefix_ends & full].sum()))
+        out["prefix_cache_hits_tokens"] = Fraction(weights.hit(prefix_ends))
         out["prefix_cache_hit_rate_tokens"] = out["prefix_cache_hits_tokens"] / total
     return out
 
@@ -180,13 +180,11 @@ def joint_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list
 
 
 def few_enough(points: list[int], piece_refs: int) -> list[int]:
-    """``points``, refused where they make more pieces than :func:`~pycert.core.limits.most_parts`: prove and
-    verify both ask, so a certificate of many tiny pieces is one verify refuses rather than a day of Lean
-    processes under ``verify --kernel``."""
-    n, made = points[-1], len(points) - 1
-    if made > (most := most_parts(n)):
-        raise InputError(f"pieces of at most {piece_refs:,} references split the trace's {n:,} into {made:,} pieces, "
-                         f"and at most {most:,} are checked (each is a Lean process of its own): give a larger "
+    """``points``, refused where they make more pieces than :func:`~pycert.core.limits.most_parts` allows:
+    prove and verify both ask, so a certificate of many tiny pieces is one verify refuses rather than a day
+    of Lean processes under ``verify --kernel``."""
+    if why := too_many_parts(len(points) - 1, points[-1], "pieces"):
+        raise InputError(f"pieces of at most {piece_refs:,} references split the trace into {why}: give a larger "
                          "--shard-refs")
     return points
 

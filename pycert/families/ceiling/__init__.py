@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from pycert.core.errors import Rejected, Rejection
-from pycert.core.limits import MAX_SHARDS, most_parts
+from pycert.core.limits import MAX_SHARDS, too_many_parts
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Instance, Reader, input_path, part_of
 from pycert.families.traces import (
@@ -189,9 +189,8 @@ class Ceiling(Claim):
         trace = read_certified(path, params)
         if params.shards == 1:
             return {inst.path: instance_text(trace.refs, trace.sha256, inst.module)}
-        if params.shards > (most := most_parts(trace.n_refs)):
-            raise Rejected(Rejection.mismatch("parameters.shards", f"at most {most:,} for the trace's {trace.n_refs:,} "
-                                              "references (each shard is a Lean process of its own)", str(params.shards)))
+        if why := too_many_parts(params.shards, trace.n_refs, "shards"):
+            raise Rejected(Rejection.mismatch("parameters.shards", "as many shards as a trace this long is checked in", why))
         where = PurePosixPath(inst.path).parent
         return {(where / f"{m}.lean").as_posix(): text.encode()
                 for m, text in shard_files(trace, inst.module, params.shards).items()}

@@ -12,7 +12,7 @@ import numpy as np
 from pycert.core.console import plural
 from pycert.core.errors import InputError
 from pycert.core.gate import named
-from pycert.core.limits import MAX_SHARD_REFS, MAX_SHARDS, MAX_TRACE_BYTES, in_path, int_range, most_parts
+from pycert.core.limits import MAX_SHARD_REFS, MAX_TRACE_BYTES, in_path, int_range, too_many_parts
 from pycert.data.formats import FORMAT_CHOICES
 from pycert.data.traces import Trace
 from pycert.families.base import Instance, Options, Prepared, Producer, Setting, input_file
@@ -118,10 +118,8 @@ class CeilingProducer(Producer):
         engine = engine_figures(trace)
         refs, distinct = int(engine["refs"]), int(engine["distinct"])
         count = shards.shard_count(refs, distinct, opts.shard_refs, *shards.shape(trace.refs)) if refs else 1
-        if count > min(MAX_SHARDS, most := most_parts(refs)):
-            raise InputError(f"the trace would need {count:,} shards; at most {min(MAX_SHARDS, most):,} are checked for "
-                             f"its {refs:,} references, each a Lean process of its own (raise --shard-refs)",
-                             where=str(trace_path))
+        if why := too_many_parts(count, refs, "shards"):
+            raise InputError(f"the trace would need {why}: raise --shard-refs", where=str(trace_path))
         params = CeilingParams(lean_encoding=shards.ENCODING if count > 1 else ENCODING, shards=count,
                                **reading_of(trace))  # type: ignore[arg-type]
         instance = CLAIM.instance(params, [trace_input])

@@ -108,12 +108,12 @@ def in_tokens(log: replaylog.ReplayLog, trace: Trace, distances: np.ndarray) -> 
     if weights is None or trace.requests is None:
         return {}
     tokens, full, total = weights
-    reuse = (distances >= 1) & full
+    reuse = distances >= 1
     served = served_tokens(log, trace.requests.tolist()[:-1], tokens.tolist(), full.tolist())
     return {"refs_tokens": Fraction(total), "engine_hits_tokens": Fraction(served),
             "engine_hit_rate_tokens": Fraction(served, total) if total else Fraction(0),
-            "lru_hits_tokens": Fraction(int(tokens[reuse & (distances <= log.header.num_blocks)].sum())),
-            "unbounded_hits_tokens": Fraction(int(tokens[reuse].sum()))}
+            "lru_hits_tokens": Fraction(weights.hit(reuse & (distances <= log.header.num_blocks))),
+            "unbounded_hits_tokens": Fraction(weights.hit(reuse))}
 
 
 def headline(figures: Mapping[str, Fraction]) -> str:
