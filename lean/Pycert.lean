@@ -29,6 +29,7 @@ public import Pycert.SortedTrace
 public import Pycert.SortedOptimum
 public import Pycert.SortedAdmission
 public import Pycert.Curve
+public import Pycert.KeyedTrace
 public import Pycert.IsolationCost
 public import Pycert.Joints
 public import Pycert.SortedJoints
@@ -40,7 +41,7 @@ The root of `lean_lib Pycert`: importing it imports every file. The list facts a
 come first, then one file per family of claims, then the packed vectors a whole-trace instance
 rests on, the shards a trace too big for one Lean process is checked in (`Shards`), the sorted trace at a
 capacity, many capacities to one instance (`Curve`), and last what a per-tenant salt costs at a capacity
-(`IsolationCost`), stated on two sorted instances; then a trace in pieces both ways, the open pairs
+(`IsolationCost`), stated on two sorted instances, the second a trace keyed by tenant (`KeyedTrace`); then a trace in pieces both ways, the open pairs
 carried across each joint (`Joints`, `SortedJoints`). It is a `prelude` file, so it adds no import of all of `Init` beyond what the files
 themselves import (without it, `pycert audit` loaded all 517 modules of the toolchain, not 100).
 -/

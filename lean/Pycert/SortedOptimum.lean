@@ -15,7 +15,7 @@ instance and in the same few whole-plane operations:
 * `s`, a plane in time order, the starts: references whose next reference to the same block is to
   be a hit (Belady's hit pairs); `e` the ends, the second references of those pairs;
 * `witnessOK`: routed to the sorted order, every start sits right before a place of `same` (so the
-  next place is the next reference to its block: `linked_of_sortOK`), and every end sits right after
+  next place is the next reference to its block: `linked_at`), and every end sits right after
   a start;
 * `AS` and `AE`, planes of the running counts of `s` and `e` (tested like the cuts, `cutsOK`), and
   `coverOK`: `AS(t) ≤ AE(t + 1) + (C - 1)` at every `t < N` (a ripple-carry sum and a comparison on
@@ -124,24 +124,21 @@ theorem all_of_val {p : Nat} : ∀ (Ps : List Nat), val Ps p = 2 ^ Ps.length - 1
       · rfl
     | tail _ hQ => exact all_of_val Ps (by omega) Q hQ
 
-/-- **A place of `same` is a pair.** If the trace instance checks and `sortOK` holds, every place `p`
-marked in `same` has a predecessor, and the references at places `p - 1` and `p` of the sorted order
-are two references to the same block, the earlier first. (`adjacent_of_sortOK` is the other way.) -/
-public theorem linked_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List (Nat × Nat)} {W : List Nat} {same : Nat}
-    (hck : traceOK w n X K wt D S = true) (hf : w + 1 = 2 ^ f) (hD : D < 2 ^ wx) (hwx : wx ≤ 2 ^ f)
-    (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
-    (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
-    (hs : sortOK f M n wx X rot W same = true) {p : Nat} (hp : same.testBit p = true) :
+/-- **A place of `same` is a pair**, for any block planes `P`: if two references of the trace `r` (of `n`
+references) are to the same block exactly when `P` holds the same value at their times, every place past
+the trace holds all ones, and the sort test holds, then every place `p` marked in `same` has a
+predecessor, and the references at places `p - 1` and `p` of the sorted order are two references to the
+same block, the earlier first. (`Pycert.SortedTrace.adjacent_of_planes` is the other way.) -/
+public theorem linked_at {r : List Nat} {n M : Nat} {P W : List Nat} {same : Nat}
+    (hpad : ∀ t, n ≤ t → t < 2 ^ M → val P t = 2 ^ P.length - 1)
+    (heq : ∀ i j, i < n → j < n → i < 2 ^ M → j < 2 ^ M → (nth r i = nth r j ↔ val P i = val P j))
+    (hs : sortOKP M P W same = true) {p : Nat} (hp : same.testBit p = true) :
     p < 2 ^ M ∧ 1 ≤ p ∧ perm (2 ^ M) (net M W) (p - 1) < perm (2 ^ M) (net M W) p ∧ perm (2 ^ M) (net M W) p < n ∧
-      nth (decode w n X wt D S net0) (perm (2 ^ M) (net M W) (p - 1)) =
-        nth (decode w n X wt D S net0) (perm (2 ^ M) (net M W) p) := by
-  obtain ⟨_, hlt, heq⟩ := decode_facts net0 hck
-  rw [hf] at hlt heq
-  obtain ⟨hX, steps, hsame⟩ := sort_facts hwx hpairs hrot hs
-  let key := fun t => t + 2 ^ M * (xval f n wx X t % 2 ^ wx)
+      nth r (perm (2 ^ M) (net M W) (p - 1)) = nth r (perm (2 ^ M) (net M W) p) := by
+  obtain ⟨steps, hsame⟩ := sort_factsP hs
   let σ := perm (2 ^ M) (net M W)
-  let rX := (xPlanes f M n wx X rot).map (routeP (2 ^ M) (net M W))
-  have hX : ∀ q, q < 2 ^ M → val rX q = xval f n wx X (σ q) % 2 ^ wx := hX
+  let rX := P.map (routeP (2 ^ M) (net M W))
+  have hX : ∀ q, val rX q = val P (σ q) := fun q => val_routed _ _ _ _
   have hsame : sameOf M rX = same := hsame
   have hp' := hp
   rw [← hsame] at hp'
@@ -159,30 +156,44 @@ public theorem linked_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List (
     exact absurd hfirst (by decide)
   have ho : (2 ^ 2 ^ M - 1).testBit p = true := by rw [testBit_ones, decide_eq_true hpM]
   have hblk := ((testBit_eqP ho _ _ _ (length_map_planes _ _)).1 heqb).1
-  rw [val_shl1 h1, hX _ (by omega), hX _ hpM] at hblk
+  rw [val_shl1 h1, hX, hX] at hblk
   -- the place holds a reference, not the padding
   have hreal : σ p < n := by
     apply Nat.lt_of_not_le; intro g
     have hv : val rX p = 2 ^ rX.length - 1 := by
-      rw [hX _ hpM, length_map_planes, length_xPlanes]
-      unfold xval; rw [if_neg (Nat.not_lt_of_le g)]
-      exact Nat.mod_eq_of_lt (Nat.sub_lt (Nat.two_pow_pos wx) (by decide))
+      rw [hX, length_map_planes]; exact hpad _ g (perm_lt _ hpM)
     rw [Nat.testBit_xor, ho, (testBit_allP _ _).2 ⟨ho, all_of_val rX hv⟩] at hnall
     exact absurd hnall (by decide)
   -- consecutive places strictly increase
-  have step : key (σ (p - 1)) < key (σ p) := steps p h1 hpM
-  have hxv : xval f n wx X (σ p) % 2 ^ wx = fld (2 ^ 2 ^ f) X (σ p) := by
-    unfold xval; rw [if_pos hreal]; exact Nat.mod_eq_of_lt (Nat.lt_trans (hlt _ hreal) hD)
+  have step := steps p h1 hpM
   have hord : σ (p - 1) < σ p := by
-    have e1 : key (σ (p - 1)) = σ (p - 1) + 2 ^ M * (xval f n wx X (σ (p - 1)) % 2 ^ wx) := rfl
-    have e2 : key (σ p) = σ p + 2 ^ M * (xval f n wx X (σ p) % 2 ^ wx) := rfl
-    rw [e1, e2, hblk] at step
+    change σ (p - 1) + 2 ^ M * val P (σ (p - 1)) < σ p + 2 ^ M * val P (σ p) at step
+    rw [hblk] at step
     omega
-  have hreal' : σ (p - 1) < n := Nat.lt_trans hord hreal
-  have hxv' : xval f n wx X (σ (p - 1)) % 2 ^ wx = fld (2 ^ 2 ^ f) X (σ (p - 1)) := by
-    unfold xval; rw [if_pos hreal']; exact Nat.mod_eq_of_lt (Nat.lt_trans (hlt _ hreal') hD)
-  refine ⟨hpM, h1, hord, hreal, (heq _ _ hreal' hreal).2 ?_⟩
-  rw [← hxv, ← hxv', hblk]
+  exact ⟨hpM, h1, hord, hreal, (heq _ _ (Nat.lt_trans hord hreal) hreal (perm_lt _ (by omega)) (perm_lt _ hpM)).2 hblk⟩
+
+/-- **A place of `same` is a pair.** If the trace instance checks and `sortOK` holds, every place `p`
+marked in `same` has a predecessor, and the references at places `p - 1` and `p` of the sorted order
+are two references to the same block, the earlier first (`linked_at`). (`adjacent_of_sortOK` is the
+other way.) -/
+public theorem linked_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List (Nat × Nat)} {W : List Nat} {same : Nat}
+    (hck : traceOK w n X K wt D S = true) (hf : w + 1 = 2 ^ f) (hD : D < 2 ^ wx) (hwx : wx ≤ 2 ^ f)
+    (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
+    (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
+    (hs : sortOK f M n wx X rot W same = true) {p : Nat} (hp : same.testBit p = true) :
+    p < 2 ^ M ∧ 1 ≤ p ∧ perm (2 ^ M) (net M W) (p - 1) < perm (2 ^ M) (net M W) p ∧ perm (2 ^ M) (net M W) p < n ∧
+      nth (decode w n X wt D S net0) (perm (2 ^ M) (net M W) (p - 1)) =
+        nth (decode w n X wt D S net0) (perm (2 ^ M) (net M W) p) := by
+  obtain ⟨_, hlt, heq⟩ := decode_facts net0 hck
+  rw [hf] at hlt heq
+  refine linked_at (fun t g ht => ?_) (fun i j hi hj hi' hj' => ?_) hs hp
+  · rw [val_xPlanes hpairs hrot hwx ht, length_xPlanes]
+    unfold xval; rw [if_neg (Nat.not_lt_of_le g)]
+    exact Nat.mod_eq_of_lt (Nat.sub_lt (Nat.two_pow_pos wx) (by decide))
+  · rw [val_xPlanes hpairs hrot hwx hi', val_xPlanes hpairs hrot hwx hj']
+    unfold xval; rw [if_pos hi, if_pos hj, Nat.mod_eq_of_lt (Nat.lt_trans (hlt i hi) hD),
+      Nat.mod_eq_of_lt (Nat.lt_trans (hlt j hj) hD)]
+    exact heq i j hi hj
 
 /-! ## The witness -/
 
@@ -191,6 +202,14 @@ earlier at `p - 1`. -/
 @[expose] public def Linked (r : List Nat) (M : Nat) (W : List Nat) (same : Nat) : Prop :=
   ∀ p, same.testBit p = true → 1 ≤ p ∧ perm (2 ^ M) (net M W) (p - 1) < perm (2 ^ M) (net M W) p ∧
     perm (2 ^ M) (net M W) p < r.length ∧ nth r (perm (2 ^ M) (net M W) (p - 1)) = nth r (perm (2 ^ M) (net M W) p)
+
+/-- `Linked` for any block planes that pass the sort test (`linked_at` at every place). -/
+public theorem linked_of_planes {r : List Nat} {n M : Nat} {P W : List Nat} {same : Nat} (hlen : r.length = n)
+    (hpad : ∀ t, n ≤ t → t < 2 ^ M → val P t = 2 ^ P.length - 1)
+    (heq : ∀ i j, i < n → j < n → i < 2 ^ M → j < 2 ^ M → (nth r i = nth r j ↔ val P i = val P j))
+    (hs : sortOKP M P W same = true) : Linked r M W same := fun p hp => by
+  obtain ⟨_, h1, hord, hreal, hnth⟩ := linked_at hpad heq hs hp
+  exact ⟨h1, hord, by rw [hlen]; exact hreal, hnth⟩
 
 /-- `Linked` for a checked, sorted trace instance (`linked_of_sortOK` at every place). -/
 public theorem linked_facts {w n X K wt D S f M wx : Nat} {net0 rot : List (Nat × Nat)} {W : List Nat} {same : Nat}

@@ -214,10 +214,50 @@ public theorem val_routed (len : Nat) (nt : List (Nat × Nat)) (Ps : List Nat) (
     val (Ps.map (routeP len nt)) p = val Ps (perm len nt p) :=
   val_map _ (fun P => testBit_routeP len nt P p) Ps
 
-/-- **What the sort test says at each sorted place** `p < 2 ^ M`: the routed block planes hold the block
-of the reference `σ p` sorted there (all ones past the trace), the key (time below, block above)
-strictly increases from each place to the next, and `same` is what `sameOf` computes from those
-planes. `adjacent_of_sortOK` and `Pycert.SortedOptimum.linked_of_sortOK` read their pairs off it. -/
+/-- The sort test on any block planes `P`: bit `t` of the planes is the block at time `t` (all ones past
+the trace), and the test is `sortTest` on the time planes and `P`, both routed by the network. `sortOK`
+is this on the planes of a packed vector (`sortOK_eq`); a keyed trace's planes carry a tenant above the
+block (`Pycert.KeyedTrace`). -/
+@[expose] public noncomputable def sortOKP (M : Nat) (P W : List Nat) (same : Nat) : Bool :=
+  sortTest M ((mkPlanes (timePlane M) 0 M).map (routeP (2 ^ M) (net M W))) (P.map (routeP (2 ^ M) (net M W))) same
+
+public theorem sortOK_eq (f M n wx X : Nat) (rot : List (Nat × Nat)) (W : List Nat) (same : Nat) :
+    sortOK f M n wx X rot W same = sortOKP M (xPlanes f M n wx X rot) W same := rfl
+
+/-- **What the sort test says at each sorted place** `p < 2 ^ M`, for any block planes `P`: the key (time
+below, the block `val P` above) strictly increases from each place to the next, and `same` is what
+`sameOf` computes from the routed planes. `adjacent_of_planes` and
+`Pycert.SortedOptimum.linked_of_planes` read their pairs off it. -/
+public theorem sort_factsP {M : Nat} {P W : List Nat} {same : Nat} (hs : sortOKP M P W same = true) :
+    (∀ p, 1 ≤ p → p < 2 ^ M →
+      perm (2 ^ M) (net M W) (p - 1) + 2 ^ M * val P (perm (2 ^ M) (net M W) (p - 1)) <
+        perm (2 ^ M) (net M W) p + 2 ^ M * val P (perm (2 ^ M) (net M W) p)) ∧
+    sameOf M (P.map (routeP (2 ^ M) (net M W))) = same := by
+  let σ := perm (2 ^ M) (net M W)
+  let rT := (mkPlanes (timePlane M) 0 M).map (routeP (2 ^ M) (net M W))
+  let rX := P.map (routeP (2 ^ M) (net M W))
+  have hroute : ∀ p, p < 2 ^ M → val (rT ++ rX) p = σ p + 2 ^ M * val P (σ p) := fun p hp => by
+    rw [val_append]
+    show val ((mkPlanes (timePlane M) 0 M).map _) p + 2 ^ ((mkPlanes (timePlane M) 0 M).map _).length *
+      val (P.map _) p = _
+    rw [val_routed, val_routed, val_timePlanes (perm_lt _ hp), length_map_planes, length_mkPlanes]
+  unfold sortOKP sortTest at hs
+  rw [and_bool] at hs
+  have hsort := Nat.eq_of_beq_eq_true hs.1
+  refine ⟨fun p h1 hp => ?_, Nat.eq_of_beq_eq_true hs.2⟩
+  have ho : (2 ^ 2 ^ M - 1).testBit p = true := by rw [testBit_ones, decide_eq_true hp]
+  have hb := congrArg (fun z => z.testBit p) hsort
+  simp only [Nat.testBit_and, Nat.testBit_or, ho, Bool.and_true] at hb
+  rw [one_testBit h1, Bool.or_false] at hb
+  have := (testBit_ltP ho _ _ 0 (length_map_planes _ _)).1 hb
+  rw [val_shl1 h1, hroute _ hp, hroute _ (by omega)] at this
+  simp at this
+  exact this
+
+/-- **What the sort test says at each sorted place** `p < 2 ^ M` of a packed vector's planes: the routed
+block planes hold the block of the reference `σ p` sorted there (all ones past the trace), the key (time
+below, block above) strictly increases from each place to the next, and `same` is what `sameOf` computes
+from those planes (`sort_factsP`). -/
 public theorem sort_facts {f M n wx X : Nat} {rot : List (Nat × Nat)} {W : List Nat} {same : Nat} (hwx : wx ≤ 2 ^ f)
     (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
     (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
@@ -228,49 +268,25 @@ public theorem sort_facts {f M n wx X : Nat} {rot : List (Nat × Nat)} {W : List
       perm (2 ^ M) (net M W) (p - 1) + 2 ^ M * (xval f n wx X (perm (2 ^ M) (net M W) (p - 1)) % 2 ^ wx) <
         perm (2 ^ M) (net M W) p + 2 ^ M * (xval f n wx X (perm (2 ^ M) (net M W) p) % 2 ^ wx)) ∧
     sameOf M ((xPlanes f M n wx X rot).map (routeP (2 ^ M) (net M W))) = same := by
-  let key := fun t => t + 2 ^ M * (xval f n wx X t % 2 ^ wx)
-  let σ := perm (2 ^ M) (net M W)
-  let rT := (mkPlanes (timePlane M) 0 M).map (routeP (2 ^ M) (net M W))
-  let rX := (xPlanes f M n wx X rot).map (routeP (2 ^ M) (net M W))
-  have hX : ∀ q, q < 2 ^ M → val rX q = xval f n wx X (σ q) % 2 ^ wx := fun q hq => by
-    show val ((xPlanes f M n wx X rot).map _) q = _
-    rw [val_routed, val_xPlanes hpairs hrot hwx (perm_lt _ hq)]
-  have hroute : ∀ p, p < 2 ^ M → val (rT ++ rX) p = key (σ p) := fun p hp => by
-    rw [val_append, hX p hp]
-    show val ((mkPlanes (timePlane M) 0 M).map _) p + 2 ^ ((mkPlanes (timePlane M) 0 M).map _).length * _ = _
-    rw [val_routed, val_timePlanes (perm_lt _ hp), length_map_planes, length_mkPlanes]
-  unfold sortOK sortTest at hs
-  rw [and_bool] at hs
-  have hsort := Nat.eq_of_beq_eq_true hs.1
-  refine ⟨hX, fun p h1 hp => ?_, Nat.eq_of_beq_eq_true hs.2⟩
-  have ho : (2 ^ 2 ^ M - 1).testBit p = true := by rw [testBit_ones, decide_eq_true hp]
-  have hb := congrArg (fun z => z.testBit p) hsort
-  simp only [Nat.testBit_and, Nat.testBit_or, ho, Bool.and_true] at hb
-  rw [one_testBit h1, Bool.or_false] at hb
-  have := (testBit_ltP ho _ _ 0 (length_map_planes _ _)).1 hb
-  rw [val_shl1 h1, hroute _ hp, hroute _ (by omega)] at this
-  simp at this
-  exact this
+  obtain ⟨step, hsame⟩ := sort_factsP hs
+  refine ⟨fun q hq => by rw [val_routed, val_xPlanes hpairs hrot hwx (perm_lt _ hq)], fun p h1 hp => ?_, hsame⟩
+  have := step p h1 hp
+  rwa [val_xPlanes hpairs hrot hwx (perm_lt _ (by omega)), val_xPlanes hpairs hrot hwx (perm_lt _ hp)] at this
 
-/-- **Sorting by (block, time) puts each reference after the previous one to its block.** If the trace
-instance checks (`traceOK`), its fields are `2 ^ f` bits wide, `rot` transposes, and `sortOK` holds,
-then in the trace `decode …` every reference and the previous reference to its block sit at
-consecutive places of the network's order, the later one marked in `same`. It does not say where
-references to different blocks go. -/
-public theorem adjacent_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List (Nat × Nat)} {W : List Nat} {same : Nat}
-    (hck : traceOK w n X K wt D S = true) (hf : w + 1 = 2 ^ f) (hn : n ≤ 2 ^ M) (hD : D < 2 ^ wx) (hwx : wx ≤ 2 ^ f)
-    (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
-    (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
-    (hs : sortOK f M n wx X rot W same = true) :
-    Adjacent (decode w n X wt D S net0) (2 ^ M) (net M W) same := by
-  obtain ⟨hlen, hlt, heq⟩ := decode_facts net0 hck
-  rw [hf] at hlt heq
-  obtain ⟨hX, step, hsame⟩ := sort_facts hwx hpairs hrot hs
-  -- the key at every place
-  let key := fun t => t + 2 ^ M * (xval f n wx X t % 2 ^ wx)
+/-- **Sorting by (block, time) puts each reference after the previous one to its block**, for any block
+planes `P`: if the trace `r` has `n ≤ 2 ^ M` references, two of them are to the same block exactly when
+`P` holds the same value at their times, no reference's value is all ones (the padding's), and the sort
+test holds, then every reference and the previous reference to its block sit at consecutive places of the
+network's order, the later one marked in `same`. It does not say where references to different blocks go. -/
+public theorem adjacent_of_planes {r : List Nat} {n M : Nat} {P W : List Nat} {same : Nat}
+    (hlen : r.length = n) (hn : n ≤ 2 ^ M) (hreal : ∀ t, t < n → val P t < 2 ^ P.length - 1)
+    (heq : ∀ i j, i < n → j < n → (nth r i = nth r j ↔ val P i = val P j))
+    (hs : sortOKP M P W same = true) : Adjacent r (2 ^ M) (net M W) same := by
+  obtain ⟨step, hsame⟩ := sort_factsP hs
+  let key := fun t => t + 2 ^ M * val P t
   let σ := perm (2 ^ M) (net M W)
-  let rX := (xPlanes f M n wx X rot).map (routeP (2 ^ M) (net M W))
-  have hX : ∀ q, q < 2 ^ M → val rX q = xval f n wx X (σ q) % 2 ^ wx := hX
+  let rX := P.map (routeP (2 ^ M) (net M W))
+  have hX : ∀ q, val rX q = val P (σ q) := fun q => val_routed _ _ _ _
   -- consecutive places strictly increase
   have step : ∀ p, 1 ≤ p → p < 2 ^ M → key (σ (p - 1)) < key (σ p) := step
   have hsame : sameOf M rX = same := hsame
@@ -285,24 +301,24 @@ public theorem adjacent_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List
       · subst e; exact s
       · exact Nat.lt_trans (ih (by omega) (by omega)) s
   -- `same` from `sameOf`
-  have sameAt : ∀ p, 1 ≤ p → p < 2 ^ M → xval f n wx X (σ (p - 1)) % 2 ^ wx = xval f n wx X (σ p) % 2 ^ wx →
-      xval f n wx X (σ p) % 2 ^ wx ≠ 2 ^ wx - 1 → same.testBit p = true := by
+  have sameAt : ∀ p, 1 ≤ p → p < 2 ^ M → val P (σ (p - 1)) = val P (σ p) →
+      val P (σ p) ≠ 2 ^ P.length - 1 → same.testBit p = true := by
     intro p h1 hp he hne
     have ho : (2 ^ 2 ^ M - 1).testBit p = true := by rw [testBit_ones, decide_eq_true hp]
     rw [← hsame]
     unfold sameOf
     rw [Nat.testBit_and, Nat.testBit_and, and_bool, and_bool]
-    refine ⟨⟨(testBit_eqP ho _ _ _ (length_map_planes _ _)).2 ⟨by rw [val_shl1 h1, hX _ hp, hX _ (by omega)]; exact he, ho⟩, ?_⟩, ?_⟩
+    refine ⟨⟨(testBit_eqP ho _ _ _ (length_map_planes _ _)).2 ⟨by rw [val_shl1 h1, hX, hX]; exact he, ho⟩, ?_⟩, ?_⟩
     · rw [Nat.testBit_xor, ho]
       cases hall : (allP rX (2 ^ 2 ^ M - 1)).testBit p
       · rfl
       · have := val_of_all _ ((testBit_allP _ _).1 hall).2
-        rw [hX _ hp, length_map_planes, length_xPlanes] at this
+        rw [hX, length_map_planes] at this
         exact absurd this hne
     · rw [Nat.testBit_xor, ho, one_testBit h1]
       rfl
   -- the main argument
-  intro i j hj hij hsame hgap
+  intro i j hj hij hsame' hgap
   rw [hlen] at hj
   have hi : i < n := by omega
   have hjM : j < 2 ^ M := by omega
@@ -311,12 +327,8 @@ public theorem adjacent_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List
   have pi : σ (unperm (2 ^ M) (net M W) i) = i := perm_unperm _ _ _
   have ujM := unperm_lt (net M W) hjM
   have uiM := unperm_lt (net M W) hiM
-  have hblock : fld (2 ^ 2 ^ f) X i = fld (2 ^ 2 ^ f) X j := (heq i j hi (by omega)).1 hsame
-  have hxv : ∀ t, t < n → xval f n wx X t % 2 ^ wx = fld (2 ^ 2 ^ f) X t := fun t ht => by
-    unfold xval; rw [if_pos ht]; exact Nat.mod_eq_of_lt (Nat.lt_trans (hlt t ht) hD)
-  have hkey : ∀ t, t < n → key t = t + 2 ^ M * fld (2 ^ 2 ^ f) X t := fun t ht => by
-    show t + 2 ^ M * (xval f n wx X t % 2 ^ wx) = _; rw [hxv t ht]
-  have kij : key i < key j := by rw [hkey i hi, hkey j (by omega), hblock]; omega
+  have hblock : val P i = val P j := (heq i j hi hj).1 hsame'
+  have kij : key i < key j := by show i + _ < j + _; rw [hblock]; omega
   -- the place of `i` is before the place of `j`
   have hlt' : unperm (2 ^ M) (net M W) i < unperm (2 ^ M) (net M W) j := by
     rcases Nat.lt_trichotomy (unperm (2 ^ M) (net M W) i) (unperm (2 ^ M) (net M W) j) with l | e | g
@@ -328,33 +340,51 @@ public theorem adjacent_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List
     apply Nat.le_antisymm hlt'
     apply Nat.le_of_not_lt
     intro far
-    obtain ⟨r, hr⟩ : ∃ r, r = unperm (2 ^ M) (net M W) j - 1 := ⟨_, rfl⟩
-    have k1 := mono (unperm (2 ^ M) (net M W) i) r (by omega) (by omega)
-    have k2 := mono r _ (by omega) ujM
+    obtain ⟨u, hu⟩ : ∃ u, u = unperm (2 ^ M) (net M W) j - 1 := ⟨_, rfl⟩
+    have k1 := mono (unperm (2 ^ M) (net M W) i) u (by omega) (by omega)
+    have k2 := mono u _ (by omega) ujM
     rw [pi] at k1; rw [pj] at k2
-    have uM : σ r < 2 ^ M := perm_lt _ (by omega)
-    have hu : key (σ r) = σ r + 2 ^ M * (xval f n wx X (σ r) % 2 ^ wx) := rfl
-    rw [hkey i hi] at k1; rw [hkey j (by omega)] at k2; rw [hu] at k1 k2
-    rw [hblock] at k1
-    have same_block : xval f n wx X (σ r) % 2 ^ wx = fld (2 ^ 2 ^ f) X j := by
-      rcases Nat.lt_trichotomy (xval f n wx X (σ r) % 2 ^ wx) (fld (2 ^ 2 ^ f) X j) with l | e | g
-      · have : 2 ^ M * (xval f n wx X (σ r) % 2 ^ wx + 1) ≤ 2 ^ M * fld (2 ^ 2 ^ f) X j := Nat.mul_le_mul_left _ l
+    have e1 : key i = i + 2 ^ M * val P i := rfl
+    have e2 : key j = j + 2 ^ M * val P j := rfl
+    have e3 : key (σ u) = σ u + 2 ^ M * val P (σ u) := rfl
+    have uM : σ u < 2 ^ M := perm_lt _ (by omega)
+    rw [e1, hblock] at k1; rw [e2] at k2; rw [e3] at k1 k2
+    have same_block : val P (σ u) = val P j := by
+      rcases Nat.lt_trichotomy (val P (σ u)) (val P j) with l | e | g
+      · have : 2 ^ M * (val P (σ u) + 1) ≤ 2 ^ M * val P j := Nat.mul_le_mul_left _ l
         rw [Nat.mul_succ] at this; omega
       · exact e
-      · have : 2 ^ M * (fld (2 ^ 2 ^ f) X j + 1) ≤ 2 ^ M * (xval f n wx X (σ r) % 2 ^ wx) := Nat.mul_le_mul_left _ g
+      · have : 2 ^ M * (val P j + 1) ≤ 2 ^ M * val P (σ u) := Nat.mul_le_mul_left _ g
         rw [Nat.mul_succ] at this; omega
     rw [same_block] at k1 k2
-    have iu : i < σ r := by omega
-    have uj : σ r < j := by omega
-    have un : σ r < n := by omega
-    rw [hxv _ un] at same_block
-    exact hgap (σ r) iu uj ((heq _ j un (by omega)).2 same_block)
+    have iu : i < σ u := by omega
+    have uj : σ u < j := by omega
+    exact hgap (σ u) iu uj ((heq _ j (by omega) hj).2 same_block)
   refine ⟨hnext, ujM, sameAt _ (by omega) ujM ?_ ?_⟩
-  · rw [show unperm (2 ^ M) (net M W) j - 1 = unperm (2 ^ M) (net M W) i by omega, pi, pj, hxv i hi,
-      hxv j (by omega), hblock]
-  · rw [pj, hxv j (by omega)]
-    have := hlt j (by omega)
+  · rw [show unperm (2 ^ M) (net M W) j - 1 = unperm (2 ^ M) (net M W) i by omega, pi, pj, hblock]
+  · rw [pj]
+    have := hreal j hj
     omega
+
+/-- **Sorting by (block, time) puts each reference after the previous one to its block.** If the trace
+instance checks (`traceOK`), its fields are `2 ^ f` bits wide, `rot` transposes, and `sortOK` holds,
+then in the trace `decode …` every reference and the previous reference to its block sit at
+consecutive places of the network's order, the later one marked in `same` (`adjacent_of_planes`). It
+does not say where references to different blocks go. -/
+public theorem adjacent_of_sortOK {w n X K wt D S f M wx : Nat} {net0 rot : List (Nat × Nat)} {W : List Nat} {same : Nat}
+    (hck : traceOK w n X K wt D S = true) (hf : w + 1 = 2 ^ f) (hn : n ≤ 2 ^ M) (hD : D < 2 ^ wx) (hwx : wx ≤ 2 ^ f)
+    (hpairs : ∀ uv : Nat × Nat, uv ∈ rot → uv.1 < uv.2 ∧ uv.2 < M + f)
+    (hrot : ∀ e, e < M + f → idxComp rot e = if e < f then M + e else e - f)
+    (hs : sortOK f M n wx X rot W same = true) :
+    Adjacent (decode w n X wt D S net0) (2 ^ M) (net M W) same := by
+  obtain ⟨hlen, hlt, heq⟩ := decode_facts net0 hck
+  rw [hf] at hlt heq
+  have hv : ∀ t, t < n → val (xPlanes f M n wx X rot) t = fld (2 ^ 2 ^ f) X t := fun t ht => by
+    rw [val_xPlanes hpairs hrot hwx (by omega)]
+    unfold xval; rw [if_pos ht]; exact Nat.mod_eq_of_lt (Nat.lt_trans (hlt t ht) hD)
+  refine adjacent_of_planes hlen hn (fun t ht => ?_) (fun i j hi hj => ?_) hs
+  · rw [hv t ht, length_xPlanes]; have := hlt t ht; omega
+  · rw [hv i hi, hv j hj]; exact heq i j hi hj
 
 /-! ## Counting cuts and flags -/
 

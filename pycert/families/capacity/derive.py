@@ -71,11 +71,11 @@ def instance_text(trace: Trace, module: str, capacity: int, encoding: str,
         first = firsts(trace) if prefix == "attained" else None
     text, plan = emit.emit_instance(refs, trace.sha256, module, capacity, plain.cuts, witness=witness,
                                     admission=admission, firsts=first, as_module=as_module)
-    _attained(module, plan)
+    check_attained(module, plan)
     return text.encode(), plan
 
 
-def _attained(module: str, plan: emit.Plan) -> None:
+def check_attained(module: str, plan: emit.Plan) -> None:
     """Refuse a bound that the witness does not reach: it cannot be written as the optimum."""
     checks = [("", plan.max_hits, plan.witness_hits)]
     if plan.admission is not None:
@@ -229,6 +229,6 @@ def curve_text(trace: Trace, module: str, capacities: Sequence[int]) -> tuple[by
         first = firsts(trace) if any(p.prefix for p in points) else None
         text, plans = curve.emit_curve(trace.refs, trace.sha256, module, points, firsts=first)
         for plan in plans:
-            _attained(module, plan)
+            check_attained(module, plan)
         return text.encode(), plans
     return kept("capacity-curve", (trace.sha256, trace.n_refs, refs_key(trace.refs), module, tuple(capacities)), compute)

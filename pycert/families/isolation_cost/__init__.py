@@ -3,11 +3,13 @@ map, the optimum at ``C`` blocks of a cache shared by every tenant and of a salt
 both ways in both cache models of the capacity family, and the gap between them.
 
 A salted cache is a cache on the **keyed trace** (:mod:`pycert.analysis.salt`): every block id keyed by its
-request's tenant, as a per-tenant salt makes it. The certificate rests on three Lean files: the trace and
-the keyed trace as capacity instances (:mod:`pycert.lean.emit.capacity`, each a ``module`` whose data
-stays home) and a composition whose headline, ``Pycert.IsolationCost.SaltCost`` (``PrefixSaltCost`` when a
-prefix cache reaches the shared optimum), joins their headlines. Verify makes the tenant map, the keyed
-trace and all three files again from the trace.
+request's tenant, as a per-tenant salt makes it. The certificate rests on three Lean files: the trace's
+capacity instance (:mod:`pycert.lean.emit.capacity`), the keyed trace's instance, which carries each
+reference's tenant and keys the trace's own block numbers by it (:mod:`pycert.lean.emit.keyed`), and a
+composition whose headline, ``Pycert.IsolationCost.SaltCost`` (``PrefixSaltCost`` when a prefix cache reaches
+the shared optimum), joins their headlines and states, kernel-checked, that two references share a keyed
+block exactly when they share the block and the tenant (``Keyed``). Which tenant each request has is the
+tenant rule's, applied by Python; verify makes the tenant map and all three files again from the trace.
 
 This module is the claim; :mod:`pycert.families.isolation_cost.produce` makes the certificates, and
 :mod:`pycert.families.isolation_cost.derive` computes what both derive from a trace.
@@ -32,11 +34,20 @@ from pycert.families.traces import (BLOCK_IDENTITY, LEAN_DERIVED, LEAN_OUT, Trac
                                     read_certified, reading, slug)
 from pycert.families.isolation_cost.text import EVIDENCE, PREFIX_SALT_COST, SALT_COST, limits, rule_text, sentence
 
-ENCODING = "salt-cost-optima/1"
-"""The layout: two capacity instances in both models both ways (the trace and the keyed trace) and their
-composition (:mod:`pycert.lean.emit.salt_cost`)."""
+ENCODING = "salt-cost-keyed/2"
+"""The layout: the trace's capacity instance and the keyed trace's instance over the same block numbers and
+each reference's tenant (:mod:`pycert.lean.emit.keyed`), both models both ways, and their composition
+(:mod:`pycert.lean.emit.salt_cost`)."""
 LITERALS = ("refs", "capacity_blocks", "shared_demand_hits", "shared_hits", "salted_demand_hits", "salted_hits")
 """The headline's literals, in order, by figure name (the same for both predicates)."""
+
+
+KEYED_THEOREMS = ("Pycert.SortedTrace.adjacent_of_planes", "Pycert.SortedOptimum.linked_of_planes",
+                  "Pycert.SortedOptimum.optimum_of_facts", "Pycert.KeyedTrace.keyed_iff",
+                  "Pycert.KeyedTrace.adjacent_of_sortOK", "Pycert.KeyedTrace.linked_facts",
+                  "Pycert.KeyedTrace.tenant_of_requestsOK", "Pycert.KeyedTrace.keyed_facts",
+                  "Pycert.IsolationCost.keyed_of")
+"""What the keyed trace's instance and the composition rest on beside the capacity family's theorems."""
 
 
 class IsolationCostParams(TraceReading):
@@ -90,7 +101,8 @@ class IsolationCost(Claim):
     params = IsolationCostParams
     certificate = IsolationCostCertificate
     lean_module = "Pycert.IsolationCost"
-    theorem_names = (*CAPACITY.theorem_names, *WITNESS_THEOREMS, *ADMISSION_THEOREMS, "Pycert.IsolationCost.salt_gap")
+    theorem_names = (*CAPACITY.theorem_names, *WITNESS_THEOREMS, *ADMISSION_THEOREMS, *KEYED_THEOREMS,
+                     "Pycert.IsolationCost.salt_gap")
     primary = ("trace",)
     headline_predicate = SALT_COST
     headline_figures = LITERALS

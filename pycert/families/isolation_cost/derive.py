@@ -1,6 +1,6 @@
 """What the isolation-cost claim derives from a trace and its parameters: the tenant map, the keyed trace,
-the three Lean files (the trace and the keyed trace as capacity instances, the composition) and the
-engines' figures. Prove and verify call the same functions; the claim imports this module only when it
+the three Lean files (the trace's capacity instance, the keyed trace's instance over the same block numbers
+and each reference's tenant, the composition) and the engines' figures. Prove and verify call the same functions; the claim imports this module only when it
 has a trace to read (numpy, numba)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 import numpy as np
 
 from pycert.analysis import salt
-from pycert.analysis.requests import prefix_verdict
+from pycert.analysis.requests import firsts, prefix_verdict
 from pycert.analysis.tenants import cross_tenant
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.limits import MAX_PIECE_REFS
@@ -21,8 +21,10 @@ from pycert.data.traces import Trace
 from pycert.families.capacity import check_optimum
 from pycert.families.capacity import derive as capacity
 from pycert.families.isolation_cost import IsolationCostParams, part_names
-from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING
+from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING, packed_trace
 from pycert.lean.emit import salt_cost as emit
+from pycert.lean.emit.capacity import Plan, Side
+from pycert.lean.emit.keyed import emit_keyed
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,19 @@ def salted(trace: Trace, params: IsolationCostParams) -> Salted:
     return Salted(trace=trace, tenant_of=tenant_of, owner=owner, keyed=keyed, tenants=count)
 
 
+def keyed_text(s: Salted, module: str, blocks: int) -> tuple[bytes, Plan]:
+    """The keyed trace's instance: the trace's block numbers as its capacity instance packs them, each
+    reference's tenant, and Belady's pairs and cut lists of both models on the keyed trace."""
+    inst = packed_trace.plan(s.trace.refs, s.trace.sha256, module, pow2_fields=True)
+    sides = []
+    for admission in (False, True):
+        m = capacity.model(s.keyed.refs, blocks, admission=admission)
+        sides.append(Side(m.cuts, (m.starts, m.ends)))
+    text, plan = emit_keyed(inst, s.owner, firsts(s.trace), module, blocks, *sides)
+    capacity.check_attained(module, plan)
+    return text.encode(), plan
+
+
 def files(s: Salted, params: IsolationCostParams, instance: str) -> tuple[dict[str, bytes], emit.Cost]:
     """The three Lean files by path (``instance``: the composition's path; the two instances beside it) and
     what the composition states."""
@@ -68,7 +83,7 @@ def files(s: Salted, params: IsolationCostParams, instance: str) -> tuple[dict[s
     c = params.capacity_blocks
     shared, shared_plan = capacity.instance_text(s.trace, shared_mod, c, CAPACITY_OPTIMA_ENCODING,
                                                  params.shared_prefix_cache, as_module=True)
-    keyed, keyed_plan = capacity.instance_text(s.keyed, keyed_mod, c, CAPACITY_OPTIMA_ENCODING, None, as_module=True)
+    keyed, keyed_plan = keyed_text(s, keyed_mod, c)
     cost = emit.cost_of(shared_plan, keyed_plan)
     text = emit.emit_cost(PurePosixPath(instance).stem, s.trace.sha256, params.tenant_map_sha256, shared_mod, keyed_mod,
                           cost)

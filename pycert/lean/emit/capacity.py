@@ -218,12 +218,38 @@ def witness_lines(sort: Sorted, tag: str, capacity: int, starts: np.ndarray, end
     return lines, h
 
 
+def sort_of(keys: np.ndarray, m_log: int, piece_bits: int, name: str) -> tuple[Sorted, list[int]]:
+    """The sort of the references by (``keys``, time) on ``2 ** m_log`` places, and its network's words,
+    checked to sort before anything is written."""
+    sigma = sorted_order(keys, m_log)
+    words = network_words(sigma, m_log)
+    if not np.array_equal(perm_all(words, m_log), sigma):
+        raise PycertError(f"{name}: the network does not sort the references (an emitter bug)")
+    return Sorted(n=len(keys), m_log=m_log, sigma=sigma, same=same_plane(keys, sigma), piece_bits=piece_bits), words
+
+
+def sort_lines(sort: Sorted, words: list[int], f: int, block: str) -> list[str]:
+    """The network's words, ``same`` and the transposition ``rot`` of an instance sorted by (``block``, time)."""
+    lines = []
+    for k, word in enumerate(words):
+        lines += packed_trace.nat_defs(f"W{k}", f"Sort network word {k}: the layers on index bit {k}.", word,
+                                       sort.piece_bits)
+    lines += [f"/-- The network sorting the {2 ** sort.m_log} places by ({block}, time) (`SortedTrace.net`). -/",
+              f"noncomputable def W : List Nat := [{', '.join(f'W{k}' for k in range(sort.m_log))}]", ""]
+    lines += packed_trace.nat_defs("same", f"Sorted places whose predecessor is a reference to the same {block}.",
+                                   plane(sort.same), sort.piece_bits)
+    return lines + ["/-- Index-bit exchanges transposing the packed block numbers into bit planes. -/",
+                    f"noncomputable def rot : List (Nat × Nat) := {rotation_pairs(f, sort.m_log)!r}", ""]
+
+
 def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts: Sequence[int] | None,
-                 piece_bits: int) -> tuple[list[str], Plan, list[int], Sorted]:
+                 piece_bits: int, exposed: bool = False) -> tuple[list[str], Plan, list[int], Sorted]:
     """The definitions and checks every capacity file holds, up to the cuts of the model without
     admission (``cuts_eq``; none when ``cuts`` is None: a curve writes them per capacity), what they
     state, the trace's ids and the sort. The packing is decoded back before anything is written, as for
-    the whole-trace instance."""
+    the whole-trace instance. ``exposed``: the block numbers ``X`` public with their value, and ``facts``,
+    what the decoded trace is in terms of them (a keyed trace is stated over the same ``X``:
+    :mod:`pycert.lean.emit.keyed`)."""
     if capacity < 1:
         raise PycertError(f"{name}: capacity {capacity} (a capacity is at least one block)")
     inst = packed_trace.plan(refs, sha256, name, pow2_fields=True)
@@ -238,11 +264,7 @@ def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cut
                          f"instance holds 2^{MAX_SORT_BITS.bit_length() - 1} (the wasm Lean's heap)", where=name)
     wx = max(1, d.bit_length())
     x = np.asarray(packed_trace.unpack(inst.x, w + 1, n), dtype=np.int64)
-    sigma = sorted_order(x, m_log)
-    words = network_words(sigma, m_log)
-    if not np.array_equal(perm_all(words, m_log), sigma):
-        raise PycertError(f"{name}: the network does not sort the references (an emitter bug)")
-    sort = Sorted(n=n, m_log=m_log, sigma=sigma, same=same_plane(x, sigma), piece_bits=piece_bits)
+    sort, words = sort_of(x, m_log, piece_bits, name)
     cut_part, free = [], 0
     try:  # before `same` is written: the cut lines' flags are what may edit it (pycert mutate)
         if cuts is not None:
@@ -257,17 +279,10 @@ def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cut
         "/-- sha256 of the trace file these references were read from. -/",
         f'def sha256 : String := "{inst.sha256}"',
         "",
-        *packed_trace.data_defs(inst, piece_bits),
+        *packed_trace.data_defs(inst, piece_bits, exposed=exposed),
     ]
-    for k, word in enumerate(words):
-        lines += packed_trace.nat_defs(f"W{k}", f"Sort network word {k}: the layers on index bit {k}.", word, piece_bits)
-    lines += [f"/-- The network sorting the {2 ** m_log} places by (block, time) (`SortedTrace.net`). -/",
-              f"noncomputable def W : List Nat := [{', '.join(f'W{k}' for k in range(m_log))}]", ""]
-    lines += packed_trace.nat_defs("same", "Sorted places whose predecessor is a reference to the same block.",
-                                   plane(sort.same), piece_bits)
-    lines += ["/-- Index-bit exchanges transposing the packed block numbers into bit planes. -/",
-              f"noncomputable def rot : List (Nat × Nat) := {rotation_pairs(f, m_log)!r}", ""]
     lines += [
+        *sort_lines(sort, words, f, "block"),
         *cut_part,
         "/-- The trace: its references' block ids, in order. -/",
         f"public noncomputable def trace : List Nat := decode {w} {n} X {inst.wt} {d} S net",
@@ -276,6 +291,7 @@ def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cut
         "",
         f"theorem refs_eq : trace.length = {n} := (traceOK_sound net checked).1",
         "",
+        *(decoded_facts(w, n, d) if exposed else []),
         f"theorem sort_ok : SortedTrace.sortOK {f} {m_log} {n} {wx} X rot W same = true := by decide +kernel",
         "",
         f"theorem adjacent : SortedTrace.Adjacent trace (2 ^ {m_log}) (SortedTrace.net {m_log} W) same :=",
@@ -285,6 +301,16 @@ def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cut
     ]
     plan = Plan(refs=n, distinct=d, capacity=capacity, cuts=len(cuts or ()), free=free)
     return lines, plan, ids, sort
+
+
+def decoded_facts(w: int, n: int, d: int) -> list[str]:
+    """``facts``: the decoded trace's length, and its block numbers ``X`` below ``D`` and equal exactly where
+    the ids are (``Pycert.SortedTrace.decode_facts``), public for the module that keys the trace."""
+    b = f"(2 ^ ({w} + 1))"
+    return ["/-- The decoded trace in terms of its block numbers `X` (`SortedTrace.decode_facts`). -/",
+            f"public theorem facts : trace.length = {n} ∧ (∀ t, t < {n} → fld {b} X t < {d}) ∧",
+            f"    ∀ i j, i < {n} → j < {n} → (Pycert.nth trace i = Pycert.nth trace j ↔ fld {b} X i = fld {b} X j) :=",
+            "  SortedTrace.decode_facts net checked", ""]
 
 
 OPTIMUM_TERM = ("SortedOptimum.optimum_of_checks checked (by decide) (by decide) (by decide) (by decide) (by decide +kernel)\n"
@@ -320,12 +346,14 @@ def optimum_a_lines(n: int, capacity: int, h: int) -> list[str]:
             f"  SortedAdmission.optimumA_of_checks {ADMISSION_CHECKS}", ""]
 
 
-def firsts_lines(sort: Sorted, firsts: np.ndarray) -> list[str]:
-    """The requests' first references as a public plane (the prefix headline names it)."""
-    return [line.replace("noncomputable def firsts :", "public noncomputable def firsts :") for line in
-            packed_trace.nat_defs("firsts", "The requests' first references: bit `j` is set when reference `j` "
-                                  "starts a request (data, like the trace).", plane(np.asarray(firsts, dtype=bool)[:sort.n]),
-                                  sort.piece_bits)]
+def firsts_lines(sort: Sorted, firsts: np.ndarray, exposed: bool = False) -> list[str]:
+    """The requests' first references as a public plane (the prefix headline names it); ``exposed``: with its
+    value, for a module that compares it with another instance's."""
+    lines = packed_trace.nat_defs("firsts", "The requests' first references: bit `j` is set when reference `j` starts a "
+                                  "request (data, like the trace).", plane(np.asarray(firsts, dtype=bool)[:sort.n]),
+                                  sort.piece_bits, exposed=exposed)
+    return lines if exposed else [line.replace("noncomputable def firsts :", "public noncomputable def firsts :")
+                                  for line in lines]
 
 
 def prefix_lines(n: int, capacity: int, h: int) -> list[str]:
@@ -334,7 +362,8 @@ def prefix_lines(n: int, capacity: int, h: int) -> list[str]:
             f"  SortedAdmission.prefixOptimum_of_checks {ADMISSION_CHECKS} prefix_ok", ""]
 
 
-def admission_lines(sort: Sorted, capacity: int, side: Side, firsts: np.ndarray | None) -> tuple[list[str], Bound, bool]:
+def admission_lines(sort: Sorted, capacity: int, side: Side, firsts: np.ndarray | None,
+                    exposed: bool = False) -> tuple[list[str], Bound, bool]:
     """The model with admission control: its cuts, its witness, ``linked``, ``optimumA`` and, with the
     requests' first references, ``prefixOK`` and ``prefixOpt``."""
     lines, more, bound = admission_model(sort, capacity, side)
@@ -342,7 +371,7 @@ def admission_lines(sort: Sorted, capacity: int, side: Side, firsts: np.ndarray 
     assert h is not None
     lines += [*more, *linked_lines(sort), *optimum_a_lines(sort.n, capacity, h)]
     if firsts is not None:
-        lines += [*firsts_lines(sort, firsts), *prefix_lines(sort.n, capacity, h)]
+        lines += [*firsts_lines(sort, firsts, exposed), *prefix_lines(sort.n, capacity, h)]
     return lines, bound, firsts is not None
 
 
@@ -355,13 +384,14 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
     :func:`pycert.analysis.capacity.belady_pairs`) ``Optimum trace N C H``, ``H`` the number of starts;
     with ``admission`` as well (the other model's cuts and witness) ``Optima trace N C H HA``, and with
     ``firsts`` (the requests' first references) ``PrefixOptima trace firsts.testBit N C H HA HA``.
-    ``as_module``: a Lean ``module`` whose data stays private, so that a file importing it loads only its
-    headline (two instances stated together, :mod:`pycert.lean.emit.salt_cost`)."""
+    ``as_module``: a Lean ``module`` whose data stays private but for its block numbers ``X`` and requests'
+    first references, with ``facts`` on ``X`` (two instances stated together over the same ``X``,
+    :mod:`pycert.lean.emit.salt_cost`)."""
     if admission is not None and witness is None:
         raise PycertError(f"{name}: both models are stated both ways: a witness without admission is needed too")
     if firsts is not None and admission is None:
         raise PycertError(f"{name}: the prefix test is about the witness with admission control")
-    body, plan, _, sort = sorted_lines(refs, sha256, name, capacity, cuts, piece_bits)
+    body, plan, _, sort = sorted_lines(refs, sha256, name, capacity, cuts, piece_bits, exposed=as_module)
     n = plan.refs
     module = "SortedTrace" if witness is None else "SortedOptimum" if admission is None else "SortedAdmission"
     lines = [
@@ -396,7 +426,7 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
             f"  {OPTIMUM_TERM}",
         ]
         return "\n".join([*lines, *closing(f"{INSTANCE_NAMESPACE}.{name}")]), plan
-    more, bound, prefix = admission_lines(sort, capacity, admission, firsts)
+    more, bound, prefix = admission_lines(sort, capacity, admission, firsts, exposed=as_module)
     plan = plan.model_copy(update={"admission": bound, "prefix": prefix})
     lines += [
         f"theorem optimum : Pycert.Capacity.Optimum trace {n} {capacity} {h} :=",

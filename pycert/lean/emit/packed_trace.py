@@ -188,24 +188,27 @@ def _join(terms: Sequence[str], bits: int) -> str:
 
 
 def nat_defs(name: str, doc: str, value: int, piece_bits: int = PIECE_BITS,
-             group_pieces: int = GROUP_PIECES) -> list[str]:
+             group_pieces: int = GROUP_PIECES, exposed: bool = False) -> list[str]:
     """Lean definitions of ``name := value``: pieces joined in the kernel, at most ``group_pieces``
     of them to a helper definition ``name_i``, and ``name`` the join of the helpers. One command
-    holding thousands of pieces costs time superlinear in its length (DEVELOPERS.md)."""
+    holding thousands of pieces costs time superlinear in its length (DEVELOPERS.md). ``exposed``: every
+    definition ``@[expose] public``, so that a module importing this one can compute with the value."""
     pieces = _pieces(value, piece_bits)
     groups = [pieces[i:i + group_pieces] for i in range(0, len(pieces), group_pieces)]
+    kind = "@[expose] public noncomputable def" if exposed else "noncomputable def"
     if len(groups) == 1:
-        return [f"/-- {doc} -/", f"noncomputable def {name} : Nat := {_join(groups[0], piece_bits)}", ""]
+        return [f"/-- {doc} -/", f"{kind} {name} : Nat := {_join(groups[0], piece_bits)}", ""]
     out = []
     for i, g in enumerate(groups):
-        out += [f"noncomputable def {name}_{i} : Nat := {_join(g, piece_bits)}", ""]
+        out += [f"{kind} {name}_{i} : Nat := {_join(g, piece_bits)}", ""]
     helpers = [f"{name}_{i}" for i in range(len(groups))]
-    return out + [f"/-- {doc} -/", f"noncomputable def {name} : Nat := {_join(helpers, piece_bits * group_pieces)}", ""]
+    return out + [f"/-- {doc} -/", f"{kind} {name} : Nat := {_join(helpers, piece_bits * group_pieces)}", ""]
 
 
-def data_defs(inst: Packed, piece_bits: int = PIECE_BITS) -> list[str]:
+def data_defs(inst: Packed, piece_bits: int = PIECE_BITS, exposed: bool = False) -> list[str]:
     """The definitions of a packed instance's vectors ``X``, ``K``, ``S`` and its network ``net``
-    (what a whole-trace file, a shard's file and a capacity file hold)."""
+    (what a whole-trace file, a shard's file and a capacity file hold); ``exposed``: ``X`` public, with its
+    value (:func:`nat_defs`), for a module that states something of the same block numbers."""
     n, d = inst.refs, inst.distinct
     layers = []
     for i, (k, c) in enumerate(inst.net):
@@ -220,7 +223,7 @@ def data_defs(inst: Packed, piece_bits: int = PIECE_BITS) -> list[str]:
         net_val = "[]"
     return [
         *nat_defs("X", f"Reference `j` is block number `fld (2 ^ {inst.w + 1}) X j`, numbered in order of first "
-                  "occurrence.", inst.x, piece_bits),
+                  "occurrence.", inst.x, piece_bits, exposed=exposed),
         *nat_defs("K", f"Distinct blocks among the first `j` references, for `j = 0 … {n}`.", inst.k, piece_bits),
         *nat_defs("S", f"The {d} distinct block ids in increasing order, {inst.wt + 1}-bit fields.", inst.t,
                   piece_bits),
