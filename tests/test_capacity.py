@@ -295,10 +295,11 @@ def test_certificates_at_two_capacities_hold_on_the_kernel(proved: tuple[Path, P
         assert figures_of(cert)["admission_hits"] == optcurve.admission_hit_curve(refs).hits(c)
         assert evidence["max_hits"] == evidence["belady_hits"] == evidence["admission_hits"] == "kernel-checked"
         h, ha = figures_of(cert)["max_hits"], figures_of(cert)["admission_hits"]
-        assert (f"caches with admission control (a missed block may be left out and any block evicted at any step; the "
-                f"cache starts empty) of {c} blocks hit at most {ha} times and one (offline) hits exactly {ha}") in doc["claim"]
-        assert f"For caches that admit every missed block and start empty, a subset, the optimum at {c} blocks is {h}" \
-            in doc["claim"]
+        assert (f"caches that start empty, hold blocks of one size, fetch a block only when it is referenced (no "
+                f"prefetch) and may bypass (leave a missed block out) and evict any block at any step, of {c} blocks, hit "
+                f"at most {ha} times, and one (offline, keeping no room for a running request's blocks, which a real "
+                f"engine needs) hits exactly {ha}") in doc["claim"]
+        assert f"Of these, the caches that store every missed block have the optimum {h} at {c} blocks" in doc["claim"]
         assert "prefix cache" not in doc["claim"] and "tokens" not in doc["claim"]  # a file of ids: no requests
         stated = doc["statements"][doc["theorems"][-1]]["statement"]
         assert " : Pycert.Admission.Optima " in stated and stated.endswith(f" 512 {c} {h} {ha}"), stated
@@ -498,7 +499,8 @@ def test_mooncake_traces_at_128_blocks(name: str, tmp_path: Path) -> None:
 
 def test_the_offload_report_marks_what_a_capacity_certificate_proves(proved: tuple[Path, Path]) -> None:
     """At the certified capacity, Belady's GPU-only hit rate is kernel-checked (its certificate verified);
-    every other figure stays computed, and the two headrooms add up to the whole."""
+    every other figure stays computed, and the three headrooms add up to the whole, each with the one meaning
+    the report page's columns give it (tier: the ceiling less the optimum with bypass)."""
     trace_path, certs = proved
     trace = dataclasses.replace(read_trace(trace_path), block_tokens=16)
     rep = with_evidence(offload_report(trace, 2 * 16, control_k=None), trace_path, certs)
@@ -507,7 +509,9 @@ def test_the_offload_report_marks_what_a_capacity_certificate_proves(proved: tup
     assert {k for k, v in rep.evidence.items() if v == "kernel-checked"} == {"gpu_only_belady_hit_rate",
                                                                              "gpu_only_admission_hit_rate"}
     p = rep.primary
-    assert p.policy_headroom_pp.value + p.tier_headroom_pp.value == p.headroom_pp.value
+    assert p.policy_headroom_pp.value + p.bypass_headroom_pp.value + p.tier_headroom_pp.value == p.headroom_pp.value
+    assert p.tier_headroom_pp.value == 100 * (p.max_achievable_hit_rate.value - p.gpu_only_admission_hit_rate.value)
+    assert p.bypass_headroom_pp.value == 100 * (p.gpu_only_admission_hit_rate.value - p.gpu_only_belady_hit_rate.value)
     assert p.gpu_only_belady_hit_rate.value == Fraction(figures_of(certs / "capacity-ids-c2.json")["max_hits"], p.refs)
     at_three = with_evidence(offload_report(trace, 3 * 16, control_k=None), trace_path, certs)
     assert set(at_three.evidence.values()) == {"computed"}  # no certificate at 3 blocks

@@ -44,10 +44,12 @@ def test_the_rows_measure_the_engine_beside_the_closed_form(made) -> None:  # no
     assert all(r["apc_prefill_computed"] == r["prompt_tokens"] for r in ramp.values())
     assert {n: int(r["cached_tokens"]) for n, r in ramp.items()} == {255: 0, 256: 0, 257: 256, 384: 256}
     assert [n for n, r in ramp.items() if r["first_touch_cut"] != r["closed_form_cut"]] == [256]
+    assert all(r["first_touch_cut"] == r["engine_closed_form_cut"] for r in ramp.values())  # the last-token rule
     assert all(r["zero_tenant_leak"] == "true" for r in got)
-    assert all(r["closed_form_cut"] == "" for r in got if r["source"] == "mooncake_fast25_trace")
+    assert all(r["closed_form_cut"] == r["engine_closed_form_cut"] == "" for r in got
+               if r["source"] == "mooncake_fast25_trace")
     card = (root / "README.md").read_text()
-    assert "prints `3 of 4`" in card and "at n = 256" in card
+    assert "prints `4 3 of 4`" in card and "at n = 256" in card
     notice = (root / "NOTICE").read_text()
     assert "Copyright (c) kvcache-ai" in notice and "Apache License, Version 2.0" in notice
 

@@ -6,6 +6,7 @@ to end with its certificates, ``--replay`` and a planted defect (slow: the Lean 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -110,24 +111,29 @@ def test_a_trace_the_engine_cannot_replay_is_refused_before_torch(tmp_path: Path
 
 
 def test_the_sentence_names_the_caches_the_capacity_certificate_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A headline with the optimum under admission control bounds every cache of C blocks that starts empty,
-    and the sentence takes its figure and says so; a headline without it (a trace in pieces, an older layout)
-    bounds only the caches that admit every missed block, and the sentence names that narrower model."""
+    """A headline with the optimum with bypass bounds every cache of C blocks in the model (it starts empty, holds
+    blocks of one size, fetches a block only when it is referenced), and the sentence takes its figure and says so,
+    with the limits of the cache reaching it (offline, no room for a running request's blocks); a headline
+    without it bounds only the caches that store every missed block, and one that states the bound alone says
+    "at most" (attainment computed, not kernel-checked)."""
     claim = capacity_family.CLAIM
+    limits = "that starts empty, holds blocks of one size, fetches a block only when it is referenced (no prefetch) and"
     figure, caches = claim.widest_bound(CapacityParams(capacity_blocks=1024, lean_encoding=OPTIMA_ENCODING))
-    assert figure == "admission_hits" and reached(599, 2438, 1024, caches, (306_688, 1_248_256)) == (
-        "the engine reached 599 of the 2,438 hits any cache of 1,024 blocks that starts empty can reach on this trace "
-        "(in tokens: 306,688 of at most 1,248,256)")
+    assert figure == "admission_hits" and reached(599, 2438, 1024, caches, True, (306_688, 1_248_256)) == (
+        f"the engine reached 599 of the 2,438 hits of the optimum at 1,024 blocks: no cache of 1,024 blocks {limits} "
+        "may bypass (leave a missed block out) hits more on this trace, and one (offline, keeping no room for a "
+        "running request's blocks, which a real engine needs) hits exactly 2,438 (in tokens: 306,688 of at most "
+        "1,248,256)")
     for encoding in (OPTIMUM_ENCODING, ENCODING, PIECES_ENCODING):
         params = CapacityParams(capacity_blocks=1024, lean_encoding=encoding)
         figure, caches = claim.widest_bound(params)
-        assert figure == "max_hits" and reached(638, 2438, 1024, caches) == (
-            "the engine reached 638 of the 2,438 hits any cache of 1,024 blocks that admits every missed block and "
-            "starts empty can reach on this trace")
-    monkeypatch.setitem(capacity_family.BOUNDS, capacity_family.OPTIMUM, ("max_hits", ""))
-    params = CapacityParams(capacity_blocks=1, lean_encoding=OPTIMUM_ENCODING)
-    assert reached(3, 5, 1, claim.widest_bound(params)[1]) == ("the engine reached 3 of the 5 hits any cache of 1 "
-                                                               "block can reach on this trace")
+        assert figure == "max_hits" and caches == f"{limits} stores every missed block"
+    said = reached(638, 2438, 1024, f"{limits} stores every missed block", False)
+    assert said == (f"the engine reached 638 hits, of at most 2,438 that any cache of 1,024 blocks {limits} stores every "
+                    "missed block can hit on this trace (that one reaches 2,438, offline and keeping no room for a "
+                    "running request's blocks, which a real engine needs, is computed, not kernel-checked)")
+    # the wide wording of before: every cache that starts empty "can reach" the figure, whatever the headline
+    assert "can reach" not in reached(1, 2, 1, caches, True) and "any cache of 1 block that starts empty can" not in said
 
 
 # ---------------------------------------------------------------------------- the real engine
@@ -308,12 +314,28 @@ def test_beside_refuses_an_engine_count_above_the_kernel_checked_optimum(replaye
                          trace, root=tmp_path)
     side = beside(cert, capacity)
     assert (side.optimum, side.optimum_tokens, side.engine_tokens) == (35, 35 * 512, 512 * side.engine_hits)
-    assert side.sentence == reached(side.engine_hits, 35, C, "that starts empty", (512 * side.engine_hits, 35 * 512))
+    bypassing = capacity_family.CLAIM.widest_bound(capacity.parameters)[1]
+    assert side.sentence == reached(side.engine_hits, 35, C, bypassing, True, (512 * side.engine_hits, 35 * 512))
     assert [r[3] for r in side.rows()][2] == f"at most {35 * 512:,} ({100 * 35 / 80:.2f}%)"
     # a headline without admission control: the narrower model, named
     older = make_cert("capacity-small-c12", "capacity", {"capacity_blocks": C, "lean_encoding": OPTIMUM_ENCODING},
                       trace, root=tmp_path)
-    assert "that admits every missed block and starts empty can reach" in beside(cert, older).sentence
+    assert ("fetches a block only when it is referenced (no prefetch) and stores every missed block hits more"
+            in beside(cert, older).sentence)
+    # a bound alone (the older pieced layout): "at most", attainment computed
+    bound = make_cert("capacity-small-c12", "capacity", {"capacity_blocks": C, "lean_encoding": ENCODING},
+                      trace, root=tmp_path)
+    assert re.search(r"the engine reached \d+ hits, of at most \d+ that any cache", beside(cert, bound).sentence)
+    assert "is computed, not kernel-checked" in beside(cert, bound).sentence
+    # the trace read otherwise (other references): refused, naming both readings
+    other = capacity.model_copy(update={"figures": [f.model_copy(update={"numerator": f.numerator + 1})
+                                                    if f.name == "refs" else f for f in capacity.figures]})
+    with pytest.raises(Rejected, match="figures.refs: expected .* the engine's replay .* read"):
+        beside(cert, other)
+    prompts = capacity.model_copy(update={"parameters": capacity.parameters.model_copy(
+        update={"trace_format": "prompts", "block_tokens": 32})})
+    with pytest.raises(Rejected, match="parameters.block_tokens: expected 16"):
+        beside(cert, prompts)
     # a capacity certificate whose optimum is below the engine's count: one of them is wrong
     low = capacity.model_copy(update={"figures": [f.model_copy(update={"numerator": side.engine_hits - 1})
                                                   if f.name == "admission_hits" else f for f in capacity.figures]})
@@ -343,8 +365,8 @@ def test_replay_certifies_verifies_offloads_reports_and_replays(capsys: pytest.C
     side = res["beside"]
     assert side["optimum_known"] == "kernel-checked in capacity-small-c12"
     assert side["unbounded_known"] == "kernel-checked in ceiling-small"
-    assert side["sentence"] == reached(res["engine_hits"], side["optimum"], C, "that starts empty",
-                                       (side["engine_tokens"], side["optimum_tokens"]))
+    assert side["sentence"] == reached(res["engine_hits"], side["optimum"], C, capacity_family.BOUNDS[
+        capacity_family.PREFIX_OPTIMA][1], True, (side["engine_tokens"], side["optimum_tokens"]))
     assert sorted(p.name for p in out.glob("*.json")) == ["capacity-small-c12.json", "ceiling-small.json",
                                                           "engine-small-c12-b16-seed0.json"]
     assert main(["verify", *map(str, out.glob("*.json"))]) == 0

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pycert.analysis.first_touch import BLOCK_TOKENS, block_prompt, lead, ramp, ramp_prompt, trace_rows
+from pycert.analysis.first_touch import (BLOCK_TOKENS, block_prompt, closed_form_served, last_token_served, lead, ramp,
+                                        ramp_prompt, trace_rows)
 from pycert.cli import main
 from pycert.core.errors import InputError, Rejection
 from pycert.core.gate import inside
@@ -159,14 +160,15 @@ def test_the_log_round_trips_and_refuses_junk(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------- the table
 
 
-def row(i: int, cut: str = "0.5", closed: str = "0.5", source: str = "synthetic_ramp") -> Row:
+def row(i: int, cut: str = "0.5", closed: str = "0.5", source: str = "synthetic_ramp", engine: str | None = None) -> Row:
     wid = f"{'synthetic' if source == 'synthetic_ramp' else 'mooncake'}-{i:03d}"
     return Row(workload_id=wid, source=source, prompt_tokens="512", apc_prefill_computed="512",
                pooled_prefill_computed="256", cached_tokens="256", first_touch_cut=cut, closed_form_cut=closed,
-               zero_tenant_leak="true", certificate=f"certificates/{wid}.json")
+               engine_closed_form_cut=closed if engine is None else engine, zero_tenant_leak="true",
+               certificate=f"certificates/{wid}.json")
 
 
-ROWS = [row(1), row(2, "0.75", "1"), row(1, "0.25", "", "mooncake_fast25_trace")]
+ROWS = [row(1), row(2, "0.75", "1", engine="0.75"), row(1, "0.25", "", "mooncake_fast25_trace")]
 
 
 def table(tmp_path: Path, text: bytes) -> Rejection | list[Row]:
@@ -185,7 +187,7 @@ def test_the_table_round_trips(tmp_path: Path) -> None:
      "the columns"),
     (lambda t: t + t.splitlines(keepends=True)[1], "duplicate-row", "synthetic-001 named twice (lines 2 and 5)"),
     (lambda t: t.replace(b",true,", b",yes,", 1), "cell", "zero_tenant_leak"),
-    (lambda t: t.replace(b"512,512,", b"512,", 1), "cells", "10 cells"),
+    (lambda t: t.replace(b"512,512,", b"512,", 1), "cells", "11 cells"),
     (lambda t: b"\xff\xfe" + t, "not-csv", "UTF-8"),
     (lambda t: b"", "not-csv", "empty"),
 ])
@@ -208,8 +210,20 @@ def test_first_difference_names_row_column_expected_found() -> None:
 def test_the_card_counts_the_rows_where_cut_meets_closed_form() -> None:
     s = summary(ROWS, 256)
     assert (s.synthetic, s.equal, s.differ_at, s.mooncake, s.mean_cut, s.below_floor) == (2, 1, [512], 1, "0.250", 1)
+    assert s.engine_equal == 2
     text = card(ROWS, HEADER).decode()
-    assert "prints `1 of 2`" in text and "Apache License, Version 2.0" in text and "kvcache-ai" in text
+    assert "prints `2 1 of 2`" in text and "Apache License, Version 2.0" in text and "kvcache-ai" in text
+    # the one line that says where and why the two closed forms differ, and that the seed's is kept as published
+    assert "computes the prompt's last token again (`Pycert.FirstTouch.lastServed_add`)" in text
+    assert "kept as published" in text
+
+
+def test_the_engines_closed_form_is_the_last_token_rule() -> None:
+    """c·⌊(n-1)/c⌋ against c·⌊n/c⌋: one chunk less exactly at a multiple of c, as lastServed_add states."""
+    for c in (2, 16, 256):
+        for n in range(1, 4 * c + 2):
+            gap = closed_form_served(c, n) - last_token_served(c, n)
+            assert gap == (c if n % c == 0 else 0), (c, n)
 
 
 # ---------------------------------------------------------------------------- the Lean modules
@@ -220,7 +234,8 @@ def test_the_ramp_module_states_each_rows_closed_form() -> None:
     sigs = theorem_signatures(text)
     for k, n in enumerate(ramp(256, 2), 1):
         name = f"Pycert.Instance.FirstTouchRampC256B2.Synthetic{k:03d}.headline"
-        assert statement_literals(sigs[name], "Pycert.FirstTouch.CutAt") == [256, n, 256 * (n // 256)]
+        assert statement_literals(sigs[name], "Pycert.FirstTouch.RampAt") == [256, n, 256 * (n // 256),
+                                                                              256 * ((n - 1) // 256)]
         assert f"#check @{name}" in text
     assert text.count("set_option Elab.async false") == 1
 
@@ -285,10 +300,12 @@ def test_the_committed_dataset_table_says_what_its_card_says() -> None:
     assert isinstance(rows, list) and len(rows) == 65
     ramp_rows = [r for r in rows if r.source == "synthetic_ramp"]
     equal = sum(r.first_touch_cut == r.closed_form_cut for r in ramp_rows)
-    assert f"prints `{equal} of {len(ramp_rows)}`" in (root / "README.md").read_text()
+    engine = sum(r.first_touch_cut == r.engine_closed_form_cut for r in ramp_rows)
+    assert (engine, equal, len(ramp_rows)) == (36, 27, 36)  # the engine's closed form is the measured cut on every row
+    assert f"prints `{engine} {equal} of {len(ramp_rows)}`" in (root / "README.md").read_text()
     docs = (root.parent.parent / "docs" / "dataset.md").read_text()
     s = summary(rows, 256)
-    assert f"prints **`{equal} of {len(ramp_rows)}`**" in docs
+    assert f"prints **`{engine} {equal} of {len(ramp_rows)}`**" in docs
     assert f"mean first_touch_cut of\n**{s.mean_cut}** with **{s.below_floor} of 29**" in docs
     assert all((root / r.certificate).is_file() and Path(r.certificate).stem == r.workload_id for r in rows)
     assert all(r.first_touch_cut == decimal_of(1 - Fraction(int(r.pooled_prefill_computed), int(r.apc_prefill_computed)))

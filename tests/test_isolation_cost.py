@@ -57,7 +57,7 @@ def params_for(trace: Path, capacity: int, rule: str = "field", tenants: int | N
     tenant_of = salt.tenant_map(t, rule, tenants, prefix_blocks)  # type: ignore[arg-type]
     return {"capacity_blocks": capacity, "tenant_rule": rule, "tenants": salt.tenant_count(t, rule, tenants),  # type: ignore[arg-type]
             "prefix_blocks": prefix_blocks, "tenant_map_sha256": salt.map_sha256(tenant_of),
-            "shared_prefix_cache": derive.prefix_of(t, capacity)[0], "lean_encoding": "salt-cost-optima/1",
+            "shared_prefix_cache": derive.prefix_of(t, capacity)[0], "lean_encoding": "salt-cost-keyed/2",
             "trace_format": t.format, "block_tokens": None}
 
 
@@ -130,8 +130,11 @@ def test_the_gap_on_a_trace_known_by_hand(tmp_path: Path, capacity: int) -> None
         "refs", "capacity_blocks", "shared_hits", "salted_hits", "shared_demand_hits", "salted_demand_hits"}
     assert evidence["partitioned_hits"] == evidence["gap"] == "computed"
     assert (f"a per-tenant salt costs at least {shared - keyed} hits" in cert.claim and "per-block ownership state" in
-            cert.claim and "the kernel does not relate the two traces" in cert.claim)
-    assert "caches with admission control" in cert.claim and "starts empty" in cert.claim
+            cert.claim and "The kernel checks that the keyed trace is the trace keyed by the tenants the certificate "
+            "carries" in cert.claim and "that those tenants are the rule's is pycert's reading" in cert.claim)
+    assert "the kernel does not relate the two traces" not in cert.claim  # the wide qualifier of the old layout
+    assert "may bypass" in cert.claim and "start empty" in cert.claim and "(no prefetch)" in cert.claim
+    assert "Pycert.IsolationCost.keyed_of" in cert.theorems and "Pycert.KeyedTrace.keyed_facts" in cert.theorems
     stated = cert.statements[cert.theorems[-1]].signature
     assert stated.split(" : ", 1)[1].startswith("Pycert.IsolationCost.PrefixSaltCost ")  # the trace is prefix-closed
     assert stated.rstrip(" :=").endswith(f"8 {capacity} {figs['shared_demand_hits']} {shared} "

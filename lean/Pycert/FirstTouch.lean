@@ -74,6 +74,33 @@ says nothing about prompts shorter than that. -/
 public theorem lmcache_floor_vacuous {n : Nat} (hn : 512 ≤ n) : 3 * (cut 256 n).2 ≤ 10 * (cut 256 n).1 :=
   floor_met (by decide) (by omega) (by decide)
 
+/-! ## The engine's closed form: the last token computed again -/
+
+/-- Tokens of an `n`-token prompt served from a store of whole chunks of `c` tokens by an engine that computes
+the prompt's last token again: the whole chunks of the first `n - 1` tokens. -/
+@[expose] public def lastServed (c n : Nat) : Nat := c * ((n - 1) / c)
+
+/-- **Where the two closed forms differ.** For a prompt of `n ≥ 1` tokens and chunks of `c ≥ 1` tokens, the
+engine's closed form serves one chunk less than `served` when `c` divides `n`, and the same otherwise. -/
+public theorem lastServed_add {c n : Nat} (hc : 0 < c) (hn : 0 < n) :
+    lastServed c n + (if n % c = 0 then c else 0) = served c n := by
+  unfold lastServed served
+  have h := Nat.div_add_mod n c
+  have hr := Nat.mod_lt n hc
+  by_cases e : n % c = 0
+  · rw [if_pos e]
+    have hq : 1 ≤ n / c := by
+      rcases Nat.eq_zero_or_pos (n / c) with z | p
+      · rw [z, e, Nat.mul_zero] at h; omega
+      · exact p
+    have hm : n - 1 = (c - 1) + c * (n / c - 1) := by
+      rw [Nat.mul_sub_one]; have := Nat.mul_le_mul_left c hq; rw [Nat.mul_one] at this; omega
+    rw [hm, Nat.add_mul_div_left _ _ hc, Nat.div_eq_of_lt (by omega), Nat.zero_add, Nat.mul_sub_one]
+    have := Nat.mul_le_mul_left c hq; rw [Nat.mul_one] at this; omega
+  · rw [if_neg e, Nat.add_zero]
+    have hm : n - 1 = (n % c - 1) + c * (n / c) := by omega
+    rw [hm, Nat.add_mul_div_left _ _ hc, Nat.div_eq_of_lt (by omega), Nat.zero_add]
+
 /-! ## What an instance proves -/
 
 /-- **The headline of a first-touch certificate.** A store pre-warmed in chunks of `c` tokens serves
@@ -87,5 +114,15 @@ certificate's figures off them. It says nothing about prompts shorter than `2 * 
 /-- `CutAt` from the served count `c * (n / c)` (`cut_eq`, `cut_gt_half`, `floor_met`). -/
 public theorem cutAt {c n served : Nat} (hc : 0 < c) (hs : c * (n / c) = served) : CutAt c n served :=
   ⟨by rw [cut_eq, hs], fun _ h => ⟨cut_gt_half hc h, floor_met hc (by omega) (by decide)⟩⟩
+
+/-- **The headline of a measured row of the first-touch dataset.** `CutAt c n served`, and the engine's
+closed form: an engine that computes the prompt's last token again serves `last = c * ((n - 1) / c)`
+(`lastServed`). It says nothing of what an engine measured. -/
+@[expose] public def RampAt (c n served last : Nat) : Prop := CutAt c n served ∧ lastServed c n = last
+
+/-- `RampAt` from the two served counts (`cutAt`). -/
+public theorem rampAt {c n served last : Nat} (hc : 0 < c) (hs : c * (n / c) = served) (hl : c * ((n - 1) / c) = last) :
+    RampAt c n served last :=
+  ⟨cutAt hc hs, hl⟩
 
 end Pycert.FirstTouch

@@ -48,6 +48,12 @@ def closed_form_served(c: int, n: int) -> int:
     return c * (n // c)
 
 
+def last_token_served(c: int, n: int) -> int:
+    """The same for an engine that computes the prompt's last token again: the whole chunks of the first
+    ``n - 1`` tokens, ``c·⌊(n-1)/c⌋`` (``Pycert.FirstTouch.lastServed``)."""
+    return c * ((n - 1) // c)
+
+
 def ramp_prompt(seed: int, n: int, vocab: int) -> tuple[int, ...]:
     """The ramp's ``n``-token prompt: token ids drawn uniformly from ``FIRST_ID .. vocab - 1``, seeded by
     ``seed`` and ``n`` (string seeds are hashed by sha512: the same on every platform)."""

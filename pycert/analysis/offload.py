@@ -24,13 +24,14 @@ blocks (unbounded when not given):
 - ``gpu_share_of_achievable`` = gpu_only_hit_rate / max_achievable_hit_rate (absent when nothing is
   achievable, i.e. no block is ever reused).
 - ``gpu_only_admission_hit_rate`` = hits of Belady's MIN with bypass at ``G`` / refs: the best any GPU-only
-  cache with admission control could do (a missed block may be left out; it includes every cache above).
-- ``policy_headroom_pp`` = 100 * (gpu_only_belady_hit_rate - gpu_only_hit_rate): what a better eviction
-  policy can still win at ``G`` (OPT(G) - LRU(G)), and ``tier_headroom_pp`` = 100 *
-  (max_achievable_hit_rate - gpu_only_belady_hit_rate): what no GPU-only cache that stores every miss can
-  win (ceiling - OPT(G)). The two add up to ``headroom_pp``. Admission control alone wins
-  ``gpu_only_admission_hit_rate - gpu_only_belady_hit_rate`` of ``tier_headroom_pp``: what only an extra
-  tier can win is ceiling - the admission optimum (the report page's column), which can be far less.
+  cache that may bypass could do (a missed block may be left out; it includes every cache above).
+- The headroom in three parts that add up to ``headroom_pp``, each with one meaning here, in the report page's
+  columns and in the docs: ``policy_headroom_pp`` = 100 * (gpu_only_belady_hit_rate - gpu_only_hit_rate), what
+  a better eviction policy can still win at ``G`` (OPT(G) - LRU(G)); ``bypass_headroom_pp`` = 100 *
+  (gpu_only_admission_hit_rate - gpu_only_belady_hit_rate), what bypass adds to that (the optimum at ``G``
+  with bypass - OPT(G)); and ``tier_headroom_pp`` = 100 * (max_achievable_hit_rate -
+  gpu_only_admission_hit_rate), what no GPU-only cache of ``G`` blocks can win, bypassing or not: what only
+  another tier can win (the ceiling - the optimum at ``G`` with bypass).
 
 **Tokens.** Where the trace gives prompt lengths, the hit rates are given in tokens too (``..._tokens``):
 the tokens of the references each policy hits over the prompt tokens (``refs_tokens``), a block counting
@@ -87,6 +88,7 @@ class OffloadArm(BaseModel):
     headroom_pp: Ratio
     gpu_share_of_achievable: Ratio | None
     policy_headroom_pp: Ratio
+    bypass_headroom_pp: Ratio
     tier_headroom_pp: Ratio
     gpu_only_admission_hit_rate: Ratio
     refs_tokens: int | None = None
@@ -172,7 +174,8 @@ def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = No
         headroom_pp=Ratio.of(100 * (achievable - gpu)),
         gpu_share_of_achievable=Ratio.of(gpu / achievable) if achievable else None,
         policy_headroom_pp=Ratio.of(100 * (opt.hit_rate(g) - gpu)),
-        tier_headroom_pp=Ratio.of(100 * (achievable - opt.hit_rate(g))),
+        bypass_headroom_pp=Ratio.of(100 * (adm.hit_rate(g) - opt.hit_rate(g))),
+        tier_headroom_pp=Ratio.of(100 * (achievable - adm.hit_rate(g))),
         **_in_tokens(trace, {"max_achievable_hit_rate": lru_d, "gpu_only_hit_rate": lru_d, "gpu_only_belady_hit_rate":
                              opt_d, "gpu_only_admission_hit_rate": adm_d, "host_backed_hit_rate": lru_d},
                      {"max_achievable_hit_rate": None, "host_backed_hit_rate": None if h is None else g + h}, g),

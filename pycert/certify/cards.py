@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from pycert.certify.card import Card, Cell, Number, Table, exact_of, pct, rounded, unit_of
 from pycert.core.schema import Certificate, Figure, InputFile
+from pycert.families.capacity.text import STORE, caches
 from pycert.families.engine.beside import Beside, beside
 
 if TYPE_CHECKING:  # numpy: the page imports the trace engine only when it draws a curve
@@ -145,15 +146,15 @@ def _at_capacity(facts: TraceFacts, c: int, cert: Certificate, subject: str, of:
     refs = figures(cert)["refs"].numerator
     h, ha = stored(cert), admitted(cert)
     if h is None and ha is not None:
-        return (f"with {c:,} blocks{_tokens(facts, c)}, a cache that may leave missed blocks out hits at most "
-                f"{pct(Fraction(ha, refs))}{of}, which one such cache reaches")
+        return (f"with {c:,} blocks{_tokens(facts, c)}, a cache that may also bypass (leave a missed block out) hits at "
+                f"most {pct(Fraction(ha, refs))}{of}, which one such cache reaches")
     assert h is not None
     reach = " and one reaches exactly that" if optimum(cert) else ""
     said = f"with {c:,} blocks{_tokens(facts, c)}, {subject} hits at most {pct(Fraction(h, refs))}{of}{reach}"
     if ha is None:
         return said
     who = "a prefix cache" if prefix_reached(cert) else "one such cache"
-    return f"{said}, while a cache that may leave missed blocks out hits at most {pct(Fraction(ha, refs))}, which {who} reaches"
+    return f"{said}, while one that may also bypass hits at most {pct(Fraction(ha, refs))}, which {who} reaches"
 
 
 def sentence(facts: TraceFacts) -> str:
@@ -162,10 +163,11 @@ def sentence(facts: TraceFacts) -> str:
     parts, subject, of = [], "such a cache", ""
     if facts.ceiling is not None and refs:
         hits = figures(facts.ceiling)["max_hits"].numerator
-        parts.append(f"No cache that loads every block it misses, starting empty, hits more than {pct(Fraction(hits, refs))} "
-                     f"of this trace's {refs:,} block references, whatever its size or eviction policy")
+        parts.append(f"No cache {caches(STORE, plural=False)} hits more than "
+                     f"{pct(Fraction(hits, refs))} of this trace's {refs:,} block references, whatever its size or eviction "
+                     "policy")
     elif refs:
-        subject, of = "a cache that loads every block it misses, starting empty,", f" of this trace's {refs:,} block references"
+        subject, of = f"a cache {caches(STORE, plural=False)}", f" of this trace's {refs:,} block references"
     for c, cert in sorted(facts.capacity.items()):
         parts.append(_at_capacity(facts, c, cert, subject, of))
         subject, of = "such a cache", ""
@@ -176,7 +178,8 @@ def sentence(facts: TraceFacts) -> str:
                     "tables.")
         return ("No certificate of this trace verified: the figures below are computed by pycert's trace engine, "
                 "not proved.")
-    ahead = " (the caches reaching these optima read the trace ahead, as Belady's MIN does)" if any(
+    ahead = (" (the caches reaching these optima read the trace ahead, as Belady's MIN does, and keep no room for a running "
+             "request's blocks, which a real engine needs)") if any(
         optimum(c) or admitted(c) is not None for c in facts.capacity.values()) else ""
     said = "; ".join(parts) + ahead + "."
     return said[0].upper() + said[1:]
@@ -279,17 +282,19 @@ def _admission_gain_col(facts: TraceFacts, c: int) -> Cell:
 
 
 def _tier_col(facts: TraceFacts, c: int) -> Cell:
+    """tier_headroom_pp of ``pycert trace offload``: the best at any size less the optimum at C blocks with bypass
+    (one meaning in both places); without that optimum, n/a rather than another difference under the same name."""
     best = facts.best()
     if best is None:
         return Cell("n/a")
     cert = facts.capacity[c]
     figs, ha = figures(cert), admitted(cert)
-    if ha is None:  # without the admission optimum, what a tier alone wins is not separated from admission's part
-        return _points(Fraction(best[0] - figs["max_hits"].numerator, figs["refs"].numerator),
-                       f"best at any size ({best[1]}) - best at {c:,} blocks storing every miss (kernel-checked); "
-                       "admission control may win part of it")
+    if ha is None:
+        return Cell("n/a", f"{cert.id} states no optimum with bypass, so what only another tier can win is not "
+                           "separated from what bypass wins")
     return _points(Fraction(best[0] - ha, figs["refs"].numerator),
-                   f"best at any size ({best[1]}) - best at {c:,} blocks with admission control (kernel-checked)")
+                   f"best at any size ({best[1]}) - the optimum at {c:,} blocks with bypass (kernel-checked); "
+                   "tier_headroom_pp of pycert trace offload")
 
 
 def _lru_tokens_col(facts: TraceFacts, c: int) -> Cell:
@@ -393,9 +398,10 @@ def salt_sentence(cert: Certificate) -> str:
     rule = f"prefix:{getattr(params, 'prefix_blocks', None) or 'K'}" if rule == "prefix" else rule
     how = "the trace's tenant field" if rule == "field" else f"--tenant-rule {rule}" if rule else "its tenant map"
     share = f" ({pct(Fraction(shared - salted, shared))} of the shared optimum)" if shared else ""
-    return (f"Kernel-checked in {cert.id}: at {c:,} blocks, with {who} ({how}), the best shared cache with admission "
-            f"control hits {shared:,} times and no salted one more than {salted:,}: a per-tenant salt costs at least "
-            f"{shared - salted:,} hits{share}.")
+    return (f"Kernel-checked in {cert.id}: at {c:,} blocks, with {who} ({how}, applied by pycert: the kernel checks the "
+            f"keying by tenant, not the rule), the best shared cache that may bypass hits {shared:,} times and no salted "
+            f"one more than {salted:,} (each starting empty, holding blocks of one size and fetching a block only when it "
+            f"is referenced): a per-tenant salt costs at least {shared - salted:,} hits{share}.")
 
 
 def trace_card(facts: TraceFacts, anchor: str) -> Card:

@@ -91,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
     def human() -> str:
         stages = table(["stage", "seconds"], [(k, f"{v:.1f}") for k, v in made.seconds.items()])
         return (f"{stages}\n\nMADE: {made.rows} rows in {made.out}\n"
-                f"synthetic rows with first_touch_cut == closed_form_cut: {s.equal} of {s.synthetic}"
+                f"synthetic rows with first_touch_cut == engine_closed_form_cut: {s.engine_equal} of {s.synthetic}; "
+                f"== closed_form_cut: {s.equal} of {s.synthetic}"
                 + (f" (they differ at n = {', '.join(map(str, s.differ_at))})" if s.differ_at else "")
                 + (f"\nMooncake rows: mean cut {s.mean_cut}, {s.below_floor} of {s.mooncake} below 0.30" if s.mooncake else "")
                 + f"\ncheck it: pycert dataset first-touch --check {made.out}"

@@ -137,7 +137,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_csv(m, "one row per capacity")
     m.set_defaults(func=cmd_mrc)
 
-    o = tsub.add_parser("offload", help="offload report at a GPU capacity in tokens, with the granularity control")
+    o = tsub.add_parser("offload", help="offload report at a GPU capacity in tokens, with the granularity control",
+                        description=OFFLOAD_HEADROOMS)
     _trace_args(o)
     o.add_argument("--capacity-tokens", type=_positive_int, required=True, metavar="T",
                    help="GPU KV capacity in tokens")
@@ -301,10 +302,17 @@ def cmd_mrc(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+OFFLOAD_HEADROOMS = ("The headroom GPU-only LRU leaves (headroom_pp, percentage points of hit rate) comes in three "
+                     "parts that add up to it: policy_headroom_pp, what a better eviction policy can win at the GPU "
+                     "capacity (Belady's MIN - LRU); bypass_headroom_pp, what bypass (leaving a missed block out) adds "
+                     "to that (the optimum with bypass - Belady's MIN); tier_headroom_pp, what no GPU-only cache of that "
+                     "capacity can win, bypassing or not, so only another tier can (the best hit rate at any size - the "
+                     "optimum with bypass). The report page's three headroom columns are these. docs/traces.md has "
+                     "every row.")
 OFFLOAD_FIELDS = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
                   "cold_miss_floor", "max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
                   "gpu_only_admission_hit_rate", "host_backed_hit_rate", "host_load_frac", "headroom_pp",
-                  "policy_headroom_pp", "tier_headroom_pp", "gpu_share_of_achievable"]
+                  "policy_headroom_pp", "bypass_headroom_pp", "tier_headroom_pp", "gpu_share_of_achievable"]
 """The offload report's block figures, in the order the table and the CSV give them."""
 
 

@@ -1,4 +1,4 @@
-"""The dataset's README card: what each column means, the two facts the rows carry (the closed form
+"""The dataset's README card: what each column means, the two facts the rows carry (the two closed forms
 against the measured cut, the Mooncake rows against the published figures), what the rows do not show,
 and the licence and attribution of the Mooncake-derived rows. Every number on it is computed from the
 rows (:func:`summary`), so ``--check`` regenerates the card and compares it byte for byte."""
@@ -30,8 +30,12 @@ MEANING = {
                                "conversation's first request left, kernel-checked (Mooncake)",
     "cached_tokens": "prompt_tokens - pooled_prefill_computed: tokens served from the store",
     "first_touch_cut": "1 - pooled_prefill_computed / apc_prefill_computed, exact, 20 significant digits",
-    "closed_form_cut": "256·⌊n/256⌋/n (c·⌊n/c⌋/n at the engine's page size c), kernel-checked for this n "
-                       "(`Pycert.FirstTouch.CutAt`); empty on Mooncake rows",
+    "closed_form_cut": "the seed's closed form, kept as published: 256·⌊n/256⌋/n (c·⌊n/c⌋/n at the engine's page "
+                       "size c, a store that serves every whole chunk), kernel-checked for this n "
+                       "(`Pycert.FirstTouch.RampAt`); empty on Mooncake rows",
+    "engine_closed_form_cut": "the closed form the engine follows, 256·⌊(n−1)/256⌋/n (it computes a prompt's last token "
+                              "again, so it serves the whole chunks of the first n − 1 tokens), kernel-checked for this "
+                              "n (`Pycert.FirstTouch.RampAt`); empty on Mooncake rows",
     "zero_tenant_leak": "`true` when a second tenant sending the same prompt under the keyed salt was served no token "
                         "from cache after the first tenant's request (observed on the engine, one request)",
     "certificate": f"the certificate the row came from, under `{CERTIFICATES}/`: every cell is one of its figures",
@@ -41,9 +45,12 @@ MEANING = {
 class Summary(BaseModel):
     synthetic: int
     equal: int
+    """Ramp rows whose measured cut is the seed's closed form."""
     differ_at: list[int]
     differ_on_multiples: bool
     """Every differing n is a multiple of the page size, and every multiple on the ramp differs."""
+    engine_equal: int
+    """Ramp rows whose measured cut is the engine's closed form."""
     mooncake: int
     mean_cut: str
     below_floor: int
@@ -58,7 +65,8 @@ def summary(rows: Sequence[Row], c: int) -> Summary:
     cuts = [Fraction(r.first_touch_cut) for r in trace]
     mean = sum(cuts, Fraction(0)) / len(cuts) if cuts else Fraction(0)
     return Summary(synthetic=len(ramp), equal=len(ramp) - len(differ), differ_at=differ,
-                   differ_on_multiples=sorted(differ) == sorted(multiples), mooncake=len(trace),
+                   differ_on_multiples=sorted(differ) == sorted(multiples),
+                   engine_equal=sum(r.first_touch_cut == r.engine_closed_form_cut for r in ramp), mooncake=len(trace),
                    mean_cut=f"{float(mean):.3f}", below_floor=sum(x < FLOOR for x in cuts),
                    leaks=sum(r.zero_tenant_leak == "false" for r in rows))
 
@@ -68,11 +76,11 @@ def card(rows: Sequence[Row], header: FtHeader) -> bytes:
     c = header.page_size or 0
     s = summary(rows, c)
     one_liner = ("python3 -c \"import csv; r = [x for x in csv.DictReader(open('first_touch.csv')) "
-                 "if x['source'] == 'synthetic_ramp']; print(sum(x['first_touch_cut'] == x['closed_form_cut'] "
-                 "for x in r), 'of', len(r))\"")
+                 "if x['source'] == 'synthetic_ramp']; print(sum(x['first_touch_cut'] == x['engine_closed_form_cut'] "
+                 "for x in r), sum(x['first_touch_cut'] == x['closed_form_cut'] for x in r), 'of', len(r))\"")
     differ = ", ".join(map(str, s.differ_at)) or "none"
-    why = (f"each of them a multiple of {c}, and every multiple of {c} on the ramp among them: the engine always "
-           "recomputes a prompt's last token, so a prompt of whole blocks is served one block less than the closed form"
+    why = (f"each of them a multiple of {c}, and every multiple of {c} on the ramp among them, where the engine serves "
+           "one chunk less because it computes the prompt's last token again (`Pycert.FirstTouch.lastServed_add`)"
            if s.differ_at and s.differ_on_multiples else "see the rows")
     lines = [
         "# The first-touch dataset", "",
@@ -88,12 +96,14 @@ def card(rows: Sequence[Row], header: FtHeader) -> bytes:
         "Mooncake rows' module holds block ids and is regenerated from the trace by `pycert verify`).", "",
         "## Columns", "", "| column | meaning |", "|---|---|",
         *(f"| `{col}` | {MEANING[col]} |" for col in COLUMNS), "",
-        "## The closed form beside the measurement", "",
+        "## The closed forms beside the measurement", "",
         f"A synthetic row's prompt length comes from a ramp around each multiple of {c}: one token short, on it, one "
-        f"past, half a block past. The rows where the engine's cut equals the closed form, in one line:", "",
+        "past, half a block past. The rows where the measured cut equals the engine's closed form, then the seed's, in "
+        "one line:", "",
         "```sh", one_liner, "```", "",
-        f"prints `{s.equal} of {s.synthetic}`. The cut differs from the closed form at n = {differ}: {why}. The "
-        "closed form is a theorem about a store that serves every whole block; it is not a measurement of an engine.",
+        f"prints `{s.engine_equal} {s.equal} of {s.synthetic}`. The seed's closed_form_cut, kept as published, differs "
+        f"from engine_closed_form_cut (and from the measured cut) at n = {differ}: {why}. Both closed forms are "
+        "theorems about a store that serves whole chunks; neither is a measurement of an engine.",
         "",
         "## The Mooncake rows against the published figures", "",
         f"Mean first_touch_cut over the {s.mooncake} Mooncake rows: {s.mean_cut}; rows below 0.30: {s.below_floor} of "

@@ -5,7 +5,7 @@ that is not the table, and compared cell by cell.
 Every cell is a function of one certificate (:func:`row_of`): the table says nothing its certificates
 do not. Numbers are written exactly as integers, or as the 20-significant-digit decimal of an exact
 fraction (the certificates' own rendering), so two cuts that are equal fractions are equal strings and
-``first_touch_cut == closed_form_cut`` is a test of the fractions.
+``first_touch_cut == engine_closed_form_cut`` is a test of the fractions.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ CSV_NAME = "first_touch.csv"
 PARQUET_NAME = "first_touch.parquet"
 CERTIFICATES = "certificates"
 COLUMNS = ("workload_id", "source", "prompt_tokens", "apc_prefill_computed", "pooled_prefill_computed",
-           "cached_tokens", "first_touch_cut", "closed_form_cut", "zero_tenant_leak", "certificate")
+           "cached_tokens", "first_touch_cut", "closed_form_cut", "engine_closed_form_cut", "zero_tenant_leak",
+           "certificate")
 MAX_CSV_BYTES = 4 << 20
 MAX_ROWS = 2000
 
@@ -49,6 +50,7 @@ class Row(BaseModel):
     cached_tokens: str
     first_touch_cut: str
     closed_form_cut: str
+    engine_closed_form_cut: str
     zero_tenant_leak: Literal["true", "false"]
     certificate: str
 
@@ -64,10 +66,11 @@ def row_of(cert: Certificate) -> Row:
     """The row a certificate of a dataset family makes."""
     f = {fig.name: Fraction(fig.numerator, fig.denominator) for fig in cert.figures}
     closed = decimal_of(f["closed_form_cut"]) if "closed_form_cut" in f else ""
+    engine = decimal_of(f["engine_closed_form_cut"]) if "engine_closed_form_cut" in f else ""
     return Row(workload_id=cert.id, source=SOURCES[cert.family], prompt_tokens=_int(f["prompt_tokens"]),
                apc_prefill_computed=_int(f["apc_prefill_computed"]),
                pooled_prefill_computed=_int(f["pooled_prefill_computed"]), cached_tokens=_int(f["cached_tokens"]),
-               first_touch_cut=decimal_of(f["first_touch_cut"]), closed_form_cut=closed,
+               first_touch_cut=decimal_of(f["first_touch_cut"]), closed_form_cut=closed, engine_closed_form_cut=engine,
                zero_tenant_leak="true" if f["zero_tenant_leak"] == 1 else "false",
                certificate=f"{CERTIFICATES}/{cert.filename}")
 
@@ -99,8 +102,8 @@ def parquet_bytes(rows: Sequence[Row]) -> bytes | None:
     table = pa.table({**{c: cols[c] for c in ("workload_id", "source")},
                       **{c: pa.array([int(v) for v in cols[c]], pa.int64()) for c in ints},
                       "first_touch_cut": pa.array([float(v) for v in cols["first_touch_cut"]], pa.float64()),
-                      "closed_form_cut": pa.array([float(v) if v else None for v in cols["closed_form_cut"]],
-                                                  pa.float64()),
+                      **{c: pa.array([float(v) if v else None for v in cols[c]], pa.float64())
+                         for c in ("closed_form_cut", "engine_closed_form_cut")},
                       "zero_tenant_leak": pa.array([v == "true" for v in cols["zero_tenant_leak"]], pa.bool_()),
                       "certificate": cols["certificate"]})
     sink = io.BytesIO()

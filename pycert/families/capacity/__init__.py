@@ -42,6 +42,8 @@ from pycert.families.base import Claim, Instance, Reader, input_path
 from pycert.families.capacity.text import (
     BOTH_WAYS,
     BOUNDED,
+    BYPASS,
+    STORE,
     LIMITS,
     OPTIMA,
     OPTIMA_LIMITS,
@@ -50,6 +52,7 @@ from pycert.families.capacity.text import (
     PREFIX_NOT_CLAIMED,
     PREFIX_OPTIMA,
     UPPER_ONLY,
+    caches,
     evidence_of,
     joint_limits,
     piece_limit,
@@ -155,15 +158,15 @@ ADMISSION_THEOREMS = ("Pycert.Admission.run_of_policy", "Pycert.Admission.spans_
                       "Pycert.SortedAdmission.optimumA_of_checks")
 PREFIX_THEOREMS = ("Pycert.PrefixCache.prefixHits_le", "Pycert.Admission.prefixOptimum_of",
                    "Pycert.SortedAdmission.prefixOptimum_of_checks")
-BOUNDS = {BOUNDED: ("max_hits", "that admits every missed block and starts empty"),
-          OPTIMUM: ("max_hits", "that admits every missed block and starts empty"),
-          OPTIMA: ("admission_hits", "that starts empty"), PREFIX_OPTIMA: ("admission_hits", "that starts empty"),
-          OPTIMUM_A: ("admission_hits", "that starts empty")}
+BOUNDS = {BOUNDED: ("max_hits", caches(STORE, plural=False)), OPTIMUM: ("max_hits", caches(STORE, plural=False)),
+          OPTIMA: ("admission_hits", caches(BYPASS, plural=False)),
+          PREFIX_OPTIMA: ("admission_hits", caches(BYPASS, plural=False)),
+          OPTIMUM_A: ("admission_hits", caches(BYPASS, plural=False))}
 """For each headline predicate: its figure that bounds the widest class of caches of ``C`` blocks, and the
-words after "any cache of C blocks" that name that class (caches with admission control include every cache
-of ``C`` blocks, prefix caches too, that starts empty): what a sentence comparing another cache, a real
-engine's, with the certificate says."""
-JOINT_THEOREMS = ("Pycert.Admission.hits_le_freeA", "Pycert.Admission.realiseA", "Pycert.Admission.optimumA_of",
+words after "any cache of C blocks" that name that class with the model's limits (the caches that may bypass
+include those that store every missed block, and prefix caches): what a sentence comparing another cache, a
+real engine's, with the certificate says."""
+JOINT_THEOREMS = ("Pycert.Admission.run_of_policy", "Pycert.Admission.hits_le_freeA", "Pycert.Admission.realiseA", "Pycert.Admission.optimumA_of",
                   "Pycert.SortedAdmission.freeA_le_of_checks", "Pycert.Joints.pieceA_glue", "Pycert.Joints.wpiece_glue",
                   "Pycert.Joints.both_glue", "Pycert.Joints.optimumA_of_both", "Pycert.SortedJoints.piece_of_checks",
                   "Pycert.SortedJoints.piece_of_looks")

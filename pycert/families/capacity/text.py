@@ -14,15 +14,43 @@ BOUNDED, OPTIMUM = "Pycert.Capacity.Bounded", "Pycert.Capacity.Optimum"
 OPTIMA, PREFIX_OPTIMA = "Pycert.Admission.Optima", "Pycert.Admission.PrefixOptima"
 OPTIMUM_A = "Pycert.Admission.OptimumA"
 
-DEMAND = "caches that admit every missed block and start empty"
+MODEL_LIMITS = ("start empty", "hold blocks of one size", "fetch a block only when it is referenced (no prefetch)")
+"""What every cache the capacity theorems bound does (``Pycert.Cache``, ``Pycert.Admission.Run``): each
+sentence names these limits with the caches it bounds. A cache that starts warm, prefetches or holds
+blocks of other sizes is outside the bound."""
+ROOM = "keeping no room for a running request's blocks, which a real engine needs"
+"""What the cache reaching an optimum may do that an engine cannot: said wherever attainment is."""
+
+
+def caches(last: str, plural: bool = True) -> str:
+    """The caches of the model, named with its limits and ``last`` (what sets the model apart): "caches that
+    start empty, hold blocks of one size, fetch a block only when it is referenced (no prefetch) and
+    ``last``" (one cache: "that starts empty, …")."""
+    said = [*MODEL_LIMITS, last] if plural else [_singular(x) for x in (*MODEL_LIMITS, last)]
+    return f"{'caches that' if plural else 'that'} {', '.join(said[:-1])} and {said[-1]}"
+
+
+def _singular(verbs: str) -> str:
+    """``start empty`` → ``starts empty``, ``may bypass`` unchanged: the first verb of a phrase, third person."""
+    first, _, rest = verbs.partition(" ")
+    if first == "may":
+        return verbs
+    return f"{first}es {rest}" if first.endswith(("ch", "sh")) else f"{first}s {rest}"
+
+
+STORE = "store every missed block"
+BYPASS = "may bypass (leave a missed block out)"
+BYPASS_ANY = f"{BYPASS} and evict any block at any step"
+DEMAND = caches(STORE)
 """The model of ``Pycert.Cache``, named wherever a figure is about it."""
-ADMISSION = ("caches with admission control (a missed block may be left out and any block evicted at any step; "
-             "the cache starts empty)")
+ADMISSION = caches(BYPASS_ANY)
+"""The model of ``Pycert.Admission.Run`` (bypass): it holds every cache of ``DEMAND`` and every prefix cache."""
 UNITS = ("Blocks count one slot each, and neither model makes a running request's blocks resident together while it "
          "is computed: a real engine needs that room, so the optimum may be out of its reach.")
 
 UPPER_ONLY = ("The kernel proves the upper bound only; that Belady's MIN reaches it is computed by pycert (two engines "
-              "agreeing), not kernel-checked, so max_hits is proved to be a ceiling and computed to be the optimum.")
+              "agreeing), not kernel-checked, so max_hits is proved an upper bound and computed to be the optimum at "
+              "capacity_blocks.")
 BOTH_WAYS = ("The kernel proves max_hits both ways: no policy of the model hits more, and some policy of capacity_blocks "
              "hits exactly max_hits (Belady's hit pairs, checked on every reference as a witness). That policy reads the "
              "whole trace (it is offline, like Belady's MIN); that MIN itself is the policy reaching it is Belady's "
@@ -38,8 +66,8 @@ COMMON = (
 )
 LIMITS = (
     COMMON[0],
-    f"It bounds {DEMAND} (no bypass) and hold blocks of one size; a cache that bypasses, prefetches, starts warm or "
-    "weighs blocks by size is outside the model.",
+    f"It bounds {DEMAND}; a cache that bypasses, prefetches, starts warm or weighs blocks by size is outside the "
+    "model.",
     UPPER_ONLY,
     *COMMON[1:],
 )
@@ -68,15 +96,15 @@ PREFIX_NOT_CLAIMED = {
 
 
 def joint_limits(count: int) -> tuple[str, ...]:
-    """What a certificate of a trace in ``count`` pieces both ways with admission control does not prove."""
+    """What a certificate of a trace in ``count`` pieces both ways with bypass does not prove."""
     return (COMMON[0], _joint_model(), "The figures in tokens are not kernel-checked: admission_hits_tokens is "
             "block_tokens times the kernel-checked admission_hits (a block holds at most block_tokens tokens).",
             *COMMON[1:], _joint_limit(count))
 
 
 def _joint_model() -> str:
-    return (f"The optimum with admission control is kernel-checked both ways: no cache of {ADMISSION.split(' (')[0]} "
-            "of capacity_blocks hits more, and one hits exactly admission_hits (Belady's hit pairs with bypass, checked on "
+    return ("The optimum at capacity_blocks with bypass is kernel-checked both ways: no cache of capacity_blocks blocks "
+            "that may bypass hits more, and one hits exactly admission_hits (Belady's hit pairs with bypass, checked on "
             "every reference as a witness). That cache reads the whole trace (it is offline); that Belady's MIN with "
             f"bypass is such a cache is Belady's theorem and pycert's two engines, not the kernel's. {UNITS} Nothing is "
             "prefetched.")
@@ -84,12 +112,12 @@ def _joint_model() -> str:
 
 def _joint_limit(count: int) -> str:
     return (f"The trace is checked in {count} pieces that follow one another, each ending at a cut of the cut list with "
-            "admission control, each a sorted instance in a Lean module of its own of the blocks of the witness's pairs "
-            "open where it starts followed by its references; the composition module proves the optimum from the pieces' "
-            "headlines (Pycert.Joints.both_glue, optimumA_of_both), the open blocks each piece leaves being, literally, "
-            "those the next starts with. Python computes where to split and which pairs are open, and verify recomputes "
-            "them from the trace, the capacity and piece_refs and regenerates every file. Only the model with admission "
-            "control is stated: the optimum of caches that admit every missed block is not, nor a prefix cache.")
+            "bypass, each a sorted instance in a Lean module of its own of the blocks of the witness's pairs open where "
+            "it starts followed by its references; the composition module proves the optimum from the pieces' headlines "
+            "(Pycert.Joints.both_glue, optimumA_of_both), the open blocks each piece leaves being, literally, those the "
+            "next starts with. Python computes where to split and which pairs are open, and verify recomputes them from "
+            "the trace, the capacity and piece_refs and regenerates every file. Only the model with bypass is stated: "
+            "the optimum of caches that store every missed block is not, nor a prefix cache.")
 
 
 def piece_limit(count: int) -> str:
@@ -106,37 +134,39 @@ def _blocks(c: int) -> str:
 
 def sentence(trace: str, predicate: str, figures: Mapping[str, Fraction], reading: str = "") -> str:
     """The claim of a certificate whose headline states ``predicate``; ``reading``: what the claim says of the
-    blocks where the reading made them (:func:`pycert.families.traces.reading`)."""
+    blocks where the reading made them (:func:`pycert.families.traces.reading`). Each names the caches it
+    bounds with the model's limits (:func:`caches`)."""
     refs, c = int(figures["refs"]), int(figures["capacity_blocks"])
     blocks = _blocks(c)
     if predicate == OPTIMUM_A:
         ha = int(figures["admission_hits"])
-        return (f"On trace {trace} ({reading}{refs} block references), {ADMISSION} of {blocks} hit at most {ha} times and one "
-                f"(offline) hits exactly {ha}: the optimum with admission control, a hit rate of "
+        return (f"On trace {trace} ({reading}{refs} block references), {ADMISSION}, of {blocks}, hit at most {ha} times, "
+                f"and one (offline, {ROOM}) hits exactly {ha}: the optimum at {blocks} with bypass, a hit rate of "
                 f"{float(figures['admission_ceiling']):.6f}, checked in pieces with the witness's pairs open across each "
-                "joint. Every cache of that size that starts empty is one of these, so none hits more. The optimum for "
-                f"{DEMAND} is not stated. Blocks count one slot each, and no room is kept for a running request's blocks.")
+                "joint. The caches that store every missed block are among these (Pycert.Admission.run_of_policy); their "
+                "own optimum is not stated.")
     h = int(figures["max_hits"])
     if predicate in (BOUNDED, OPTIMUM):
-        return (f"On trace {trace} ({reading}{refs} block references), no demand-fetch cache of {blocks} that admits every missed "
-                f"block and starts empty hits more than {h} times: a hit-rate ceiling of {float(figures['ceiling']):.6f} "
-                f"at {blocks}, attained by Belady's MIN"
-                + (f"; some such cache of {blocks} hits exactly {h} times, so {h} is the optimum." if predicate == OPTIMUM
-                   else " as pycert computes it (two engines agreeing; the kernel proves the ceiling only)."))
+        out = (f"On trace {trace} ({reading}{refs} block references), no cache of {blocks} {caches(STORE, plural=False)} "
+               f"hits more than {h} times, a hit rate of {float(figures['ceiling']):.6f}")
+        return out + (f"; one such cache (offline, {ROOM}) hits exactly {h} times, so {h} is the optimum at {blocks}."
+                      if predicate == OPTIMUM else
+                      f"; that Belady's MIN hits {h}, making it the optimum at {blocks}, is computed by pycert (two engines "
+                      "agreeing), not kernel-checked.")
     ha = int(figures["admission_hits"])
     requests = f" in {int(figures['requests'])} requests" if "requests" in figures else ""
-    out = (f"On trace {trace} ({reading}{refs} block references{requests}), {ADMISSION} of {blocks} hit at most {ha} times and one "
-           f"(offline) hits exactly {ha}: the optimum with admission control, a hit rate of "
+    out = (f"On trace {trace} ({reading}{refs} block references{requests}), {ADMISSION}, of {blocks}, hit at most {ha} "
+           f"times, and one (offline, {ROOM}) hits exactly {ha}: the optimum at {blocks} with bypass, a hit rate of "
            f"{float(figures['admission_ceiling']):.6f}")
     if predicate == PREFIX_OPTIMA:
         out += (", reached by a prefix cache over the trace's requests (one that hits only the longest cached prefix of "
-                "each request's blocks)")
-    out += (f". For {DEMAND}, a subset, the optimum at {blocks} is {h} ({float(figures['ceiling']):.6f}). Blocks count "
-            "one slot each, and no room is kept for a running request's blocks.")
+                "each request's blocks, and may bypass)")
+    out += (f". Of these, the caches that store every missed block have the optimum {h} at {blocks} "
+            f"({float(figures['ceiling']):.6f}).")
     if "refs_tokens" in figures:
         bound = int(figures["admission_hits_tokens"])
-        out += (f" In tokens, of {int(figures['refs_tokens'])} prompt tokens, no cache with admission control hits more "
-                f"than {bound} (block_tokens × {ha}, derived)")
+        out += (f" In tokens, of {int(figures['refs_tokens'])} prompt tokens, none of these caches hits more than {bound} "
+                f"(block_tokens × {ha}, derived)")
         if "prefix_cache_hits_tokens" in figures:
             out += (f", and that prefix cache hits {int(figures['prefix_cache_hits_tokens'])} (its full blocks; a partial "
                     "block is never reused, as in vLLM)")
@@ -158,25 +188,28 @@ EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
              "checked the bound for that list, whatever it is"),
 }
 OPTIMUM_EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
-    "max_hits": ("kernel-checked", f"{KERNEL} (Optimum: hits P trace ≤ it for every policy P of capacity C that admits "
-                 "every missed block and starts empty, from a cut list checked on every reference, and = it for one such "
-                 "policy, from Belady's hit pairs checked on every reference)"),
-    "belady_hits": ("kernel-checked", "the optimum at capacity_blocks for caches that admit every missed block, a literal "
+    "max_hits": ("kernel-checked", f"{KERNEL} (Optimum: hits P trace ≤ it for every policy P of capacity C that stores "
+                 "every missed block, starts empty, holds blocks of one size and fetches a block only when it is "
+                 "referenced, from a cut list checked on every reference, and = it for one such policy, from Belady's hit "
+                 "pairs checked on every reference)"),
+    "belady_hits": ("kernel-checked", "the optimum at capacity_blocks for caches that store every missed block, a literal "
                     "of {headline} (max_hits, both ways). That Belady's MIN is a cache reaching it is computed: pycert's "
                     "one-pass OPT curve (pycert.analysis.optcurve) and a direct MIN simulation "
                     "(pycert.analysis.cachesim.belady_hits) both count max_hits"),
 }
 OPTIMA_EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
     **OPTIMUM_EVIDENCE,
-    "admission_hits": ("kernel-checked", f"{KERNEL} (OptimumA: hits trace K ≤ it for every cache K of C blocks with "
-                       "admission control, Pycert.Admission.Run, from a second cut list checked on every reference, and = "
-                       "it for one such cache, from the hit pairs of Belady's MIN with bypass checked on every reference)"),
+    "admission_hits": ("kernel-checked", f"{KERNEL} (OptimumA: hits trace K ≤ it for every cache K of C blocks that may "
+                       "bypass, Pycert.Admission.Run: it starts empty, holds blocks of one size and fetches a block only "
+                       "when it is referenced; from a second cut list checked on every reference, and = it for one such "
+                       "cache, from the hit pairs of Belady's MIN with bypass checked on every reference)"),
     "admission_ceiling": ("computed", "exact arithmetic admission_hits / refs of two kernel-checked figures"),
-    "admission_cuts": ("computed", "length of the cut list the recipe computed for caches with admission control "
+    "admission_cuts": ("computed", "length of the cut list the recipe computed for caches that may bypass "
                        "(pycert.analysis.capacity.cut_list, admission=True); the kernel checked the bound for that list"),
     "prefix_cache_hits": ("kernel-checked", f"{KERNEL} (PrefixOptimum: prefixHits ≤ it for every prefix cache of C "
-                          "blocks over the trace's requests, with or without admission control, and = it for one, from "
-                          "the same pairs, each hit checked to follow a hit in its request or start it)"),
+                          "blocks over the trace's requests, whether it stores every missed block or may bypass, and = it "
+                          "for one prefix cache that may bypass (one that stores every missed block need not reach it), "
+                          "from the same pairs, each hit checked to follow a hit in its request or start it)"),
     "requests": ("computed", "the trace's requests (lines), as Python reads them"),
     "refs_tokens": ("computed", PROMPT_TOKENS),
     "max_hits_tokens": ("computed", "block_tokens × max_hits: a bound in tokens derived from a kernel-checked block figure "

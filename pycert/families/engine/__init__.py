@@ -5,8 +5,9 @@ The figures are pure functions of the per-request log and the trace (:mod:`pycer
 the engine's hits with evidence ``observed``; the references, LRU's hits at the capacity (Mattson stack
 distances), Belady's MIN with and without bypass (two engines agreeing each) and the capacity-free
 ceilings computed from the trace, in blocks and, where the trace gives prompt lengths, in its tokens. An
-engine count above Belady's MIN with bypass at its capacity (the most any cache of that many blocks can
-hit) is refused as a defect. The kernel-checked optimum
+engine count above Belady's MIN with bypass at its capacity (the most any cache of that many blocks that
+starts empty, holds blocks of one size and fetches a block only when it is referenced can hit) is refused
+as a defect. The kernel-checked optimum
 at the same capacity is the capacity family's certificate, which the same command proves; the sentence
 that puts the two side by side is :func:`pycert.families.engine.beside.reached`.
 """
@@ -24,6 +25,7 @@ from pycert.core.errors import Rejection
 from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Reader, input_path
+from pycert.families.capacity.text import ADMISSION, BYPASS, BYPASS_ANY, caches
 from pycert.families.observations import held_to
 from pycert.families.traces import PROMPT_TOKENS, slug
 from pycert.leak import replay as replaylog
@@ -91,8 +93,8 @@ def log_figures(log: replaylog.ReplayLog, trace_path: object) -> tuple[dict[str,
     figures["engine_hit_rate"] = figures["engine_hits"] / refs if refs else Fraction(0)
     figures |= in_tokens(log, trace, distances)
     why = above_optimum(int(figures["engine_hits"]), int(figures["admission_hits"]), c, "Belady's MIN with bypass "
-                        "reaches there, the most any cache of that many blocks that starts empty can hit (pycert's two "
-                        "engines agreeing)")
+                        f"reaches there, the most any cache of that many blocks {caches(BYPASS, plural=False)} can hit "
+                        "(pycert's two engines agreeing)")
     return figures, [why] if why else []
 
 
@@ -135,10 +137,10 @@ def sentence(p: EngineParams, f: Mapping[str, Fraction], trace: str) -> str:
             f"as {p.block_tokens} token ids seeded by {p.seed}, {p.generated} tokens generated per request), the engine "
             f"served {f['engine_hits']} references ({f['engine_cached_tokens']} of its tokens) from its cache by its "
             f"own count, serving only a request's longest cached prefix of blocks; on the same references pycert "
-            f"computes {f['lru_hits']} hits for LRU, {f['belady_hits']} for Belady's MIN (the optimum of caches that "
-            f"admit every missed block) and {f['admission_hits']} for Belady's MIN with bypass (the optimum of any cache "
-            f"of {p.num_blocks} blocks that starts empty) at {p.num_blocks} blocks, and {f['unbounded_hits']} for a "
-            f"cache of unbounded size.{closed}{tokens}")
+            f"computes {f['lru_hits']} hits for LRU, {f['belady_hits']} for Belady's MIN (the optimum at "
+            f"{p.num_blocks} blocks of caches that store every missed block) and {f['admission_hits']} for Belady's MIN "
+            f"with bypass (the optimum at {p.num_blocks} blocks of {ADMISSION}), and {f['unbounded_hits']} for a cache "
+            f"of unbounded size.{closed}{tokens}")
 
 
 OBSERVED = ("the engine's own count: the return value of transformers' PagedAttentionCache.search_prefix_match "
@@ -163,12 +165,14 @@ class Engine(Claim):
         "inspect the KV blocks themselves, and the engine's 64-bit block hashes are trusted not to collide.",
         "The engine evicts every cached block at once when its free blocks fall below its scheduler's safety margin, "
         "or when a request does not fit; it is compared here with caches that evict one block at a time.",
-        "Pycert.Admission.hits_le_freeA bounds every cache of capacity_blocks blocks that starts empty (admission "
-        "control, any eviction, offline), so an engine count above Belady's MIN with bypass is refused as a defect; "
-        "Pycert.Capacity.hits_le_free bounds those that admit every missed block (Belady's MIN). The observation does "
-        "not show which of these the engine is, only that its count stays within the bounds.",
-        "LRU, Belady's MIN (with and without bypass) and the ceilings are computed by pycert here; the kernel-checked "
-        "optima at the same capacity are the capacity certificate of the same trace.",
+        f"Pycert.Admission.hits_le_freeA bounds every cache of num_blocks blocks {caches(BYPASS_ANY, plural=False)} "
+        "(offline too), so an engine count above Belady's MIN with bypass is refused as a defect; "
+        "Pycert.Capacity.hits_le_free bounds those of them that store every missed block (Belady's MIN). The caches "
+        "reaching these optima read the whole trace and keep no room for a running request's blocks, which the engine "
+        "needs, so the optima may be out of its reach; the observation does not show which of these caches the engine "
+        "is, only that its count stays within the bounds.",
+        "LRU, Belady's MIN (with and without bypass) and the hits of a cache of unbounded size are computed by pycert "
+        "here; the kernel-checked optima at the same capacity are the capacity certificate of the same trace.",
         "The token figures weigh each trace block by the tokens the trace gives it (a request's partial last block "
         "none); the engine's own cached tokens (engine_cached_tokens) are in its block_tokens-token blocks.",
     )

@@ -2,13 +2,17 @@
 figures around it, that ``pycert engine replay``, ``trace offload --certs`` and the report page show.
 
 Only certificates that verified in the caller's run may be passed in; each figure says which one it
-comes from. The sentence rests on the capacity certificate's kernel-checked figure that bounds the most
-caches and names them as that certificate's headline states them (:meth:`Capacity.widest_bound`): with
-the optimum under admission control (``admission_hits``), "any cache of C blocks that starts empty"; with
-a headline without it (a trace in pieces, or an older layout: ``max_hits``), only the caches that admit
-every missed block and start empty. In tokens (where the trace gives prompt lengths) the optimum is a
-bound, the trace's block size times the block figure, and the engine's hits are the trace's tokens of
-the blocks it served.
+comes from, and a capacity certificate that read the trace otherwise than the engine's replay (another
+layout or block size: other references) is refused. The sentence rests on the capacity certificate's
+kernel-checked figure that bounds the most caches and names them as that certificate's headline states
+them, with the model's limits (:meth:`Capacity.widest_bound`): with the optimum with bypass
+(``admission_hits``), any cache of C blocks that starts empty, holds blocks of one size and fetches a
+block only when it is referenced; with a headline without it (a trace in pieces of the older layout, or an
+older layout: ``max_hits``), only those of them that store every missed block. The cache reaching the
+optimum is offline and keeps no room for a running request's blocks, and the sentence says so. Where the headline states the bound alone, the sentence says "at most": that some cache
+reaches it is computed, not kernel-checked. In tokens (where the trace gives prompt lengths) the optimum
+is a bound, the trace's block size times the block figure, and the engine's hits are the trace's tokens
+of the blocks it served.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pycert.core.errors import Rejected, Rejection
 from pycert.core.schema import Certificate
 from pycert.families.capacity import CLAIM as CAPACITY
 from pycert.families.capacity import attained
+from pycert.families.capacity.text import ROOM
 from pycert.families.engine.figures import above_optimum
 
 
@@ -93,12 +98,38 @@ def trace_of(cert: Certificate) -> tuple[str, str]:
     return PurePosixPath(t.path).name, t.sha256
 
 
-def reached(hits: int, optimum: int, capacity: int, caches: str, tokens: tuple[int, int] | None = None) -> str:
-    """The sentence: ``caches`` is the capacity certificate's own words for the caches it bounds; ``tokens``:
-    the engine's hits and the bound in the trace's tokens, where it gives prompt lengths."""
+def reached(hits: int, optimum: int, capacity: int, caches: str, attained: bool,
+            tokens: tuple[int, int] | None = None) -> str:
+    """The sentence: ``caches`` is the capacity certificate's own words for the caches it bounds, with the
+    model's limits; ``attained``: whether its headline states that one of them reaches ``optimum`` (else the
+    sentence says "at most"); ``tokens``: the engine's hits and the bound in the trace's tokens, where it
+    gives prompt lengths."""
     blocks = f"{capacity:,} block{'s' if capacity != 1 else ''}"
-    return (f"the engine reached {hits:,} of the {optimum:,} hits any cache of {blocks}{' ' + caches if caches else ''} "
-            "can reach on this trace" + (f" (in tokens: {tokens[0]:,} of at most {tokens[1]:,})" if tokens else ""))
+    said = (f"the engine reached {hits:,} of the {optimum:,} hits of the optimum at {blocks}: no cache of {blocks} "
+            f"{caches} hits more on this trace, and one (offline, {ROOM}) hits exactly {optimum:,}" if attained else
+            f"the engine reached {hits:,} hits, of at most {optimum:,} that any cache of {blocks} {caches} can hit on "
+            f"this trace (that one reaches {optimum:,}, offline and {ROOM}, is computed, not kernel-checked)")
+    return said + (f" (in tokens: {tokens[0]:,} of at most {tokens[1]:,})" if tokens else "")
+
+
+def same_reading(engine: Certificate, capacity: Certificate) -> Rejection | None:
+    """Why a capacity certificate did not read the trace as the engine's replay did, or None. The replay reads
+    a trace as its first line says, at the layout's own block size (a prompts trace: blocks of
+    :data:`pycert.data.formats.prompts.DEFAULT_BLOCK_TOKENS`); a certificate read in another layout or at
+    another block size speaks of other references, and so, whatever its parameters, does one that counts
+    another number of them."""
+    from pycert.data.formats.prompts import DEFAULT_BLOCK_TOKENS
+
+    p = capacity.parameters
+    fmt, bt = getattr(p, "trace_format", None), getattr(p, "block_tokens", None)
+    said = f"{fmt or 'auto'}" + (f", blocks of {bt} tokens" if bt is not None else "")
+    if fmt == "prompts" and bt != DEFAULT_BLOCK_TOKENS:
+        return Rejection.mismatch(f"{capacity.id}: parameters.block_tokens", f"{DEFAULT_BLOCK_TOKENS} (the block size "
+                                  f"the engine's replay {engine.id} read the prompts at)", f"{bt}")
+    if (mine := figure(capacity, "refs")) != (theirs := figure(engine, "refs")):
+        return Rejection.mismatch(f"{capacity.id}: figures.refs", f"{theirs} (the references the engine's replay "
+                                  f"{engine.id} read)", f"{mine} (read as {said})")
+    return None
 
 
 def beside(engine: Certificate, capacity: Certificate | None = None, ceiling: Certificate | None = None) -> Beside:
@@ -111,6 +142,8 @@ def beside(engine: Certificate, capacity: Certificate | None = None, ceiling: Ce
     for other in (x for x in (capacity, ceiling) if x is not None):
         if trace_of(other)[1] != sha or (other is capacity and other.parameters.capacity_blocks != c):  # type: ignore[attr-defined]
             raise Rejected(Rejection.mismatch(f"{other.id}", f"a certificate of trace {name} at {c} blocks", "another"))
+    if capacity is not None and (why := same_reading(engine, capacity)) is not None:
+        raise Rejected(why)
     out = Beside(trace=name, capacity_blocks=c, refs=figure(engine, "refs"), engine_hits=hits, engine_by=engine.id,
                  lru_hits=figure(engine, "lru_hits"), optimum=figure(engine, "admission_hits"),
                  optimum_known=f"Belady's MIN with bypass computed by pycert ({engine.id})",
@@ -135,5 +168,5 @@ def beside(engine: Certificate, capacity: Certificate | None = None, ceiling: Ce
         both = attained(capacity.parameters)  # type: ignore[arg-type]
         out.optimum_known = f"kernel-checked in {capacity.id}" + ("" if both else " as an upper bound; attained as computed")
         tokens = (out.engine_tokens, out.optimum_tokens)
-        out.sentence = reached(hits, optimum, c, caches, tokens if None not in tokens else None)  # type: ignore[arg-type]
+        out.sentence = reached(hits, optimum, c, caches, both, tokens if None not in tokens else None)  # type: ignore[arg-type]
     return out

@@ -1,7 +1,8 @@
 """A synthetic row of the first-touch dataset (``pycert dataset first-touch``): one prompt length of the
 ramp (:mod:`pycert.analysis.first_touch`), measured on a real engine with no pooling and with the store
-pre-warmed (:mod:`pycert.leak.first_touch`), beside the closed form ``c·⌊n/c⌋/n``, kernel-checked
-(``Pycert.FirstTouch.CutAt``). Every row of a ramp states its headline in one Lean module,
+pre-warmed (:mod:`pycert.leak.first_touch`), beside two closed forms, both kernel-checked
+(``Pycert.FirstTouch.RampAt``): the seed's ``c·⌊n/c⌋/n`` (a store that serves every whole chunk), and the
+one the engine follows, ``c·⌊(n-1)/c⌋/n`` (it computes a prompt's last token again). Every row of a ramp states its headline in one Lean module,
 ``lean/FirstTouchRampC<c>B<blocks>.lean``, in a namespace of its own.
 
 This module is the claim; :mod:`pycert.families.first_touch_ramp.produce` makes the certificates.
@@ -15,12 +16,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from pycert.analysis.first_touch import closed_form_served, ramp, ramp_prompt
+from pycert.analysis.first_touch import closed_form_served, last_token_served, ramp, ramp_prompt
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.schema import Certificate, InputFile
 from pycert.families.base import Claim, Instance, Reader
 from pycert.families.first_touch import CLAIM as CUT
-from pycert.families.first_touch import cut_headline
 from pycert.families.first_touch.dataset import (
     CUT_EVIDENCE,
     TENANT_EVIDENCE,
@@ -60,9 +60,21 @@ def module_name(c: int, blocks: int) -> str:
     return f"FirstTouchRampC{c}B{blocks}"
 
 
+def ramp_headline(c: int, n: int) -> str:
+    """A row's headline: both closed forms at ``c`` and ``n``, as literals the kernel checks (``decide``)."""
+    served, last = closed_form_served(c, n), last_token_served(c, n)
+    return f"""/-- **Headline.** A store pre-warmed in chunks of {c} tokens serves {served} of a {n}-token prompt, and for
+every prompt of at least {2 * c} tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves {last} of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt {c} {n} {served} {last} :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
+"""
+
+
 def ramp_module(c: int, blocks: int) -> bytes:
-    """Every row's headline, ``CutAt c n (c·⌊n/c⌋)``, in one module: what prove writes and verify writes again."""
-    rows = [(f"Synthetic{k:03d}", cut_headline(c, n)) for k, n in enumerate(ramp(c, blocks), 1)]
+    """Every row's headline, ``RampAt c n (c·⌊n/c⌋) (c·⌊(n-1)/c⌋)``, in one module: what prove writes and verify
+    writes again."""
+    rows = [(f"Synthetic{k:03d}", ramp_headline(c, n)) for k, n in enumerate(ramp(c, blocks), 1)]
     return module_text(module_name(c, blocks), f"the parameters c = {c}, blocks = {blocks}", ["Pycert.FirstTouch"], rows)
 
 
@@ -71,10 +83,10 @@ class FirstTouchRamp(Claim):
     params = RampParams
     certificate = RampCertificate
     lean_module = CUT.lean_module
-    theorem_names = CUT.theorem_names
+    theorem_names = (*CUT.theorem_names, "Pycert.FirstTouch.lastServed_add", "Pycert.FirstTouch.rampAt")
     primary = ("log",)
-    headline_predicate = CUT.headline_predicate
-    headline_figures = ("c", "n", "served")
+    headline_predicate = "Pycert.FirstTouch.RampAt"
+    headline_figures = ("c", "n", "served", "last_served")
     limits = (
         "An observation, not a proof, for the engine's counts: one engine, model, device and seed, one seeded random "
         "prompt of each length, sent one request at a time; another engine may count otherwise.",
@@ -83,14 +95,20 @@ class FirstTouchRamp(Claim):
         "and the cost of moving its blocks are not measured.",
         "The no-pooling and pooled arms run unsalted in one namespace, so that blocks start at the prompt's first "
         "token (this engine takes a salt as prepended tokens, which would move every block boundary).",
-        "The kernel checks the closed form c·⌊n/c⌋ at this n (Pycert.FirstTouch.CutAt), not the engine: that the "
-        "measured cut equals it is not proved, and the rows where it does not are in the data.",
+        "The kernel checks both closed forms at this n (Pycert.FirstTouch.RampAt), not the engine: the seed's "
+        "c·⌊n/c⌋ and the engine's c·⌊(n-1)/c⌋ (the engine computes a prompt's last token again), one chunk apart "
+        "exactly where c divides n (Pycert.FirstTouch.lastServed_add). That the measured cut equals either is not "
+        "proved; the rows where it does not are in the data.",
         *TENANT_LIMITS,
     )
     evidence_of = {
         "c": ("kernel-checked", "Lean kernel: a literal of {headline}"),
         "served": ("kernel-checked", "Lean kernel: a literal of {headline} (cut c n = (served, n))"),
         "closed_form_cut": ("kernel-checked", "Lean kernel: {headline} states cut c n = (served, n); this is served / n"),
+        "last_served": ("kernel-checked", "Lean kernel: a literal of {headline} (lastServed c n = last_served: the whole "
+                                          "chunks of the first n - 1 tokens)"),
+        "engine_closed_form_cut": ("kernel-checked", "Lean kernel: {headline} states lastServed c n = last_served; this "
+                                                     "is last_served / n"),
         "prompt_tokens": ("kernel-checked", "Lean kernel: the literal n of {headline}, the ramp's length at this row"),
         "cold_cached_tokens": ("observed", "the engine's own cached-token count for the prompt on an emptied cache "
                                            "(the per-request log)"),
@@ -125,7 +143,8 @@ class FirstTouchRamp(Claim):
         got = counts(log, workload_id(params.row), prompt, prompt, cut=True)
         assert got.cold is not None and got.pooled is not None  # the cut arms ran: counts() checked the sequence
         return {"c": Fraction(params.c), "served": Fraction(kernel["served"]),
-                "closed_form_cut": Fraction(kernel["served"], n), "cold_cached_tokens": Fraction(got.cold),
+                "closed_form_cut": Fraction(kernel["served"], n), "last_served": Fraction(kernel["last_served"]),
+                "engine_closed_form_cut": Fraction(kernel["last_served"], n), "cold_cached_tokens": Fraction(got.cold),
                 **prefill_figures(n, n - got.cold, n - got.pooled), **tenant_figures(got)}
 
     def sentence(self, params: RampParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
@@ -135,8 +154,10 @@ class FirstTouchRamp(Claim):
                 f"{n}-token prompt (ramp row {p.row} of {4 * p.blocks}, seed {p.seed}): from an emptied cache the engine "
                 f"computed {f['apc_prefill_computed']} tokens; after another client's request for the same prompt it "
                 f"served {f['cached_tokens']} from cache and computed {f['pooled_prefill_computed']}, an observed cut of "
-                f"{float(f['first_touch_cut']):.6f}; the closed form {p.c}·⌊n/{p.c}⌋/n is {f['served']}/{n} = "
-                f"{float(f['closed_form_cut']):.6f} (kernel-checked: Pycert.FirstTouch.CutAt {p.c} {n} {f['served']}); "
+                f"{float(f['first_touch_cut']):.6f}; the seed's closed form {p.c}·⌊n/{p.c}⌋/n is {f['served']}/{n} = "
+                f"{float(f['closed_form_cut']):.6f} and the engine's, {p.c}·⌊(n-1)/{p.c}⌋/n (the last token computed "
+                f"again), {f['last_served']}/{n} = {float(f['engine_closed_form_cut']):.6f} (kernel-checked: "
+                f"Pycert.FirstTouch.RampAt {p.c} {n} {f['served']} {f['last_served']}); "
                 f"under the keyed salt a second tenant sending the same prompt was served {f['cross_tenant_cached_tokens']} "
                 f"tokens from cache and the first tenant's own repeat {f['own_cached_tokens']}.")
 
@@ -144,7 +165,8 @@ class FirstTouchRamp(Claim):
 def engine_figures(params: RampParams) -> dict[str, Fraction]:
     """The headline's figures by Python's arithmetic, compared with the kernel's at prove."""
     n = ramp(params.c, params.blocks)[params.row - 1]
-    return {"c": Fraction(params.c), "served": Fraction(closed_form_served(params.c, n))}
+    return {"c": Fraction(params.c), "served": Fraction(closed_form_served(params.c, n)),
+            "last_served": Fraction(last_token_served(params.c, n))}
 
 
 CLAIM = FirstTouchRamp()

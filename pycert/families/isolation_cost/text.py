@@ -1,6 +1,7 @@
 """What an isolation-cost certificate says in words: its sentence, its limits, and how each figure is known.
 The sentence says no more than ``Pycert.IsolationCost.SaltCost`` (or ``PrefixSaltCost``) on the two
-traces: the keyed trace is pycert's making, and the sentence says so."""
+traces: the kernel checks that the keyed trace is the trace keyed by the tenants the keyed instance
+carries; which tenant each request has is the tenant rule's, applied by pycert, and the sentence says so."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from pycert.core.schema import EvidenceState
-from pycert.families.capacity.text import ADMISSION, COMMON, DEMAND, UNITS
+from pycert.families.capacity.text import ADMISSION, COMMON, ROOM, UNITS
 
 SALT_COST, PREFIX_SALT_COST = "Pycert.IsolationCost.SaltCost", "Pycert.IsolationCost.PrefixSaltCost"
 
@@ -39,18 +40,20 @@ def sentence(trace: str, predicate: str, figures: Mapping[str, Fraction], rule: 
     y, x, gap = int(figures["shared_hits"]), int(figures["salted_hits"]), int(figures["gap"])
     blocks = f"{c} block{'s' if c != 1 else ''}"
     out = (f"On trace {trace} ({reading}{refs} block references in {int(figures['requests'])} requests), with {rule}: "
-           f"{ADMISSION} of {blocks} shared by every tenant hit at most {y} times and one (offline) hits exactly {y}")
+           f"{ADMISSION}, of {blocks}, shared by every tenant, hit at most {y} times, and one (offline, {ROOM}) hits "
+           f"exactly {y}")
     if predicate == PREFIX_SALT_COST:
         out += (", reached by a prefix cache over the trace's requests (one that hits only the longest cached prefix of "
-                "each request's blocks)")
-    out += (f"; on {KEYED}, no cache of {blocks} with admission control hits more than {x}, and one hits exactly {x}. So "
-            f"at {blocks} a per-tenant salt costs at least {gap} hits ({_pct(figures['gap_share'])} of the shared "
-            f"optimum): every salted cache of {blocks} with admission control, which includes those that admit every "
-            f"missed block and prefix caches, hits at least {gap} times fewer than the best shared one. For {DEMAND}, a "
-            f"subset, the optima are {int(figures['shared_demand_hits'])} shared and "
-            f"{int(figures['salted_demand_hits'])} keyed. Blocks count one slot each, and no room is kept for a running "
-            f"request's blocks. The keyed trace is pycert's making from the trace and the tenant "
-            f"map (verify makes it again); the kernel does not relate the two traces. {OWNERSHIP}")
+                "each request's blocks, and may bypass)")
+    out += (f"; on {KEYED}, none of these caches of {blocks} hits more than {x}, and one hits exactly {x}. So at {blocks} "
+            f"a per-tenant salt costs at least {gap} hits ({_pct(figures['gap_share'])} of the shared optimum): every "
+            f"salted cache of {blocks} of these, those that store every missed block and prefix caches among them, hits "
+            f"at least {gap} times fewer than the best shared one. Of these, the caches that store every missed block "
+            f"have the optima {int(figures['shared_demand_hits'])} shared and {int(figures['salted_demand_hits'])} keyed. "
+            "The kernel checks that the keyed trace is the trace keyed by the tenants the certificate carries (two "
+            "references share a keyed block exactly when they share the block and the tenant, and a request's "
+            "references share a tenant); that those tenants are the rule's is pycert's reading of the trace (verify "
+            f"reads it again). {OWNERSHIP}")
     return out
 
 
@@ -63,16 +66,15 @@ def limits(rule: str) -> tuple[str, ...]:
         "The figures are per trace, per capacity and per tenant map: they say nothing about other traffic, other cache "
         "sizes or other tenants.",
         *assigned,
-        "Outside the kernel, Python makes the keyed trace from the trace and the tenant map (each reference's block the "
-        "pair of its request's tenant and its block id, numbered in the order the pairs first occur) and writes both "
-        "traces into their instances. The kernel checks each optimum on every reference of the list its instance "
-        "decodes to, and that both lists have the same length; it does not check that one is the other keyed. Verify "
-        "makes the tenant map (its sha256 is parameters.tenant_map_sha256), the keyed trace and all three Lean files "
-        "again from the trace, byte for byte.",
+        "Outside the kernel, Python applies the tenant rule to each request (the map's sha256 is "
+        "parameters.tenant_map_sha256) and writes each reference's tenant into the keyed instance. The kernel checks "
+        "that the keyed trace is the trace, with the same block numbers, keyed by those tenants, and that they change "
+        "only where a request starts; not that they are the rule's. Verify applies the rule again and makes all three "
+        "Lean files again from the trace, byte for byte.",
         OWNERSHIP,
-        f"Both optima are kernel-checked both ways in each model: no cache of the model hits more, and one hits exactly "
-        f"that many (Belady's hit pairs, without and with bypass, checked on every reference as witnesses). The caches "
-        f"reaching them read the whole trace (they are offline). {UNITS} Nothing is prefetched.",
+        f"Both optima are kernel-checked both ways in each model, on each trace: no cache of the model hits more, and one "
+        f"hits exactly that many (Belady's hit pairs, without and with bypass, checked on every reference as witnesses). "
+        f"The caches reaching them read the whole trace (they are offline). {UNITS} Nothing is prefetched.",
         "The partitioned arm (each tenant its own share of the capacity) is computed by pycert, not kernel-checked.",
         "No figure in tokens is stated.",
         *COMMON[1:],
@@ -83,12 +85,14 @@ KERNEL = "Lean kernel: a literal of {headline}"
 EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
     "refs": ("kernel-checked", f"{KERNEL} (the length of both traces, every reference decoded)"),
     "capacity_blocks": ("kernel-checked", f"{KERNEL} (the capacity of every cache it speaks of)"),
-    "shared_hits": ("kernel-checked", f"{KERNEL} (OptimumA on the trace: hits ≤ it for every cache of C blocks with "
-                    "admission control, from a cut list checked on every reference, and = it for one, from the hit pairs "
-                    "of Belady's MIN with bypass checked on every reference)"),
-    "salted_hits": ("kernel-checked", f"{KERNEL} (OptimumA on the keyed trace, both ways as shared_hits)"),
-    "shared_demand_hits": ("kernel-checked", f"{KERNEL} (Optimum on the trace, for caches that admit every missed block "
-                           "and start empty, both ways)"),
+    "shared_hits": ("kernel-checked", f"{KERNEL} (OptimumA on the trace: hits ≤ it for every cache of C blocks that may "
+                    "bypass, starts empty, holds blocks of one size and fetches a block only when it is referenced, from a "
+                    "cut list checked on every reference, and = it for one, from the hit pairs of Belady's MIN with bypass "
+                    "checked on every reference)"),
+    "salted_hits": ("kernel-checked", f"{KERNEL} (OptimumA on the keyed trace, both ways as shared_hits; Keyed: the "
+                    "trace keyed by the tenants the keyed instance carries)"),
+    "shared_demand_hits": ("kernel-checked", f"{KERNEL} (Optimum on the trace, for caches that store every missed block, "
+                           "start empty, hold blocks of one size and fetch a block only when it is referenced, both ways)"),
     "salted_demand_hits": ("kernel-checked", f"{KERNEL} (Optimum on the keyed trace, both ways)"),
     "gap": ("computed", "exact arithmetic shared_hits - salted_hits of two kernel-checked figures (salt_gap: every cache "
             "on the keyed trace hits at least this many times fewer than the best on the trace)"),

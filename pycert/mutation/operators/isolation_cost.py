@@ -1,7 +1,9 @@
 """What a per-tenant salt costs (issue 38): the composition claiming the salt costs one hit more than the two
-instances state (the kernel), the library's gap theorem claiming one hit more (the kernel), and the keyed
-trace made with one tenant's key for two tenants (the kernel accepts it, being about the list it is given:
-verify, which makes the keyed trace again from the trace and the tenant map, must refuse it)."""
+instances state (the kernel), the library's gap theorem claiming one hit more (the kernel), the keyed
+trace made as if no tenant were keyed or with one reference moved to another tenant (the kernel: the
+keyed instance carries each reference's tenant and keys the trace's own block numbers by it), and a whole
+request moved to another tenant, consistently (the kernel accepts it, being about the tenants it is given:
+verify, which applies the tenant rule again, must refuse it)."""
 
 from __future__ import annotations
 
@@ -48,11 +50,13 @@ def _gap_one_more(name: str) -> str:
     """The trace's and the keyed trace's instances and their composition, flattened into one batch snippet,
     the composition stating a keyed optimum one below the keyed instance's: a gap one hit larger."""
     trace = trace_from_bytes(_trace(), "tenants.jsonl")
-    owner = salt.owners(trace, salt.tenant_map(trace, "field"))
-    keyed = dataclasses.replace(trace, refs=salt.keyed_refs(trace.refs, owner))
+    tenant_of = salt.tenant_map(trace, "field")
+    owner = salt.owners(trace, tenant_of)
+    keyed = derive.Salted(trace=trace, tenant_of=tenant_of, owner=owner, tenants=3,
+                          keyed=dataclasses.replace(trace, refs=salt.keyed_refs(trace.refs, owner)))
     verdict, _ = derive.prefix_of(trace, CAPACITY)
-    shared, plan = capacity.instance_text(trace, f"{name}_S", CAPACITY, CAPACITY_OPTIMA_ENCODING, verdict)
-    salted, keyed_plan = capacity.instance_text(keyed, f"{name}_K", CAPACITY, CAPACITY_OPTIMA_ENCODING)
+    shared, plan = capacity.instance_text(trace, f"{name}_S", CAPACITY, CAPACITY_OPTIMA_ENCODING, verdict, as_module=True)
+    salted, keyed_plan = derive.keyed_text(keyed, f"{name}_K", CAPACITY)
     cost = emit.cost_of(plan, keyed_plan)
     lie = cost.model_copy(update={"salted": cost.salted - 1})
     glue = emit.emit_cost(name, "0" * 64, "0" * 64, f"{name}_S", f"{name}_K", lie)
@@ -61,34 +65,70 @@ def _gap_one_more(name: str) -> str:
                        for t in (shared.decode(), salted.decode(), glue))
 
 
-_real_keyed = salt.keyed_refs
+_real_keyed, _real_owners, _real_map = salt.keyed_refs, salt.owners, salt.tenant_map
 
 
-def _one_key(refs: np.ndarray, owner: np.ndarray) -> np.ndarray:
-    """The keyed trace with tenant 1's references keyed as tenant 0's: two tenants share one salt."""
-    return _real_keyed(refs, np.where(owner == 1, 0, owner))
+def _unkeyed(refs: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """The keyed trace equal to the shared one: no reference keyed by its tenant."""
+    return refs.copy()
 
 
-def _one_key_caught(ctx: Any) -> Verdict:
-    """prove isolation-cost with the defect in place, on :func:`_trace`: the kernel accepts (its statement is
-    about the list it was given), so prove writes; verify, without the defect, must refuse the keyed instance."""
+def _one_moved(trace: Any, tenant_of: np.ndarray) -> np.ndarray:
+    """Each reference's tenant, with the second reference of the first request of two or more references moved to
+    another tenant: the keyed instance, its sort and its witness all made from that, consistently."""
+    owner = _real_owners(trace, tenant_of).copy()
+    starts = trace.requests
+    r = next(i for i in range(len(starts) - 1) if starts[i + 1] - starts[i] >= 2)
+    owner[starts[r] + 1] = (owner[starts[r] + 1] + 1) % (int(owner.max()) + 1)
+    return owner
+
+
+def _request_moved(trace: Any, rule: Any, tenants: Any = None, prefix_blocks: Any = None) -> np.ndarray:
+    """The tenant map with the first request moved to another tenant, consistently: another map."""
+    out = _real_map(trace, rule, tenants, prefix_blocks).copy()
+    out[0] = (out[0] + 1) % (int(out.max()) + 1)
+    return out
+
+
+def _prove(ctx: Any, defect: Any) -> Any:
     trace = ctx.repo / "tenants.jsonl"
     trace.write_bytes(_trace())
     opts = IsolationCostOptions(trace=[trace], capacity_blocks=[CAPACITY], wanted=True, required=True)
-    with mock.patch.object(salt, "keyed_refs", _one_key):
-        res = prove([(producer("isolation-cost"), opts)], backend=ctx.backend_name, out_dir=ctx.repo / "salted")
+    with defect:
+        return prove([(producer("isolation-cost"), opts)], backend=ctx.backend_name, out_dir=ctx.repo / "salted")
+
+
+def _kernel_refuses(defect: Any, declaration: str) -> Any:
+    """prove isolation-cost with the defect in place, on :func:`_trace`: the kernel must refuse the keyed instance
+    (the failing declaration named), and nothing may be written."""
+    def run(ctx: Any) -> Verdict:
+        res = _prove(ctx, defect())
+        bad = [f"{s.name}: {s.detail}" for s in res.stages if s.status == "rejected"]
+        if res.ok or not bad:
+            return "survived", "prove: ok"
+        if res.written:
+            return "survived", f"prove still wrote {res.written}"
+        hit = next((b for b in bad if "Keyed" in b and declaration in b), None)
+        return ("killed", hit[:300]) if hit else ("survived", f"rejected, but not in {declaration}: {bad[0][:200]}")
+    return run
+
+
+def _request_moved_caught(ctx: Any) -> Verdict:
+    """prove isolation-cost with the defect in place: the kernel accepts (its statement is about the tenants it
+    was given), so prove writes; verify, without the defect, must refuse the tenant map."""
+    res = _prove(ctx, mock.patch.object(salt, "tenant_map", _request_moved))
     if not res.ok:
         return "survived", "prove refused it before verify could: " + "; ".join(
             s.detail for s in res.stages if s.status != "ok")[:200]
     bad = verify_certificate(ctx.repo / "salted" / f"isolation-cost-tenants-field-c{CAPACITY}.json")
-    said = [f.render() for f in bad.failures if "Keyed.lean" in f.render()]
+    said = [f.render() for f in bad.failures if "tenant_map_sha256" in f.render()]
     return ("killed", said[0][:300]) if bad.status == "rejected" and said else ("survived", f"verify: {bad.status}")
 
 
 class IsolationCost(Operator):
-    """Plant defects in what a per-tenant salt costs: in the composition of the two instances and in the
-    library's gap theorem (the kernel must reject the declaration), and in the keyed trace (verify's
-    regeneration must refuse what the kernel, checking the list it was given, accepted)."""
+    """Plant defects in what a per-tenant salt costs: in the composition of the two instances, in the library's
+    gap theorem and in the keyed trace (the kernel must reject the declaration), and in the tenant map (verify,
+    applying the rule again, must refuse what the kernel, checking the tenants it was given, accepted)."""
 
     name = "isolation-cost"
 
@@ -103,8 +143,16 @@ class IsolationCost(Operator):
                  edit=LibraryEdit("iso-salt-gap-strong", "Pycert/IsolationCost.lean", "salt_gap",
                                   "∀ K', Run rk C K' → hits rk K' + (y - x) ≤ hits r K := by",
                                   "∀ K', Run rk C K' → hits rk K' + (y - x + 1) ≤ hits r K := by", KERNEL_REJECTS))
-        self.add("iso-one-key-two-tenants", "verify", "the keyed trace made with tenant t0's key for tenant t1's requests "
-                 "too (two tenants share one salt: fewer hits lost)", "verify refuses the keyed instance",
-                 "pycert/analysis/salt.py", run=_one_key_caught)
+        self.add("iso-keyed-equals-shared", "lean-kernel", "the keyed trace equal to the shared one (no reference keyed "
+                 "by its tenant) while the keyed instance carries the tenants: the salt made to cost nothing",
+                 "kernel error in the keyed instance", "pycert/analysis/salt.py",
+                 run=_kernel_refuses(lambda: mock.patch.object(salt, "keyed_refs", _unkeyed), "Keyed"))
+        self.add("iso-tenant-moved", "lean-kernel", "one reference moved to another tenant inside its request, the "
+                 "keyed instance (its tenants, sort and witness) made consistently from that",
+                 "kernel error in requests_ok", "pycert/analysis/salt.py",
+                 run=_kernel_refuses(lambda: mock.patch.object(salt, "owners", _one_moved), "requests_ok"))
+        self.add("iso-request-moved", "verify", "a whole request moved to another tenant, consistently: another tenant "
+                 "map, which the kernel cannot tell from the rule's", "verify refuses parameters.tenant_map_sha256",
+                 "pycert/analysis/salt.py", run=_request_moved_caught)
         return self.plans
 
