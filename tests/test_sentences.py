@@ -18,6 +18,7 @@ from pycert.families.capacity import text as capacity_text
 from pycert.families.engine import CLAIM as ENGINE
 from pycert.families.engine import EngineParams
 from pycert.families.isolation_cost import text as salt_text
+from pycert.families.models import ADMISSION
 
 REPO = Path(__file__).resolve().parent.parent
 LIMITS = ("start empty", "hold blocks of one size", "fetch a block only when it is referenced (no prefetch)")
@@ -85,7 +86,7 @@ def test_the_engine_certificate_names_the_optimum_with_its_limits() -> None:
          "prefix_closed": Fraction(1), "prefix_unbounded_hits": Fraction(4)}
     said = ENGINE.sentence(params, f, [])
     assert "the optimum of any cache of 8 blocks that starts empty" not in said
-    assert f"(the optimum at 8 blocks of {capacity_text.ADMISSION})" in said
+    assert f"(the optimum at 8 blocks of {ADMISSION})" in said
     limits = " ".join(ENGINE.limits)
     assert "bounds every cache of num_blocks blocks that " + ", ".join(ONE) in limits
     assert "keep no room for a running request's blocks" in limits

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from pycert.certify.card import Card, Cell, Number, Table, exact_of, pct, rounded, unit_of
 from pycert.core.schema import Certificate, Figure, InputFile
-from pycert.families.capacity.text import STORE, caches
 from pycert.families.engine.beside import Beside, beside
+from pycert.families.models import STORE, caches
 
 if TYPE_CHECKING:  # numpy: the page imports the trace engine only when it draws a curve
     from pycert.analysis.cachesim import HitCurve
@@ -163,9 +163,8 @@ def sentence(facts: TraceFacts) -> str:
     parts, subject, of = [], "such a cache", ""
     if facts.ceiling is not None and refs:
         hits = figures(facts.ceiling)["max_hits"].numerator
-        parts.append(f"No cache {caches(STORE, plural=False)} hits more than "
-                     f"{pct(Fraction(hits, refs))} of this trace's {refs:,} block references, whatever its size or eviction "
-                     "policy")
+        parts.append(f"No cache {caches(STORE, plural=False)} hits more than {pct(Fraction(hits, refs))} of this "
+                     f"trace's {refs:,} block references, whatever its size or eviction policy")
     elif refs:
         subject, of = f"a cache {caches(STORE, plural=False)}", f" of this trace's {refs:,} block references"
     for c, cert in sorted(facts.capacity.items()):
@@ -282,17 +281,11 @@ def _admission_gain_col(facts: TraceFacts, c: int) -> Cell:
 
 
 def _tier_col(facts: TraceFacts, c: int) -> Cell:
-    """tier_headroom_pp of ``pycert trace offload``: the best at any size less the optimum at C blocks with bypass
-    (one meaning in both places); without that optimum, n/a rather than another difference under the same name."""
-    best = facts.best()
-    if best is None:
-        return Cell("n/a")
-    cert = facts.capacity[c]
-    figs, ha = figures(cert), admitted(cert)
-    if ha is None:
-        return Cell("n/a", f"{cert.id} states no optimum with bypass, so what only another tier can win is not "
-                           "separated from what bypass wins")
-    return _points(Fraction(best[0] - ha, figs["refs"].numerator),
+    best, cert = facts.best(), facts.capacity[c]
+    if best is None or (ha := admitted(cert)) is None:  # tier_headroom_pp of trace offload: one meaning, else n/a
+        return Cell("n/a", "" if best is None else f"{cert.id} states no optimum with bypass: what only another tier "
+                                                   "wins is not separated")
+    return _points(Fraction(best[0] - ha, figures(cert)["refs"].numerator),
                    f"best at any size ({best[1]}) - the optimum at {c:,} blocks with bypass (kernel-checked); "
                    "tier_headroom_pp of pycert trace offload")
 

@@ -42,8 +42,6 @@ from pycert.families.base import Claim, Instance, Reader, input_path
 from pycert.families.capacity.text import (
     BOTH_WAYS,
     BOUNDED,
-    BYPASS,
-    STORE,
     LIMITS,
     OPTIMA,
     OPTIMA_LIMITS,
@@ -52,12 +50,12 @@ from pycert.families.capacity.text import (
     PREFIX_NOT_CLAIMED,
     PREFIX_OPTIMA,
     UPPER_ONLY,
-    caches,
     evidence_of,
     joint_limits,
     piece_limit,
     sentence,
 )
+from pycert.families.models import BYPASS, STORE, caches
 from pycert.families.traces import (
     BLOCK_IDENTITY,
     LEAN_DERIVED,

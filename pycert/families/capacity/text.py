@@ -8,43 +8,13 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from pycert.core.schema import EvidenceState
+from pycert.families.models import ADMISSION, DEMAND, ROOM, STORE, caches
 from pycert.families.traces import BLOCK_IDENTITY, PROMPT_TOKENS
 
 BOUNDED, OPTIMUM = "Pycert.Capacity.Bounded", "Pycert.Capacity.Optimum"
 OPTIMA, PREFIX_OPTIMA = "Pycert.Admission.Optima", "Pycert.Admission.PrefixOptima"
 OPTIMUM_A = "Pycert.Admission.OptimumA"
 
-MODEL_LIMITS = ("start empty", "hold blocks of one size", "fetch a block only when it is referenced (no prefetch)")
-"""What every cache the capacity theorems bound does (``Pycert.Cache``, ``Pycert.Admission.Run``): each
-sentence names these limits with the caches it bounds. A cache that starts warm, prefetches or holds
-blocks of other sizes is outside the bound."""
-ROOM = "keeping no room for a running request's blocks, which a real engine needs"
-"""What the cache reaching an optimum may do that an engine cannot: said wherever attainment is."""
-
-
-def caches(last: str, plural: bool = True) -> str:
-    """The caches of the model, named with its limits and ``last`` (what sets the model apart): "caches that
-    start empty, hold blocks of one size, fetch a block only when it is referenced (no prefetch) and
-    ``last``" (one cache: "that starts empty, …")."""
-    said = [*MODEL_LIMITS, last] if plural else [_singular(x) for x in (*MODEL_LIMITS, last)]
-    return f"{'caches that' if plural else 'that'} {', '.join(said[:-1])} and {said[-1]}"
-
-
-def _singular(verbs: str) -> str:
-    """``start empty`` → ``starts empty``, ``may bypass`` unchanged: the first verb of a phrase, third person."""
-    first, _, rest = verbs.partition(" ")
-    if first == "may":
-        return verbs
-    return f"{first}es {rest}" if first.endswith(("ch", "sh")) else f"{first}s {rest}"
-
-
-STORE = "store every missed block"
-BYPASS = "may bypass (leave a missed block out)"
-BYPASS_ANY = f"{BYPASS} and evict any block at any step"
-DEMAND = caches(STORE)
-"""The model of ``Pycert.Cache``, named wherever a figure is about it."""
-ADMISSION = caches(BYPASS_ANY)
-"""The model of ``Pycert.Admission.Run`` (bypass): it holds every cache of ``DEMAND`` and every prefix cache."""
 UNITS = ("Blocks count one slot each, and neither model makes a running request's blocks resident together while it "
          "is computed: a real engine needs that room, so the optimum may be out of its reach.")
 

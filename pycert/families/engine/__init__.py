@@ -25,7 +25,7 @@ from pycert.core.errors import Rejection
 from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Reader, input_path
-from pycert.families.capacity.text import ADMISSION, BYPASS, BYPASS_ANY, caches
+from pycert.families.models import ADMISSION, BYPASS, BYPASS_ANY, caches
 from pycert.families.observations import held_to
 from pycert.families.traces import PROMPT_TOKENS, slug
 from pycert.leak import replay as replaylog

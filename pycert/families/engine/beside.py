@@ -25,8 +25,8 @@ from pycert.core.errors import Rejected, Rejection
 from pycert.core.schema import Certificate
 from pycert.families.capacity import CLAIM as CAPACITY
 from pycert.families.capacity import attained
-from pycert.families.capacity.text import ROOM
 from pycert.families.engine.figures import above_optimum
+from pycert.families.models import ROOM
 
 
 class Beside(BaseModel):
@@ -118,7 +118,7 @@ def same_reading(engine: Certificate, capacity: Certificate) -> Rejection | None
     :data:`pycert.data.formats.prompts.DEFAULT_BLOCK_TOKENS`); a certificate read in another layout or at
     another block size speaks of other references, and so, whatever its parameters, does one that counts
     another number of them."""
-    from pycert.data.formats.prompts import DEFAULT_BLOCK_TOKENS
+    from pycert.data.formats.prompts import DEFAULT_BLOCK_TOKENS  # numpy: only where a capacity certificate is compared
 
     p = capacity.parameters
     fmt, bt = getattr(p, "trace_format", None), getattr(p, "block_tokens", None)

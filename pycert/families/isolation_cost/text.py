@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from pycert.core.schema import EvidenceState
-from pycert.families.capacity.text import ADMISSION, COMMON, ROOM, UNITS
+from pycert.families.capacity.text import COMMON, UNITS
+from pycert.families.models import ADMISSION, ROOM
 
 SALT_COST, PREFIX_SALT_COST = "Pycert.IsolationCost.SaltCost", "Pycert.IsolationCost.PrefixSaltCost"
 

@@ -40,8 +40,7 @@ from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING as OPTIMA_ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMUM_ENCODING as OPTIMUM_ENCODING
 from pycert.lean.emit import CAPACITY_PIECES_ENCODING as PIECES_ENCODING
 from pycert.lean.emit import INSTANCE_NAMESPACE, packed_trace
-from pycert.lean.emit.sorting import (network_words, perm_all, places_log2, plane, planes, rotation_pairs,
-                                      same_plane, sorted_order)
+from pycert.lean.emit.sorting import Sorted, places_log2, plane, planes, sort_lines, sort_of
 
 MAX_SORT_BITS = MAX_PIECE_REFS << 5
 """The largest vector the kernel transposes within the wasm heap: ``2 ** M`` places of ``2 ** f``-bit
@@ -121,17 +120,6 @@ def fits_one(n: int, distinct: int) -> bool:
     ``MAX_SORT_BITS`` (fields as :func:`pycert.lean.emit.packed_trace.plan` widens them)."""
     w = max(2, distinct.bit_length())
     return 1 << (places_log2(n) + ((1 << w.bit_length()) - 1).bit_length()) <= MAX_SORT_BITS
-
-
-@dataclass(frozen=True)
-class Sorted:
-    """What the cut and witness lines of an instance need of its sort."""
-
-    n: int
-    m_log: int
-    sigma: np.ndarray
-    same: np.ndarray
-    piece_bits: int
 
 
 def count_lines(sort: Sorted, label: str, of: str, counts: np.ndarray, width: int, what: str,
@@ -216,30 +204,6 @@ def witness_lines(sort: Sorted, tag: str, capacity: int, starts: np.ndarray, end
         "",
     ]
     return lines, h
-
-
-def sort_of(keys: np.ndarray, m_log: int, piece_bits: int, name: str) -> tuple[Sorted, list[int]]:
-    """The sort of the references by (``keys``, time) on ``2 ** m_log`` places, and its network's words,
-    checked to sort before anything is written."""
-    sigma = sorted_order(keys, m_log)
-    words = network_words(sigma, m_log)
-    if not np.array_equal(perm_all(words, m_log), sigma):
-        raise PycertError(f"{name}: the network does not sort the references (an emitter bug)")
-    return Sorted(n=len(keys), m_log=m_log, sigma=sigma, same=same_plane(keys, sigma), piece_bits=piece_bits), words
-
-
-def sort_lines(sort: Sorted, words: list[int], f: int, block: str) -> list[str]:
-    """The network's words, ``same`` and the transposition ``rot`` of an instance sorted by (``block``, time)."""
-    lines = []
-    for k, word in enumerate(words):
-        lines += packed_trace.nat_defs(f"W{k}", f"Sort network word {k}: the layers on index bit {k}.", word,
-                                       sort.piece_bits)
-    lines += [f"/-- The network sorting the {2 ** sort.m_log} places by ({block}, time) (`SortedTrace.net`). -/",
-              f"noncomputable def W : List Nat := [{', '.join(f'W{k}' for k in range(sort.m_log))}]", ""]
-    lines += packed_trace.nat_defs("same", f"Sorted places whose predecessor is a reference to the same {block}.",
-                                   plane(sort.same), sort.piece_bits)
-    return lines + ["/-- Index-bit exchanges transposing the packed block numbers into bit planes. -/",
-                    f"noncomputable def rot : List (Nat × Nat) := {rotation_pairs(f, sort.m_log)!r}", ""]
 
 
 def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts: Sequence[int] | None,

@@ -27,11 +27,9 @@ from pycert.lean.emit.capacity import (
     firsts_lines,
     optima_headline,
     optimum_a_lines,
-    sort_lines,
-    sort_of,
     witness_lines,
 )
-from pycert.lean.emit.sorting import places_log2, planes
+from pycert.lean.emit.sorting import places_log2, planes, sort_lines, sort_of
 
 OPTIMUM_TERM = ("SortedOptimum.optimum_of_facts refs_eq (by decide) adjacent linked cuts_ok flags_ok cuts_eq (by decide)\n"
                 "    (by decide) witness_ok starts_ok ends_ok cover_ok starts_eq")

@@ -7,10 +7,12 @@ trace (:mod:`pycert.lean.emit.pieces`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from pycert.lean.emit import benes
+from pycert.core.errors import PycertError
+from pycert.lean.emit import benes, packed_trace
 
 
 def places_log2(n: int) -> int:
@@ -115,3 +117,38 @@ def same_plane(blocks: Sequence[int], sigma: np.ndarray) -> np.ndarray:
     out = np.zeros(len(sigma), dtype=bool)
     out[1:] = real[1:] & real[:-1] & (xs[1:] == xs[:-1])
     return out
+
+
+@dataclass(frozen=True)
+class Sorted:
+    """What the cut and witness lines of an instance need of its sort."""
+
+    n: int
+    m_log: int
+    sigma: np.ndarray
+    same: np.ndarray
+    piece_bits: int
+
+
+def sort_of(keys: np.ndarray, m_log: int, piece_bits: int, name: str) -> tuple[Sorted, list[int]]:
+    """The sort of the references by (``keys``, time) on ``2 ** m_log`` places, and its network's words,
+    checked to sort before anything is written."""
+    sigma = sorted_order(keys, m_log)
+    words = network_words(sigma, m_log)
+    if not np.array_equal(perm_all(words, m_log), sigma):
+        raise PycertError(f"{name}: the network does not sort the references (an emitter bug)")
+    return Sorted(n=len(keys), m_log=m_log, sigma=sigma, same=same_plane(keys, sigma), piece_bits=piece_bits), words
+
+
+def sort_lines(sort: Sorted, words: list[int], f: int, block: str) -> list[str]:
+    """The network's words, ``same`` and the transposition ``rot`` of an instance sorted by (``block``, time)."""
+    lines = []
+    for k, word in enumerate(words):
+        lines += packed_trace.nat_defs(f"W{k}", f"Sort network word {k}: the layers on index bit {k}.", word,
+                                       sort.piece_bits)
+    lines += [f"/-- The network sorting the {2 ** sort.m_log} places by ({block}, time) (`SortedTrace.net`). -/",
+              f"noncomputable def W : List Nat := [{', '.join(f'W{k}' for k in range(sort.m_log))}]", ""]
+    lines += packed_trace.nat_defs("same", f"Sorted places whose predecessor is a reference to the same {block}.",
+                                   plane(sort.same), sort.piece_bits)
+    return lines + ["/-- Index-bit exchanges transposing the packed block numbers into bit planes. -/",
+                    f"noncomputable def rot : List (Nat × Nat) := {rotation_pairs(f, sort.m_log)!r}", ""]
