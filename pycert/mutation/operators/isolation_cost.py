@@ -23,6 +23,7 @@ from pycert.families.capacity import derive as capacity
 from pycert.families.isolation_cost import derive
 from pycert.families.isolation_cost.produce import IsolationCostOptions
 from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING
+from pycert.lean.emit import keyed as keyed_emit
 from pycert.lean.emit import salt_cost as emit
 from pycert.mutation.lean_batch import LibraryEdit, Snippet
 from pycert.mutation.operators.base import KERNEL_REJECTS, Operator, Planned, Verdict, strip_header
@@ -46,9 +47,9 @@ def _trace() -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def _gap_one_more(name: str) -> str:
-    """The trace's and the keyed trace's instances and their composition, flattened into one batch snippet,
-    the composition stating a keyed optimum one below the keyed instance's: a gap one hit larger."""
+def _files(name: str, lie: int = 0) -> str:
+    """The trace's and the keyed trace's instances and their composition (stating a keyed optimum ``lie`` below the
+    keyed instance's), made as prove makes them with whatever defect is patched in, flattened into one batch snippet."""
     trace = trace_from_bytes(_trace(), "tenants.jsonl")
     tenant_of = salt.tenant_map(trace, "field")
     owner = salt.owners(trace, tenant_of)
@@ -58,29 +59,39 @@ def _gap_one_more(name: str) -> str:
     shared, plan = capacity.instance_text(trace, f"{name}_S", CAPACITY, CAPACITY_OPTIMA_ENCODING, verdict, as_module=True)
     salted, keyed_plan = derive.keyed_text(keyed, f"{name}_K", CAPACITY)
     cost = emit.cost_of(plan, keyed_plan)
-    lie = cost.model_copy(update={"salted": cost.salted - 1})
-    glue = emit.emit_cost(name, "0" * 64, "0" * 64, f"{name}_S", f"{name}_K", lie)
+    glue = emit.emit_cost(name, "0" * 64, "0" * 64, f"{name}_S", f"{name}_K",
+                          cost.model_copy(update={"salted": cost.salted - lie}))
     return "\n\n".join("\n".join(line for line in strip_header(t).splitlines()
                                  if line != "module" and not line.startswith("public import "))
                        for t in (shared.decode(), salted.decode(), glue))
 
 
-_real_keyed, _real_owners, _real_map = salt.keyed_refs, salt.owners, salt.tenant_map
+def _unkeyed(name: str) -> str:
+    """The keyed instance made from the shared trace (its sort, cut lists and witness those of the trace: the salt
+    made to cost nothing) while it carries the tenants of the map."""
+    with mock.patch.object(salt, "keyed_refs", lambda refs, owner: refs.copy()), \
+            mock.patch.object(keyed_emit, "codes", lambda x, owner, wx: np.asarray(x, dtype=np.int64)):
+        return _files(name)
 
 
-def _unkeyed(refs: np.ndarray, owner: np.ndarray) -> np.ndarray:
-    """The keyed trace equal to the shared one: no reference keyed by its tenant."""
-    return refs.copy()
+_real_owners, _real_map = salt.owners, salt.tenant_map
 
 
 def _one_moved(trace: Any, tenant_of: np.ndarray) -> np.ndarray:
     """Each reference's tenant, with the second reference of the first request of two or more references moved to
-    another tenant: the keyed instance, its sort and its witness all made from that, consistently."""
+    another tenant."""
     owner = _real_owners(trace, tenant_of).copy()
     starts = trace.requests
     r = next(i for i in range(len(starts) - 1) if starts[i + 1] - starts[i] >= 2)
     owner[starts[r] + 1] = (owner[starts[r] + 1] + 1) % (int(owner.max()) + 1)
     return owner
+
+
+def _moved(name: str) -> str:
+    """One reference moved to another tenant inside its request, the keyed instance (its tenants, sort, cut lists
+    and witness) made consistently from that."""
+    with mock.patch.object(salt, "owners", _one_moved):
+        return _files(name)
 
 
 def _request_moved(trace: Any, rule: Any, tenants: Any = None, prefix_blocks: Any = None) -> np.ndarray:
@@ -90,33 +101,14 @@ def _request_moved(trace: Any, rule: Any, tenants: Any = None, prefix_blocks: An
     return out
 
 
-def _prove(ctx: Any, defect: Any) -> Any:
+def _request_moved_caught(ctx: Any) -> Verdict:
+    """prove isolation-cost with the defect in place, on :func:`_trace`: the kernel accepts (its statement is about
+    the tenants it was given), so prove writes; verify, without the defect, must refuse the tenant map."""
     trace = ctx.repo / "tenants.jsonl"
     trace.write_bytes(_trace())
     opts = IsolationCostOptions(trace=[trace], capacity_blocks=[CAPACITY], wanted=True, required=True)
-    with defect:
-        return prove([(producer("isolation-cost"), opts)], backend=ctx.backend_name, out_dir=ctx.repo / "salted")
-
-
-def _kernel_refuses(defect: Any, declaration: str) -> Any:
-    """prove isolation-cost with the defect in place, on :func:`_trace`: the kernel must refuse the keyed instance
-    (the failing declaration named), and nothing may be written."""
-    def run(ctx: Any) -> Verdict:
-        res = _prove(ctx, defect())
-        bad = [f"{s.name}: {s.detail}" for s in res.stages if s.status == "rejected"]
-        if res.ok or not bad:
-            return "survived", "prove: ok"
-        if res.written:
-            return "survived", f"prove still wrote {res.written}"
-        hit = next((b for b in bad if "Keyed" in b and declaration in b), None)
-        return ("killed", hit[:300]) if hit else ("survived", f"rejected, but not in {declaration}: {bad[0][:200]}")
-    return run
-
-
-def _request_moved_caught(ctx: Any) -> Verdict:
-    """prove isolation-cost with the defect in place: the kernel accepts (its statement is about the tenants it
-    was given), so prove writes; verify, without the defect, must refuse the tenant map."""
-    res = _prove(ctx, mock.patch.object(salt, "tenant_map", _request_moved))
+    with mock.patch.object(salt, "tenant_map", _request_moved):
+        res = prove([(producer("isolation-cost"), opts)], backend=ctx.backend_name, out_dir=ctx.repo / "salted")
     if not res.ok:
         return "survived", "prove refused it before verify could: " + "; ".join(
             s.detail for s in res.stages if s.status != "ok")[:200]
@@ -136,21 +128,21 @@ class IsolationCost(Operator):
         self.add("iso-gap-plus-one", "lean-kernel", f"the composition states the keyed trace's optimum at {CAPACITY} "
                  "blocks one below what its instance proves (the salt's cost one hit larger)",
                  "kernel error in headline", TARGET,
-                 instance=Snippet("iso-gap-plus-one", _gap_one_more("Mut_iso_gap"), "headline", KERNEL_REJECTS))
+                 instance=Snippet("iso-gap-plus-one", _files("Mut_iso_gap", lie=1), "headline", KERNEL_REJECTS))
         self.add("iso-salt-gap-strong", "lean-kernel", "the gap theorem claims every salted cache hits y - x + 1 times "
                  "fewer than the best shared one (statement strengthened, proof kept)", "kernel error in salt_gap",
                  "lean/Pycert/IsolationCost.lean",
                  edit=LibraryEdit("iso-salt-gap-strong", "Pycert/IsolationCost.lean", "salt_gap",
                                   "∀ K', Run rk C K' → hits rk K' + (y - x) ≤ hits r K := by",
                                   "∀ K', Run rk C K' → hits rk K' + (y - x + 1) ≤ hits r K := by", KERNEL_REJECTS))
-        self.add("iso-keyed-equals-shared", "lean-kernel", "the keyed trace equal to the shared one (no reference keyed "
-                 "by its tenant) while the keyed instance carries the tenants: the salt made to cost nothing",
-                 "kernel error in the keyed instance", "pycert/analysis/salt.py",
-                 run=_kernel_refuses(lambda: mock.patch.object(salt, "keyed_refs", _unkeyed), "Keyed"))
-        self.add("iso-tenant-moved", "lean-kernel", "one reference moved to another tenant inside its request, the "
-                 "keyed instance (its tenants, sort and witness) made consistently from that",
+        self.add("iso-keyed-equals-shared", "lean-kernel", "the keyed trace equal to the shared one (its sort, cut lists "
+                 "and witness the trace's: the salt made to cost nothing) while the keyed instance carries the map's "
+                 "tenants", "kernel error in sort_ok", "pycert/lean/emit/keyed.py",
+                 instance=Snippet("iso-keyed-equals-shared", _unkeyed("Mut_iso_unkeyed"), "sort_ok", KERNEL_REJECTS))
+        self.add("iso-tenant-moved", "lean-kernel", "one reference moved to another tenant inside its request, the keyed "
+                 "instance (its tenants, sort, cut lists and witness) made consistently from that",
                  "kernel error in requests_ok", "pycert/analysis/salt.py",
-                 run=_kernel_refuses(lambda: mock.patch.object(salt, "owners", _one_moved), "requests_ok"))
+                 instance=Snippet("iso-tenant-moved", _moved("Mut_iso_moved"), "requests_ok", KERNEL_REJECTS))
         self.add("iso-request-moved", "verify", "a whole request moved to another tenant, consistently: another tenant "
                  "map, which the kernel cannot tell from the rule's", "verify refuses parameters.tenant_map_sha256",
                  "pycert/analysis/salt.py", run=_request_moved_caught)
