@@ -419,7 +419,9 @@ def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys:
     assert figures_of(cert)["admission_hits"] == h and figures_of(cert)["refs"] == 1200
     assert "max_hits" not in figures_of(cert)  # one model only: the sentence and the limits say so
     assert "Pycert.Joints.both_glue" in doc["theorems"] and any("3 pieces" in x for x in doc["does_not_prove"])
-    assert any("admit every missed block is not" in x for x in doc["does_not_prove"])
+    assert any("store every missed block is not" in x for x in doc["does_not_prove"])
+    assert "Every cache of that size that starts empty is one of these" not in doc["claim"]  # the wide wording
+    assert "(Pycert.Admission.run_of_policy)" in doc["claim"] and "Pycert.Admission.run_of_policy" in doc["theorems"]
     lean = out / "lean" / "derived"
     assert sorted(p.name for p in lean.iterdir()) == ["CapacityIdsC4.lean", *(f"CapacityIdsC4Piece{k}.lean"
                                                                               for k in range(3))]

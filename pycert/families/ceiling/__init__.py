@@ -19,6 +19,7 @@ from pycert.core.errors import Rejected, Rejection
 from pycert.core.limits import MAX_SHARDS, too_many_parts
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Instance, Reader, input_path, part_of
+from pycert.families.models import DEMAND, STORE, caches
 from pycert.families.traces import (
     BLOCK_IDENTITY,
     LEAN_DERIVED,
@@ -99,8 +100,8 @@ class Ceiling(Claim):
     headline_figures = ("refs", "distinct", "max_hits")
     limits = (
         "A ceiling is per trace: it says nothing about other traffic.",
-        "It bounds demand-fetch caches that admit every missed block, of any capacity; a cache that prefetches, or "
-        "that may decline to admit a block, is outside the model.",
+        f"It bounds {DEMAND}, of any capacity; a cache that prefetches, starts warm, or may bypass (decline to store a "
+        "missed block) is outside the model.",
         "It is an oracle bound, not a connector measurement: no real cache was run.",
         BLOCK_IDENTITY,
         "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
@@ -142,9 +143,9 @@ class Ceiling(Claim):
         tokens = (f" In tokens, {int(figures['max_hits_tokens'])} of {int(figures['refs_tokens'])} prompt tokens "
                   f"({float(figures['ceiling_tokens']):.6f}) are in reused full blocks (computed; a partial block is "
                   "never reused, as in vLLM)." if "ceiling_tokens" in figures else "")
-        return (f"On trace {trace} ({reading(params)}{refs} block references, {distinct} distinct), no demand-fetch "
-                f"cache that admits every missed block and prefetches nothing, of any capacity or eviction policy, "
-                f"hits more than {int(figures['max_hits'])} times: a hit-rate ceiling of {float(ceiling):.6f}.{tokens}")
+        return (f"On trace {trace} ({reading(params)}{refs} block references, {distinct} distinct), no cache "
+                f"{caches(STORE, plural=False)}, of any capacity or eviction policy, hits more than "
+                f"{int(figures['max_hits'])} times: a hit-rate ceiling of {float(ceiling):.6f}.{tokens}")
 
     def instance(self, params: CeilingParams, primary: Sequence[InputFile]) -> Instance:
         """``lean/Ceiling<Name>.lean`` from the trace's file name; for a trace from outside the certificate
