@@ -78,10 +78,10 @@ def emit_cost(name: str, sha256: str, map_sha256: str, shared_module: str, keyed
         "",
         *(["/-- and its requests. -/", f"theorem firsts_eq : {shared}.firsts = {keyed}.firsts := by decide +kernel", ""]
           if cost.prefix else []),
-        f"/-- **Headline.** At {cost.capacity} blocks, caches with admission control hit at most {cost.shared} times on "
-        f"the trace and one hits {cost.shared}" + (" (a prefix cache)" if cost.prefix else "") + "; the keyed trace is "
+        f"/-- **Headline.** At {cost.capacity} blocks, caches that may bypass hit at most {cost.shared} times on the "
+        f"trace and one hits {cost.shared}" + (" (a prefix cache)" if cost.prefix else "") + "; the keyed trace is "
         f"the trace with each block keyed by its reference's tenant, and on it at most {cost.salted}, and one hits "
-        f"{cost.salted}; for caches that admit every missed block, {cost.shared_demand} and {cost.salted_demand}. -/",
+        f"{cost.salted}; for caches that store every missed block, {cost.shared_demand} and {cost.salted_demand}. -/",
         f"public theorem headline : Pycert.IsolationCost.{predicate} {shared}.trace {keyed}.firsts.testBit "
         f"(Pycert.KeyedTrace.tenant {keyed}.T) {keyed}.trace {cost.refs} {cost.capacity} "
         f"{cost.shared_demand} {cost.shared} {cost.salted_demand} {cost.salted} :=",

@@ -6,10 +6,10 @@ set_option Elab.async false
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic001
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 0 of a 255-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 255 0 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 0 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 255 0 0 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic001
 
@@ -18,10 +18,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic001
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic002
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 256 of a 256-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 256 256 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 0 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 256 256 0 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic002
 
@@ -30,10 +30,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic002
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic003
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 256 of a 257-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 257 256 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 256 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 257 256 256 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic003
 
@@ -42,10 +42,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic003
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic004
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 256 of a 384-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 384 256 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 256 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 384 256 256 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic004
 
@@ -54,10 +54,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic004
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic005
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 256 of a 511-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 511 256 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 256 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 511 256 256 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic005
 
@@ -66,10 +66,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic005
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic006
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 512 of a 512-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 512 512 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 256 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 512 512 256 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic006
 
@@ -78,10 +78,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic006
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic007
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 512 of a 513-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 513 512 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 512 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 513 512 512 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic007
 
@@ -90,10 +90,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic007
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic008
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 512 of a 640-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 640 512 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 512 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 640 512 512 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic008
 
@@ -102,10 +102,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic008
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic009
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 512 of a 767-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 767 512 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 512 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 767 512 512 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic009
 
@@ -114,10 +114,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic009
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic010
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 768 of a 768-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 768 768 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 512 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 768 768 512 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic010
 
@@ -126,10 +126,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic010
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic011
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 768 of a 769-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 769 768 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 768 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 769 768 768 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic011
 
@@ -138,10 +138,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic011
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic012
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 768 of a 896-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 896 768 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 768 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 896 768 768 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic012
 
@@ -150,10 +150,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic012
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic013
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 768 of a 1023-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1023 768 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 768 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1023 768 768 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic013
 
@@ -162,10 +162,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic013
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic014
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1024 of a 1024-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1024 1024 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 768 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1024 1024 768 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic014
 
@@ -174,10 +174,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic014
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic015
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1024 of a 1025-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1025 1024 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1024 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1025 1024 1024 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic015
 
@@ -186,10 +186,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic015
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic016
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1024 of a 1152-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1152 1024 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1024 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1152 1024 1024 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic016
 
@@ -198,10 +198,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic016
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic017
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1024 of a 1279-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1279 1024 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1024 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1279 1024 1024 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic017
 
@@ -210,10 +210,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic017
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic018
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1280 of a 1280-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1280 1280 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1024 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1280 1280 1024 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic018
 
@@ -222,10 +222,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic018
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic019
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1280 of a 1281-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1281 1280 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1280 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1281 1280 1280 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic019
 
@@ -234,10 +234,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic019
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic020
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1280 of a 1408-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1408 1280 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1280 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1408 1280 1280 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic020
 
@@ -246,10 +246,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic020
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic021
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1280 of a 1535-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1535 1280 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1280 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1535 1280 1280 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic021
 
@@ -258,10 +258,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic021
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic022
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1536 of a 1536-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1536 1536 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1280 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1536 1536 1280 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic022
 
@@ -270,10 +270,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic022
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic023
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1536 of a 1537-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1537 1536 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1536 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1537 1536 1536 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic023
 
@@ -282,10 +282,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic023
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic024
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1536 of a 1664-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1664 1536 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1536 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1664 1536 1536 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic024
 
@@ -294,10 +294,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic024
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic025
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1536 of a 1791-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1791 1536 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1536 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1791 1536 1536 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic025
 
@@ -306,10 +306,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic025
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic026
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1792 of a 1792-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1792 1792 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1536 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1792 1792 1536 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic026
 
@@ -318,10 +318,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic026
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic027
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1792 of a 1793-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1793 1792 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1792 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1793 1792 1792 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic027
 
@@ -330,10 +330,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic027
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic028
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1792 of a 1920-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 1920 1792 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1792 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 1920 1792 1792 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic028
 
@@ -342,10 +342,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic028
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic029
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 1792 of a 2047-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 2047 1792 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1792 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 2047 1792 1792 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic029
 
@@ -354,10 +354,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic029
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic030
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 2048 of a 2048-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 2048 2048 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 1792 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 2048 2048 1792 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic030
 
@@ -366,10 +366,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic030
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic031
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 2048 of a 2049-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 2049 2048 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 2048 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 2049 2048 2048 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic031
 
@@ -378,10 +378,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic031
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic032
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 2048 of a 2176-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 2176 2048 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 2048 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 2176 2048 2048 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic032
 
@@ -390,10 +390,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic032
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic033
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 2048 of a 2303-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 2303 2048 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 2048 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 2303 2048 2048 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic033
 
@@ -402,10 +402,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic033
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic034
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 2304 of a 2304-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 2304 2304 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 2048 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 2304 2304 2048 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic034
 
@@ -414,10 +414,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic034
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic035
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 2304 of a 2305-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 2305 2304 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 2304 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 2305 2304 2304 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic035
 
@@ -426,10 +426,10 @@ end Pycert.Instance.FirstTouchRampC256B9.Synthetic035
 namespace Pycert.Instance.FirstTouchRampC256B9.Synthetic036
 
 /-- **Headline.** A store pre-warmed in chunks of 256 tokens serves 2304 of a 2432-token prompt, and for
-every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor
-(`Pycert.FirstTouch.CutAt`). -/
-public theorem headline : Pycert.FirstTouch.CutAt 256 2432 2304 :=
-  Pycert.FirstTouch.cutAt (by decide) (by decide)
+every prompt of at least 512 tokens the cut exceeds one half and meets a 0.30 floor; an engine that
+computes the prompt's last token again serves 2304 of it (`Pycert.FirstTouch.RampAt`). -/
+public theorem headline : Pycert.FirstTouch.RampAt 256 2432 2304 2304 :=
+  Pycert.FirstTouch.rampAt (by decide) (by decide) (by decide)
 
 end Pycert.Instance.FirstTouchRampC256B9.Synthetic036
 
