@@ -186,7 +186,7 @@ def replayed(engine, small_trace: Path) -> replaylog.ReplayLog:  # noqa: ANN001
 
 def test_a_replay_is_one_line_per_request_and_its_figures_hold(replayed: replaylog.ReplayLog, small_trace: Path) -> None:
     assert replaylog.parse(replaylog.render(replayed), "x") == replayed
-    figures, rejections = log_figures(replayed, small_trace)
+    figures, rejections = log_figures(replayed, read_trace(small_trace))
     assert rejections == [], rejections
     refs = sum(map(len, REQUESTS))
     assert figures["refs"] == refs and figures["requests"] == len(REQUESTS)
@@ -209,7 +209,7 @@ def test_a_partial_last_block_the_engine_served_counts_no_tokens(engine, tmp_pat
     engine.empty_cache()
     header = replaylog.engine_header(engine, seed=0, num_blocks=C, block_tokens=B, trace=path.name,
                                      trace_sha256=trace.sha256, requests=2, refs=4)
-    figures, rejections = log_figures(replaylog.replay(engine, requests_of(trace), header), path)
+    figures, rejections = log_figures(replaylog.replay(engine, requests_of(trace), header), trace)
     assert rejections == []
     assert (figures["engine_hits"], figures["engine_cached_tokens"]) == (2, 2 * B)
     assert (figures["refs_tokens"], figures["engine_hits_tokens"], figures["unbounded_hits_tokens"]) == (1224, 512, 512)
@@ -225,7 +225,7 @@ def test_a_trace_that_is_not_prefix_closed_shows_what_a_prefix_cache_can_take(en
     header = replaylog.engine_header(engine, seed=0, num_blocks=C, block_tokens=B, trace=path.name,
                                      trace_sha256=trace.sha256, requests=4, refs=8)
     log = replaylog.replay(engine, requests_of(trace), header)
-    figures, rejections = log_figures(log, path)
+    figures, rejections = log_figures(log, read_trace(path))
     assert rejections == [] and figures["prefix_closed"] == 0
     assert (figures["engine_hits"], figures["prefix_unbounded_hits"], figures["unbounded_hits"]) == (4, 4, 5)
     assert "not prefix-closed" in CLAIM.sentence(EngineParams.of(header), figures, [input_file("trace", path, tmp_path)])
@@ -241,17 +241,17 @@ def test_a_log_edited_upward_is_refused(replayed: replaylog.ReplayLog, small_tra
     requests = requests_of(read_trace(small_trace))
     seen, _ = seen_prefixes(requests)
     # request 2 was never computed before: one block more than the engine could have served
-    [why] = log_figures(_edited(replayed, 2, cached_tokens=B), small_trace)[1]
+    [why] = log_figures(_edited(replayed, 2, cached_tokens=B), read_trace(small_trace))[1]
     assert why.reason == "never-computed" and "log line 4" in why.subject
     # every request given all it could have had: more than any cache of C blocks hits
     full = replayed.model_copy(update={"requests": tuple(r.model_copy(update={"cached_tokens": s * B})
                                                          for r, s in zip(replayed.requests, seen))})
-    figures, [why] = log_figures(full, small_trace)
+    figures, [why] = log_figures(full, read_trace(small_trace))
     assert why.reason == "above-optimum" and why.expected == "at most 35" and why.found == str(sum(seen)) == "43"
     assert "Belady's MIN with bypass reaches there" in why.detail
     # half a block, another request's blocks, a header of another cache size
-    assert log_figures(_edited(replayed, 1, cached_tokens=B // 2), small_trace)[1][0].subject == "log line 3.cached_tokens"
-    assert "request 1, 3 blocks" in log_figures(_edited(replayed, 1, blocks=2), small_trace)[1][0].detail
+    assert log_figures(_edited(replayed, 1, cached_tokens=B // 2), read_trace(small_trace))[1][0].subject == "log line 3.cached_tokens"
+    assert "request 1, 3 blocks" in log_figures(_edited(replayed, 1, blocks=2), read_trace(small_trace))[1][0].detail
     other = replayed.model_copy(update={"header": replayed.header.model_copy(update={"engine_blocks": C + 1})})
     assert log_rejections(other, requests, seen, read_trace(small_trace).sha256)[0].reason == "engine-size"
 

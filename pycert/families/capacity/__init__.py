@@ -30,15 +30,14 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.limits import MAX_CURVE, MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
-from pycert.core.memo import kept
 from pycert.core.schema import Certificate, EvidenceState, InputFile, SolverInfo
-from pycert.families.base import Claim, Instance, Reader, input_path
+from pycert.families.base import Claim, Instance, Reader
 from pycert.families.capacity.text import (
     BOTH_WAYS,
     BOUNDED,
@@ -61,8 +60,8 @@ from pycert.families.traces import (
     LEAN_OUT,
     TraceReading,
     block_identity,
+    certified,
     lean_ident,
-    read_certified,
     reading,
     slug,
 )
@@ -73,8 +72,6 @@ from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING as OPTIMA_ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMUM_ENCODING as OPTIMUM_ENCODING
 from pycert.lean.emit import CAPACITY_PIECES_ENCODING as PIECES_ENCODING
 
-if TYPE_CHECKING:  # numpy: a claim reads its trace only when it has one (read_certified imports it)
-    from pycert.data.traces import Trace
 
 
 class CapacityParams(TraceReading):
@@ -216,14 +213,6 @@ def check_optimum(figure: str, proved: int, opt: int, capacity: int, what: str) 
                    "possible for every cache of the model: a defect in the engine"))
 
 
-def _certified(inputs: Sequence[InputFile], read: Reader, params: CapacityParams) -> Trace:
-    """The certificate's trace, read as its parameters say: once per run for the certificates of a curve (by the
-    sha256 its bytes were checked against, and the reading)."""
-    source = input_path(inputs, "trace", read)
-    sha = next(i.sha256 for i in inputs if i.role == "trace")
-    return kept("capacity-trace", (sha, params.trace_format, params.block_tokens), lambda: read_certified(source, params))
-
-
 class Capacity(Claim):
     name = "capacity"
     params = CapacityParams
@@ -311,7 +300,7 @@ class Capacity(Claim):
             raise Rejected(Rejection.mismatch("headline (capacity_blocks)", str(params.capacity_blocks), str(c)))
         if refs == 0:
             raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
-        trace = _certified(inputs, read, params)
+        trace = certified(inputs, read, params)
         if refs != trace.n_refs:  # the headline's N against the file's, end to end
             raise Rejected(Rejection.mismatch("figures.refs", f"{trace.n_refs} (the references of the trace file)", str(refs)))
         if joined(params):
@@ -374,7 +363,7 @@ class Capacity(Claim):
                                               repr(params.prefix_cache)))
         curved = params.lean_encoding == CURVE_ENCODING
         inst = self.instance(params, self.primary_inputs(inputs))
-        trace = _certified(inputs, read, params)
+        trace = certified(inputs, read, params)
         if curved:
             return {inst.path: derive.curve_text(trace, inst.module, params.curve or [])[0]}
         if not pieced:

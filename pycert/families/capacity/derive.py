@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,10 +20,12 @@ from pycert.analysis.requests import PrefixVerdict, firsts
 from pycert.core.errors import InputError, PycertError, Rejected, Rejection
 from pycert.core.limits import too_many_parts
 from pycert.core.memo import kept
-from pycert.data.traces import Trace
 from pycert.families.capacity import piece_names
 from pycert.lean.emit import capacity as emit
 from pycert.lean.emit import curve, joints, pieces
+
+if TYPE_CHECKING:  # the families name the type through pycert.families.traces, the one reader
+    from pycert.families.traces import Trace
 
 
 @dataclass(frozen=True)

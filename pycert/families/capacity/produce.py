@@ -3,6 +3,8 @@ whole-trace Lean instance and record what pycert's engines expect the kernel to 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import argparse
 import re
 from collections.abc import Callable
@@ -17,7 +19,6 @@ from pycert.core.errors import InputError
 from pycert.core.gate import entries, named
 from pycert.core.limits import MAX_PIECE_REFS, MAX_TRACE_BYTES, int_list
 from pycert.core.schema import InputFile
-from pycert.data.traces import Trace
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
 from pycert.families.capacity import CLAIM, CURVE_ENCODING, CapacityParams, curve_module, derive, names
 from pycert.families.traces import (
@@ -34,6 +35,9 @@ from pycert.lean import cluster
 from pycert.lean.emit import CAPACITY_JOINTS_ENCODING as JOINTS_ENCODING
 from pycert.lean.emit import capacity as emit
 from pycert.lean.emit import curve, joints
+
+if TYPE_CHECKING:  # the families name the type through pycert.families.traces, the one reader
+    from pycert.families.traces import Trace
 
 
 class CapacityOptions(Options):

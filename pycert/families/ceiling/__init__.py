@@ -18,7 +18,7 @@ from pydantic import Field
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.limits import MAX_SHARDS, too_many_parts
 from pycert.core.schema import Certificate, InputFile, Params
-from pycert.families.base import Claim, Instance, Reader, input_path, part_of
+from pycert.families.base import Claim, Instance, Reader, part_of
 from pycert.families.traces import (
     BLOCK_IDENTITY,
     LEAN_DERIVED,
@@ -28,13 +28,13 @@ from pycert.families.traces import (
     TraceReading,
     block_identity,
     lean_ident,
-    read_certified,
+    certified,
     reading,
     slug,
 )
 
 if TYPE_CHECKING:
-    from pycert.data.traces import Trace
+    from pycert.families.traces import Trace
 
 class CeilingParams(TraceReading):
     lean_encoding: str
@@ -157,13 +157,12 @@ class Ceiling(Claim):
     def figures(self, params: CeilingParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:
         from pycert.analysis.requests import ref_tokens, reuse_tokens  # numpy: see instance_text
-        from pycert.data.traces import read_trace
 
         if kernel["max_hits"] != kernel["refs"] - kernel["distinct"]:
             raise Rejected(Rejection.mismatch("headline (max_hits)", str(kernel["refs"] - kernel["distinct"]),
                                               str(kernel["max_hits"])))
         out = ceiling_figures(kernel["refs"], kernel["distinct"], kernel["max_hits"])
-        trace = read_trace(input_path(inputs, "trace", read))
+        trace = certified(inputs, read, params)  # the token figures of the reading the blocks are of
         if (weights := ref_tokens(trace)) is not None and (rate := reuse_tokens(trace)) is not None:
             out |= {"refs_tokens": Fraction(weights.total), "max_hits_tokens": rate * weights.total,
                     "ceiling_tokens": rate}
@@ -185,8 +184,7 @@ class Ceiling(Claim):
         if params.lean_encoding != expected:
             raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(expected), repr(params.lean_encoding)))
         inst = self.instance(params, self.primary_inputs(inputs))
-        path = input_path(inputs, "trace", read)
-        trace = read_certified(path, params)
+        trace = certified(inputs, read, params)
         if params.shards == 1:
             return {inst.path: instance_text(trace.refs, trace.sha256, inst.module)}
         if why := too_many_parts(params.shards, trace.n_refs, "shards"):

@@ -25,15 +25,18 @@ from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Reader, input_path
 from pycert.families.observations import held_to
-from pycert.families.traces import PROMPT_TOKENS, slug
+from pycert.families.traces import AS_FOUND, PROMPT_TOKENS, certified, slug
 from pycert.leak import replay as replaylog
 
 if TYPE_CHECKING:  # numpy and the trace engine: only for a claim that reads a trace
     import numpy as np
 
-    from pycert.data.traces import Trace
+    from pycert.families.traces import Trace
 
 LOG_GLOB = "engine-*.jsonl"
+READING = AS_FOUND
+"""How the family reads the trace a replay sent (``engine replay`` takes no layout or block size for it): the
+layout by its first line, a prompts trace in blocks of 16 tokens. Its certificates record no other."""
 
 
 class EngineParams(Params):
@@ -64,17 +67,15 @@ def names(trace: str, num_blocks: int, block_tokens: int, seed: int) -> str:
     return f"engine-{slug(PurePosixPath(trace).stem)}-c{num_blocks}-b{block_tokens}-seed{seed}"
 
 
-def log_figures(log: replaylog.ReplayLog, trace_path: object) -> tuple[dict[str, Fraction], list[Rejection]]:
+def log_figures(log: replaylog.ReplayLog, trace: Trace) -> tuple[dict[str, Fraction], list[Rejection]]:
     """Every figure of a replay and why it is not one (structure first; then an engine count above Belady's
-    MIN with bypass at the capacity, the most any cache of that many blocks can hit). ``trace_path``: the
-    trace file it replayed."""
+    MIN with bypass at the capacity, the most any cache of that many blocks can hit). ``trace``: the trace
+    it replayed, read as the family reads it (:data:`READING`)."""
     # numpy and numba: only for a claim that reads a trace
     from pycert.analysis.cachesim import curve_from_distances, stack_distances
-    from pycert.data.traces import read_trace
     from pycert.families.capacity.derive import engines
     from pycert.families.engine.figures import above_optimum, log_rejections, observed, requests_of, seen_prefixes
 
-    trace = read_trace(trace_path)  # type: ignore[arg-type]
     requests = requests_of(trace)
     seen, chains = seen_prefixes(requests)
     if bad := log_rejections(log, requests, seen, trace.sha256):
@@ -205,7 +206,7 @@ class Engine(Claim):
                 read: Reader) -> dict[str, Fraction]:
         """Every figure from the recorded log and the trace; a header that says other parameters is rejected."""
         log = replaylog.read(input_path(inputs, "log", read))
-        return held_to(params, EngineParams.of(log.header), *log_figures(log, input_path(inputs, "trace", read)))
+        return held_to(params, EngineParams.of(log.header), *log_figures(log, certified(inputs, read, READING)))
 
 
 CLAIM = Engine()

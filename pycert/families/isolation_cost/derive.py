@@ -9,6 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,12 +18,14 @@ from pycert.analysis.requests import prefix_verdict
 from pycert.analysis.tenants import cross_tenant
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.limits import MAX_PIECE_REFS
-from pycert.data.traces import Trace
 from pycert.families.capacity import check_optimum
 from pycert.families.capacity import derive as capacity
 from pycert.families.isolation_cost import IsolationCostParams, part_names
 from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING
 from pycert.lean.emit import salt_cost as emit
+
+if TYPE_CHECKING:  # the families name the type through pycert.families.traces, the one reader
+    from pycert.families.traces import Trace
 
 
 @dataclass(frozen=True)
