@@ -219,6 +219,8 @@ def _beside(paths: list[Path], given: dict[str, Path]) -> Beside:
     by_family = {}
     for path in paths:
         result = verify_certificate(path, inputs=given)
+        if result.unchecked and not result.failures:
+            raise ResourcesExhausted(f"could not be verified: {result.unchecked[0]}", where=str(path))
         if (why := result.first_problem()) is not None:
             raise Rejected(Rejection(subject=str(path), reason="does-not-verify", detail=f"does not verify: {why}"))
         cert = load_certificate(path)
@@ -236,6 +238,9 @@ def replay(args: argparse.Namespace, progress: Progress) -> tuple[ReplayResult, 
     if checked.failures:
         raise Rejected(Rejection(subject=str(args.replay), reason="does-not-verify",
                                  detail=f"does not verify, so it is not replayed: {checked.first_problem()}"))
+    if checked.unchecked:
+        raise ResourcesExhausted(f"could not be verified, so it is not replayed: {checked.first_problem()}",
+                                 where=str(args.replay))
     if not checked.ok:
         raise InputError(f"could not be verified, so it is not replayed: {checked.first_problem()}",
                          where=str(args.replay))

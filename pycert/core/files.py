@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pycert.core.errors import InputError
+from pycert.core.errors import InputError, ResourcesExhausted
 from pycert.core.gate import named
 from pycert.core.limits import MAX_TRACE_BYTES
 
@@ -51,14 +51,15 @@ def remove_empty(dirs: list[Path]) -> None:
 
 @contextlib.contextmanager
 def time_box(seconds: float, what: str) -> Iterator[None]:
-    """Stop the block after ``seconds`` of wall time with an :class:`InputError` naming ``what`` (in the
-    main thread, where Python delivers signals; elsewhere the block runs unbounded)."""
+    """Stop the block after ``seconds`` of wall time with :class:`ResourcesExhausted` naming ``what`` (exit 3:
+    a check that did not run to its end; in the main thread, where Python delivers signals; elsewhere the
+    block runs unbounded)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
 
     def expired(signum: int, frame: Any) -> None:
-        raise InputError(f"{what} took more than {seconds:g} s: stopped (raise --timeout to allow more)")
+        raise ResourcesExhausted(f"{what} took more than {seconds:g} s: stopped (raise --timeout to allow more)")
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)

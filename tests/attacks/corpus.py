@@ -171,6 +171,8 @@ class Run(BaseModel):
     """A file (under ``{work}``) fed to the run's standard input; else it reads nothing there."""
     needs: Literal["traces", "leak"] | None = None
     """What the run needs beyond pycert itself: the Mooncake traces beside the checkout, the leak extra."""
+    address_space_mib: int | None = None
+    """The child's address-space limit (``RLIMIT_AS``): a machine with less memory than the check needs."""
 
 
 class Case(BaseModel):
@@ -326,6 +328,15 @@ def _peak_mib(pid: int) -> float:
     return 0.0
 
 
+def _capped(mib: int | None) -> Any:
+    """A ``preexec_fn`` that caps the child's address space at ``mib`` MiB (None: no cap)."""
+    if mib is None:
+        return None
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+
+
 def execute(name: str, k: int, run: Run, work: Path, tree: Path = REPO) -> Outcome:
     """Run the ``pycert`` of ``tree`` (this checkout, or an older one a benchmark compares) with the run's
     arguments in ``work``: its exit code, wall time, peak RSS (sampled every 20 ms) and output. A
@@ -339,7 +350,8 @@ def execute(name: str, k: int, run: Run, work: Path, tree: Path = REPO) -> Outco
     with open(out_path, "wb") as out:
         t0 = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "pycert", *argv], cwd=work, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=stdin, start_new_session=True)
+                                stderr=subprocess.STDOUT, stdin=stdin, start_new_session=True,
+                                preexec_fn=_capped(run.address_space_mib))
         killed, peak = None, 0.0
         while True:
             pid, status = os.waitpid(proc.pid, os.WNOHANG)

@@ -30,12 +30,12 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from pycert.core.errors import InputError, Rejected, Rejection
-from pycert.core.limits import MAX_CURVE, MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS
+from pycert.core.limits import MAX_CURVE, MAX_PARAM, MAX_PIECE_REFS, MAX_SHARDS, too_many_parts
 from pycert.core.schema import Certificate, EvidenceState, InputFile, SolverInfo
 from pycert.families.base import Claim, Instance, Reader
 from pycert.families.capacity.text import (
@@ -71,6 +71,9 @@ from pycert.lean.emit import CAPACITY_JOINTS_ENCODING as JOINTS_ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING as OPTIMA_ENCODING
 from pycert.lean.emit import CAPACITY_OPTIMUM_ENCODING as OPTIMUM_ENCODING
 from pycert.lean.emit import CAPACITY_PIECES_ENCODING as PIECES_ENCODING
+
+if TYPE_CHECKING:
+    from pycert.families.traces import Trace
 
 
 
@@ -197,6 +200,26 @@ def prefix_claimed(params: CapacityParams) -> bool:
     return both_models(params) and params.prefix_cache == "attained"
 
 
+def bounded(params: CapacityParams, trace: Trace) -> None:
+    """Refuse a certificate whose layout the trace's size rules out, before anything grows with the trace: one
+    instance file for a trace that prove checks in pieces (its sort does not fit one Lean process), or a
+    piece count that pieces of ``piece_refs`` references cannot make or that no trace this long is split into."""
+    from pycert.families.capacity import derive  # numpy: see figures
+
+    n = trace.n_refs
+    if params.pieces == 1:
+        if not derive.one_file(trace.refs):
+            raise Rejected(Rejection.mismatch("parameters.lean_encoding", f"pieces (a trace of {n:,} references is "
+                                              "checked in pieces: one instance cannot sort it in one Lean process)",
+                                              f"{params.lean_encoding!r}, one instance file"))
+        return
+    if why := too_many_parts(params.pieces, n, "pieces"):
+        raise Rejected(Rejection.mismatch("parameters.pieces", "as many pieces as a trace this long is checked in", why))
+    if params.piece_refs is not None and params.pieces * params.piece_refs < n:
+        raise Rejected(Rejection.mismatch("parameters.pieces", f"at least {-(-n // params.piece_refs):,} (pieces of at "
+                                          f"most {params.piece_refs:,} of the trace's {n:,} references)", str(params.pieces)))
+
+
 def check_optimum(figure: str, proved: int, opt: int, capacity: int, what: str) -> None:
     """A kernel bound above Belady's count is loose (not certified as the ceiling); one below it means an
     engine is wrong (the bound is proved)."""
@@ -301,6 +324,7 @@ class Capacity(Claim):
         if refs == 0:
             raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
         trace = certified(inputs, read, params)
+        bounded(params, trace)
         if refs != trace.n_refs:  # the headline's N against the file's, end to end
             raise Rejected(Rejection.mismatch("figures.refs", f"{trace.n_refs} (the references of the trace file)", str(refs)))
         if joined(params):
@@ -364,6 +388,7 @@ class Capacity(Claim):
         curved = params.lean_encoding == CURVE_ENCODING
         inst = self.instance(params, self.primary_inputs(inputs))
         trace = certified(inputs, read, params)
+        bounded(params, trace)  # before any cut list, witness or piece is computed
         if curved:
             return {inst.path: derive.curve_text(trace, inst.module, params.curve or [])[0]}
         if not pieced:

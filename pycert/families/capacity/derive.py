@@ -18,7 +18,7 @@ from pycert.analysis import cachesim, optcurve, requests
 from pycert.analysis import capacity as recipe
 from pycert.analysis.requests import PrefixVerdict, firsts
 from pycert.core.errors import InputError, PycertError, Rejected, Rejection
-from pycert.core.limits import too_many_parts
+from pycert.core.limits import MAX_PIECE_REFS, too_many_parts
 from pycert.core.memo import kept
 from pycert.families.capacity import piece_names
 from pycert.lean.emit import capacity as emit
@@ -54,6 +54,17 @@ def model(refs: np.ndarray, capacity: int, admission: bool) -> Model:
         return Model(admission=admission, hits=int(hit.sum()), cuts=recipe.cut_list(refs, capacity, admission, hit=hit),
                      starts=starts, ends=ends)
     return kept("capacity-model", (refs_key(refs), capacity, admission), compute)
+
+
+def one_file(refs: np.ndarray, distinct: int | None = None) -> bool:
+    """Whether a trace is checked at a capacity in one instance file rather than in pieces: at most
+    :data:`~pycert.core.limits.MAX_PIECE_REFS` references that one Lean process sorts within its heap
+    (:func:`pycert.lean.emit.capacity.fits_one`). Prove decides by it, and verify asks it of a one-file
+    certificate before any cut list or witness is computed (63 s at 10^6 references otherwise)."""
+    n = len(refs)
+    if n > MAX_PIECE_REFS or not emit.fits_one(n, 2):  # the places alone: no need to count the blocks
+        return False
+    return emit.fits_one(n, len(np.unique(refs)) if distinct is None else distinct)
 
 
 def instance_text(trace: Trace, module: str, capacity: int, encoding: str,

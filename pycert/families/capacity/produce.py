@@ -152,7 +152,7 @@ class CapacityProducer(Producer):
         opts: CapacityOptions = setting.options  # type: ignore[assignment]
         distinct = len(np.unique(trace.refs))
         limit = min(opts.piece_refs or MAX_PIECE_REFS, MAX_PIECE_REFS)
-        if trace.n_refs <= limit and emit.fits_one(trace.n_refs, distinct):
+        if trace.n_refs <= limit and derive.one_file(trace.refs, distinct):
             return [p for run in curve.chunks(capacities(opts, trace))
                     for p in self._prepare_curve(path, trace, trace_input, run, setting)]
         out = []

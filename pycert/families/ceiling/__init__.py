@@ -185,13 +185,31 @@ class Ceiling(Claim):
             raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(expected), repr(params.lean_encoding)))
         inst = self.instance(params, self.primary_inputs(inputs))
         trace = certified(inputs, read, params)
+        bounded(params.shards, trace.refs)  # before a shard, or the one instance, is emitted
         if params.shards == 1:
             return {inst.path: instance_text(trace.refs, trace.sha256, inst.module)}
-        if why := too_many_parts(params.shards, trace.n_refs, "shards"):
-            raise Rejected(Rejection.mismatch("parameters.shards", "as many shards as a trace this long is checked in", why))
         where = PurePosixPath(inst.path).parent
         return {(where / f"{m}.lean").as_posix(): text.encode()
                 for m, text in shard_files(trace, inst.module, params.shards).items()}
+
+
+def bounded(count: int, refs: object) -> None:
+    """Refuse a shard count the trace's size rules out, before any shard is emitted: more shards than a trace
+    this long is split into (each a Lean process of its own), or fewer than the measured literal budget of one
+    Lean process allows (:func:`pycert.lean.emit.shards.shard_count`: a trace of 5·10^6 references said to be
+    one shard made verify emit a 2.8 GB instance for 40 s)."""
+    import numpy as np  # see instance_text
+
+    from pycert.lean.emit import shards
+
+    ids = np.asarray(refs)
+    if why := too_many_parts(count, len(ids), "shards"):
+        raise Rejected(Rejection.mismatch("parameters.shards", "as many shards as a trace this long is checked in", why))
+    if count >= (fewest := shards.fewest_shards(ids)):
+        return
+    raise Rejected(Rejection.mismatch("parameters.shards", f"at least {fewest:,} (a shard of this trace of {len(ids):,} "
+                                      f"references holds at most {shards.BUDGET_BITS:,} bits of literals, what one Lean "
+                                      "process checks)", f"{count:,}"))
 
 
 def shard_limit(count: int) -> str:

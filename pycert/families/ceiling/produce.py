@@ -123,6 +123,10 @@ class CeilingProducer(Producer):
         count = shards.shard_count(refs, distinct, opts.shard_refs, *shards.shape(trace.refs)) if refs else 1
         if why := too_many_parts(count, refs, "shards"):
             raise InputError(f"the trace would need {why}: raise --shard-refs", where=str(trace_path))
+        if count < (fewest := shards.fewest_shards(trace.refs)):
+            raise InputError(f"--shard-refs {opts.shard_refs:,} makes {plural(count, 'shard')}, and one Lean process checks "
+                             f"at most {shards.BUDGET_BITS:,} bits of literals: this trace needs at least {fewest:,} "
+                             "(give a smaller --shard-refs, or none)", where=str(trace_path))
         params = CeilingParams(lean_encoding=shards.ENCODING if count > 1 else ENCODING, shards=count,
                                **reading_of(trace))  # type: ignore[arg-type]
         instance = CLAIM.instance(params, [trace_input])
