@@ -144,7 +144,7 @@ class IsolationCost(Claim):
                                               "is prefix", repr(params.prefix_blocks)))
         inst = self.instance(params, self.primary_inputs(inputs))
         trace = certified(inputs, read, params)
-        return derive.files(derive.salted(trace, params), params, inst.path)[0]
+        return derive.files(derive.sortable(derive.salted(trace, params)), params, inst.path)[0]
 
     def regenerate(self, params: IsolationCostParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
         inst = self.instance(params, self.primary_inputs(inputs))
@@ -162,7 +162,7 @@ class IsolationCost(Claim):
         if kernel["refs"] == 0:
             raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
         trace = certified(inputs, read, params)
-        return derive.figures(derive.salted(trace, params), params, dict(kernel))
+        return derive.figures(derive.sortable(derive.salted(trace, params)), params, dict(kernel))
 
 
 CLAIM = IsolationCost()

@@ -63,6 +63,24 @@ def salted(trace: Trace, params: IsolationCostParams) -> Salted:
     return Salted(trace=trace, tenant_of=tenant_of, owner=owner, keyed=keyed, tenants=count)
 
 
+def unsortable(s: Salted) -> str | None:
+    """Why the trace or its keyed trace is not checked in one instance (:func:`pycert.families.capacity.derive.one_file`:
+    its sort does not fit one Lean process), or None: asked before any cut list or witness is computed, by prove
+    (an input error) and by verify (a rejection: no certificate of this trace can be)."""
+    for what, refs in (("trace", s.trace.refs), ("keyed trace", s.keyed.refs)):
+        if not capacity.one_file(refs):
+            return (f"the {what}'s {len(refs):,} references over {len(np.unique(refs)):,} blocks do not sort within "
+                    "one instance (the wasm Lean's heap)")
+    return None
+
+
+def sortable(s: Salted) -> Salted:
+    """``s``, refused (a rejection) where :func:`unsortable` says why."""
+    if why := unsortable(s):
+        raise Rejected(Rejection.mismatch("inputs[trace]", "a trace whose keyed trace one instance sorts", why))
+    return s
+
+
 def files(s: Salted, params: IsolationCostParams, instance: str) -> tuple[dict[str, bytes], emit.Cost]:
     """The three Lean files by path (``instance``: the composition's path; the two instances beside it) and
     what the composition states."""
