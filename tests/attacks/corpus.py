@@ -100,7 +100,7 @@ class Manifest(_Op):
 
 class Write(_Op):
     """``text`` written ``repeat`` times to ``path`` (``{i}`` in it replaced by the repetition's index when
-    ``numbered``), gzip-compressed with ``gzip``."""
+    ``numbered``), gzip-compressed with ``gzip``, zstd-compressed with ``zstd``."""
 
     op: Literal["write"]
     path: str
@@ -108,6 +108,18 @@ class Write(_Op):
     repeat: int = 1
     numbered: bool = False
     gzip: bool = False
+    zstd: bool = False
+
+
+class Pad(_Op):
+    """``size`` bytes of padding of ``kind`` appended to the compressed file at ``path``: empty zstd frames,
+    zstd skippable frames (of 1 MiB each), empty gzip members, zero bytes after the last gzip member, or one
+    empty gzip member whose header holds a comment of that many bytes."""
+
+    op: Literal["pad"]
+    path: str
+    kind: Literal["zstd-empty-frames", "zstd-skippable", "gzip-empty-members", "gzip-zeros", "gzip-comment"]
+    size: int
 
 
 class Symlink(_Op):
@@ -135,7 +147,7 @@ class Mkdir(_Op):
     mode: int = 0o755
 
 
-Op = Annotated[Union[Copy, MakeCert, Edit, Replace, Rehash, Manifest, Write, Symlink, Fifo, Sparse, Mkdir],  # noqa: UP007
+Op = Annotated[Union[Copy, MakeCert, Edit, Replace, Rehash, Manifest, Write, Pad, Symlink, Fifo, Sparse, Mkdir],  # noqa: UP007
                Field(discriminator="op")]
 
 
@@ -302,7 +314,15 @@ def _apply(op: Any, work: Path, name: str, where: dict[str, str]) -> None:  # no
         path = at(op.path)
         path.parent.mkdir(parents=True, exist_ok=True)
         body = "".join(op.text.replace("{i}", str(i)) for i in range(op.repeat)) if op.numbered else op.text * op.repeat
-        path.write_bytes(gzip.compress(body.encode(), 9, mtime=0) if op.gzip else body.encode())
+        data = gzip.compress(body.encode(), 9, mtime=0) if op.gzip else body.encode()
+        if op.zstd:
+            import zstandard
+
+            data = zstandard.ZstdCompressor().compress(data)
+        path.write_bytes(data)
+    elif isinstance(op, Pad):
+        with open(at(op.path), "ab") as f:
+            f.write(padding(op.kind, op.size))
     elif isinstance(op, Symlink):
         at(op.path).parent.mkdir(parents=True, exist_ok=True)
         at(op.path).symlink_to(fill(op.target, where))
@@ -314,6 +334,30 @@ def _apply(op: Any, work: Path, name: str, where: dict[str, str]) -> None:  # no
     elif isinstance(op, Mkdir):
         at(op.path).mkdir(parents=True, exist_ok=True)
         os.chmod(at(op.path), op.mode)
+
+
+def padding(kind: str, size: int) -> bytes:
+    """About ``size`` bytes of compressed padding of ``kind`` (:class:`Pad`): data no decompressor turns into any."""
+    import struct
+    import zlib
+
+    import zstandard
+
+    if kind == "zstd-empty-frames":
+        frame = zstandard.ZstdCompressor().compress(b"")
+        return frame * (size // len(frame))
+    if kind == "zstd-skippable":
+        frame = struct.pack("<II", 0x184D2A50, 1 << 20) + bytes(1 << 20)
+        return frame * max(1, size // len(frame))
+    empty = gzip.compress(b"", 9, mtime=0)
+    if kind == "gzip-empty-members":
+        return empty * (size // len(empty))
+    if kind == "gzip-zeros":
+        return bytes(size)
+    # one empty member, FCOMMENT set, its comment ``size`` bytes
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = deflate.compress(b"") + deflate.flush()
+    return b"\x1f\x8b\x08\x10" + bytes(4) + b"\x02\xff" + b"c" * size + b"\x00" + body + struct.pack("<II", 0, 0)
 
 
 def _peak_mib(pid: int) -> float:
