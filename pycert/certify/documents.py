@@ -13,6 +13,7 @@ from typing import Annotated, Any, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
 
+from pycert.core import strict_json
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import atomic_write
 from pycert.core.gate import beside, named
@@ -78,6 +79,11 @@ def parse_certificate(text: str | bytes, where: str | None = None) -> Certificat
         raise InputError(f"not a certificate: larger than the limit of {MAX_JSON_BYTES >> 20} MiB", where=where)
     if why := json_depth_error(text):
         raise InputError(f"not a certificate: {why}", where=where)
+    if (twice := strict_json.duplicate(text)) is not None:  # pydantic keeps the last: another reader, the first
+        key, line = twice
+        raise Rejected(Rejection(subject=f"(json) line {line}", reason="duplicate-key",
+                                 detail=f"the key {json.dumps(key)[:80]} is named twice in one object: "
+                                        "readers of this certificate would disagree on its value"))
     try:
         return _ADAPTER.validate_json(text)
     except ValidationError as err:

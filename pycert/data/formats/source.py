@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 
 import zstandard
 
+from pycert.core import strict_json
 from pycert.core.errors import InputError
 from pycert.core.gate import Source as File
 from pycert.core.gate import inflated, named
@@ -250,13 +251,16 @@ def json_object(lineno: int, line: bytes, name: str) -> dict:
     if why := json_depth_error(line):
         raise InputError(why, where=where)
     try:
-        obj = json.loads(line)
+        obj = strict_json.loads(line)
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", where=where) from None
     except json.JSONDecodeError as exc:
         if not line.endswith(b"\n"):
             raise InputError(f"truncated last line (no newline, incomplete JSON: {exc.msg})", where=where) from None
         raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", where=where) from None
+    except strict_json.DuplicateKey as exc:
+        raise InputError(f"the key {json.dumps(exc.key)[:80]} is named twice in one object (which one counts depends "
+                         "on the reader)", where=where) from None
     except ValueError:  # int() of a number past 4,300 digits
         raise InputError("a number with more than 4,300 digits (ids stop at 20)", where=where) from None
     if not isinstance(obj, dict):
