@@ -22,7 +22,7 @@ from pycert.cli import add_common, help_of
 from pycert.core.console import Progress, csv_text, emit, escaped, plural, table
 from pycert.core.errors import EXIT_OK, InputError, UsageError
 from pycert.core.exact import Ratio
-from pycert.core.files import atomic_write
+from pycert.core.files import atomic_write, special
 from pycert.core.limits import (
     MAX_BELADY_POINTS,
     MAX_GENERATE_REQUESTS,
@@ -402,8 +402,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     res = convert(load(args, Progress(enabled=not args.json)), args.output)
-    emit(args.json, res, lambda: f"wrote {args.output} ({plural(res.refs, 'reference')}, sha256 {res.output_sha256}) "
-                                 f"and {sidecar(args.output)}: from {res.source} ({res.format}, sha256 {res.source_sha256})")
+    beside = "" if special(args.output) else f" and {sidecar(args.output)}"
+    emit(args.json, res, lambda: f"wrote {args.output} ({plural(res.refs, 'reference')}, sha256 {res.output_sha256})"
+                                 f"{beside}: from {res.source} ({res.format}, sha256 {res.source_sha256})")
     return EXIT_OK
 
 

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -133,6 +134,22 @@ class Fifo(_Op):
     path: str
 
 
+class Mknod(_Op):
+    """A character device (``1, 3``: what /dev/null is), as root only (the run ``needs`` root)."""
+
+    op: Literal["mknod"]
+    path: str
+    major: int = 1
+    minor: int = 3
+
+
+class Socket(_Op):
+    """A Unix socket's file, left by a server that has gone."""
+
+    op: Literal["socket"]
+    path: str
+
+
 class Sparse(_Op):
     """A file of ``size`` zero bytes that takes no disk."""
 
@@ -147,8 +164,8 @@ class Mkdir(_Op):
     mode: int = 0o755
 
 
-Op = Annotated[Union[Copy, MakeCert, Edit, Replace, Rehash, Manifest, Write, Pad, Symlink, Fifo, Sparse, Mkdir],  # noqa: UP007
-               Field(discriminator="op")]
+Op = Annotated[Union[Copy, MakeCert, Edit, Replace, Rehash, Manifest, Write, Pad, Symlink, Fifo, Mknod, Socket,  # noqa: UP007
+                     Sparse, Mkdir], Field(discriminator="op")]
 
 
 class Expect(BaseModel):
@@ -170,6 +187,8 @@ class Held(BaseModel):
 
     contains: list[str] = []
     absent: list[str] = []
+    kind: Literal["file", "fifo", "char", "socket", "none"] | None = None
+    """What the path must be after the run (``none``: nothing there), when not a regular file's text."""
 
 
 class Run(BaseModel):
@@ -181,7 +200,7 @@ class Run(BaseModel):
     files: dict[str, Held] = {}
     stdin: str | None = None
     """A file (under ``{work}``) fed to the run's standard input; else it reads nothing there."""
-    needs: Literal["traces", "leak"] | None = None
+    needs: Literal["traces", "leak", "root"] | None = None
     """What the run needs beyond pycert itself: the Mooncake traces beside the checkout, the leak extra."""
     address_space_mib: int | None = None
     """The child's address-space limit (``RLIMIT_AS``): a machine with less memory than the check needs."""
@@ -328,6 +347,14 @@ def _apply(op: Any, work: Path, name: str, where: dict[str, str]) -> None:  # no
         at(op.path).symlink_to(fill(op.target, where))
     elif isinstance(op, Fifo):
         os.mkfifo(at(op.path))
+    elif isinstance(op, Mknod):
+        if os.geteuid() == 0:  # elsewhere the run that needs it is skipped
+            os.mknod(at(op.path), 0o666 | stat.S_IFCHR, os.makedev(op.major, op.minor))
+    elif isinstance(op, Socket):
+        import socket
+
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(at(op.path)))
     elif isinstance(op, Sparse):
         with open(at(op.path), "wb") as f:
             f.truncate(op.size)
@@ -435,6 +462,8 @@ def failures(run: Run, got: Outcome) -> list[str]:
         bad.append(f"output holds control characters {controls!r}")
     for name, held in run.files.items():
         path = Path(fill(name, places(got.work)))
+        if held.kind is not None and (found := _kind(path)) != held.kind:
+            bad.append(f"{name} is a {found}, expected a {held.kind}")
         text = path.read_text(errors="replace") if path.is_file() else ""
         bad += [f"{name} lacks {s!r}" for s in held.contains if s not in text]
         bad += [f"{name} holds {s!r}" for s in held.absent if s in text]
@@ -445,8 +474,19 @@ def failures(run: Run, got: Outcome) -> list[str]:
     return bad
 
 
+def _kind(path: Path) -> str:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "none"
+    return next((k for test, k in ((stat.S_ISREG, "file"), (stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "char"),
+                                    (stat.S_ISSOCK, "socket")) if test(mode)), "other")
+
+
 def available(run: Run) -> str | None:
     """Why ``run`` cannot run here (None: it can)."""
+    if run.needs == "root" and os.geteuid() != 0:
+        return "needs root (a device node)"
     if run.needs == "traces" and not SHARED.is_dir():
         return f"needs the Mooncake traces in {SHARED}"
     if run.needs == "leak":
