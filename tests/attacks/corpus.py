@@ -158,6 +158,13 @@ class Sparse(_Op):
     size: int
 
 
+class Remove(_Op):
+    """A file an earlier step needed, gone (an external trace not handed in)."""
+
+    op: Literal["remove"]
+    path: str
+
+
 class Mkdir(_Op):
     op: Literal["mkdir"]
     path: str
@@ -165,7 +172,7 @@ class Mkdir(_Op):
 
 
 Op = Annotated[Union[Copy, MakeCert, Edit, Replace, Rehash, Manifest, Write, Pad, Symlink, Fifo, Mknod, Socket,  # noqa: UP007
-                     Sparse, Mkdir], Field(discriminator="op")]
+                     Sparse, Remove, Mkdir], Field(discriminator="op")]
 
 
 class Expect(BaseModel):
@@ -358,6 +365,8 @@ def _apply(op: Any, work: Path, name: str, where: dict[str, str]) -> None:  # no
     elif isinstance(op, Sparse):
         with open(at(op.path), "wb") as f:
             f.truncate(op.size)
+    elif isinstance(op, Remove):
+        at(op.path).unlink()
     elif isinstance(op, Mkdir):
         at(op.path).mkdir(parents=True, exist_ok=True)
         os.chmod(at(op.path), op.mode)
