@@ -92,7 +92,7 @@ def test_a_trace_the_engine_cannot_replay_is_refused_before_torch(tmp_path: Path
     for argv, where, why in (
             (["--trace", str(ids), "--num-blocks", "8", "--block-tokens", "16"], str(ids), "no request boundaries"),
             (["--trace", str(trace), "--num-blocks", "1024", "--block-tokens", "4096"], "--num-blocks",
-             "at most 1,048,576"),
+             "at most 131,072"),
             (["--trace", str(trace), "--num-blocks", "4", "--block-tokens", "16"], f"{trace}:4",
              "request 3 (0-based) has 4 blocks: a cache of 4 cannot hold it"),
             (["--trace", str(tmp_path / "none.jsonl"), "--num-blocks", "8", "--block-tokens", "16"],

@@ -12,6 +12,7 @@ compares every request's cached tokens with its log (exit 1 on any difference); 
 from __future__ import annotations
 
 import argparse
+import threading
 import time
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from pycert.core.limits import (
     MAX_REPLAY_BLOCK_TOKENS,
     MAX_REPLAY_CACHE_TOKENS,
     MAX_REPLAY_PROMPT_TOKENS,
+    MAX_STRANGER_REPLAY_TOKENS,
     MAX_TRACE_BYTES,
     in_path,
     int_range,
@@ -102,6 +104,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="certificate directory: the log goes to its inputs/, the certificates beside it")
     r.add_argument("--replay", type=in_path, default=None, metavar="CERT",
                    help="verify an engine certificate, re-run the engine on its recorded settings, compare with its log")
+    r.add_argument("--max-tokens", type=int_range(1), default=MAX_STRANGER_REPLAY_TOKENS, metavar="N",
+                   help="with --replay: refuse, before the engine starts, a certificate whose replay sends more than N "
+                        f"prompt tokens in all (default {MAX_STRANGER_REPLAY_TOKENS:,}: about 20 s of engine here; the "
+                        "certificate is a stranger's, and its replay your machine's time)")
     r.add_argument("--input", type=named_path, action="append", default=[], metavar="NAME=PATH",
                    help="with --replay: where an input the certificate names by file name is (default: beside its "
                         "directory)")
@@ -151,6 +157,27 @@ def open_engine(num_blocks: int, block_tokens: int, seed_: int) -> replaylog.Pag
 def run_replay(requests: list[list[int]], trace: Trace, num_blocks: int, block_tokens: int, seed_: int,
                progress: Progress) -> tuple[replaylog.ReplayLog, tuple[float, float]]:
     """The replay's log, and its wall and CPU seconds."""
+    failed: list[BaseException] = []
+    previous = threading.excepthook
+    # the engine's own threads: a failure there (out of memory) is said in one line below, not as a traceback
+    threading.excepthook = lambda a: failed.append(a.exc_value) if a.exc_value is not None else None
+    try:
+        return _replayed(requests, trace, num_blocks, block_tokens, seed_, progress)
+    except (InputError, MemoryError, RuntimeError) as exc:
+        why = failed[0] if failed else exc
+        if isinstance(why, MemoryError) or "allocate" in str(why) or "out of memory" in str(why):
+            raise ResourcesExhausted(f"the engine ran out of memory: {' '.join(str(why).split())[:200]}",
+                                     where="engine") from None
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"the engine failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
+                         where="engine") from None
+    finally:
+        threading.excepthook = previous
+
+
+def _replayed(requests: list[list[int]], trace: Trace, num_blocks: int, block_tokens: int, seed_: int,
+              progress: Progress) -> tuple[replaylog.ReplayLog, tuple[float, float]]:
     engine = open_engine(num_blocks, block_tokens, seed_)
     progress(f"engine: {engine.name} ({engine.version}); {engine.model}; {engine.num_blocks:,} blocks of "
              f"{engine.page_size} tokens; {plural(len(requests), 'request')} one at a time")
@@ -252,6 +279,10 @@ def replay(args: argparse.Namespace, progress: Progress) -> tuple[ReplayResult, 
     recorded = replaylog.read(log_file)
     h = recorded.header
     trace, requests = checked_trace(input_path(cert.inputs, "trace", where), h.num_blocks, h.block_tokens)
+    if (sent := sum(len(r) * h.block_tokens + 1 for r in requests)) > args.max_tokens:
+        raise InputError(f"its replay sends {sent:,} prompt tokens in all, more than --max-tokens {args.max_tokens:,} "
+                         "(about 20 s of engine here for 32,768): refused before the engine starts; give a larger "
+                         "--max-tokens to spend that time on it", where=str(args.replay))
     progress(f"replay of {args.replay}")
     again, seconds = run_replay(requests, trace, h.num_blocks, h.block_tokens, h.seed, progress)
     diffs = replaylog.replay_differences(recorded, again)
