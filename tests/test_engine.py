@@ -250,8 +250,9 @@ def test_a_log_edited_upward_is_refused(replayed: replaylog.ReplayLog, small_tra
     assert why.reason == "above-optimum" and why.expected == "at most 35" and why.found == str(sum(seen)) == "43"
     assert "Belady's MIN with bypass reaches there" in why.detail
     # half a block, another request's blocks, a header of another cache size
-    assert log_figures(_edited(replayed, 1, cached_tokens=B // 2), read_trace(small_trace))[1][0].subject == "log line 3.cached_tokens"
-    assert "request 1, 3 blocks" in log_figures(_edited(replayed, 1, blocks=2), read_trace(small_trace))[1][0].detail
+    small = read_trace(small_trace)
+    assert log_figures(_edited(replayed, 1, cached_tokens=B // 2), small)[1][0].subject == "log line 3.cached_tokens"
+    assert "request 1, 3 blocks" in log_figures(_edited(replayed, 1, blocks=2), small)[1][0].detail
     other = replayed.model_copy(update={"header": replayed.header.model_copy(update={"engine_blocks": C + 1})})
     assert log_rejections(other, requests, seen, read_trace(small_trace).sha256)[0].reason == "engine-size"
 

@@ -9,8 +9,8 @@ Content-Security-Policy of ``default-src 'none'`` (the script admitted by its ow
 makes no network request at all. The verifier hashes a dropped or chosen file with WebCrypto
 (``crypto.subtle.digest``) and shows green only when that sha256 is the manifest's entry for a certificate
 that verified offline when the page was made (a listed certificate that did not verify is named as such,
-and its figures are shown as "claimed, not checked", whatever evidence it claims) and every theorem the certificate names is a public theorem of the library the
-page was made with, pinned with the signature its source declares (embedded beside the manifest), or
+and its figures are shown as "claimed, not checked", whatever evidence it claims) and every theorem the
+certificate names is a public theorem of the library the page was made with, pinned with the signature its source declares (embedded beside the manifest), or
 its instance's headline, stating its family's predicate (``pycert verify`` regenerates the instance).
 Embedded JSON escapes every ``<``, so no ``</script>`` or ``<!--`` in it can end or bend the script.
 """
@@ -200,7 +200,8 @@ def render_certificate(cert: Certificate, file_hash: str, why_not: str | None = 
     not prove, its inputs and backend."""
     # an unverified certificate's evidence labels are its own word: the page lends them no standing
     evidence = (lambda f: f.evidence) if why_not is None else (lambda f: UNCHECKED)
-    known_by = (lambda f: f.known_by) if why_not is None else (lambda f: f"the certificate says: {f.known_by}" if f.known_by else "")
+    known_by = (lambda f: f.known_by) if why_not is None else \
+        (lambda f: f"the certificate says: {f.known_by}" if f.known_by else "")
     figures = table(
         [(f'<code class="name">{escape(f.name)}</code>', escape(rounded(f)),
           f'<span class="{"hash" if len(exact_of(f)) > 40 else "num"}">{escape(exact_of(f))}</span>',

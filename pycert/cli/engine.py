@@ -106,8 +106,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="verify an engine certificate, re-run the engine on its recorded settings, compare with its log")
     r.add_argument("--max-tokens", type=int_range(1), default=MAX_STRANGER_REPLAY_TOKENS, metavar="N",
                    help="with --replay: refuse, before the engine starts, a certificate whose replay sends more than N "
-                        f"prompt tokens in all (default {MAX_STRANGER_REPLAY_TOKENS:,}: about 20 s of engine here; the "
-                        "certificate is a stranger's, and its replay your machine's time)")
+                        "prompt tokens in all, or prompts whose attention (each prompt's tokens squared, summed) costs "
+                        f"more than one prompt of N/8 tokens (default {MAX_STRANGER_REPLAY_TOKENS:,}: about 20 s of "
+                        "engine here; the certificate is a stranger's, and its replay your machine's time)")
     r.add_argument("--input", type=named_path, action="append", default=[], metavar="NAME=PATH",
                    help="with --replay: where an input the certificate names by file name is (default: beside its "
                         "directory)")
@@ -279,10 +280,13 @@ def replay(args: argparse.Namespace, progress: Progress) -> tuple[ReplayResult, 
     recorded = replaylog.read(log_file)
     h = recorded.header
     trace, requests = checked_trace(input_path(cert.inputs, "trace", where), h.num_blocks, h.block_tokens)
-    if (sent := sum(len(r) * h.block_tokens + 1 for r in requests)) > args.max_tokens:
-        raise InputError(f"its replay sends {sent:,} prompt tokens in all, more than --max-tokens {args.max_tokens:,} "
-                         "(about 20 s of engine here for 32,768): refused before the engine starts; give a larger "
-                         "--max-tokens to spend that time on it", where=str(args.replay))
+    prompts = [len(r) * h.block_tokens + 1 for r in requests]
+    longest = args.max_tokens // 8
+    if (sent := sum(prompts)) > args.max_tokens or sum(p * p for p in prompts) > longest * longest:
+        what = (f"{sent:,} prompt tokens in all, more than --max-tokens {args.max_tokens:,}" if sent > args.max_tokens
+                else f"prompts whose attention costs more than one of {longest:,} tokens (--max-tokens / 8)")
+        raise InputError(f"its replay sends {what}: refused before the engine starts (a stranger's certificate, your "
+                         "machine's time); give a larger --max-tokens to spend that time on it", where=str(args.replay))
     progress(f"replay of {args.replay}")
     again, seconds = run_replay(requests, trace, h.num_blocks, h.block_tokens, h.seed, progress)
     diffs = replaylog.replay_differences(recorded, again)

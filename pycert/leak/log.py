@@ -167,7 +167,8 @@ def parse_lines(data: bytes, where: str, header_type: type[H], line_type: type[L
         except json.JSONDecodeError as exc:
             raise InputError(f"not JSON ({exc.msg})", where=f"{where}:{i}") from None
         except strict_json.DuplicateKey as exc:
-            raise InputError(f"the key {json.dumps(exc.key)[:80]} is named twice in one object", where=f"{where}:{i}") from None
+            raise InputError(f"the key {json.dumps(exc.key)[:80]} is named twice in one object",
+                             where=f"{where}:{i}") from None
         try:
             if i == 1:
                 header = header_type.model_validate(obj)
