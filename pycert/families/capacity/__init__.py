@@ -216,8 +216,8 @@ def bounded(params: CapacityParams, trace: Trace) -> None:
     if why := too_many_parts(params.pieces, n, "pieces"):
         raise Rejected(Rejection.mismatch("parameters.pieces", "as many pieces as a trace this long is checked in", why))
     if params.piece_refs is not None and params.pieces * params.piece_refs < n:
-        raise Rejected(Rejection.mismatch("parameters.pieces", f"at least {-(-n // params.piece_refs):,} (pieces of at "
-                                          f"most {params.piece_refs:,} of the trace's {n:,} references)", str(params.pieces)))
+        raise Rejected(Rejection.mismatch("parameters.piece_refs", f"at least {-(-n // params.pieces):,} (the trace's "
+                                          f"{n:,} references in {params.pieces:,} pieces)", str(params.piece_refs)))
 
 
 def check_optimum(figure: str, proved: int, opt: int, capacity: int, what: str) -> None:
