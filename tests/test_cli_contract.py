@@ -484,7 +484,7 @@ def test_engine_replay_refuses_before_the_engine_with_one_line(tmp_path: Path, c
         (tmp_path / "t.ids").write_text("1\n2\n")
         argv, needles = [*flags, "--trace", str(tmp_path / "t.ids")], (f"{tmp_path / 't.ids'}:", "no request boundaries")
     elif case == "huge":
-        argv, needles = [*flags, "--num-blocks", "262144"], ("--num-blocks:", "at most 1,048,576")
+        argv, needles = [*flags, "--num-blocks", "32768"], ("--num-blocks:", "at most 131,072")
     elif case == "line":
         trace.write_text(json.dumps(GOOD) + "\n" + '{"timestamp": 0, "hash_ids": [1]}\n')
         argv, needles = flags, (f"{trace}:2:", "missing field")

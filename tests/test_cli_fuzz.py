@@ -643,7 +643,7 @@ def test_engine_replay_refusals(data) -> None:  # noqa: ANN001
         out, _ = data.draw(out_path(scratch, ""))
         flags = [data.draw(maybe("--num-blocks", int_flag(1, 6))), data.draw(maybe("--block-tokens", int_flag(2, 64))),
                  data.draw(maybe("--seed", int_flag(-5, 5))), data.draw(st.one_of(st.just([]), st.just(["--out", out]))),
-                 data.draw(st.sampled_from([[], ["--json"]]))]
+                 data.draw(maybe("--max-tokens", int_flag(0, 99))), data.draw(st.sampled_from([[], ["--json"]]))]
         argv = shuffle_flags(data.draw, *flags)
         if replay_refused(path, [a for a in argv if a != "--json"]):
             drive(["engine", "replay", "--trace", str(path), *argv], scratch, expect=2)

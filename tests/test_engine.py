@@ -93,7 +93,7 @@ def test_a_trace_the_engine_cannot_replay_is_refused_before_torch(tmp_path: Path
     for argv, where, why in (
             (["--trace", str(ids), "--num-blocks", "8", "--block-tokens", "16"], str(ids), "no request boundaries"),
             (["--trace", str(trace), "--num-blocks", "1024", "--block-tokens", "4096"], "--num-blocks",
-             "at most 1,048,576"),
+             "at most 131,072"),
             (["--trace", str(trace), "--num-blocks", "4", "--block-tokens", "16"], f"{trace}:4",
              "request 3 (0-based) has 4 blocks: a cache of 4 cannot hold it"),
             (["--trace", str(tmp_path / "none.jsonl"), "--num-blocks", "8", "--block-tokens", "16"],
@@ -119,9 +119,9 @@ def test_the_sentence_names_the_caches_the_capacity_certificate_bounds(monkeypat
     claim = capacity_family.CLAIM
     limits = "that starts empty, holds blocks of one size, fetches a block only when it is referenced (no prefetch) and"
     figure, caches = claim.widest_bound(CapacityParams(capacity_blocks=1024, lean_encoding=OPTIMA_ENCODING))
-    assert figure == "admission_hits" and reached(599, 2438, 1024, caches, True, (306_688, 1_248_256)) == (
+    assert figure == "bypass_hits" and reached(599, 2438, 1024, caches, True, (306_688, 1_248_256)) == (
         f"the engine reached 599 of the 2,438 hits of the optimum at 1,024 blocks: no cache of 1,024 blocks {limits} "
-        "may bypass (leave a missed block out) hits more on this trace, and one (offline, keeping no room for a "
+        "may bypass (skip storing a missed block) hits more on this trace, and one (offline, keeping no room for a "
         "running request's blocks, which a real engine needs) hits exactly 2,438 (in tokens: 306,688 of at most "
         "1,248,256)")
     for encoding in (OPTIMUM_ENCODING, ENCODING, PIECES_ENCODING):
@@ -192,11 +192,11 @@ def replayed(engine, small_trace: Path) -> replaylog.ReplayLog:  # noqa: ANN001
 
 def test_a_replay_is_one_line_per_request_and_its_figures_hold(replayed: replaylog.ReplayLog, small_trace: Path) -> None:
     assert replaylog.parse(replaylog.render(replayed), "x") == replayed
-    figures, rejections = log_figures(replayed, small_trace)
+    figures, rejections = log_figures(replayed, read_trace(small_trace))
     assert rejections == [], rejections
     refs = sum(map(len, REQUESTS))
     assert figures["refs"] == refs and figures["requests"] == len(REQUESTS)
-    assert 0 < figures["engine_hits"] <= figures["belady_hits"] <= figures["admission_hits"] <= figures["unbounded_hits"]
+    assert 0 < figures["engine_hits"] <= figures["belady_hits"] <= figures["bypass_hits"] <= figures["unbounded_hits"]
     assert figures["unbounded_hits"] == refs - 37 and figures["prefix_closed"] == 1
     assert figures["engine_cached_tokens"] == B * figures["engine_hits"]
     # every block of this trace is a full one of 512 tokens: the token figures are the block figures x 512
@@ -215,7 +215,7 @@ def test_a_partial_last_block_the_engine_served_counts_no_tokens(engine, tmp_pat
     engine.empty_cache()
     header = replaylog.engine_header(engine, seed=0, num_blocks=C, block_tokens=B, trace=path.name,
                                      trace_sha256=trace.sha256, requests=2, refs=4)
-    figures, rejections = log_figures(replaylog.replay(engine, requests_of(trace), header), path)
+    figures, rejections = log_figures(replaylog.replay(engine, requests_of(trace), header), trace)
     assert rejections == []
     assert (figures["engine_hits"], figures["engine_cached_tokens"]) == (2, 2 * B)
     assert (figures["refs_tokens"], figures["engine_hits_tokens"], figures["unbounded_hits_tokens"]) == (1224, 512, 512)
@@ -231,7 +231,7 @@ def test_a_trace_that_is_not_prefix_closed_shows_what_a_prefix_cache_can_take(en
     header = replaylog.engine_header(engine, seed=0, num_blocks=C, block_tokens=B, trace=path.name,
                                      trace_sha256=trace.sha256, requests=4, refs=8)
     log = replaylog.replay(engine, requests_of(trace), header)
-    figures, rejections = log_figures(log, path)
+    figures, rejections = log_figures(log, read_trace(path))
     assert rejections == [] and figures["prefix_closed"] == 0
     assert (figures["engine_hits"], figures["prefix_unbounded_hits"], figures["unbounded_hits"]) == (4, 4, 5)
     assert "not prefix-closed" in CLAIM.sentence(EngineParams.of(header), figures, [input_file("trace", path, tmp_path)])
@@ -247,17 +247,18 @@ def test_a_log_edited_upward_is_refused(replayed: replaylog.ReplayLog, small_tra
     requests = requests_of(read_trace(small_trace))
     seen, _ = seen_prefixes(requests)
     # request 2 was never computed before: one block more than the engine could have served
-    [why] = log_figures(_edited(replayed, 2, cached_tokens=B), small_trace)[1]
+    [why] = log_figures(_edited(replayed, 2, cached_tokens=B), read_trace(small_trace))[1]
     assert why.reason == "never-computed" and "log line 4" in why.subject
     # every request given all it could have had: more than any cache of C blocks hits
     full = replayed.model_copy(update={"requests": tuple(r.model_copy(update={"cached_tokens": s * B})
                                                          for r, s in zip(replayed.requests, seen))})
-    figures, [why] = log_figures(full, small_trace)
+    figures, [why] = log_figures(full, read_trace(small_trace))
     assert why.reason == "above-optimum" and why.expected == "at most 35" and why.found == str(sum(seen)) == "43"
     assert "Belady's MIN with bypass reaches there" in why.detail
     # half a block, another request's blocks, a header of another cache size
-    assert log_figures(_edited(replayed, 1, cached_tokens=B // 2), small_trace)[1][0].subject == "log line 3.cached_tokens"
-    assert "request 1, 3 blocks" in log_figures(_edited(replayed, 1, blocks=2), small_trace)[1][0].detail
+    small = read_trace(small_trace)
+    assert log_figures(_edited(replayed, 1, cached_tokens=B // 2), small)[1][0].subject == "log line 3.cached_tokens"
+    assert "request 1, 3 blocks" in log_figures(_edited(replayed, 1, blocks=2), small)[1][0].detail
     other = replayed.model_copy(update={"header": replayed.header.model_copy(update={"engine_blocks": C + 1})})
     assert log_rejections(other, requests, seen, read_trace(small_trace).sha256)[0].reason == "engine-size"
 
@@ -308,7 +309,7 @@ def test_beside_refuses_an_engine_count_above_the_kernel_checked_optimum(replaye
     assert side.optimum_known.startswith("Belady's MIN with bypass computed by pycert") and side.optimum_tokens is None
     shutil.copy(small_trace, tmp_path / "small.jsonl")
     trace = [trace_input(tmp_path / "small.jsonl", tmp_path)]
-    # today's layout: the optimum with admission control, in blocks and (512 a block) in tokens
+    # today's layout: the optimum with bypass, in blocks and (512 a block) in tokens
     capacity = make_cert("capacity-small-c12", "capacity", {"capacity_blocks": C, "lean_encoding": OPTIMA_ENCODING,
                                                           "prefix_cache": "attained"},
                          trace, root=tmp_path)
@@ -317,7 +318,7 @@ def test_beside_refuses_an_engine_count_above_the_kernel_checked_optimum(replaye
     bypassing = capacity_family.CLAIM.widest_bound(capacity.parameters)[1]
     assert side.sentence == reached(side.engine_hits, 35, C, bypassing, True, (512 * side.engine_hits, 35 * 512))
     assert [r[3] for r in side.rows()][2] == f"at most {35 * 512:,} ({100 * 35 / 80:.2f}%)"
-    # a headline without admission control: the narrower model, named
+    # a headline without bypass: the narrower model, named
     older = make_cert("capacity-small-c12", "capacity", {"capacity_blocks": C, "lean_encoding": OPTIMUM_ENCODING},
                       trace, root=tmp_path)
     assert ("fetches a block only when it is referenced (no prefetch) and stores every missed block hits more"
@@ -338,13 +339,13 @@ def test_beside_refuses_an_engine_count_above_the_kernel_checked_optimum(replaye
         beside(cert, prompts)
     # a capacity certificate whose optimum is below the engine's count: one of them is wrong
     low = capacity.model_copy(update={"figures": [f.model_copy(update={"numerator": side.engine_hits - 1})
-                                                  if f.name == "admission_hits" else f for f in capacity.figures]})
+                                                  if f.name == "bypass_hits" else f for f in capacity.figures]})
     with pytest.raises(Rejected, match="above the .* that the kernel proved for every such cache"):
         beside(cert, low)
     # one above it but other than what the engine certificate computes: pycert's engines and the kernel disagree
     high = capacity.model_copy(update={"figures": [f.model_copy(update={"numerator": 36})
-                                                   if f.name == "admission_hits" else f for f in capacity.figures]})
-    with pytest.raises(Rejected, match="admission_hits"):
+                                                   if f.name == "bypass_hits" else f for f in capacity.figures]})
+    with pytest.raises(Rejected, match="bypass_hits"):
         beside(cert, high)
     assert Fraction(side.engine_hits, side.refs) < 1
 

@@ -202,6 +202,39 @@ def test_truncated_or_corrupt_zstd_is_refused(tmp_path: Path, cut: str) -> None:
         read_trace(write(tmp_path, bad, "t.zst"))
 
 
+@pytest.mark.parametrize("cut", ["half", "last byte", "corrupt", "garbage after"])
+def test_truncated_or_corrupt_gzip_is_refused(tmp_path: Path, cut: str) -> None:
+    data = gzip.compress(b"1\n2\n3\n" * 50_000)
+    bad = {"half": data[: len(data) // 2], "last byte": data[:-1], "corrupt": data[:12] + b"\xff" * 20 + data[32:],
+           "garbage after": data + b"not gzip"}[cut]
+    with pytest.raises(InputError, match="corrupt or truncated gzip data"):
+        read_trace(write(tmp_path, bad, "t.gz"))
+
+
+@pytest.mark.parametrize("kind", ["zstd-empty-frames", "gzip-empty-members"])
+def test_frames_that_outrun_their_output_are_padding(tmp_path: Path, kind: str) -> None:
+    """Frames beyond :data:`~pycert.data.formats.source.FREE_FRAMES` and one per ``FRAME_BYTES`` bytes they produce
+    are refused, not decompressed one at a time (tests/attacks/compressed-padding times them)."""
+    from tests.attacks.corpus import padding
+
+    head = zstandard.ZstdCompressor().compress(b"1\n2\n") if kind.startswith("zstd") else gzip.compress(b"1\n2\n")
+    with pytest.raises(InputError, match="padding, not a trace"):
+        read_trace(write(tmp_path, head + padding(kind, 100_000), "t.bin"))
+    few = padding(kind, 400)  # a few empty frames are not refused
+    assert read_trace(write(tmp_path, head + few + head, "ok.bin")).refs.tolist() == [1, 2, 1, 2]
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd"])
+def test_many_frames_each_with_data_read_like_one(tmp_path: Path, codec: str) -> None:
+    """bgzip-like members, and a frame per line: as many frames as data allows, read whole."""
+    lines = [b"%d\n" % (i % 977) for i in range(40_000)]
+    text = b"".join(lines)
+    pack = (lambda b: gzip.compress(b, mtime=0)) if codec == "gzip" else zstandard.ZstdCompressor().compress
+    for chunk in (1 << 16, source.FRAME_BYTES):
+        packed = b"".join(pack(text[i:i + chunk]) for i in range(0, len(text), chunk))
+        assert read_trace(write(tmp_path, packed + (bytes(100) if codec == "gzip" else b""), "t.bin")).n_refs == 40_000
+
+
 @pytest.mark.parametrize("codec", ["gzip", "zstd"])
 def test_decompression_stops_at_the_cap(codec: str) -> None:
     """Every codec inflates through the gate's cap: a multiple of the stored size (4 MB of one id packs

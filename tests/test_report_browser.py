@@ -79,7 +79,7 @@ def test_embedded_json_cannot_end_the_script(site: dict[str, Path]) -> None:
     cert, digest = certs[0]
     certs = [(cert.model_copy(update={"claim": "a </script> b <!-- c"}), digest), *certs[1:]]
     page = render_page(manifest, certs, verify="pycert verify certs/*.json", not_verified={})
-    assert page.count("</script>") == 4 and "<!--" not in page  # manifest, library, headlines, the script
+    assert page.count("</script>") == 5 and "<!--" not in page  # manifest, unverified, library, headlines, the script
     blob = re.search(r'<script type="application/json" id="manifest">(.*?)</script>', page, re.S).group(1)
     assert json.loads(blob)[evil] == "0" * 64
 
@@ -253,5 +253,33 @@ def test_the_page_at_1400_pixels(tmp_path: Path) -> None:
         assert browser.js(BROKEN_WORDS) == []
         heads = browser.js("[...document.querySelectorAll('table.capacities th')].map(th => th.textContent)")
         assert all("(" in h for h in heads), heads  # every column says its unit
+    finally:
+        browser.close()
+
+
+@needs_chromium
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_the_page_vouches_only_for_certificates_that_verified(site: dict[str, Path], tmp_path: Path) -> None:
+    """A certificate the page marks NOT VERIFIED is listed in the manifest, but the in-page check does not turn
+    green for its bytes, and its figures carry no evidence label of their own."""
+    from pycert.certify.report import load_directory, render_page
+
+    manifest, certs = load_directory(site["certs"])
+    page = tmp_path / "unverified.html"
+    page.write_text(render_page(manifest, certs, verify="pycert verify certs/*.json",
+                                not_verified={"isolation-demo": "its inputs were not handed in"}))
+    text = page.read_text()
+    assert "claimed, not checked" in text
+    blob = re.search(r'<script type="application/json" id="manifest">(.*?)</script>', text, re.S).group(1)
+    assert "isolation-demo.json" not in blob and "ceiling-tiny.json" in blob
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(page.as_uri())
+        state, colour, lines = browser.verdict_after(lambda: browser.choose_file(site["good"]))
+        assert (state, colour) == ("mismatch", RED), lines
+        assert "did NOT verify when this page was made" in lines[0], lines
+        state, colour, _ = browser.verdict_after(lambda: browser.choose_file(site["certs"] / "ceiling-tiny.json"))
+        assert (state, colour) == ("match", GREEN)
     finally:
         browser.close()

@@ -26,9 +26,9 @@ ONE = ("starts empty", "holds blocks of one size", "fetches a block only when it
 ROOM = "keeping no room for a running request's blocks"
 PREDICATES = (capacity_text.BOUNDED, capacity_text.OPTIMUM, capacity_text.OPTIMA, capacity_text.PREFIX_OPTIMA,
               capacity_text.OPTIMUM_A)
-FIGURES = {"refs": Fraction(100), "capacity_blocks": Fraction(8), "max_hits": Fraction(40), "ceiling": Fraction(2, 5),
-           "admission_hits": Fraction(42), "admission_ceiling": Fraction(21, 50), "requests": Fraction(10),
-           "refs_tokens": Fraction(51200), "admission_hits_tokens": Fraction(21504),
+FIGURES = {"refs": Fraction(100), "capacity_blocks": Fraction(8), "max_hits": Fraction(40), "max_hit_rate": Fraction(2, 5),
+           "bypass_hits": Fraction(42), "bypass_hit_rate": Fraction(21, 50), "requests": Fraction(10),
+           "refs_tokens": Fraction(51200), "bypass_hits_tokens": Fraction(21504),
            "prefix_cache_hits_tokens": Fraction(21000)}
 WIDE = ("Every cache of that size that starts empty is one of these", "cache of caches", "with or without admission",
         "can reach on this trace", "any cache of 8 blocks that starts empty")
@@ -74,15 +74,15 @@ def test_the_prefix_cache_evidence_names_the_cache_that_may_bypass() -> None:
 def test_every_bound_a_comparison_quotes_carries_the_limits() -> None:
     for figure, caches in BOUNDS.values():
         assert caches.startswith("that " + ", ".join(ONE)), caches
-        assert caches.endswith("stores every missed block" if figure == "max_hits" else "may bypass (leave a missed "
-                                                                                       "block out)"), caches
+        assert caches.endswith("stores every missed block" if figure == "max_hits" else "may bypass (skip storing a "
+                                                                                       "missed block)"), caches
 
 
 def test_the_engine_certificate_names_the_optimum_with_its_limits() -> None:
     params = EngineParams(engine="e", engine_version="1", model="m", device="cpu", seed=0, num_blocks=8, block_tokens=16,
                           scheduler="s", safety_margin="0.1", generated=1)
     f = {"requests": Fraction(2), "refs": Fraction(10), "engine_hits": Fraction(1), "engine_cached_tokens": Fraction(16),
-         "lru_hits": Fraction(1), "belady_hits": Fraction(2), "admission_hits": Fraction(3), "unbounded_hits": Fraction(4),
+         "lru_hits": Fraction(1), "belady_hits": Fraction(2), "bypass_hits": Fraction(3), "unbounded_hits": Fraction(4),
          "prefix_closed": Fraction(1), "prefix_unbounded_hits": Fraction(4)}
     said = ENGINE.sentence(params, f, [])
     assert "the optimum of any cache of 8 blocks that starts empty" not in said
@@ -108,7 +108,7 @@ def test_the_salts_sentence_tells_the_keying_from_the_tenant_rule() -> None:
                                     for n, v in (("capacity_blocks", 128), ("shared_hits", 100), ("salted_hits", 90))])
     card = cards.salt_sentence(cert)  # type: ignore[arg-type]
     assert "applied by pycert: the kernel checks the keying by tenant, not the rule" in card
-    assert "with admission control" not in card and "may bypass" in card
+    assert "with admission control" not in card and "with bypass" in card
 
 
 def test_the_cards_sentence_bounds_only_caches_that_fetch_on_demand() -> None:
@@ -124,10 +124,10 @@ def test_tier_headroom_has_one_meaning_said_in_help_and_docs(capsys: pytest.Capt
     assert "tier_headroom_pp, what no GPU-only cache of that capacity can win, bypassing or not" in help_text
     assert "bypass_headroom_pp" in help_text and "The report page's three headroom columns are these" in help_text
     docs = (REPO / "docs" / "traces.md").read_text()
-    assert "| `tier_headroom_pp` | 100 x (max_achievable_hit_rate - gpu_only_admission_hit_rate)" in docs
+    assert "| `tier_headroom_pp` | 100 x (ceiling - gpu_only_bypass_hit_rate)" in docs
     assert "what no GPU-only cache that stores every miss can win (the two add up" not in docs
     src = (REPO / "pycert" / "certify" / "cards.py").read_text()
-    assert "admission control may win part of it" not in src  # the report's column with another meaning, gone
+    assert "may win part of it" not in src  # the report's column with another meaning, gone
 
 
 def test_the_readme_says_how_to_check_every_file_again() -> None:

@@ -15,8 +15,8 @@ trace `rk` **keyed by tenant** (`Keyed`): as long as `r`, two references are to 
 exactly when they are to the same block of `r` and have the same tenant `ten`, and the tenant changes
 only where a request starts (`first`).
 
-Here the optima of `Pycert.Admission` are stated on both traces: `y` at `C` blocks with admission
-control on `r` (the shared cache), `x` on `rk` (the salted one), and `rk` is `r` keyed by `ten`. Then some
+Here the optima of `Pycert.Admission` are stated on both traces: `y` at `C` blocks with bypass on `r`
+(the shared cache), `x` on `rk` (the salted one), and `rk` is `r` keyed by `ten`. Then some
 cache of `C` blocks hits `y` times on `r` and every cache of `C` blocks on `rk` hits at least `y - x` times
 fewer (`salt_gap`). `keyed_of` gives `Keyed` from a decoded trace's facts (`Pycert.SortedTrace.decode_facts`)
 and a keyed instance's (`Pycert.KeyedTrace.keyed_facts`) over the same block numbers.
@@ -41,8 +41,8 @@ chosen. -/
     ∀ j, j + 1 < r.length → first (j + 1) = false → ten (j + 1) = ten j
 
 /-- **The cost of a per-tenant salt at `C` blocks.** On the trace `r` of `n` references, `yd` and `y`
-are the optima at `C` blocks for caches that admit every missed block and for caches with admission
-control (`Optima`); `rk` is `r` keyed by the tenants `ten` (`Keyed`), and on it the optima are `xd` and
+are the optima at `C` blocks for caches that store every missed block and for caches with bypass
+(`Optima`); `rk` is `r` keyed by the tenants `ten` (`Keyed`), and on it the optima are `xd` and
 `x`; and `x ≤ y`. It says nothing of how `ten` was chosen. -/
 @[expose] public def SaltCost (r : List Nat) (first : Nat → Bool) (ten : Nat → Nat) (rk : List Nat)
     (n C yd y xd x : Nat) : Prop :=
@@ -75,8 +75,8 @@ public theorem keyed_of {r rk : List Nat} {first : Nat → Bool} {ten : Nat → 
   rw [hkeq i j hi hj, heq i j hi hj, Nat.mod_eq_of_lt (Nat.lt_of_lt_of_le (hlt i hi) hD),
     Nat.mod_eq_of_lt (Nat.lt_of_lt_of_le (hlt j hj) hD)]
 
-/-- **The gap.** Under `SaltCost`, some cache of `C` blocks with admission control hits exactly `y`
-times on `r`, and every cache of `C` blocks with admission control on the keyed trace `rk` hits at least
+/-- **The gap.** Under `SaltCost`, some cache of `C` blocks with bypass hits exactly `y`
+times on `r`, and every cache of `C` blocks with bypass on the keyed trace `rk` hits at least
 `y - x` times fewer than it. -/
 public theorem salt_gap {r rk : List Nat} {first : Nat → Bool} {ten : Nat → Nat} {n C yd y xd x : Nat}
     (h : SaltCost r first ten rk n C yd y xd x) :
@@ -85,7 +85,7 @@ public theorem salt_gap {r rk : List Nat} {first : Nat → Bool} {ten : Nat → 
   exact ⟨K, hK, e, fun K' hK' => by have := hb K' hK'; omega⟩
 
 /-- **The gap against a prefix cache.** Under `PrefixSaltCost`, some prefix cache of `C` blocks over the
-requests of `r` hits exactly `y` times, and every cache of `C` blocks with admission control on `rk`
+requests of `r` hits exactly `y` times, and every cache of `C` blocks with bypass on `rk`
 (prefix caches included) hits at least `y - x` times fewer than it. -/
 public theorem prefix_salt_gap {r : List Nat} {first : Nat → Bool} {ten : Nat → Nat} {rk : List Nat}
     {n C yd y xd x : Nat} (h : PrefixSaltCost r first ten rk n C yd y xd x) :

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
 
+from pycert.core import strict_json
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.files import atomic_write
 from pycert.core.gate import beside, named
@@ -79,7 +80,7 @@ def parse_certificate(text: str | bytes, where: str | None = None) -> Certificat
     if why := json_depth_error(text):
         raise InputError(f"not a certificate: {why}", where=where)
     try:
-        return _ADAPTER.validate_json(text)
+        cert = _ADAPTER.validate_json(text)
     except ValidationError as err:
         e = err.errors()[0]
         if e["type"] == "json_invalid":
@@ -89,6 +90,14 @@ def parse_certificate(text: str | bytes, where: str | None = None) -> Certificat
             raise InputError(f"not a certificate: a JSON {_json_kind(e.get('input'))}, not an object",
                              where=where) from None
         raise Rejected(_rejection(e)) from None
+    # asked of a document the schema accepts (a bounded one): pydantic kept the last of two equal keys, and
+    # another reader of the same bytes, the first
+    if (twice := strict_json.duplicate(text)) is not None:
+        key, line = twice
+        raise Rejected(Rejection(subject=f"(json) line {line}", reason="duplicate-key",
+                                 detail=f"the key {json.dumps(key)[:80]} is named twice in one object: "
+                                        "readers of this certificate would disagree on its value"))
+    return cert
 
 
 def not_a_certificate(text: str | bytes) -> str | None:

@@ -7,9 +7,10 @@ curve of every trace a certificate names as a ``data:`` PNG (``pycert.analysis.p
 time, once per trace), and a
 Content-Security-Policy of ``default-src 'none'`` (the script admitted by its own hash) so the browser
 makes no network request at all. The verifier hashes a dropped or chosen file with WebCrypto
-(``crypto.subtle.digest``) and shows green only when that sha256 is an entry of the manifest embedded
-at generation time and every theorem the certificate names is a public theorem of the library the
-page was made with, pinned with the signature its source declares (embedded beside the manifest), or
+(``crypto.subtle.digest``) and shows green only when that sha256 is the manifest's entry for a certificate
+that verified offline when the page was made (a listed certificate that did not verify is named as such,
+and its figures are shown as "claimed, not checked", whatever evidence it claims) and every theorem the
+certificate names is a public theorem of the library the page was made with, pinned with the signature its source declares (embedded beside the manifest), or
 its instance's headline, stating its family's predicate (``pycert verify`` regenerates the instance).
 Embedded JSON escapes every ``<``, so no ``</script>`` or ``<!--`` in it can end or bend the script.
 """
@@ -44,6 +45,7 @@ from pycert.lean.sources import library_signatures
 _SCRIPT = r"""
 "use strict";
 const manifest = JSON.parse(document.getElementById("manifest").textContent);
+const unverified = JSON.parse(document.getElementById("unverified").textContent);
 const library = JSON.parse(document.getElementById("library").textContent);
 const headlines = JSON.parse(document.getElementById("headlines").textContent);
 const headlineName = /^Pycert\.Instance\.[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?\.headline$/;
@@ -86,6 +88,10 @@ async function checkOne(file) {
   }
   if (entry !== undefined) {
     return {ok: true, text: `${file.name}: sha256 ${digest} matches the manifest entry ${entry}; its theorems and statements are the library's`};
+  }
+  const unchecked = Object.keys(unverified).find(name => unverified[name] === digest);
+  if (unchecked !== undefined) {
+    return {ok: false, text: `${file.name}: sha256 ${digest} is the manifest's entry ${unchecked}, a certificate that did NOT verify when this page was made: the page does not vouch for it`};
   }
   const expected = manifest[file.name];
   return {ok: false, text: expected === undefined
@@ -175,6 +181,10 @@ def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
 
 
+UNCHECKED = "claimed, not checked"
+"""The evidence a page shows for every figure of a certificate that did not verify when it was made."""
+
+
 def verdict_line(why_not: str | None) -> str:
     """What the page says of a certificate's own check: verified offline when the page was made, or why not."""
     if why_not is None:
@@ -188,10 +198,14 @@ def verdict_line(why_not: str | None) -> str:
 def render_certificate(cert: Certificate, file_hash: str, why_not: str | None = "not checked") -> str:
     """A certificate's own section: every figure (rounded, exact, unit, evidence), what it rests on and does
     not prove, its inputs and backend."""
+    # an unverified certificate's evidence labels are its own word: the page lends them no standing
+    evidence = (lambda f: f.evidence) if why_not is None else (lambda f: UNCHECKED)
+    known_by = (lambda f: f.known_by) if why_not is None else \
+        (lambda f: f"the certificate says: {f.known_by}" if f.known_by else "")
     figures = table(
         [(f'<code class="name">{escape(f.name)}</code>', escape(rounded(f)),
           f'<span class="{"hash" if len(exact_of(f)) > 40 else "num"}">{escape(exact_of(f))}</span>',
-          escape(unit_of(f)), f'<span class="evidence">{escape(f.evidence)}</span>', escape(f.known_by))
+          escape(unit_of(f)), f'<span class="evidence">{escape(evidence(f))}</span>', escape(known_by(f)))
          for f in cert.figures],
         ("figure", "value", "exact", "unit", "evidence", "known by"),
     )
@@ -269,6 +283,10 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
                     "yes" if c.id not in not_verified else "<strong>NO</strong> (why: in its section)", escape(c.claim))
                    for c, _ in certs], ("certificate", "family", "verified offline", "claim"))
     unchecked = sum(c.id in not_verified for c, _ in certs)
+    # the in-page check turns green only for the bytes of a certificate that verified when the page was made
+    failed = {c.filename for c, _ in certs if c.id in not_verified}
+    vouched = {name: h for name, h in manifest.items() if name not in failed}
+    unvouched = {name: h for name, h in manifest.items() if name in failed}
     verified = (f"{len(certs) - unchecked} of them verified offline when this page was made, {unchecked} "
                 "<strong>not</strong> (marked below)") if unchecked else \
         f"{'Each' if len(certs) > 1 else 'It was'} verified offline when this page was made"
@@ -295,7 +313,8 @@ Each number below is rounded for reading: click it for the exact value and how i
 <h2 id="certificates">Every certificate in full</h2>
 {index}
 {"".join(render_certificate(c, h, not_verified.get(c.id)) for c, h in certs)}
-<script type="application/json" id="manifest">{embedded_json(manifest)}</script>
+<script type="application/json" id="manifest">{embedded_json(vouched)}</script>
+<script type="application/json" id="unverified">{embedded_json(unvouched)}</script>
 <script type="application/json" id="library">{embedded_json(library)}</script>
 <script type="application/json" id="headlines">{embedded_json({n: c.predicates() for n, c in FAMILIES.items()})}</script>
 <script>{_SCRIPT}</script>
@@ -380,9 +399,9 @@ def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[
             elif cert.family == "ceiling" and {"refs", "distinct", "max_hits"} <= set(figs):
                 fact.ceiling = cert
             elif cert.family == "capacity" and {"refs", "capacity_blocks"} <= set(figs) and (
-                    "max_hits" in figs or "admission_hits" in figs):
+                    "max_hits" in figs or "bypass_hits" in figs):
                 fact.capacity[figs["capacity_blocks"].numerator] = cert
-            elif cert.family == "engine" and {"refs", "engine_hits", "admission_hits"} <= set(figs):
+            elif cert.family == "engine" and {"refs", "engine_hits", "bypass_hits"} <= set(figs):
                 fact.engines.append(cert)
             elif cert.family == "isolation-cost" and {"capacity_blocks", "shared_hits", "salted_hits"} <= set(figs):
                 fact.salts.append(cert)

@@ -16,13 +16,15 @@ rebuilds the library and the certificate's instance files and re-runs the axiom 
 theorems; without it the result says that neither was re-run. Every disagreement is a
 :class:`~pycert.core.errors.Rejection` (``expected`` the reference, ``found`` the certificate's);
 the result is ``rejected`` (exit 1) whenever anything was rejected, even when an input is missing,
-and ``missing-input``/``input-error`` (exit 2) only when nothing was rejected.
+``not-checked`` (exit 3) when a check did not run to its end (out of memory or time, or pycert itself
+failed: never a rejection), and ``missing-input``/``input-error`` (exit 2) only when nothing else was said.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Literal
@@ -34,7 +36,7 @@ from pycert.certify.documents import not_a_certificate, parse_certificate
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, lists, manifest_rejection, read_manifest
 from pycert.certify.theorems import headline_literals, theorem_rejections
-from pycert.core.errors import InputError, Rejected, Rejection
+from pycert.core.errors import InputError, Rejected, Rejection, ResourcesExhausted
 from pycert.core.files import certificate_root, time_box
 from pycert.core.gate import Source, beside, inside, named
 from pycert.core.limits import MAX_JSON_BYTES
@@ -56,8 +58,10 @@ def own_library() -> Path:
 class VerifyResult(BaseModel):
     certificate: str
     id: str | None = None
-    status: Literal["ok", "rejected", "missing-input", "input-error"]
+    status: Literal["ok", "rejected", "not-checked", "missing-input", "input-error"]
     failures: list[Rejection] = []
+    unchecked: list[str] = []
+    """Checks that did not run to a verdict: out of memory or time, or pycert failed (exit 3, not a rejection)."""
     missing: list[str] = []
     errors: list[str] = []
     """Inputs that are there but malformed (exit 2, like a missing one)."""
@@ -75,7 +79,7 @@ class VerifyResult(BaseModel):
         if self.failures:
             more = len(self.failures) - 1
             return self.failures[0].render() + (f" (and {more} more: pycert verify names them all)" if more else "")
-        return (self.errors or [f"missing input: {m}" for m in self.missing] or [None])[0]
+        return (self.unchecked or self.errors or [f"missing input: {m}" for m in self.missing] or [None])[0]
 
 
 # ---------------------------------------------------------------------------- the checks
@@ -147,14 +151,17 @@ def _regenerate(cert: Certificate, where: Locator, timeout: float, result: Verif
     result.checked.append("instance regenerated")
     claim = FAMILIES[cert.family]
     inst = claim.instance(cert.parameters, claim.primary_inputs(cert.inputs))
+    files = None
     try:
-        with time_box(timeout, f"regenerating {inst.path}"):
+        with time_box(timeout, f"regenerating {inst.path}"), not_checked(result, f"regenerating {inst.path}"):
             files = claim.derived_files(cert.parameters, cert.inputs, where)
     except Rejected as err:
         result.failures.append(err.rejection)
         return None
     except InputError as err:  # names the input at fault (a trace's file:line), not the file derived from it
         result.errors.append(str(err))
+        return None
+    if files is None:
         return None
     recorded = {i.path: i for i in cert.inputs if i.derived_from is not None and i.role == "lean"}
     extra, absent, other, copies, unread = [], [], [], [], []
@@ -199,13 +206,32 @@ def recompute(cert: Certificate, literals: list[int], where: Locator, timeout: f
     claim = FAMILIES[cert.family]
     try:
         kernel = claim.kernel_figures(literals, claim.headline(cert.parameters, cert.inputs), cert.parameters)
-        with time_box(timeout, "recomputing the figures"):
+        with time_box(timeout, "recomputing the figures"), not_checked(result, "recomputing the figures"):
             return claim.figures(cert.parameters, kernel, cert.inputs, where)
     except Rejected as err:
         result.failures.append(err.rejection)
     except InputError as err:
         result.errors.append(err.message)
     return None
+
+
+@contextlib.contextmanager
+def not_checked(result: VerifyResult, doing: str) -> Iterator[None]:
+    """A check that stopped for want of memory or time, or because pycert itself failed, as what it is: not
+    checked (exit 3), never a rejection and never a traceback. The block's value is then None."""
+    try:
+        yield
+    except ResourcesExhausted as err:
+        result.unchecked.append(f"not checked: {err.message}")
+    except MemoryError:
+        result.unchecked.append(f"not checked: out of memory while {doing}")
+    except RecursionError:
+        result.unchecked.append(f"not checked: nested too deep while {doing}")
+    except (Rejected, InputError):
+        raise
+    except Exception as exc:  # a crash is pycert's failure, not the certificate's: said in one line, not rejected
+        result.unchecked.append(f"not checked: pycert failed while {doing} ({type(exc).__name__}: "
+                                f"{' '.join(str(exc).split())[:200]}; a bug in pycert)")
 
 
 def check_derived_text(cert: Certificate, figures: dict[str, Fraction]) -> list[Rejection]:
@@ -391,6 +417,8 @@ def refuse_unused_inputs(given: dict[str, Path], certs: Iterable[Path]) -> None:
 def _finish(result: VerifyResult) -> VerifyResult:
     if result.failures:
         result.status = "rejected"
+    elif result.unchecked:
+        result.status = "not-checked"
     elif result.errors:
         result.status = "input-error"
     else:

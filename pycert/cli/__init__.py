@@ -173,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                 previous = None  # not the main thread: signals are not ours to handle
         from pycert.core.errors import (
             EXIT_INTERRUPTED,
+            EXIT_RESOURCES,
             EXIT_TERMINATED,
             EXIT_USAGE,
             PycertError,
@@ -190,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(EXIT_USAGE) from None  # as argparse itself exits on a bad command line
         except PycertError as err:
             return _pycert_error(err, as_json, command_line_of(argv, args))
+        except MemoryError:  # a check that did not run to its end: exit 3, in one line, never a traceback
+            return report_error("out of memory: the command stopped before its end (nothing was rejected)", None,
+                                EXIT_RESOURCES, as_json, command=command_line_of(argv, args))
         except KeyboardInterrupt:
             return report_error("interrupted", None, EXIT_INTERRUPTED, as_json, command=command_line_of(argv, args))
         except Terminated:

@@ -12,6 +12,7 @@ compares every request's cached tokens with its log (exit 1 on any difference); 
 from __future__ import annotations
 
 import argparse
+import threading
 import time
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from pycert.core.limits import (
     MAX_REPLAY_BLOCK_TOKENS,
     MAX_REPLAY_CACHE_TOKENS,
     MAX_REPLAY_PROMPT_TOKENS,
+    MAX_STRANGER_REPLAY_TOKENS,
     MAX_TRACE_BYTES,
     in_path,
     int_range,
@@ -97,6 +99,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="certificate directory: the log goes to its inputs/, the certificates beside it")
     r.add_argument("--replay", type=in_path, default=None, metavar="CERT",
                    help="verify an engine certificate, re-run the engine on its recorded settings, compare with its log")
+    r.add_argument("--max-tokens", type=int_range(1), default=MAX_STRANGER_REPLAY_TOKENS, metavar="N",
+                   help="with --replay: refuse, before the engine starts, a certificate whose replay sends more than N "
+                        "prompt tokens in all, or prompts whose attention (each prompt's tokens squared, summed) costs "
+                        f"more than one prompt of N/8 tokens (default {MAX_STRANGER_REPLAY_TOKENS:,}: about 20 s of "
+                        "engine here; the certificate is a stranger's, and its replay your machine's time)")
     r.add_argument("--input", type=named_path, action="append", default=[], metavar="NAME=PATH",
                    help="with --replay: where an input the certificate names by file name is (default: beside its "
                         "directory)")
@@ -128,6 +135,27 @@ def checked_trace(path: Path | Source, num_blocks: int, block_tokens: int) -> tu
 def run_replay(engine_name: str, requests: list[list[int]], trace: Trace, num_blocks: int, block_tokens: int,
                seed_: int, progress: Progress) -> tuple[replaylog.ReplayLog, tuple[float, float]]:
     """The replay's log, and its wall and CPU seconds."""
+    failed: list[BaseException] = []
+    previous = threading.excepthook
+    # the engine's own threads: a failure there (out of memory) is said in one line below, not as a traceback
+    threading.excepthook = lambda a: failed.append(a.exc_value) if a.exc_value is not None else None
+    try:
+        return _replayed(engine_name, requests, trace, num_blocks, block_tokens, seed_, progress)
+    except (InputError, MemoryError, RuntimeError) as exc:
+        why = failed[0] if failed else exc
+        if isinstance(why, MemoryError) or "allocate" in str(why) or "out of memory" in str(why):
+            raise ResourcesExhausted(f"the engine ran out of memory: {' '.join(str(why).split())[:200]}",
+                                     where="engine") from None
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"the engine failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
+                         where="engine") from None
+    finally:
+        threading.excepthook = previous
+
+
+def _replayed(engine_name: str, requests: list[list[int]], trace: Trace, num_blocks: int, block_tokens: int,
+              seed_: int, progress: Progress) -> tuple[replaylog.ReplayLog, tuple[float, float]]:
     engine = open_engine(engine_name, num_blocks, block_tokens, seed_)
     progress(f"engine: {engine.name} ({engine.version}); {engine.model}; {engine.num_blocks:,} blocks of "
              f"{engine.page_size} tokens; {plural(len(requests), 'request')} one at a time")
@@ -196,6 +224,8 @@ def _beside(paths: list[Path], given: dict[str, Path]) -> Beside:
     by_family = {}
     for path in paths:
         result = verify_certificate(path, inputs=given)
+        if result.unchecked and not result.failures:
+            raise ResourcesExhausted(f"could not be verified: {result.unchecked[0]}", where=str(path))
         if (why := result.first_problem()) is not None:
             raise Rejected(Rejection(subject=str(path), reason="does-not-verify", detail=f"does not verify: {why}"))
         cert = load_certificate(path)
@@ -213,6 +243,9 @@ def replay(args: argparse.Namespace, progress: Progress) -> tuple[ReplayResult, 
     if checked.failures:
         raise Rejected(Rejection(subject=str(args.replay), reason="does-not-verify",
                                  detail=f"does not verify, so it is not replayed: {checked.first_problem()}"))
+    if checked.unchecked:
+        raise ResourcesExhausted(f"could not be verified, so it is not replayed: {checked.first_problem()}",
+                                 where=str(args.replay))
     if not checked.ok:
         raise InputError(f"could not be verified, so it is not replayed: {checked.first_problem()}",
                          where=str(args.replay))
@@ -224,6 +257,13 @@ def replay(args: argparse.Namespace, progress: Progress) -> tuple[ReplayResult, 
     recorded = replaylog.read(log_file)
     h = recorded.header
     trace, requests = checked_trace(input_path(cert.inputs, "trace", where), h.num_blocks, h.block_tokens)
+    prompts = [len(r) * h.block_tokens + 1 for r in requests]
+    longest = args.max_tokens // 8
+    if (sent := sum(prompts)) > args.max_tokens or sum(p * p for p in prompts) > longest * longest:
+        what = (f"{sent:,} prompt tokens in all, more than --max-tokens {args.max_tokens:,}" if sent > args.max_tokens
+                else f"prompts whose attention costs more than one of {longest:,} tokens (--max-tokens / 8)")
+        raise InputError(f"its replay sends {what}: refused before the engine starts (a stranger's certificate, your "
+                         "machine's time); give a larger --max-tokens to spend that time on it", where=str(args.replay))
     progress(f"replay of {args.replay}")
     again, seconds = run_replay(engine_key(h.engine), requests, trace, h.num_blocks, h.block_tokens, h.seed, progress)
     diffs = replaylog.replay_differences(recorded, again)

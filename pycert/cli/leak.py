@@ -26,7 +26,7 @@ from pycert.certify.verify import verify_certificate
 from pycert.cli import add_backend, add_common, help_of, leak_http
 from pycert.cli.leak_http import level
 from pycert.core.console import Progress, emit, escaped, table
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection, ResourcesExhausted
 from pycert.core.files import atomic_write, certificate_root
 from pycert.core.gate import confined, named
 from pycert.core.limits import in_path, int_range, out_dir, seed
@@ -209,6 +209,9 @@ def replay(args: argparse.Namespace, progress: Progress) -> tuple[LeakResult, in
     if cert.family != "leak":
         raise InputError(f"a {cert.family} certificate: --replay takes a leak certificate", where=str(args.replay))
     checked = verify_certificate(args.replay)
+    if checked.unchecked and not checked.failures:
+        raise ResourcesExhausted(f"could not be verified, so it was not replayed: {checked.unchecked[0]}",
+                                 where=str(args.replay))
     if checked.missing or checked.errors:
         raise InputError(f"cannot be verified, so it was not replayed: {(checked.missing + checked.errors)[0]}",
                          where=str(args.replay))

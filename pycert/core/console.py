@@ -83,14 +83,34 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else many or noun + 's'}"
 
 
-def csv_text(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """CSV (the csv module's quoting, ``\\n`` line ends) with a header row, without the last line end
-    (:func:`emit` prints one)."""
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """A CSV cell no spreadsheet evaluates (OWASP's rule against CSV injection): text that starts with ``=``,
+    ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``, so a trace named ``=HYPERLINK(...)``
+    is shown, not run; a number (``-0.5``) stays a number, and anything not text is left as it is."""
+    if isinstance(value, str) and value.startswith(_FORMULA) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def csv_lines(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """CSV (the csv module's quoting, ``\\n`` line ends) with a header row, every cell through
+    :func:`spreadsheet_cell`: the one way pycert writes CSV."""
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(headers)
-    writer.writerows(rows)
-    return buf.getvalue().removesuffix("\n")
+    plain = csv.writer(buf, lineterminator="\n")
+    quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)  # with "\n" line ends the csv module
+    for row in [headers, *rows]:  # leaves a carriage return in a cell unquoted, where readers end the row
+        cells = [spreadsheet_cell(c) for c in row]
+        (quoted if any(isinstance(c, str) and "\r" in c for c in cells) else plain).writerow(cells)
+    return buf.getvalue()
+
+
+def csv_text(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """:func:`csv_lines` without the last line end (:func:`emit` prints one)."""
+    return csv_lines(headers, rows).removesuffix("\n")
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

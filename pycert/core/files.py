@@ -9,16 +9,18 @@ into place the same way.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pycert.core.errors import InputError
+from pycert.core.errors import InputError, ResourcesExhausted
 from pycert.core.gate import named
 from pycert.core.limits import MAX_TRACE_BYTES
 
@@ -51,14 +53,15 @@ def remove_empty(dirs: list[Path]) -> None:
 
 @contextlib.contextmanager
 def time_box(seconds: float, what: str) -> Iterator[None]:
-    """Stop the block after ``seconds`` of wall time with an :class:`InputError` naming ``what`` (in the
-    main thread, where Python delivers signals; elsewhere the block runs unbounded)."""
+    """Stop the block after ``seconds`` of wall time with :class:`ResourcesExhausted` naming ``what`` (exit 3:
+    a check that did not run to its end; in the main thread, where Python delivers signals; elsewhere the
+    block runs unbounded)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
 
     def expired(signum: int, frame: Any) -> None:
-        raise InputError(f"{what} took more than {seconds:g} s: stopped (raise --timeout to allow more)")
+        raise ResourcesExhausted(f"{what} took more than {seconds:g} s: stopped (raise --timeout to allow more)")
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -133,10 +136,57 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISBLK, "a block device"))
+
+
+def special(path: Path) -> str | None:
+    """What an existing output that is neither a regular file nor a directory is (``a FIFO``, ``a character
+    device``, ...), following links; None for anything else, a missing path included."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return next((what for test, what in _KINDS if test(mode)), None if stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+                else "not a regular file")
+
+
+def _write_through(path: Path, what: str, data: bytes | Iterable[bytes]) -> None:
+    """Write into an existing FIFO or character device (``-o /dev/null``, a pipe a reader waits on) as it is,
+    never replacing it with a file: temporary-then-rename would have swapped the machine's /dev/null for a
+    regular file when run as root. A FIFO with no reader is refused rather than waited on; a socket or a
+    block device is refused."""
+    if what not in ("a FIFO", "a character device"):
+        raise InputError(f"exists and is {what}: refusing to write to it or replace it", where=str(path))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as exc:
+        why = "a FIFO no process reads" if exc.errno == errno.ENXIO else (exc.strerror or str(exc))
+        raise InputError(f"cannot write: {why}", where=str(path)) from None
+    try:
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb", closefd=False) as f:
+            for chunk in [data] if isinstance(data, bytes) else data:
+                f.write(chunk)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", where=str(path)) from None
+    finally:
+        os.close(fd)
+
+
+def refuse_special(paths: Iterable[Path]) -> None:
+    """Refuse, before anything is written, a batch whose target exists and is not a regular file: a batch is
+    published by renames, which would replace a device or a FIFO."""
+    for path in paths:
+        if (what := special(path)) is not None:
+            raise InputError(f"exists and is {what}: refusing to replace it", where=str(path))
+
+
 def publish_files(moves: dict[Path, Path], writes: dict[Path, bytes]) -> None:
     """Move staged files into place (``moves``: source -> target, on one file system) and write
     ``writes``, as one batch: every temporary is written and flushed before the first rename, and the
     renames run with signals held back, so the set is replaced whole or not at all (in order)."""
+    refuse_special([*moves.values(), *writes])
     staged: list[tuple[Path, Path]] = []
     try:
         for path in {*moves.values(), *writes}:
@@ -163,11 +213,15 @@ def atomic_write(path: Path, data: bytes | Iterable[bytes]) -> None:
     ``data`` may be an iterable of chunks, written as it yields them (a file bigger than memory).
 
     Missing parent directories are created. A path that cannot be written (a directory, no
-    permission, disk full) is the caller's input error, named by path.
+    permission, disk full) is the caller's input error, named by path. An existing FIFO or character device
+    is written into as it is (:func:`_write_through`), never replaced; a socket or a block device is refused.
     """
     path = Path(path)
     if not path.name or path.is_dir():
         raise InputError("is a directory: give a file name", where=str(path))
+    if (what := special(path)) is not None:
+        _write_through(path, what, data)
+        return
     with signals_deferred():
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -108,12 +108,21 @@ MAX_THEOREMS = MAX_INPUTS
 """Most inputs a certificate may name: a trace, its instance, and its shards or pieces and schedule modules."""
 MAX_REPLAY_BLOCK_TOKENS = 1 << 12
 """``engine replay --block-tokens``: the engine's page size (transformers needs at least 4)."""
-MAX_REPLAY_CACHE_TOKENS = 1 << 20
+MAX_REPLAY_CACHE_TOKENS = 1 << 17
 """``engine replay``: the engine's whole cache, ``--num-blocks`` x ``--block-tokens`` tokens. transformers
 allocates its attention mask for every readable cache token at each batch token (4 bytes x 512 batch
-tokens x this: 2 GiB), beside the cache itself (512 bytes a token for the replay's model)."""
-MAX_REPLAY_PROMPT_TOKENS = 1 << 17
-"""``engine replay``: the longest prompt a replay sends (a request's blocks x ``--block-tokens``)."""
+tokens x this: 256 MiB), beside the cache itself (512 bytes a token for the replay's model); at 2^20 the
+mask alone was 2 GiB, past what a stranger's certificate may cost (docs/hostile-directories.md)."""
+MAX_REPLAY_PROMPT_TOKENS = 1 << 15
+"""``engine replay``: the longest prompt a replay sends (a request's blocks x ``--block-tokens``). Measured
+(DEVELOPERS.md, the engine on a trace): one request of 32,769 tokens peaked at 681 MiB and took 19 s beyond
+the engine's start on this loaded machine; one of 126,977 (the former limit, 2^17) about 90 s and 3.7 GB."""
+MAX_STRANGER_REPLAY_TOKENS = 1 << 18
+"""``engine replay --replay CERT``: the prompt tokens a replay of a certificate sends in all, unless
+``--max-tokens`` allows more; and its prompts' attention, the sum of each prompt's tokens squared, at most
+that of one prompt of an eighth as many (32,768 by default). Measured here under load 10: the committed
+certificate's 85,674 tokens in short prompts replayed in about 6 s of engine (17 s with the start), one
+prompt of 32,769 tokens in 19 s: what a stranger's certificate may cost."""
 
 
 def json_depth_error(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | None:

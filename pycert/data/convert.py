@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from pycert.core.errors import InputError
-from pycert.core.files import publish_files
+from pycert.core.files import atomic_write, publish_files, special
 from pycert.data.traces import Trace
 
 SIDECAR = ".source.json"
@@ -58,6 +58,9 @@ def convert(trace: Trace, out: Path) -> ConvertedTrace:
     record = ConvertedTrace(output=out.name, output_sha256=digest.hexdigest(), source=Path(trace.name).name,
                             source_sha256=trace.sha256, format=trace.format, block_tokens=trace.block_tokens,
                             requests=trace.n_requests, refs=trace.n_refs)
+    if special(out) is not None:  # a device or a FIFO is written through, and nothing is written beside it
+        atomic_write(out, canonical_lines(trace.refs))
+        return record
     try:
         publish_files({}, {out: canonical_lines(trace.refs),  # type: ignore[dict-item]
                            sidecar(out): (record.model_dump_json(indent=2) + "\n").encode()})

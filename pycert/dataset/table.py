@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pycert.core.console import csv_lines
 from pycert.core.errors import Rejection
 from pycert.core.gate import Source
 from pycert.core.schema import Certificate, decimal_of
@@ -76,11 +77,7 @@ def row_of(cert: Certificate) -> Row:
 
 
 def render_csv(rows: Sequence[Row]) -> bytes:
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(COLUMNS)
-    w.writerows(r.cells() for r in rows)
-    return out.getvalue().encode()
+    return csv_lines(COLUMNS, (r.cells() for r in rows)).encode()
 
 
 def parquet_writable() -> bool:

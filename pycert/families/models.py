@@ -30,7 +30,7 @@ def _singular(verbs: str) -> str:
 
 
 STORE = "store every missed block"
-BYPASS = "may bypass (leave a missed block out)"
+BYPASS = "may bypass (skip storing a missed block)"
 BYPASS_ANY = f"{BYPASS} and evict any block at any step"
 DEMAND = caches(STORE)
 """The model of ``Pycert.Cache``, named wherever a figure is about it."""

@@ -1,25 +1,32 @@
-"""What the families of a trace share (the ceiling, and the ceiling at a capacity): where a trace's Lean
+"""What the families of a trace share (the ceiling, and the optimum at a capacity): where a trace's Lean
 instance goes, the names a trace's file name makes, how a trace was read (its layout, recorded in the
 parameters, and read again the same way by verify), the embedded default trace, and the earlier
 certificate of a name in ``--out``. Below both families, so that neither imports the other.
+
+This module is the one place a family reads a trace (an import-linter contract in pyproject.toml keeps
+:mod:`pycert.data.traces` out of every other family module): a claim's trace is :func:`certified`, read as
+the certificate's :class:`TraceReading` says, and a producer's is :func:`read_for_proof`, whose reading the
+parameters then record (:func:`reading_of`). A figure cannot come from a trace read any other way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from pycert.core.errors import InputError, Refused, Rejected, Rejection
-from pycert.core.schema import Params, declared_inputs
+from pycert.core.gate import Source
+from pycert.core.memo import kept
+from pycert.core.schema import InputFile, Params, declared_inputs
 from pycert.data import synthetic
 from pycert.data.formats import Format
 from pycert.data.formats.source import is_stdin
-from pycert.families.base import Setting
+from pycert.families.base import Reader, Setting, input_path
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the families name the type through here; only this module imports the reader
     from pycert.data.traces import Trace
 
 DEFAULT_TRACE = Path("inputs/synthetic-seed0.jsonl")
@@ -63,7 +70,26 @@ def reading(params: TraceReading) -> str:
     return f"prompts cut into blocks of {params.block_tokens} tokens, full blocks only: "
 
 
-def read_certified(path: Path, params: TraceReading) -> Trace:
+AS_FOUND = TraceReading()
+"""The reading of a family whose certificates record none: the layout by the first line, a prompts trace at
+its default block size."""
+
+
+def certified(inputs: Sequence[InputFile], read: Reader, params: TraceReading, role: str = "trace") -> Trace:
+    """The certificate's trace, read as its parameters say (:func:`read_certified`): the one way a claim has
+    a trace, for its instance files and every figure alike. Read once per run for every certificate of the
+    same bytes and reading (a curve's capacities, a ceiling and a capacity of one trace); a file whose bytes
+    are not the sha256 the certificate names is rejected."""
+    source = input_path(inputs, role, read)
+    sha = next(i.sha256 for i in inputs if i.role == role and i.derived_from is None)
+    trace = kept("certified-trace", (sha, params.trace_format, params.block_tokens), lambda: read_certified(source, params))
+    if trace.sha256 != sha:
+        raise Rejected(Rejection.mismatch(f"inputs[role={role}]", sha, f"{trace.sha256} (the bytes read)",
+                                          reason="mismatch"))
+    return trace
+
+
+def read_certified(path: Path | Source, params: TraceReading) -> Trace:
     """The trace of a certificate, read as its parameters say. The file's sha256 was checked before, so a
     file that reads in another layout but not in the one named means the parameters are not the ones it
     was proved with (a rejection); one that reads in no layout is malformed input, named at its line."""

@@ -20,6 +20,7 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pycert.core import strict_json
 from pycert.core.errors import InputError
 from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
@@ -162,9 +163,12 @@ def parse_lines(data: bytes, where: str, header_type: type[H], line_type: type[L
         if (deep := json_depth_error(line)) is not None:
             raise InputError(deep, where=f"{where}:{i}")
         try:
-            obj = json.loads(line)
+            obj = strict_json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"not JSON ({exc.msg})", where=f"{where}:{i}") from None
+        except strict_json.DuplicateKey as exc:
+            raise InputError(f"the key {json.dumps(exc.key)[:80]} is named twice in one object",
+                             where=f"{where}:{i}") from None
         try:
             if i == 1:
                 header = header_type.model_validate(obj)

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pycert.core import strict_json
 from pycert.core.errors import InputError
 from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_JSON_BYTES, json_depth_error
@@ -70,9 +71,12 @@ def parse_instance(text: str, source: str = "instance") -> Instance:
     if why := json_depth_error(text):
         raise InputError(why, where=source)
     try:
-        data = json.loads(text)
+        data = strict_json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON: {exc.msg}", where=f"{source}:{exc.lineno}") from None
+    except strict_json.DuplicateKey:
+        key, line = strict_json.duplicate(text) or ("?", 0)
+        raise InputError(f"the key {json.dumps(key)[:80]} is named twice in one object", where=f"{source}:{line}") from None
     except ValueError:  # int() of a number past 4,300 digits
         raise InputError("a number with more than 4,300 digits", where=source) from None
     try:

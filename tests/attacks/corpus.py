@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -100,7 +101,7 @@ class Manifest(_Op):
 
 class Write(_Op):
     """``text`` written ``repeat`` times to ``path`` (``{i}`` in it replaced by the repetition's index when
-    ``numbered``), gzip-compressed with ``gzip``."""
+    ``numbered``), gzip-compressed with ``gzip``, zstd-compressed with ``zstd``."""
 
     op: Literal["write"]
     path: str
@@ -108,6 +109,18 @@ class Write(_Op):
     repeat: int = 1
     numbered: bool = False
     gzip: bool = False
+    zstd: bool = False
+
+
+class Pad(_Op):
+    """``size`` bytes of padding of ``kind`` appended to the compressed file at ``path``: empty zstd frames,
+    zstd skippable frames (of 1 MiB each), empty gzip members, zero bytes after the last gzip member, or one
+    empty gzip member whose header holds a comment of that many bytes."""
+
+    op: Literal["pad"]
+    path: str
+    kind: Literal["zstd-empty-frames", "zstd-skippable", "gzip-empty-members", "gzip-zeros", "gzip-comment"]
+    size: int
 
 
 class Symlink(_Op):
@@ -121,6 +134,22 @@ class Fifo(_Op):
     path: str
 
 
+class Mknod(_Op):
+    """A character device (``1, 3``: what /dev/null is), as root only (the run ``needs`` root)."""
+
+    op: Literal["mknod"]
+    path: str
+    major: int = 1
+    minor: int = 3
+
+
+class Socket(_Op):
+    """A Unix socket's file, left by a server that has gone."""
+
+    op: Literal["socket"]
+    path: str
+
+
 class Sparse(_Op):
     """A file of ``size`` zero bytes that takes no disk."""
 
@@ -129,14 +158,21 @@ class Sparse(_Op):
     size: int
 
 
+class Remove(_Op):
+    """A file an earlier step needed, gone (an external trace not handed in)."""
+
+    op: Literal["remove"]
+    path: str
+
+
 class Mkdir(_Op):
     op: Literal["mkdir"]
     path: str
     mode: int = 0o755
 
 
-Op = Annotated[Union[Copy, MakeCert, Edit, Replace, Rehash, Manifest, Write, Symlink, Fifo, Sparse, Mkdir],  # noqa: UP007
-               Field(discriminator="op")]
+Op = Annotated[Union[Copy, MakeCert, Edit, Replace, Rehash, Manifest, Write, Pad, Symlink, Fifo, Mknod, Socket,  # noqa: UP007
+                     Sparse, Remove, Mkdir], Field(discriminator="op")]
 
 
 class Expect(BaseModel):
@@ -158,6 +194,8 @@ class Held(BaseModel):
 
     contains: list[str] = []
     absent: list[str] = []
+    kind: Literal["file", "fifo", "char", "socket", "none"] | None = None
+    """What the path must be after the run (``none``: nothing there), when not a regular file's text."""
 
 
 class Run(BaseModel):
@@ -169,8 +207,10 @@ class Run(BaseModel):
     files: dict[str, Held] = {}
     stdin: str | None = None
     """A file (under ``{work}``) fed to the run's standard input; else it reads nothing there."""
-    needs: Literal["traces", "leak"] | None = None
+    needs: Literal["traces", "leak", "root"] | None = None
     """What the run needs beyond pycert itself: the Mooncake traces beside the checkout, the leak extra."""
+    address_space_mib: int | None = None
+    """The child's address-space limit (``RLIMIT_AS``): a machine with less memory than the check needs."""
 
 
 class Case(BaseModel):
@@ -300,18 +340,60 @@ def _apply(op: Any, work: Path, name: str, where: dict[str, str]) -> None:  # no
         path = at(op.path)
         path.parent.mkdir(parents=True, exist_ok=True)
         body = "".join(op.text.replace("{i}", str(i)) for i in range(op.repeat)) if op.numbered else op.text * op.repeat
-        path.write_bytes(gzip.compress(body.encode(), 9, mtime=0) if op.gzip else body.encode())
+        data = gzip.compress(body.encode(), 9, mtime=0) if op.gzip else body.encode()
+        if op.zstd:
+            import zstandard
+
+            data = zstandard.ZstdCompressor().compress(data)
+        path.write_bytes(data)
+    elif isinstance(op, Pad):
+        with open(at(op.path), "ab") as f:
+            f.write(padding(op.kind, op.size))
     elif isinstance(op, Symlink):
         at(op.path).parent.mkdir(parents=True, exist_ok=True)
         at(op.path).symlink_to(fill(op.target, where))
     elif isinstance(op, Fifo):
         os.mkfifo(at(op.path))
+    elif isinstance(op, Mknod):
+        if os.geteuid() == 0:  # elsewhere the run that needs it is skipped
+            os.mknod(at(op.path), 0o666 | stat.S_IFCHR, os.makedev(op.major, op.minor))
+    elif isinstance(op, Socket):
+        import socket
+
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(at(op.path)))
     elif isinstance(op, Sparse):
         with open(at(op.path), "wb") as f:
             f.truncate(op.size)
+    elif isinstance(op, Remove):
+        at(op.path).unlink()
     elif isinstance(op, Mkdir):
         at(op.path).mkdir(parents=True, exist_ok=True)
         os.chmod(at(op.path), op.mode)
+
+
+def padding(kind: str, size: int) -> bytes:
+    """About ``size`` bytes of compressed padding of ``kind`` (:class:`Pad`): data no decompressor turns into any."""
+    import struct
+    import zlib
+
+    import zstandard
+
+    if kind == "zstd-empty-frames":
+        frame = zstandard.ZstdCompressor().compress(b"")
+        return frame * (size // len(frame))
+    if kind == "zstd-skippable":
+        frame = struct.pack("<II", 0x184D2A50, 1 << 20) + bytes(1 << 20)
+        return frame * max(1, size // len(frame))
+    empty = gzip.compress(b"", 9, mtime=0)
+    if kind == "gzip-empty-members":
+        return empty * (size // len(empty))
+    if kind == "gzip-zeros":
+        return bytes(size)
+    # one empty member, FCOMMENT set, its comment ``size`` bytes
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = deflate.compress(b"") + deflate.flush()
+    return b"\x1f\x8b\x08\x10" + bytes(4) + b"\x02\xff" + b"c" * size + b"\x00" + body + struct.pack("<II", 0, 0)
 
 
 def _peak_mib(pid: int) -> float:
@@ -324,6 +406,15 @@ def _peak_mib(pid: int) -> float:
     except OSError:
         pass
     return 0.0
+
+
+def _capped(mib: int | None) -> Any:
+    """A ``preexec_fn`` that caps the child's address space at ``mib`` MiB (None: no cap)."""
+    if mib is None:
+        return None
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
 
 
 def execute(name: str, k: int, run: Run, work: Path, tree: Path = REPO) -> Outcome:
@@ -339,7 +430,8 @@ def execute(name: str, k: int, run: Run, work: Path, tree: Path = REPO) -> Outco
     with open(out_path, "wb") as out:
         t0 = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "pycert", *argv], cwd=work, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=stdin, start_new_session=True)
+                                stderr=subprocess.STDOUT, stdin=stdin, start_new_session=True,
+                                preexec_fn=_capped(run.address_space_mib))
         killed, peak = None, 0.0
         while True:
             pid, status = os.waitpid(proc.pid, os.WNOHANG)
@@ -379,6 +471,8 @@ def failures(run: Run, got: Outcome) -> list[str]:
         bad.append(f"output holds control characters {controls!r}")
     for name, held in run.files.items():
         path = Path(fill(name, places(got.work)))
+        if held.kind is not None and (found := _kind(path)) != held.kind:
+            bad.append(f"{name} is a {found}, expected a {held.kind}")
         text = path.read_text(errors="replace") if path.is_file() else ""
         bad += [f"{name} lacks {s!r}" for s in held.contains if s not in text]
         bad += [f"{name} holds {s!r}" for s in held.absent if s in text]
@@ -389,8 +483,19 @@ def failures(run: Run, got: Outcome) -> list[str]:
     return bad
 
 
+def _kind(path: Path) -> str:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "none"
+    return next((k for test, k in ((stat.S_ISREG, "file"), (stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "char"),
+                                    (stat.S_ISSOCK, "socket")) if test(mode)), "other")
+
+
 def available(run: Run) -> str | None:
     """Why ``run`` cannot run here (None: it can)."""
+    if run.needs == "root" and os.geteuid() != 0:
+        return "needs root (a device node)"
     if run.needs == "traces" and not SHARED.is_dir():
         return f"needs the Mooncake traces in {SHARED}"
     if run.needs == "leak":

@@ -10,7 +10,6 @@ read. Bad input is an :class:`~pycert.core.errors.InputError` naming ``file:line
 from __future__ import annotations
 
 import contextlib
-import gzip
 import hashlib
 import io
 import json
@@ -18,10 +17,11 @@ import sys
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import zstandard
 
+from pycert.core import strict_json
 from pycert.core.errors import InputError
 from pycert.core.gate import Source as File
 from pycert.core.gate import inflated, named
@@ -75,44 +75,97 @@ class _Codec(io.RawIOBase):
     def readinto(self, b: bytearray) -> int:  # type: ignore[override]
         try:
             data = self.inner.read(len(b))
+        except _Padding as exc:
+            raise InputError(str(exc), where=self.name) from None
         except (EOFError, OSError, zlib.error, zstandard.ZstdError) as exc:
             raise InputError(f"corrupt or truncated {self.codec} data ({exc})", where=self.name) from None
         b[:len(data)] = data
         return len(data)
 
 
-class _Zstd(io.RawIOBase):
-    """zstd frames, one after another, decompressed a small input chunk at a time (so one call yields
-    at most what 2 KiB can expand to, a few tens of MiB, before the cap sees it). zstandard's own
-    readers stop after the first frame and end quietly inside a cut one; this one reads every frame
-    and refuses a stream that ends inside a frame."""
+FREE_FRAMES = 1024
+"""Frames (gzip members, zstd frames) a compressed trace may hold whatever they produce, and one more for every
+:data:`FRAME_BYTES` bytes they produce. A frame costs some microseconds of Python, so a stream of frames that
+produce nothing (12 MB of empty zstd frames took main's verify 20 s, a new decompressor each) is padding,
+refused as soon as its frames outrun its output; bgzip's 64 KiB members are far inside."""
+FRAME_BYTES = 256
 
-    _IN = 2048
 
-    def __init__(self, raw: BinaryIO) -> None:
-        self.raw, self.frame, self.inside = raw, zstandard.ZstdDecompressor().decompressobj(), False
-        self.out, self.at = b"", 0
+class _Padding(Exception):
+    """More frames than the bytes they produced allow (:data:`FRAME_BYTES`)."""
+
+
+class _Frames(io.RawIOBase):
+    """Concatenated gzip members or zstd frames, one decompressor a frame, fed a chunk of input at a time (so
+    one call yields at most what a chunk expands to before the gate's cap sees it: a 2 KiB zstd chunk a few
+    tens of MiB; gzip's output is asked for by length). zstandard's own readers stop after the first frame
+    and end quietly inside a cut one, and the standard library's gzip reads a member's header, and any zero
+    padding after it, a byte at a time in Python (0.7 s for a 10 MB comment); here every frame is read, a
+    stream that ends inside one is refused, zeros between gzip members (which gzip(1) allows) are skipped in
+    one call, and the frames are counted against the bytes they produce (:data:`FREE_FRAMES`)."""
+
+    def __init__(self, raw: BinaryIO, codec: str) -> None:
+        self.raw, self.codec = raw, codec
+        self.zstd = zstandard.ZstdDecompressor() if codec == "zstd" else None
+        self.step = 2048 if self.zstd else _CHUNK
+        self.frame: Any = None
+        self.pending, self.left = b"", memoryview(b"")
+        self.frames = self.produced = 0
 
     def readable(self) -> bool:
         return True
 
+    def _start(self) -> bool:
+        """A decompressor for the frame that starts the pending input; False when only padding was left."""
+        if not self.zstd:
+            self.pending = self.pending.lstrip(b"\0")  # zero padding between members, as gzip(1) reads it
+            if not self.pending:
+                return False
+        self.frames += 1
+        if self.frames > FREE_FRAMES + self.produced // FRAME_BYTES:
+            raise _Padding(f"{self.frames:,} {self.codec} frames for {self.produced:,} bytes of data: padding, not a "
+                           f"trace (at most {FREE_FRAMES:,} frames and one more every {FRAME_BYTES} bytes)")
+        self.frame = self.zstd.decompressobj() if self.zstd else zlib.decompressobj(wbits=31)
+        return True
+
+    def _more(self, room: int) -> bytes | None:
+        """The next output of at most about ``room`` bytes (gzip; zstd may give more, kept for the next read);
+        None at the end of the stream."""
+        if not self.pending:
+            self.pending = self.raw.read(self.step)
+            if not self.pending:
+                if self.frame is None:
+                    return None
+                if not self.zstd and (tail := self.frame.decompress(b"", room)):  # what inflate held back
+                    return tail
+                if not self.frame.eof:
+                    raise EOFError("the stream ends inside a frame")
+                self.frame = None
+                return None
+        if self.frame is None and not self._start():
+            return b""
+        if self.zstd:
+            out = self.frame.decompress(self.pending)
+            self.pending = b""
+        else:
+            out = self.frame.decompress(self.pending, room)
+            self.pending = self.frame.unconsumed_tail
+        if self.frame.eof:  # the next frame starts in what this one did not use
+            self.pending, self.frame = self.frame.unused_data + self.pending, None
+        self.produced += len(out)
+        return out
+
     def readinto(self, b: bytearray) -> int:  # type: ignore[override]
-        parts, have = [self.out[self.at:]], len(self.out) - self.at
-        while have < len(b) and (chunk := self.raw.read(self._IN)):  # fill the caller's buffer: fewer, larger reads
-            while chunk:
-                self.inside = True
-                parts.append(out := self.frame.decompress(chunk))
-                have += len(out)
-                chunk = b""
-                if self.frame.eof:  # the next frame starts in what this one did not use
-                    chunk, self.inside = self.frame.unused_data, False
-                    self.frame = zstandard.ZstdDecompressor().decompressobj()
-        if have < len(b) and self.inside:
-            raise EOFError("the stream ends inside a frame")
-        self.out, n = b"".join(parts), min(len(b), have)
-        b[:n] = self.out[:n]
-        self.at = n
-        return n
+        n = len(b)
+        while not self.left:
+            out = self._more(n)
+            if out is None:
+                return 0
+            self.left = memoryview(out)
+        k = min(n, len(self.left))
+        b[:k] = self.left[:k]
+        self.left = self.left[k:]
+        return k
 
 
 def decompressed(stream: io.BufferedReader, name: str, stored: int | Callable[[], int]) -> BinaryIO:
@@ -122,13 +175,12 @@ def decompressed(stream: io.BufferedReader, name: str, stored: int | Callable[[]
     on as it is. The one place a trace is decompressed."""
     magic = stream.peek(4)[:4]
     if magic.startswith(GZIP_MAGIC):
-        inner: BinaryIO = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
         codec = "gzip"
     elif magic == ZSTD_MAGIC:
-        inner = _Zstd(stream)  # type: ignore[assignment]
         codec = "zstd"
     else:
         return stream
+    inner = io.BufferedReader(_Frames(stream, codec), _CHUNK)
     return inflated(_Codec(inner, name, codec), stored, name)  # type: ignore[arg-type]
 
 
@@ -199,13 +251,16 @@ def json_object(lineno: int, line: bytes, name: str) -> dict:
     if why := json_depth_error(line):
         raise InputError(why, where=where)
     try:
-        obj = json.loads(line)
+        obj = strict_json.loads(line)
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", where=where) from None
     except json.JSONDecodeError as exc:
         if not line.endswith(b"\n"):
             raise InputError(f"truncated last line (no newline, incomplete JSON: {exc.msg})", where=where) from None
         raise InputError(f"malformed JSON: {exc.msg} at column {exc.colno}", where=where) from None
+    except strict_json.DuplicateKey as exc:
+        raise InputError(f"the key {json.dumps(exc.key)[:80]} is named twice in one object (which one counts depends "
+                         "on the reader)", where=where) from None
     except ValueError:  # int() of a number past 4,300 digits
         raise InputError("a number with more than 4,300 digits (ids stop at 20)", where=where) from None
     if not isinstance(obj, dict):

@@ -67,14 +67,14 @@ PREFIX_NOT_CLAIMED = {
 
 def joint_limits(count: int) -> tuple[str, ...]:
     """What a certificate of a trace in ``count`` pieces both ways with bypass does not prove."""
-    return (COMMON[0], _joint_model(), "The figures in tokens are not kernel-checked: admission_hits_tokens is "
-            "block_tokens times the kernel-checked admission_hits (a block holds at most block_tokens tokens).",
+    return (COMMON[0], _joint_model(), "The figures in tokens are not kernel-checked: bypass_hits_tokens is "
+            "block_tokens times the kernel-checked bypass_hits (a block holds at most block_tokens tokens).",
             *COMMON[1:], _joint_limit(count))
 
 
 def _joint_model() -> str:
     return ("The optimum at capacity_blocks with bypass is kernel-checked both ways: no cache of capacity_blocks blocks "
-            "that may bypass hits more, and one hits exactly admission_hits (Belady's hit pairs with bypass, checked on "
+            "that may bypass hits more, and one hits exactly bypass_hits (Belady's hit pairs with bypass, checked on "
             "every reference as a witness). That cache reads the whole trace (it is offline); that Belady's MIN with "
             f"bypass is such a cache is Belady's theorem and pycert's two engines, not the kernel's. {UNITS} Nothing is "
             "prefetched.")
@@ -109,32 +109,32 @@ def sentence(trace: str, predicate: str, figures: Mapping[str, Fraction], readin
     refs, c = int(figures["refs"]), int(figures["capacity_blocks"])
     blocks = _blocks(c)
     if predicate == OPTIMUM_A:
-        ha = int(figures["admission_hits"])
+        ha = int(figures["bypass_hits"])
         return (f"On trace {trace} ({reading}{refs} block references), {ADMISSION}, of {blocks}, hit at most {ha} times, "
                 f"and one (offline, {ROOM}) hits exactly {ha}: the optimum at {blocks} with bypass, a hit rate of "
-                f"{float(figures['admission_ceiling']):.6f}, checked in pieces with the witness's pairs open across each "
+                f"{float(figures['bypass_hit_rate']):.6f}, checked in pieces with the witness's pairs open across each "
                 "joint. The caches that store every missed block are among these (Pycert.Admission.run_of_policy); their "
                 "own optimum is not stated.")
     h = int(figures["max_hits"])
     if predicate in (BOUNDED, OPTIMUM):
         out = (f"On trace {trace} ({reading}{refs} block references), no cache of {blocks} {caches(STORE, plural=False)} "
-               f"hits more than {h} times, a hit rate of {float(figures['ceiling']):.6f}")
+               f"hits more than {h} times, a hit rate of {float(figures['max_hit_rate']):.6f}")
         return out + (f"; one such cache (offline, {ROOM}) hits exactly {h} times, so {h} is the optimum at {blocks}."
                       if predicate == OPTIMUM else
                       f"; that Belady's MIN hits {h}, making it the optimum at {blocks}, is computed by pycert (two engines "
                       "agreeing), not kernel-checked.")
-    ha = int(figures["admission_hits"])
+    ha = int(figures["bypass_hits"])
     requests = f" in {int(figures['requests'])} requests" if "requests" in figures else ""
     out = (f"On trace {trace} ({reading}{refs} block references{requests}), {ADMISSION}, of {blocks}, hit at most {ha} "
            f"times, and one (offline, {ROOM}) hits exactly {ha}: the optimum at {blocks} with bypass, a hit rate of "
-           f"{float(figures['admission_ceiling']):.6f}")
+           f"{float(figures['bypass_hit_rate']):.6f}")
     if predicate == PREFIX_OPTIMA:
         out += (", reached by a prefix cache over the trace's requests (one that hits only the longest cached prefix of "
                 "each request's blocks, and may bypass)")
     out += (f". Of these, the caches that store every missed block have the optimum {h} at {blocks} "
-            f"({float(figures['ceiling']):.6f}).")
+            f"({float(figures['max_hit_rate']):.6f}).")
     if "refs_tokens" in figures:
-        bound = int(figures["admission_hits_tokens"])
+        bound = int(figures["bypass_hits_tokens"])
         out += (f" In tokens, of {int(figures['refs_tokens'])} prompt tokens, none of these caches hits more than {bound} "
                 f"(block_tokens × {ha}, derived)")
         if "prefix_cache_hits_tokens" in figures:
@@ -150,7 +150,7 @@ EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
     "capacity_blocks": ("kernel-checked", f"{KERNEL} (the capacity of every cache it speaks of)"),
     "max_hits": ("kernel-checked", f"{KERNEL} (hits P trace ≤ it for every policy P of capacity C, from a cut list "
                  "checked on every reference)"),
-    "ceiling": ("computed", "exact arithmetic max_hits / refs of two kernel-checked figures"),
+    "max_hit_rate": ("computed", "exact arithmetic max_hits / refs of two kernel-checked figures"),
     "belady_hits": ("computed-cross-checked", "Belady's MIN at capacity_blocks: pycert's one-pass OPT curve "
                     "(pycert.analysis.optcurve), equal to a direct MIN simulation (pycert.analysis.cachesim.belady_hits) "
                     "and to max_hits; libCacheSim's Belady agrees in pycert's tests"),
@@ -169,12 +169,12 @@ OPTIMUM_EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
 }
 OPTIMA_EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
     **OPTIMUM_EVIDENCE,
-    "admission_hits": ("kernel-checked", f"{KERNEL} (OptimumA: hits trace K ≤ it for every cache K of C blocks that may "
+    "bypass_hits": ("kernel-checked", f"{KERNEL} (OptimumA: hits trace K ≤ it for every cache K of C blocks that may "
                        "bypass, Pycert.Admission.Run: it starts empty, holds blocks of one size and fetches a block only "
                        "when it is referenced; from a second cut list checked on every reference, and = it for one such "
                        "cache, from the hit pairs of Belady's MIN with bypass checked on every reference)"),
-    "admission_ceiling": ("computed", "exact arithmetic admission_hits / refs of two kernel-checked figures"),
-    "admission_cuts": ("computed", "length of the cut list the recipe computed for caches that may bypass "
+    "bypass_hit_rate": ("computed", "exact arithmetic bypass_hits / refs of two kernel-checked figures"),
+    "bypass_cuts": ("computed", "length of the cut list the recipe computed for caches that may bypass "
                        "(pycert.analysis.capacity.cut_list, admission=True); the kernel checked the bound for that list"),
     "prefix_cache_hits": ("kernel-checked", f"{KERNEL} (PrefixOptimum: prefixHits ≤ it for every prefix cache of C "
                           "blocks over the trace's requests, whether it stores every missed block or may bypass, and = it "
@@ -184,10 +184,10 @@ OPTIMA_EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
     "refs_tokens": ("computed", PROMPT_TOKENS),
     "max_hits_tokens": ("computed", "block_tokens × max_hits: a bound in tokens derived from a kernel-checked block figure "
                         "(a block holds at most block_tokens tokens); not itself kernel-checked"),
-    "admission_hits_tokens": ("computed", "block_tokens × admission_hits: a bound in tokens derived from a kernel-checked "
+    "bypass_hits_tokens": ("computed", "block_tokens × bypass_hits: a bound in tokens derived from a kernel-checked "
                               "block figure; not itself kernel-checked"),
-    "ceiling_tokens": ("computed", "exact arithmetic max_hits_tokens / refs_tokens"),
-    "admission_ceiling_tokens": ("computed", "exact arithmetic admission_hits_tokens / refs_tokens"),
+    "max_hit_rate_tokens": ("computed", "exact arithmetic max_hits_tokens / refs_tokens"),
+    "bypass_hit_rate_tokens": ("computed", "exact arithmetic bypass_hits_tokens / refs_tokens"),
     "prefix_cache_hits_tokens": ("computed", "the tokens of the prefix cache's hits: the kernel-checked witness's hit "
                                  "blocks (Belady's MIN with bypass, regenerated from the trace), block_tokens each when "
                                  "full, none for a request's partial last block (vLLM caches full blocks only)"),

@@ -1,4 +1,4 @@
-"""Hit ceiling (``lean/Pycert/Ceiling.lean``): no demand-fetch cache that admits every missed block hits
+"""Hit ceiling (``lean/Pycert/Ceiling.lean``): no demand-fetch cache that stores every missed block hits
 more often than the trace's repeats allow, hits + distinct ≤ |trace| for every policy and capacity,
 kernel-checked on the whole trace (``lean/Pycert/PackedTrace.lean`` and its emitter
 :mod:`pycert.lean.emit.packed_trace`).
@@ -18,7 +18,7 @@ from pydantic import Field
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.limits import MAX_SHARDS, too_many_parts
 from pycert.core.schema import Certificate, InputFile, Params
-from pycert.families.base import Claim, Instance, Reader, input_path, part_of
+from pycert.families.base import Claim, Instance, Reader, part_of
 from pycert.families.models import DEMAND, STORE, caches
 from pycert.families.traces import (
     BLOCK_IDENTITY,
@@ -29,13 +29,13 @@ from pycert.families.traces import (
     TraceReading,
     block_identity,
     lean_ident,
-    read_certified,
+    certified,
     reading,
     slug,
 )
 
 if TYPE_CHECKING:
-    from pycert.data.traces import Trace
+    from pycert.families.traces import Trace
 
 class CeilingParams(TraceReading):
     lean_encoding: str
@@ -100,7 +100,7 @@ class Ceiling(Claim):
     headline_figures = ("refs", "distinct", "max_hits")
     limits = (
         "A ceiling is per trace: it says nothing about other traffic.",
-        f"It bounds {DEMAND}, of any capacity; a cache that prefetches, starts warm, or may bypass (decline to store a "
+        f"It bounds {DEMAND}, of any capacity; a cache that prefetches, starts warm, or may bypass (skip storing a "
         "missed block) is outside the model.",
         "It is an oracle bound, not a connector measurement: no real cache was run.",
         BLOCK_IDENTITY,
@@ -158,13 +158,12 @@ class Ceiling(Claim):
     def figures(self, params: CeilingParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:
         from pycert.analysis.requests import ref_tokens, reuse_tokens  # numpy: see instance_text
-        from pycert.data.traces import read_trace
 
         if kernel["max_hits"] != kernel["refs"] - kernel["distinct"]:
             raise Rejected(Rejection.mismatch("headline (max_hits)", str(kernel["refs"] - kernel["distinct"]),
                                               str(kernel["max_hits"])))
         out = ceiling_figures(kernel["refs"], kernel["distinct"], kernel["max_hits"])
-        trace = read_trace(input_path(inputs, "trace", read))
+        trace = certified(inputs, read, params)  # the token figures of the reading the blocks are of
         if (weights := ref_tokens(trace)) is not None and (rate := reuse_tokens(trace)) is not None:
             out |= {"refs_tokens": Fraction(weights.total), "max_hits_tokens": rate * weights.total,
                     "ceiling_tokens": rate}
@@ -186,15 +185,32 @@ class Ceiling(Claim):
         if params.lean_encoding != expected:
             raise Rejected(Rejection.mismatch("parameters.lean_encoding", repr(expected), repr(params.lean_encoding)))
         inst = self.instance(params, self.primary_inputs(inputs))
-        path = input_path(inputs, "trace", read)
-        trace = read_certified(path, params)
+        trace = certified(inputs, read, params)
+        bounded(params.shards, trace.refs)  # before a shard, or the one instance, is emitted
         if params.shards == 1:
             return {inst.path: instance_text(trace.refs, trace.sha256, inst.module)}
-        if why := too_many_parts(params.shards, trace.n_refs, "shards"):
-            raise Rejected(Rejection.mismatch("parameters.shards", "as many shards as a trace this long is checked in", why))
         where = PurePosixPath(inst.path).parent
         return {(where / f"{m}.lean").as_posix(): text.encode()
                 for m, text in shard_files(trace, inst.module, params.shards).items()}
+
+
+def bounded(count: int, refs: object) -> None:
+    """Refuse a shard count the trace's size rules out, before any shard is emitted: more shards than a trace
+    this long is split into (each a Lean process of its own), or fewer than the measured literal budget of one
+    Lean process allows (:func:`pycert.lean.emit.shards.shard_count`: a trace of 5·10^6 references said to be
+    one shard made verify emit a 2.8 GB instance for 40 s)."""
+    import numpy as np  # see instance_text
+
+    from pycert.lean.emit import shards
+
+    ids = np.asarray(refs)
+    if why := too_many_parts(count, len(ids), "shards"):
+        raise Rejected(Rejection.mismatch("parameters.shards", "as many shards as a trace this long is checked in", why))
+    if count >= (fewest := shards.fewest_shards(ids)):
+        return
+    raise Rejected(Rejection.mismatch("parameters.shards", f"at least {fewest:,} (a shard of this trace of {len(ids):,} "
+                                      f"references holds at most {shards.BUDGET_BITS:,} bits of literals, what one Lean "
+                                      "process checks)", f"{count:,}"))
 
 
 def shard_limit(count: int) -> str:

@@ -6,6 +6,7 @@ import argparse
 import functools
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,7 +15,6 @@ from pycert.core.errors import InputError
 from pycert.core.gate import named
 from pycert.core.limits import MAX_SHARD_REFS, MAX_TRACE_BYTES, in_path, int_range, too_many_parts
 from pycert.data.formats import FORMAT_CHOICES
-from pycert.data.traces import Trace
 from pycert.families.base import Instance, Options, Prepared, Producer, Setting, input_file
 from pycert.families.ceiling import CLAIM, CeilingParams, engine_figures, instance_text, names
 from pycert.families.traces import (
@@ -29,6 +29,9 @@ from pycert.families.traces import (
 from pycert.lean import cluster
 from pycert.lean.emit import shards
 from pycert.lean.emit.packed_trace import ENCODING
+
+if TYPE_CHECKING:  # the families name the type through pycert.families.traces, the one reader
+    from pycert.families.traces import Trace
 
 
 class CeilingOptions(Options):
@@ -120,6 +123,10 @@ class CeilingProducer(Producer):
         count = shards.shard_count(refs, distinct, opts.shard_refs, *shards.shape(trace.refs)) if refs else 1
         if why := too_many_parts(count, refs, "shards"):
             raise InputError(f"the trace would need {why}: raise --shard-refs", where=str(trace_path))
+        if count < (fewest := shards.fewest_shards(trace.refs)):
+            raise InputError(f"--shard-refs {opts.shard_refs:,} makes {plural(count, 'shard')}, and one Lean process checks "
+                             f"at most {shards.BUDGET_BITS:,} bits of literals: this trace needs at least {fewest:,} "
+                             "(give a smaller --shard-refs, or none)", where=str(trace_path))
         params = CeilingParams(lean_encoding=shards.ENCODING if count > 1 else ENCODING, shards=count,
                                **reading_of(trace))  # type: ignore[arg-type]
         instance = CLAIM.instance(params, [trace_input])

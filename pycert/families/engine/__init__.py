@@ -3,11 +3,11 @@ pycert computes for the same references at the same capacity.
 
 The figures are pure functions of the per-request log and the trace (:mod:`pycert.families.engine.figures`):
 the engine's hits with evidence ``observed``; the references, LRU's hits at the capacity (Mattson stack
-distances), Belady's MIN with and without bypass (two engines agreeing each) and the capacity-free
-ceilings computed from the trace, in blocks and, where the trace gives prompt lengths, in its tokens. An
-engine count above Belady's MIN with bypass at its capacity (the most any cache of that many blocks that
-starts empty, holds blocks of one size and fetches a block only when it is referenced can hit) is refused
-as a defect. The kernel-checked optimum
+distances), Belady's MIN with and without bypass (two engines agreeing each) and a cache of
+unbounded size's hits (the ceiling) computed from the trace, in blocks and, where the trace gives prompt lengths, in
+its tokens. An engine count above Belady's MIN with bypass at its capacity (the most any cache of that many blocks
+that starts empty, holds blocks of one size and fetches a block only when it is referenced can hit) is refused as
+a defect. The kernel-checked optimum
 at the same capacity is the capacity family's certificate, which the same command proves; the sentence
 that puts the two side by side is :func:`pycert.families.engine.beside.reached`.
 """
@@ -27,15 +27,18 @@ from pycert.core.schema import Certificate, InputFile, Params
 from pycert.families.base import Claim, Reader, input_path
 from pycert.families.models import ADMISSION, BYPASS, BYPASS_ANY, caches
 from pycert.families.observations import held_to
-from pycert.families.traces import PROMPT_TOKENS, slug
+from pycert.families.traces import AS_FOUND, PROMPT_TOKENS, certified, slug
 from pycert.leak import replay as replaylog
 
 if TYPE_CHECKING:  # numpy and the trace engine: only for a claim that reads a trace
     import numpy as np
 
-    from pycert.data.traces import Trace
+    from pycert.families.traces import Trace
 
 LOG_GLOB = "engine-*.jsonl"
+READING = AS_FOUND
+"""How the family reads the trace a replay sent (``engine replay`` takes no layout or block size for it): the
+layout by its first line, a prompts trace in blocks of 16 tokens. Its certificates record no other."""
 
 
 class EngineParams(Params):
@@ -66,17 +69,15 @@ def names(trace: str, num_blocks: int, block_tokens: int, seed: int) -> str:
     return f"engine-{slug(PurePosixPath(trace).stem)}-c{num_blocks}-b{block_tokens}-seed{seed}"
 
 
-def log_figures(log: replaylog.ReplayLog, trace_path: object) -> tuple[dict[str, Fraction], list[Rejection]]:
+def log_figures(log: replaylog.ReplayLog, trace: Trace) -> tuple[dict[str, Fraction], list[Rejection]]:
     """Every figure of a replay and why it is not one (structure first; then an engine count above Belady's
-    MIN with bypass at the capacity, the most any cache of that many blocks can hit). ``trace_path``: the
-    trace file it replayed."""
+    MIN with bypass at the capacity, the most any cache of that many blocks can hit). ``trace``: the trace
+    it replayed, read as the family reads it (:data:`READING`)."""
     # numpy and numba: only for a claim that reads a trace
     from pycert.analysis.cachesim import curve_from_distances, stack_distances
-    from pycert.data.traces import read_trace
     from pycert.families.capacity.derive import engines
     from pycert.families.engine.figures import above_optimum, log_rejections, observed, requests_of, seen_prefixes
 
-    trace = read_trace(trace_path)  # type: ignore[arg-type]
     requests = requests_of(trace)
     seen, chains = seen_prefixes(requests)
     if bad := log_rejections(log, requests, seen, trace.sha256):
@@ -87,12 +88,12 @@ def log_figures(log: replaylog.ReplayLog, trace_path: object) -> tuple[dict[str,
     figures = {"requests": Fraction(len(requests)), "refs": Fraction(refs), "distinct": Fraction(curve.distinct),
                **observed(log), "lru_hits": Fraction(curve.hits(c)),
                "belady_hits": Fraction(engines(trace.refs, c, admission=False)),
-               "admission_hits": Fraction(engines(trace.refs, c, admission=True)),
+               "bypass_hits": Fraction(engines(trace.refs, c, admission=True)),
                "unbounded_hits": Fraction(refs - curve.distinct), "prefix_unbounded_hits": Fraction(refs - chains),
                "prefix_closed": Fraction(int(chains == curve.distinct))}
     figures["engine_hit_rate"] = figures["engine_hits"] / refs if refs else Fraction(0)
     figures |= in_tokens(log, trace, distances)
-    why = above_optimum(int(figures["engine_hits"]), int(figures["admission_hits"]), c, "Belady's MIN with bypass "
+    why = above_optimum(int(figures["engine_hits"]), int(figures["bypass_hits"]), c, "Belady's MIN with bypass "
                         f"reaches there, the most any cache of that many blocks {caches(BYPASS, plural=False)} can hit "
                         "(pycert's two engines agreeing)")
     return figures, [why] if why else []
@@ -138,7 +139,7 @@ def sentence(p: EngineParams, f: Mapping[str, Fraction], trace: str) -> str:
             f"served {f['engine_hits']} references ({f['engine_cached_tokens']} of its tokens) from its cache by its "
             f"own count, serving only a request's longest cached prefix of blocks; on the same references pycert "
             f"computes {f['lru_hits']} hits for LRU, {f['belady_hits']} for Belady's MIN (the optimum at "
-            f"{p.num_blocks} blocks of caches that store every missed block) and {f['admission_hits']} for Belady's MIN "
+            f"{p.num_blocks} blocks of caches that store every missed block) and {f['bypass_hits']} for Belady's MIN "
             f"with bypass (the optimum at {p.num_blocks} blocks of {ADMISSION}), and {f['unbounded_hits']} for a cache "
             f"of unbounded size.{closed}{tokens}")
 
@@ -171,8 +172,8 @@ class Engine(Claim):
         "reaching these optima read the whole trace and keep no room for a running request's blocks, which the engine "
         "needs, so the optima may be out of its reach; the observation does not show which of these caches the engine "
         "is, only that its count stays within the bounds.",
-        "LRU, Belady's MIN (with and without bypass) and the hits of a cache of unbounded size are computed by pycert "
-        "here; the kernel-checked optima at the same capacity are the capacity certificate of the same trace.",
+        "LRU, Belady's MIN (with and without bypass) and the hits of a cache of unbounded size (the ceiling) are "
+        "computed by pycert here; the kernel-checked optima at the same capacity are the capacity certificate of the same trace.",
         "The token figures weigh each trace block by the tokens the trace gives it (a request's partial last block "
         "none); the engine's own cached tokens (engine_cached_tokens) are in its block_tokens-token blocks.",
     )
@@ -185,9 +186,9 @@ class Engine(Claim):
         "lru_hits": ("computed", "LRU at num_blocks from Mattson stack distances (pycert.analysis.cachesim)"),
         "belady_hits": ("computed-cross-checked", "Belady's MIN at num_blocks: pycert's one-pass OPT curve "
                         "(pycert.analysis.optcurve), equal to a direct MIN simulation (pycert.analysis.cachesim)"),
-        "admission_hits": ("computed-cross-checked", "Belady's MIN with bypass at num_blocks: pycert's one-pass curve "
-                           "(pycert.analysis.optcurve.admission_hit_curve), equal to a direct simulation "
-                           "(pycert.analysis.cachesim.belady_bypass_flags)"),
+        "bypass_hits": ("computed-cross-checked", "Belady's MIN with bypass at num_blocks: pycert's one-pass curve "
+                        "(pycert.analysis.optcurve.admission_hit_curve), equal to a direct simulation "
+                        "(pycert.analysis.cachesim.belady_bypass_flags)"),
         "unbounded_hits": ("computed", "refs - distinct: the hits of a cache of unbounded size"),
         "prefix_unbounded_hits": ("computed", "refs - distinct (prefix, block) chains: the hits of a prefix cache of "
                            "unbounded size (pycert.families.engine.figures.seen_prefixes)"),
@@ -209,7 +210,7 @@ class Engine(Claim):
                 read: Reader) -> dict[str, Fraction]:
         """Every figure from the recorded log and the trace; a header that says other parameters is rejected."""
         log = replaylog.read(input_path(inputs, "log", read))
-        return held_to(params, EngineParams.of(log.header), *log_figures(log, input_path(inputs, "trace", read)))
+        return held_to(params, EngineParams.of(log.header), *log_figures(log, certified(inputs, read, READING)))
 
 
 CLAIM = Engine()

@@ -6,11 +6,12 @@ comes from, and a capacity certificate that read the trace otherwise than the en
 layout or block size: other references) is refused. The sentence rests on the capacity certificate's
 kernel-checked figure that bounds the most caches and names them as that certificate's headline states
 them, with the model's limits (:meth:`Capacity.widest_bound`): with the optimum with bypass
-(``admission_hits``), any cache of C blocks that starts empty, holds blocks of one size and fetches a
+(``bypass_hits``), any cache of C blocks that starts empty, holds blocks of one size and fetches a
 block only when it is referenced; with a headline without it (a trace in pieces of the older layout, or an
 older layout: ``max_hits``), only those of them that store every missed block. The cache reaching the
-optimum is offline and keeps no room for a running request's blocks, and the sentence says so. Where the headline states the bound alone, the sentence says "at most": that some cache
-reaches it is computed, not kernel-checked. In tokens (where the trace gives prompt lengths) the optimum
+optimum is offline and keeps no room for a running request's blocks, and the sentence says so. Where the
+headline states the bound alone, the sentence says "at most": that some cache reaches it is computed, not
+kernel-checked. In tokens (where the trace gives prompt lengths) the optimum
 is a bound, the trace's block size times the block figure, and the engine's hits are the trace's tokens
 of the blocks it served.
 """
@@ -30,7 +31,7 @@ from pycert.families.models import ROOM
 
 
 class Beside(BaseModel):
-    """The engine's hits at ``capacity_blocks`` beside LRU, the optimum and the capacity-free ceiling, in
+    """The engine's hits at ``capacity_blocks`` beside LRU, the optimum and the ceiling, in
     blocks and, where the trace gives prompt lengths, in its tokens (``..._tokens``: None otherwise)."""
 
     trace: str
@@ -145,7 +146,7 @@ def beside(engine: Certificate, capacity: Certificate | None = None, ceiling: Ce
     if capacity is not None and (why := same_reading(engine, capacity)) is not None:
         raise Rejected(why)
     out = Beside(trace=name, capacity_blocks=c, refs=figure(engine, "refs"), engine_hits=hits, engine_by=engine.id,
-                 lru_hits=figure(engine, "lru_hits"), optimum=figure(engine, "admission_hits"),
+                 lru_hits=figure(engine, "lru_hits"), optimum=figure(engine, "bypass_hits"),
                  optimum_known=f"Belady's MIN with bypass computed by pycert ({engine.id})",
                  unbounded_hits=figure(engine, "unbounded_hits"), unbounded_known=f"computed by pycert ({engine.id})",
                  sentence=None, why_no_sentence=f"no verified capacity certificate of {name} at {c} blocks",
@@ -159,7 +160,7 @@ def beside(engine: Certificate, capacity: Certificate | None = None, ceiling: Ce
         optimum = figure(capacity, name_)
         if (why := above_optimum(hits, optimum, c, f"the kernel proved for every such cache ({capacity.id})")) is not None:
             raise Rejected(why)
-        mine = "admission_hits" if name_ == "admission_hits" else "belady_hits"
+        mine = "bypass_hits" if name_ == "bypass_hits" else "belady_hits"
         if (computed := figure(engine, mine)) != optimum:
             raise Rejected(Rejection.mismatch(f"{engine.id}: figures.{mine}", f"{optimum} (kernel-checked in {capacity.id})",
                                               f"{computed} (computed by pycert)", reason="engine-disagrees"))

@@ -18,7 +18,7 @@ from pycert.core.errors import InputError, Rejection
 from pycert.leak.replay import ReplayLog, blocks_digest
 
 if TYPE_CHECKING:
-    from pycert.data.traces import Trace
+    from pycert.families.traces import Trace
 
 
 def requests_of(trace: Trace) -> list[list[int]]:

@@ -11,7 +11,8 @@ from pathlib import Path
 from pycert.core.files import certificate_root
 from pycert.core.gate import entries, inside, named
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
-from pycert.families.engine import CLAIM, LOG_GLOB, EngineParams, headline, log_figures, names
+from pycert.families.engine import CLAIM, LOG_GLOB, READING, EngineParams, headline, log_figures, names
+from pycert.families.traces import read_certified
 from pycert.leak import replay as replaylog
 
 
@@ -59,7 +60,7 @@ class EngineProducer(Producer):
         return out
 
     def _prepared(self, log: replaylog.ReplayLog, inp, located: Path, trace: Path, setting: Setting) -> Prepared:  # noqa: ANN001
-        figures, rejections = log_figures(log, trace)
+        figures, rejections = log_figures(log, read_certified(trace, READING))
         trace_input = input_file("trace", trace, setting.root)
         setting.progress(f"  {inp.path}: {headline(figures) if figures else rejections[0].render()}")
         h = log.header

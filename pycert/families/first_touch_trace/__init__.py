@@ -23,7 +23,7 @@ from pycert.core.gate import Source, named
 from pycert.core.limits import MAX_TRACE_BYTES
 from pycert.core.schema import Certificate, InputFile
 from pycert.families.base import Claim, Instance, Reader, input_path
-from pycert.families.traces import LEAN_DERIVED, LEAN_OUT, lean_ident, slug
+from pycert.families.traces import LEAN_DERIVED, LEAN_OUT, TraceReading, lean_ident, read_certified, slug
 from pycert.families.first_touch.dataset import (
     CUT_EVIDENCE,
     TENANT_EVIDENCE,
@@ -64,6 +64,8 @@ def module_name(trace: PurePosixPath | Path, rows: int) -> str:
 
 
 _READ: dict[tuple[str, int], list[TraceRow]] = {}
+MOONCAKE = TraceReading(trace_format="mooncake")
+"""How the family reads its trace: the rows are defined on Mooncake's 512-token blocks."""
 
 
 def trace_sha256(path: Source | Path) -> str:
@@ -75,10 +77,8 @@ def rows_of(path: Source | Path, rows: int) -> list[TraceRow]:
     content and row count in a process (verify asks once per row)."""
     key = (trace_sha256(path), rows)
     if key not in _READ:
-        from pycert.data.traces import read_trace  # numpy: only for a claim that reads a trace
-
         _READ.clear()
-        _READ[key] = trace_rows(read_trace(path, "mooncake"), rows)
+        _READ[key] = trace_rows(read_certified(path, MOONCAKE), rows)
     return _READ[key]
 
 

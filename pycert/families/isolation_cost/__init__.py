@@ -27,11 +27,11 @@ from pydantic import Field
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.limits import MAX_PARAM, MAX_TENANTS
 from pycert.core.schema import Certificate, EvidenceState, InputFile, SolverInfo
-from pycert.families.base import Claim, Instance, Reader, input_path
+from pycert.families.base import Claim, Instance, Reader
 from pycert.families.capacity import ADMISSION_THEOREMS, PREFIX_THEOREMS, WITNESS_THEOREMS
 from pycert.families.capacity import CLAIM as CAPACITY
-from pycert.families.traces import (BLOCK_IDENTITY, LEAN_DERIVED, LEAN_OUT, TraceReading, block_identity, lean_ident,
-                                    read_certified, reading, slug)
+from pycert.families.traces import (BLOCK_IDENTITY, LEAN_DERIVED, LEAN_OUT, TraceReading, block_identity, certified,
+                                    lean_ident, reading, slug)
 from pycert.families.isolation_cost.text import EVIDENCE, PREFIX_SALT_COST, SALT_COST, limits, rule_text, sentence
 
 ENCODING = "salt-cost-keyed/2"
@@ -155,8 +155,8 @@ class IsolationCost(Claim):
             raise Rejected(Rejection.mismatch("parameters.prefix_blocks", "the number of blocks exactly when the rule "
                                               "is prefix", repr(params.prefix_blocks)))
         inst = self.instance(params, self.primary_inputs(inputs))
-        trace = read_certified(input_path(inputs, "trace", read), params)
-        return derive.files(derive.salted(trace, params), params, inst.path)[0]
+        trace = certified(inputs, read, params)
+        return derive.files(derive.sortable(derive.salted(trace, params)), params, inst.path)[0]
 
     def regenerate(self, params: IsolationCostParams, inputs: Sequence[InputFile], read: Reader) -> bytes:
         inst = self.instance(params, self.primary_inputs(inputs))
@@ -173,8 +173,8 @@ class IsolationCost(Claim):
                                               str(kernel["capacity_blocks"])))
         if kernel["refs"] == 0:
             raise Rejected(Rejection.mismatch("inputs[trace]", "a trace with at least one block reference", "an empty trace"))
-        trace = read_certified(input_path(inputs, "trace", read), params)
-        return derive.figures(derive.salted(trace, params), params, dict(kernel))
+        trace = certified(inputs, read, params)
+        return derive.figures(derive.sortable(derive.salted(trace, params)), params, dict(kernel))
 
 
 CLAIM = IsolationCost()

@@ -9,6 +9,7 @@ import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,7 +18,6 @@ from pycert.analysis.requests import firsts, prefix_verdict
 from pycert.analysis.tenants import cross_tenant
 from pycert.core.errors import InputError, Rejected, Rejection
 from pycert.core.limits import MAX_PIECE_REFS
-from pycert.data.traces import Trace
 from pycert.families.capacity import check_optimum
 from pycert.families.capacity import derive as capacity
 from pycert.families.isolation_cost import IsolationCostParams, part_names
@@ -25,6 +25,9 @@ from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING, packed_trace
 from pycert.lean.emit import salt_cost as emit
 from pycert.lean.emit.capacity import Plan, Side
 from pycert.lean.emit.keyed import emit_keyed
+
+if TYPE_CHECKING:  # the families name the type through pycert.families.traces, the one reader
+    from pycert.families.traces import Trace
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,24 @@ def keyed_text(s: Salted, module: str, blocks: int) -> tuple[bytes, Plan]:
     return text.encode(), plan
 
 
+def unsortable(s: Salted) -> str | None:
+    """Why the trace or its keyed trace is not checked in one instance (:func:`pycert.families.capacity.derive.one_file`:
+    its sort does not fit one Lean process), or None: asked before any cut list or witness is computed, by prove
+    (an input error) and by verify (a rejection: no certificate of this trace can be)."""
+    for what, refs in (("trace", s.trace.refs), ("keyed trace", s.keyed.refs)):
+        if not capacity.one_file(refs):
+            return (f"the {what}'s {len(refs):,} references over {len(np.unique(refs)):,} blocks do not sort within "
+                    "one instance (the wasm Lean's heap)")
+    return None
+
+
+def sortable(s: Salted) -> Salted:
+    """``s``, refused (a rejection) where :func:`unsortable` says why."""
+    if why := unsortable(s):
+        raise Rejected(Rejection.mismatch("inputs[trace]", "a trace whose keyed trace one instance sorts", why))
+    return s
+
+
 def files(s: Salted, params: IsolationCostParams, instance: str) -> tuple[dict[str, bytes], emit.Cost]:
     """The three Lean files by path (``instance``: the composition's path; the two instances beside it) and
     what the composition states."""
@@ -92,7 +113,7 @@ def files(s: Salted, params: IsolationCostParams, instance: str) -> tuple[dict[s
 
 
 def prefix_of(trace: Trace, capacity_blocks: int) -> tuple[str, str]:
-    """Whether a prefix cache reaches the shared optimum with admission control, and why not."""
+    """Whether a prefix cache reaches the shared optimum with bypass, and why not."""
     return prefix_verdict(trace, capacity.model(trace.refs, capacity_blocks, admission=True).ends)
 
 

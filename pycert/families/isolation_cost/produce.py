@@ -8,8 +8,6 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
-
 from pycert.core.console import plural
 from pycert.core.errors import InputError
 from pycert.core.limits import MAX_PARAM, MAX_PIECE_REFS, MAX_TENANTS, int_range
@@ -19,7 +17,6 @@ from pycert.analysis import salt
 from pycert.analysis.salt import TenantRule
 from pycert.families.traces import DEFAULT_TRACE, read_for_proof, reading_of, trace_files
 from pycert.families.isolation_cost import CLAIM, ENCODING, IsolationCostParams, derive, names, rule_tag
-from pycert.lean.emit import capacity as emit_capacity
 
 RULE = re.compile(r"field|round-robin|prefix:([1-9][0-9]{0,12})")
 
@@ -139,9 +136,8 @@ class IsolationCostProducer(Producer):
             verdict, why = derive.prefix_of(trace, c)
             params = IsolationCostParams(capacity_blocks=c, shared_prefix_cache=verdict, **base)  # type: ignore[arg-type]
             keyed = keyed or derive.salted(trace, params)
-            if not emit_capacity.fits_one(trace.n_refs, len(np.unique(keyed.keyed.refs))):
-                raise InputError(f"the keyed trace's {trace.n_refs:,} references do not sort within one instance (the "
-                                 "wasm Lean's heap): certify a part of the trace", where=trace.name)
+            if why := derive.unsortable(keyed):
+                raise InputError(f"{why}: certify a part of the trace", where=trace.name)
             if verdict != "attained":
                 setting.progress(f"{trace.name}: no prefix cache claimed at {plural(c, 'block')}: {why}")
             instance = CLAIM.instance(params, [trace_input])

@@ -22,7 +22,7 @@ class Cost(BaseModel):
     capacity: int
     shared_demand: int
     shared: int
-    """The optimum with admission control on the trace."""
+    """The optimum with bypass on the trace."""
     salted_demand: int
     salted: int
     """The same on the keyed trace."""
@@ -78,7 +78,7 @@ def emit_cost(name: str, sha256: str, map_sha256: str, shared_module: str, keyed
         "",
         *(["/-- and its requests. -/", f"theorem firsts_eq : {shared}.firsts = {keyed}.firsts := by decide +kernel", ""]
           if cost.prefix else []),
-        f"/-- **Headline.** At {cost.capacity} blocks, caches that may bypass hit at most {cost.shared} times on the "
+        f"/-- **Headline.** At {cost.capacity} blocks, caches with bypass hit at most {cost.shared} times on the "
         f"trace and one hits {cost.shared}" + (" (a prefix cache)" if cost.prefix else "") + "; the keyed trace is "
         f"the trace with each block keyed by its reference's tenant, and on it at most {cost.salted}, and one hits "
         f"{cost.salted}; for caches that store every missed block, {cost.shared_demand} and {cost.salted_demand}. -/",

@@ -75,6 +75,18 @@ def shard_count(refs: int, distinct: int, shard_refs: int | None = None, id_bits
     return count
 
 
+def fewest_shards(ids: np.ndarray) -> int:
+    """The fewest shards a trace is checked in within :data:`BUDGET_BITS` a shard: what prove splits it into by
+    default, and the least a certificate of it may claim (a shard above the budget is one the kernel could
+    not check in one process, and verify would emit it whole). Counting its distinct ids is the only work."""
+    refs = len(ids)
+    if literal_bits(refs, refs, 64, True) <= BUDGET_BITS:  # fits however many ids are distinct
+        return 1
+    ids = np.asarray(ids, dtype=np.uint64)
+    first = np.unique(ids, return_index=True)[1]
+    return shard_count(refs, len(first), None, int(ids.max()).bit_length(), bool(np.any(np.diff(first) < 0)))
+
+
 @dataclass(frozen=True)
 class Layout:
     """How a trace is cut: the shard of every reference, and the modules that hold it."""
