@@ -309,9 +309,9 @@ def cmd_mrc(args: argparse.Namespace) -> int:
 
 OFFLOAD_HEADROOMS = ("The headroom GPU-only LRU leaves (headroom_pp, percentage points of hit rate) comes in three "
                      "parts that add up to it: policy_headroom_pp, what a better eviction policy can win at the GPU "
-                     "capacity (Belady's MIN - LRU); bypass_headroom_pp, what bypass (leaving a missed block out) adds "
-                     "to that (the optimum with bypass - Belady's MIN); tier_headroom_pp, what no GPU-only cache of that "
-                     "capacity can win, bypassing or not, so only another tier can (the best hit rate at any size - the "
+                     "capacity (Belady's MIN - LRU); bypass_headroom_pp, what bypass (skipping the storing of a missed "
+                     "block) adds to that (the optimum with bypass - Belady's MIN); tier_headroom_pp, what no GPU-only "
+                     "cache of that capacity can win, bypassing or not, so only another tier can (the ceiling - the "
                      "optimum with bypass). The report page's three headroom columns are these. docs/traces.md has "
                      "every row.")
 OFFLOAD_FIELDS = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
