@@ -130,6 +130,25 @@ def test_tier_headroom_has_one_meaning_said_in_help_and_docs(capsys: pytest.Capt
     assert "may win part of it" not in src  # the report's column with another meaning, gone
 
 
+def test_an_older_offload_report_reads_with_todays_tier_headroom() -> None:
+    """A report of an older pycert said tier_headroom_pp for the ceiling less OPT(G); read today, it means the
+    ceiling less the optimum with bypass, with bypass_headroom_pp beside it: one meaning, whatever wrote it."""
+    from pycert.analysis.offload import OffloadArm
+    from pycert.core.exact import Ratio
+
+    def r(x: Fraction | int) -> dict:
+        return Ratio.of(Fraction(x)).model_dump()
+    old = {"granularity": 1, "block_tokens": 512, "refs": 100, "distinct": 50, "capacity_blocks": 8, "host_blocks": None,
+           "working_set_over_capacity": r(Fraction(50, 8)), "cold_miss_floor": r(Fraction(1, 2)),
+           "max_achievable_hit_rate": r(Fraction(1, 2)), "gpu_only_hit_rate": r(Fraction(1, 10)),
+           "gpu_only_belady_hit_rate": r(Fraction(1, 5)), "gpu_only_admission_hit_rate": r(Fraction(1, 4)),
+           "host_backed_hit_rate": r(Fraction(1, 2)), "host_load_frac": r(Fraction(2, 5)), "headroom_pp": r(40),
+           "gpu_share_of_achievable": r(Fraction(1, 5)), "policy_headroom_pp": r(10), "tier_headroom_pp": r(30)}
+    arm = OffloadArm.model_validate(old)
+    assert (arm.tier_headroom_pp.value, arm.bypass_headroom_pp.value) == (25, 5)
+    assert arm.policy_headroom_pp.value + arm.bypass_headroom_pp.value + arm.tier_headroom_pp.value == arm.headroom_pp.value
+
+
 def test_the_readme_says_how_to_check_every_file_again() -> None:
     readme = (REPO / "README.md").read_text()
     assert "on a fresh copy" not in readme

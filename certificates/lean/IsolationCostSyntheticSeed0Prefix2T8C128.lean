@@ -22,7 +22,7 @@ theorem x_eq : Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Shared.X 
 /-- and its requests. -/
 theorem firsts_eq : Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Shared.firsts = Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Keyed.firsts := by decide +kernel
 
-/-- **Headline.** At 128 blocks, caches that may bypass hit at most 3417 times on the trace and one hits 3417 (a prefix cache); the keyed trace is the trace with each block keyed by its reference's tenant, and on it at most 3417, and one hits 3417; for caches that store every missed block, 3414 and 3414. -/
+/-- **Headline.** At 128 blocks, caches with bypass hit at most 3417 times on the trace and one hits 3417 (a prefix cache); the keyed trace is the trace with each block keyed by its reference's tenant, and on it at most 3417, and one hits 3417; for caches that store every missed block, 3414 and 3414. -/
 public theorem headline : Pycert.IsolationCost.PrefixSaltCost Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Shared.trace Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Keyed.firsts.testBit (Pycert.KeyedTrace.tenant Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Keyed.T) Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Keyed.trace 5339 128 3414 3417 3414 3417 :=
   ⟨(by rw [← firsts_eq]; exact Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Shared.headline), Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Keyed.headline, by decide,
     Pycert.IsolationCost.keyed_of Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Shared.facts Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Keyed.facts (by decide) x_eq (by decide)⟩
