@@ -48,12 +48,13 @@ class Curve:
 @dataclass
 class TraceFacts:
     """What the page knows of one trace read one way: its verified certificates, and the trace engine's curves.
-    ``reading``: the layout and the tokens a block (``trace_format``, ``block_tokens``) its certificates read the
-    file with; one file read at two block sizes is two lists of block references, so two cards."""
+    ``reading``: the layout, the tokens a block and whether in timestamp order (``trace_format``, ``block_tokens``,
+    ``trace_order``) its certificates read the file with; one file read at two block sizes is two lists of block
+    references, so two cards."""
 
     name: str
     sha256: str
-    reading: tuple[str | None, int | None] | None = None
+    reading: tuple[str | None, int | None, bool] | None = None
     source: InputFile | None = None
     """The input that names the trace (where the page finds it to draw its curve)."""
     curve: Curve | None = None

@@ -112,7 +112,7 @@ def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> str:
     params = [(declared(f) or {}).get("parameters") or {} for f in cert_files]
     capacities = sorted({int(c) for p in params if isinstance(c := p.get("capacity_blocks"), int)})
     # a prompts trace's blocks depend on the size it was cut at (one --block-tokens serves a run)
-    cut = sorted({b for p in params if p.get("trace_format") == "prompts" and isinstance(b := p.get("block_tokens"), int)})
+    cut = sorted({b for p in params if isinstance(b := p.get("block_tokens"), int)})
     return (f"pycert prove {families[0] if len(families) == 1 else 'all'}"
             + "".join(f" --trace {t}" for t in dict.fromkeys(traces))
             + (f" --capacity-blocks {','.join(map(str, capacities))}" if capacities else "")

@@ -338,9 +338,9 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
         marks = [(c, h) for c, cert in sorted(fact.capacity.items()) if (h := stored(cert)) is not None]
         optima = {c: ha for c, cert in fact.capacity.items() if (ha := admitted(cert)) is not None}
         seen = [(s.capacity_blocks, s.engine_hits) for _, s in fact.beside()]
-        trace_format, block_tokens = fact.reading or (None, None)  # as the card's certificates read the file
+        trace_format, block_tokens, by_time = fact.reading or (None, None, False)  # as its certificates read it
         fact.curve = curve_png(path, fact.sha256, fact.source.path, marks, trace_format, block_tokens,
-                               admission=optima, observed=seen)
+                               admission=optima, observed=seen, sort=by_time)
     cards = [trace_card(f, f"trace-{n}") for n, f in enumerate(facts.values(), 1)]
     cards += [certificate_card(c, not_verified.get(c.id)) for c, _ in certs
               if not any(i.role == "trace" for i in c.inputs)]
@@ -350,11 +350,12 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     return out, len(certs), not_verified
 
 
-def reading_of(cert: Certificate) -> tuple[str | None, int | None] | None:
-    """How a certificate read its trace file into block references (the layout and the tokens a block), for a
-    family that records it; None for one that does not (an engine's replay log, the first-touch cut)."""
+def reading_of(cert: Certificate) -> tuple[str | None, int | None, bool] | None:
+    """How a certificate read its trace file into block references (the layout, the tokens a block, whether in
+    timestamp order), for a family that records it; None for one that does not (an engine's replay log, the
+    first-touch cut)."""
     p = cert.parameters
-    return (p.trace_format, p.block_tokens) if isinstance(p, TraceReading) else None
+    return (p.trace_format, p.block_tokens, p.trace_order == "timestamp") if isinstance(p, TraceReading) else None
 
 
 def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[tuple[str, object], TraceFacts]:

@@ -67,6 +67,16 @@ def write_out(text: str) -> None:
         os.close(devnull)
 
 
+def warn(text: str) -> None:
+    """``pycert: warning: text`` as one line on stderr, escaped, with or without ``--json``: something the user
+    should know that stops nothing (stdout stays the command's output, JSON included)."""
+    try:
+        sys.stderr.write(escaped(" ".join(f"pycert: warning: {text}".split())) + "\n")
+        sys.stderr.flush()
+    except (BrokenPipeError, OSError):
+        pass
+
+
 def emit(as_json: bool, data: Any, human: Callable[[], str] | None = None) -> None:
     """Print ``data`` as JSON, or the human rendering ``human()`` (falls back to JSON), escaped."""
     if as_json or human is None:

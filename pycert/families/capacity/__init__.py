@@ -221,7 +221,7 @@ def _certified(inputs: Sequence[InputFile], read: Reader, params: CapacityParams
     sha256 its bytes were checked against, and the reading)."""
     source = input_path(inputs, "trace", read)
     sha = next(i.sha256 for i in inputs if i.role == "trace")
-    return kept("capacity-trace", (sha, params.trace_format, params.block_tokens), lambda: read_certified(source, params))
+    return kept("capacity-trace", (sha, params.trace_format, params.block_tokens, params.trace_order), lambda: read_certified(source, params))
 
 
 class Capacity(Claim):

@@ -46,6 +46,8 @@ class CapacityOptions(Options):
     """The ceiling family's ``--block-tokens``: tokens a block holds; default: what the trace says."""
     trace_format: str = "auto"
     """The ceiling family's ``--format``."""
+    sort: bool = False
+    """The ceiling family's ``--sort``."""
     required: bool = False
     """``pycert prove capacity``: a run with no capacity is a usage error (under ``prove ceiling`` or
     ``prove all`` it makes no capacity certificate)."""
@@ -117,7 +119,7 @@ class CapacityProducer(Producer):
     def options_from(self, args: argparse.Namespace, everything: bool = False) -> CapacityOptions:
         return CapacityOptions(trace=getattr(args, "trace", []), capacity_blocks=args.capacity_blocks,
                                capacity_tokens=args.capacity_tokens, block_tokens=getattr(args, "block_tokens", None),
-                               trace_format=getattr(args, "format", "auto"),
+                               trace_format=getattr(args, "format", "auto"), sort=getattr(args, "sort", False),
                                required=args.family == self.claim.name, piece_refs=getattr(args, "shard_refs", None),
                                ray_address=getattr(args, "ray_address", None))
 

@@ -157,13 +157,12 @@ class Ceiling(Claim):
     def figures(self, params: CeilingParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:
         from pycert.analysis.requests import ref_tokens, reuse_tokens  # numpy: see instance_text
-        from pycert.data.traces import read_trace
 
         if kernel["max_hits"] != kernel["refs"] - kernel["distinct"]:
             raise Rejected(Rejection.mismatch("headline (max_hits)", str(kernel["refs"] - kernel["distinct"]),
                                               str(kernel["max_hits"])))
         out = ceiling_figures(kernel["refs"], kernel["distinct"], kernel["max_hits"])
-        trace = read_trace(input_path(inputs, "trace", read))
+        trace = read_certified(input_path(inputs, "trace", read), params)
         if (weights := ref_tokens(trace)) is not None and (rate := reuse_tokens(trace)) is not None:
             out |= {"refs_tokens": Fraction(weights.total), "max_hits_tokens": rate * weights.total,
                     "ceiling_tokens": rate}

@@ -45,6 +45,8 @@ class CeilingOptions(Options):
     block_tokens: int | None = None
     """``--block-tokens``: how a prompts trace is cut into blocks; for a layout with lengths it must agree
     with them; the capacity family turns ``--capacity-tokens`` into blocks of it."""
+    sort: bool = False
+    """``--sort``: every trace's requests in timestamp order (the certificate records it)."""
 
 
 class CeilingProducer(Producer):
@@ -68,13 +70,17 @@ class CeilingProducer(Producer):
                             help="tokens a block: how a prompts trace is cut into blocks (default 16; the certificate "
                                  "records it), and the block size --capacity-tokens counts in; for a layout with "
                                  "input_length and hash_ids it must agree with their lengths")
+        parser.add_argument("--sort", action="store_true",
+                            help="read every --trace's requests in timestamp order, not file order (each request "
+                                 "needs a timestamp; the certificate records it)")
         parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
                             help="the Ray cluster that checks the shards of a big trace (default: a local one on "
                                  "this machine's cores, started by pycert and stopped when it exits)")
 
     def options_from(self, args: argparse.Namespace, everything: bool = False) -> CeilingOptions:
         return CeilingOptions(trace=args.trace, synthetic=everything, shard_refs=args.shard_refs,
-                              ray_address=args.ray_address, trace_format=args.format, block_tokens=args.block_tokens)
+                              ray_address=args.ray_address, trace_format=args.format, block_tokens=args.block_tokens,
+                              sort=args.sort)
 
     def traces(self, setting: Setting) -> list[Path]:
         """The traces of this run; the embedded default by its place in the certificate directory."""

@@ -46,6 +46,7 @@ class IsolationCostOptions(Options):
     """The capacity family's flags: the capacities, in blocks or in tokens."""
     block_tokens: int | None = None
     trace_format: str = "auto"
+    sort: bool = False
     tenant_rule: str = "field"
     tenants: int | None = None
     wanted: bool = False
@@ -76,7 +77,7 @@ class IsolationCostProducer(Producer):
         return IsolationCostOptions(
             trace=getattr(args, "trace", []), capacity_blocks=args.capacity_blocks, capacity_tokens=args.capacity_tokens,
             block_tokens=getattr(args, "block_tokens", None), trace_format=getattr(args, "format", "auto"),
-            tenant_rule=args.tenant_rule or "field", tenants=args.tenants,
+            sort=getattr(args, "sort", False), tenant_rule=args.tenant_rule or "field", tenants=args.tenants,
             wanted=required or args.tenant_rule is not None or args.tenants is not None, required=required,
             shard_refs=getattr(args, "shard_refs", None), ray_address=getattr(args, "ray_address", None))
 
