@@ -56,14 +56,16 @@ def _run_by(name: str) -> tuple[str, ...]:
 
 
 class NextSteps(BaseModel):
-    """What to run after a prove: verify and report what it wrote (with ``--input`` for a trace that is
-    not beside the directory), and the certificates of the directory it left as they were, with the
-    prove that would make them again."""
+    """What to run after a prove: verify and report what it wrote (with ``--input`` only for a trace verify would
+    not find by itself), and the certificates of the directory it left as they were, with the prove that would
+    make them again and the traces it needs that are not on this machine (``needs``: then the command runs once
+    they are where it names them)."""
 
     verify: str | None = None
     report: str | None = None
     left_alone: list[str] = []
     prove_again: str | None = None
+    needs: list[str] = []
 
 
 def next_steps(written: list[Path], out: Path, traces: list[Path]) -> NextSteps:
@@ -80,7 +82,7 @@ def next_steps(written: list[Path], out: Path, traces: list[Path]) -> NextSteps:
                                       input_paths(external_inputs(written), out, given))
         steps.report = report_command(out, input_paths(external_inputs(out / n for n in listed), out, given))
     if steps.left_alone:
-        steps.prove_again = prove_command([out / n for n in steps.left_alone], out)
+        steps.prove_again, steps.needs = prove_command([out / n for n in steps.left_alone], out)
     return steps
 
 
@@ -95,8 +97,11 @@ def render(res: prove.ProveResult, steps: NextSteps) -> str:
     if steps.verify:
         lines += ["", "check them, offline:", f"  {steps.verify}", f"  {steps.report}"]
     if steps.left_alone:
-        lines += ["", f"not proved by this run, left as they were: {', '.join(steps.left_alone)}; to prove them again:",
-                  f"  {steps.prove_again}"]
+        lines += ["", f"not proved by this run, left as they were: {', '.join(steps.left_alone)}; to prove them again:"]
+        if steps.needs:
+            lines += [f"  (it needs {', '.join(steps.needs)}, which is not on this machine: put it where the command "
+                      "names it first)"]
+        lines += [f"  {steps.prove_again}"]
     return "\n".join(lines)
 
 

@@ -5,7 +5,9 @@ what was expected, what was found; under ``--json`` each a ``Rejection``), even 
 or another is missing; 2 when nothing was rejected but a certificate or an input it names is missing,
 malformed or outside the certificate's directory, or an
 ``--input`` names a file no certificate names: then, after the report, one line names the first such
-problem (under ``--json``: the error object, with the per-certificate results under ``results``).
+problem (under ``--json``: the error object, with the per-certificate results under ``results``); 5 when
+the only thing that stopped a check is a trace from outside a certificate's directory that is not on this
+machine ("not checked: trace not here"; every other certificate holds).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import contextlib
 from pycert.certify.verify import VerifyResult, refuse_unused_inputs, verify_certificates
 from pycert.cli import add_backend, add_common, add_root, help_of
 from pycert.core.console import Progress, emit, escaped, out, to_jsonable
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError, UsageError
+from pycert.core.errors import EXIT_NOT_HERE, EXIT_OK, EXIT_REJECTED, EXIT_USAGE, InputError, NotHere, UsageError
 from pycert.core.limits import in_path, seconds
 from pycert.lean.scheduler import fresh_build_cache
 
@@ -53,18 +55,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def exit_code(results: list[VerifyResult]) -> int:
     if any(r.status == "rejected" for r in results):
         return EXIT_REJECTED
-    return EXIT_USAGE if any(r.status in ("missing-input", "input-error") for r in results) else EXIT_OK
+    if any(r.status in ("missing-input", "input-error") for r in results):
+        return EXIT_USAGE
+    return EXIT_NOT_HERE if any(r.status == "not-here" for r in results) else EXIT_OK
 
 
 def render(results: list[VerifyResult]) -> str:
     lines = []
     for r in results:  # each path and string from the directory escaped alone: none can start a line or move the cursor
-        label = {"ok": "ok", "rejected": "REJECTED", "missing-input": "MISSING", "input-error": "BAD INPUT"}[r.status]
+        label = {"ok": "ok", "rejected": "REJECTED", "missing-input": "MISSING", "input-error": "BAD INPUT",
+                 "not-here": "NOT CHECKED"}[r.status]
         cert = escaped(r.certificate)
         lines.append(f"{label:<9} {cert}" + (f"  (checked: {', '.join(r.checked)})" if r.ok else ""))
         lines += [f"  {cert}: {escaped(f.render())}" for f in r.failures]
         lines += [f"  {cert}: {escaped(e)}" for e in r.errors]
         lines += [f"  {cert}: missing input: {escaped(m)}" for m in r.missing]
+        lines += [f"  {cert}: not checked: {escaped(m)}" for m in r.not_here]
         lines += [f"  note: {escaped(n)}" for n in r.notes]
     return "\n".join(lines)
 
@@ -79,14 +85,15 @@ def run(args: argparse.Namespace) -> int:
                                       backend=args.backend, timeout=args.timeout, inputs=dict(args.input),
                                       progress=progress)
     code = exit_code(results)
-    if code != EXIT_USAGE:
+    if code not in (EXIT_USAGE, EXIT_NOT_HERE):
         emit(args.json, results, human=lambda: render(results))
         return code
     if not args.json:
         out(render(results))
-    bad = [r for r in results if r.status in ("missing-input", "input-error")]
+    stopped = ("missing-input", "input-error") if code == EXIT_USAGE else ("not-here",)
+    bad = [r for r in results if r.status in stopped]
     first = bad[0]
     more = f" ({len(bad)} of {len(results)} certificates could not be checked)" if len(results) > 1 else ""
-    err = InputError(f"{first.first_problem()}{more}", where=first.certificate)
+    err = (InputError if code == EXIT_USAGE else NotHere)(f"{first.first_problem()}{more}", where=first.certificate)
     err.details = {"results": to_jsonable(results)}
     raise err

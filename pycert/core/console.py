@@ -13,10 +13,13 @@ import io
 import json
 import os
 import re
+import shlex
+import shutil
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -65,6 +68,28 @@ def write_out(text: str) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
+
+
+def invocation() -> str:
+    """How a command pycert prints for the user to run next starts, so that it runs as printed here: ``pycert``
+    when that is the command on PATH (or pycert runs inside another program), else the path of the script that
+    runs (``.venv/bin/pycert`` after ``make prove``), else this interpreter with ``-m pycert``."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name == "__main__.py" and script.absolute().parent == Path(__file__).parents[1]:
+        return f"{_shown(Path(sys.executable))} -m pycert"
+    if script is None or script.name != "pycert":
+        return "pycert"
+    found = shutil.which("pycert")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "pycert"
+    return _shown(script)
+
+
+def _shown(path: Path) -> str:
+    """``path`` for a command line: relative to the working directory when it lies below it, else absolute."""
+    absolute = path.absolute()
+    text = str(absolute.relative_to(Path.cwd())) if absolute.is_relative_to(Path.cwd()) else str(absolute)
+    return shlex.quote(text if "/" in text else f"./{text}")  # a bare name would be looked up on PATH
 
 
 def warn(text: str) -> None:

