@@ -1,6 +1,7 @@
 # The README's two commands. Each does all of its own set-up on a fresh machine.
-# `make prove` installs what proving needs and nothing more; `make test` adds the test and leak extras
-# (pytest, libCacheSim, torch, transformers: the suite, `pycert leak run` and `pycert engine replay`).
+# `make prove` installs what proving needs and nothing more (pycert with its prove extra: node, the solvers,
+# numba, matplotlib); `make test` adds the ray, test and leak extras (Ray, pytest, libCacheSim, torch,
+# transformers: the suite, `pycert leak run` and `pycert engine replay`).
 VENV := .venv
 BIN := $(VENV)/bin
 
@@ -11,11 +12,11 @@ $(VENV)/.prove-deps: pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# the distribution was called pycert before it became pycert-kv (PyPI's pycert is another project)
 	$(BIN)/python -m pip uninstall -q -y pycert 2>/dev/null || true
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e '.[prove]'
 	touch $@
 
 $(VENV)/.test-deps: pyproject.toml $(VENV)/.prove-deps
-	$(BIN)/python -m pip install -q -e '.[test,leak]'
+	$(BIN)/python -m pip install -q -e '.[prove,ray,test,leak]'
 	touch $@
 
 toolchain: $(VENV)/.prove-deps

@@ -48,9 +48,8 @@ class Curve:
 @dataclass
 class TraceFacts:
     """What the page knows of one trace read one way: its verified certificates, and the trace engine's curves.
-    ``reading``: the layout, the tokens a block and whether in timestamp order (``trace_format``, ``block_tokens``,
-    ``trace_order``) its certificates read the file with; one file read at two block sizes is two lists of block
-    references, so two cards."""
+    ``reading``: the layout, the tokens a block, whether in timestamp order, as its certificates read the file;
+    one file read at two block sizes is two lists of block references, so two cards."""
 
     name: str
     sha256: str

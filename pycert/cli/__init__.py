@@ -190,6 +190,12 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(EXIT_USAGE) from None  # as argparse itself exits on a bad command line
         except PycertError as err:
             return _pycert_error(err, as_json, command_line_of(argv, args))
+        except ModuleNotFoundError as err:  # an extra's module, past the command's own check: one line, exit 2
+            from pycert.core.extras import unmet  # lazily: see the module docstring
+
+            if (missing := unmet(err, command_line_of(argv, args))) is None:
+                raise
+            return _pycert_error(missing, as_json, command_line_of(argv, args))
         except KeyboardInterrupt:
             return report_error("interrupted", None, EXIT_INTERRUPTED, as_json, command=command_line_of(argv, args))
         except Terminated:

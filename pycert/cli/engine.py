@@ -24,6 +24,7 @@ from pycert.certify.verify import verify_certificate
 from pycert.cli import add_backend, add_common, help_of
 from pycert.core.console import Progress, emit, plural, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection, ResourcesExhausted
+from pycert.core.extras import install_hint
 from pycert.core.files import atomic_write, certificate_root
 from pycert.core.gate import Source, named
 from pycert.core.limits import (
@@ -136,7 +137,7 @@ def open_engine(num_blocks: int, block_tokens: int, seed_: int) -> replaylog.Pag
         # which every other pycert command (and --help) would pay
         from pycert.leak.engines.transformers import TINY, TransformersEngine
     except ImportError as exc:
-        raise InputError(f"the engine needs torch and transformers ({exc.name} is missing): pip install 'pycert-kv[leak]'",
+        raise InputError(f"the engine needs torch and transformers ({exc.name} is missing): {install_hint('leak')}",
                          where="pycert engine replay") from None
     try:
         return TransformersEngine(seed=seed_, page_size=block_tokens, num_blocks=num_blocks,

@@ -10,6 +10,7 @@ from pycert.certify.report import write_report
 from pycert.certify.verify import refuse_unused_inputs
 from pycert.cli import add_common, add_root, help_of
 from pycert.core.console import Progress, emit, escaped, plural
+from pycert.core.extras import MissingExtra, install_hint, missing
 from pycert.core.gate import entries
 from pycert.core.limits import in_path, out_path
 
@@ -32,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.no_curves and (module := missing("plot")) is not None:
+        raise MissingExtra(f"the hit-rate curves need the plot extra ({module} is not installed): "
+                           f"{install_hint('plot')}, or give --no-curves", where="pycert report")
     refuse_unused_inputs(dict(args.input), [e.path for e in entries(args.certs, ".json")] if args.certs.is_dir() else [])
     out, count, not_verified = write_report(args.certs, args.out, root=args.root, curves=not args.no_curves,
                                             inputs=dict(args.input), progress=Progress(enabled=not args.json))

@@ -22,6 +22,7 @@ from pycert.cli import add_common, help_of
 from pycert.core.console import Progress, csv_text, emit, escaped, plural, table, warn
 from pycert.core.errors import EXIT_OK, InputError, UsageError
 from pycert.core.exact import Ratio
+from pycert.core.extras import require
 from pycert.core.files import atomic_write
 from pycert.core.limits import (
     MAX_BELADY_POINTS,
@@ -392,6 +393,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    require("plot", "pycert trace plot")
     progress = Progress(enabled=not args.json)
     trace = load(args, progress)
     progress(f"LRU and OPT stack distances over {trace.n_refs:,} references")

@@ -367,6 +367,8 @@ class Producer(ABC):
     borrows: ClassVar[tuple[str, ...]] = ()
     """Families whose ``pycert prove`` options this family's own subcommand takes as well, without running
     them (``pycert prove isolation-cost --trace T --capacity-blocks C``: the ceiling's and capacity's flags)."""
+    summary: ClassVar[str] = ""
+    """What ``pycert prove <family>`` proves, in a sentence or two: its ``--help`` description."""
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """The family's own ``pycert prove`` options (none by default)."""

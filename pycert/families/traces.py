@@ -120,7 +120,7 @@ def reading_of(trace: Trace) -> dict[str, object]:
 def read_for_proof(path: Path, opts: object) -> Trace:
     """A ``--trace`` read as ``--format``, ``--block-tokens`` and ``--sort`` say (options of the trace families);
     timestamps out of order in a trace read in file order are a warning on stderr."""
-    from pycert.core.console import warn
+    from pycert.core.console import warn  # with read_trace: only where a trace is read
     from pycert.data.traces import read_trace  # numpy: only where a trace is read, not where a claim is
 
     trace = read_trace(path, getattr(opts, "trace_format", "auto"), getattr(opts, "block_tokens", None),

@@ -122,7 +122,6 @@ def parse(stream: BinaryIO, name: str, fmt: str = "auto", block_tokens: int | No
     # The readers (and numpy) load here, not with the package: a certificate's claim names the layouts
     # (Format) without reading a trace.
     from pycert.data.formats import order
-
     from pycert.data.formats.source import lines
 
     numbered: Iterator[tuple[int, bytes]] = lines(stream, name)
@@ -147,6 +146,7 @@ def parse(stream: BinaryIO, name: str, fmt: str = "auto", block_tokens: int | No
 
 
 def _read(found: Format, every: Iterable[tuple[int, bytes]], name: str, block_tokens: int | None) -> Parsed:
+    # the readers and numpy load here, not with the package: see parse
     from pycert.data.formats import hash_ids, ids, prompts, requests
     from pycert.data.formats.blocks import resolve
 

@@ -121,6 +121,8 @@ class Columns:
     sessions: Labels = field(default_factory=Labels)
     hosts: Labels = field(default_factory=Labels)
     times: array = field(default_factory=lambda: array("d"))
+    iso_times: bool = False
+    """Whether a timestamp was an ISO 8601 string (shown as one in messages)."""
     first_line: int | None = None
     has_tenants: bool | None = None
     total_tokens: int = 0
@@ -140,7 +142,11 @@ class Columns:
         if labelled:
             for name, labels in ((SESSION, self.sessions), (HOST, self.hosts)):
                 labels.add(check(obj, name, "label", where) if name in obj else None)  # type: ignore[arg-type]
-        self.times.append(seconds_of(obj[TIMESTAMP], where) if TIMESTAMP in obj else math.nan)
+        if TIMESTAMP in obj:
+            self.iso_times |= isinstance(obj[TIMESTAMP], str)
+            self.times.append(seconds_of(obj[TIMESTAMP], where))
+        else:
+            self.times.append(math.nan)
 
     def tenant(self, obj: dict, lineno: int, where: str) -> None:
         has = TENANT in obj
@@ -165,7 +171,7 @@ class Columns:
         return Requests(refs=self.ids.references(), bounds=ints(self.bounds), lines=ints(self.lines),
                         tokens=ints(self.tokens), tenants=tenants, tenant_names=tenant_names,  # type: ignore[arg-type]
                         sessions=sessions, session_names=session_names, hosts=hosts, host_names=host_names,
-                        timestamps=None if np.isnan(times).all() else times)
+                        timestamps=None if np.isnan(times).all() else times, iso_times=self.iso_times)
 
 
 @dataclass(frozen=True)
@@ -185,3 +191,4 @@ class Requests:
     hosts: np.ndarray | None = None
     host_names: tuple[str | int, ...] = ()
     timestamps: np.ndarray | None = None
+    iso_times: bool = False

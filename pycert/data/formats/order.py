@@ -11,6 +11,7 @@ timestamp keep their file order), and then every request needs a timestamp.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime, timezone
 
 import numpy as np
 
@@ -18,8 +19,11 @@ from pycert.core.errors import InputError
 from pycert.data.formats import Parsed
 
 
-def _stamp(t: float) -> str:
-    return f"{t:g}" if abs(t) < 1e15 else f"{t:.0f}"
+def _stamp(t: float, iso: bool) -> str:
+    """A timestamp as the trace wrote it: an ISO 8601 one as a date and time (UTC), a number in full."""
+    if iso:
+        return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
+    return format(t, ".6f").rstrip("0").rstrip(".") if abs(t) < 1e15 else f"{t:.0f}"
 
 
 def checked(parsed: Parsed, name: str) -> Parsed:
@@ -36,8 +40,8 @@ def checked(parsed: Parsed, name: str) -> Parsed:
     k = int(back[0])
     this, before = int(have[k + 1]), int(have[k])
     return replace(parsed, disorder=(
-        f"{name}:{int(cols.lines[this])}: timestamp {_stamp(float(times[k + 1]))} is earlier than line "
-        f"{int(cols.lines[before])}'s ({_stamp(float(times[k]))}), and {len(back):,} request"
+        f"{name}:{int(cols.lines[this])}: timestamp {_stamp(float(times[k + 1]), cols.iso_times)} is earlier than line "
+        f"{int(cols.lines[before])}'s ({_stamp(float(times[k]), cols.iso_times)}), and {len(back):,} request"
         f"{'s go' if len(back) > 1 else ' goes'} back in all: the requests are read in file order (--sort reads "
         "them in timestamp order)"))
 

@@ -100,6 +100,11 @@ def refuse_overwrites(given: list[Path], traces: list[Path], out_dir: Path,
 
 
 class CapacityProducer(Producer):
+    summary = ("Prove the optimum at C blocks of each --trace (the embedded synthetic trace by default): the most "
+               "hits any cache of C blocks, starting empty, gets on it, for caches that may bypass a missed block "
+               "(skip storing it) and for caches that store every miss, each kernel-checked on the whole trace (one past "
+               "524,288 references in pieces); one certificate per trace and capacity of --capacity-blocks or "
+               "--capacity-tokens.")
     claim = CLAIM
     options = CapacityOptions
     rides_with = "ceiling"

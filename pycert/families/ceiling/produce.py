@@ -50,14 +50,18 @@ class CeilingOptions(Options):
 
 
 class CeilingProducer(Producer):
+    summary = ("Prove the ceiling of each --trace (the embedded synthetic trace by default): the best hit rate any "
+               "cache reaches at any size, since every first reference to a block misses, kernel-checked on every "
+               "reference of the trace (sharded on Ray past what one Lean process holds). With --capacity-blocks or "
+               "--capacity-tokens, the optimum at each capacity too (pycert prove capacity --help).")
     claim = CLAIM
     options = CeilingOptions
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--trace", type=in_path, action="append", default=[], metavar="PATH",
-                            help="certify the hit ceiling of this trace (repeatable; any layout --format reads: Mooncake, "
-                                 "Qwen-Bailian or AIPerf JSONL, prompts as token ids, or one 64-bit block id per line; "
-                                 "gzip or zstd too); default: the embedded synthetic trace")
+                            help="a trace to certify (repeatable; any layout --format reads: one JSON request a line with "
+                                 "its hash_ids or prompt_token_ids, Mooncake, Qwen-Bailian or AIPerf JSONL, or one "
+                                 "64-bit block id per line; gzip or zstd too); default: the embedded synthetic trace")
         parser.add_argument("--shard-refs", type=int_range(1, MAX_SHARD_REFS), default=None, metavar="N",
                             help="references per shard of a trace (default: chosen from measured memory; a trace "
                                  "that fits one Lean process is one file); for a trace checked at a capacity, the most "

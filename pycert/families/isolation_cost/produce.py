@@ -59,6 +59,11 @@ class IsolationCostOptions(Options):
 
 
 class IsolationCostProducer(Producer):
+    summary = ("Prove what a per-tenant salt costs at each capacity of --capacity-blocks on each --trace: the "
+               "optimum at C blocks of one cache shared by every tenant and of a salted cache (every block keyed by "
+               "its request's tenant: the trace's tenant field, or --tenants with --tenant-rule), each "
+               "kernel-checked for caches that may bypass a missed block and for caches that store every miss, and "
+               "the hits the salt costs.")
     claim = CLAIM
     options = IsolationCostOptions
     borrows = ("ceiling", "capacity")
