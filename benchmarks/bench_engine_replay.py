@@ -10,7 +10,7 @@ time (the engine runs in a thread of it: on a shared machine the steadier figure
 load average before and after are printed beside the hits. ``--shapes tiny,small`` replays with the
 replay's model and then with the one ``pycert leak run`` uses, one after the other in the same run
 (BENCHMARKS.md: why the replay has its own); ``--threads 2,1`` with torch's intra-op threads at 2 and
-then at 1 (what ``pycert engine replay`` runs: ``pycert.cli.engine.TORCH_THREADS``). The hits must be the
+then at 1 (what ``pycert engine replay`` runs: ``pycert.leak.engines.paged.TORCH_THREADS``). The hits must be the
 same in every run.
 """
 
@@ -26,8 +26,9 @@ from pathlib import Path
 
 from pycert.analysis.cachesim import lru_hit_curve
 from pycert.analysis.optcurve import admission_hit_curve, opt_hit_curve
-from pycert.cli.engine import MAX_BATCH_TOKENS, TORCH_THREADS, checked_trace
+from pycert.cli.engine import checked_trace
 from pycert.leak import replay as replaylog
+from pycert.leak.engines.paged import MAX_BATCH_TOKENS, TORCH_THREADS
 from pycert.leak.engines.transformers import SMALL, TINY, TransformersEngine
 
 
