@@ -104,6 +104,11 @@ def detect(first: tuple[int, bytes], name: str) -> Format:
 def _fix(found: Format, err: InputError, chosen: bool) -> InputError:
     """``err`` from reading a trace as ``found``, with the way to read it otherwise where there is one: a layout
     chosen by the first line (``chosen``) names what chose it."""
+    if found == "ids" and chosen:
+        out = InputError(f"{err.message} (the ids layout: the first line is not a JSON object; an engine's or a "
+                         "gateway's log is turned into the requests layout first: docs/export.md)", where=err.where)
+        out.__cause__ = None
+        return out
     if found not in ("mooncake", "bailian", "aiperf", "prompts") or "requests layout" in err.message:
         return err
     why = " (chosen by the first line's fields)" if chosen else ""
