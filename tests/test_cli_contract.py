@@ -522,6 +522,6 @@ def test_engine_replay_an_engine_that_fails_to_load_is_one_line(tmp_path: Path, 
             "--out", str(tmp_path / "out")]
     code, needles = {"start": (2, ("engine:", "the engine did not start: no kernel image")),
                      "memory": (3, ("engine:", "cannot allocate a cache of 8 blocks of 16 tokens")),
-                     "missing": (2, ("pycert engine replay:", "pip install 'pycert-kv[leak]'"))}[failure]
+                     "missing": (2, ("pycert engine replay:", "pip install -e", "[leak]'"))}[failure]
     expect_error(capsys, argv, code, *needles)
     assert not (tmp_path / "out").exists()

@@ -75,7 +75,8 @@ def invocation() -> str:
     when that is the command on PATH (or pycert runs inside another program), else the path of the script that
     runs (``.venv/bin/pycert`` after ``make prove``), else this interpreter with ``-m pycert``."""
     script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if script is not None and script.name == "__main__.py" and script.absolute().parent == Path(__file__).parents[1]:
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if main is not None and main.name == "pycert.__main__":
         return f"{_shown(Path(sys.executable))} -m pycert"
     if script is None or script.name != "pycert":
         return "pycert"
