@@ -263,9 +263,6 @@ def test_requests_ids_of_one_kind_are_kept_and_of_several_renumbered() -> None:
     assert plain.refs.tolist() == [7, 1 << 63, 7]  # an unsigned 64-bit trace reads as Mooncake's does
     hexes = trace_from_bytes(jsonl({"hash_ids": ["ffffffffffffffff", "0000000000000001"]}).encode(), "r")
     assert hexes.refs.tolist() == [(1 << 64) - 1, 1]  # one kind: the values themselves
-    from pycert.data.formats.block_ids import hex_row
-
-    assert hex_row(["ffffffffffffffff", "0000000000000001"]) is not None  # read in numpy, not one by one
     mixed = trace_from_bytes(jsonl({"hash_ids": [31, "1f", "0x1f", -1, 31]}).encode(), "r")
     assert sorted(set(mixed.refs.tolist())) == [0, 1, 2, 3] and mixed.refs.tolist()[0] == mixed.refs.tolist()[4]
 
@@ -334,22 +331,3 @@ def test_a_log_that_is_no_trace_says_which_layout_was_tried_and_where_to_turn() 
                                          r"line is not a JSON object; .*docs/export.md\)"):
         read_trace(TRACES / "export" / "vllm.log")
 
-
-HEXISH = st.lists(st.one_of(st.text("0123456789abcdefABCDEFxX", min_size=1, max_size=18),
-                            st.builds(lambda p, n, w, up: p + format(n, f"0{w}{'X' if up else 'x'}"),
-                                      st.sampled_from(["", "0x", "0X"]), st.integers(0, (1 << 64) - 1),
-                                      st.integers(1, 16), st.booleans())), min_size=1, max_size=12)
-
-
-@settings(max_examples=300, deadline=None)
-@given(HEXISH, st.integers(1, 16))
-def test_hex_ids_in_numpy_are_the_ids_one_by_one(ids: list[str], width: int) -> None:
-    from pycert.data.formats.block_ids import BlockIds, hex_row
-
-    for row in (ids, [s[:width].rjust(width, "0") for s in ids]):  # ragged, and of one width
-        packed = hex_row(row)
-        if packed is None:
-            continue
-        one = BlockIds()
-        expected = [one.encode(v, "t", "hash_ids") for v in row]
-        assert list(zip(packed[0].tolist(), packed[1].tolist())) == expected, row

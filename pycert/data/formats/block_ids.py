@@ -47,11 +47,6 @@ _PREFIXES = ("", "0x", "0X")
 _MAX_DIGITS = 16
 _HEX = re.compile(r"(0[xX])?([0-9a-f]{1,16}|[0-9A-F]{1,16})")
 _UPPER = re.compile(r"[A-F]")
-_NIBBLE = np.full(256, 255, dtype=np.uint8)
-for _i, _c in enumerate(b"0123456789abcdef"):
-    _NIBBLE[_c] = _i
-for _i, _c in enumerate(b"ABCDEF", 10):
-    _NIBBLE[_c] = _i
 
 
 def hex_kind(prefix: str, upper: bool, digits: int) -> int:
@@ -79,10 +74,6 @@ class BlockIds:
             return len(ids)
         if self.kinds is None:
             self.kinds = array("B", bytes(len(self.values)))
-        if (packed := hex_row(ids)) is not None:  # the engines' usual shape, in numpy: same ids, same kinds
-            self.values.frombytes(packed[1].tobytes())
-            self.kinds.frombytes(packed[0].tobytes())
-            return len(ids)
         for k, v in enumerate(ids):
             kind, value = self.encode(v, where, f"{field_name}[{k}]")
             self.values.append(value)
@@ -113,39 +104,6 @@ class BlockIds:
             return values
         kinds = np.frombuffer(self.kinds, dtype=np.uint8)
         return renumber(values, kinds)
-
-
-def hex_row(ids: list) -> tuple[np.ndarray, np.ndarray] | None:
-    """A request's ids as (kinds, values) in numpy when every one is a hex string of one length and one prefix,
-    each of one case, exactly as :meth:`BlockIds.encode` makes them one by one; None for any other list (then
-    they are encoded one by one)."""
-    if not ids or set(map(type, ids)) != {str}:
-        return None
-    joined = "".join(ids)
-    width = len(ids[0])
-    if len(joined) != width * len(ids) or not joined.isascii() or width == 0:
-        return None
-    rows = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).reshape(len(ids), width)
-    prefix = 0
-    if width > 2 and rows[0, 0] == ord("0") and rows[0, 1] in (ord("x"), ord("X")):
-        if not ((rows[:, 0] == rows[0, 0]) & (rows[:, 1] == rows[0, 1])).all():
-            return None
-        prefix, rows = (1 if rows[0, 1] == ord("x") else 2), rows[:, 2:]
-    elif ((rows[:, 0] == ord("0")) & np.isin(rows[:, 1 % width], (ord("x"), ord("X")))).any() and width > 2:
-        return None  # some have a prefix and some not: each is its own kind
-    if not 1 <= rows.shape[1] <= _MAX_DIGITS:
-        return None
-    nibbles = _NIBBLE[rows]
-    if (nibbles == 255).any():
-        return None
-    upper = ((rows >= ord("A")) & (rows <= ord("F"))).any(axis=1)
-    if (upper & ((rows >= ord("a")) & (rows <= ord("f"))).any(axis=1)).any():
-        return None  # mixed case: not a hex kind
-    values = np.zeros(len(ids), dtype=np.uint64)
-    for column in nibbles.T.astype(np.uint64):
-        values = (values << np.uint64(4)) | column
-    kinds = (_HEX_BASE + (prefix * 2 + upper.astype(np.int64)) * _MAX_DIGITS + rows.shape[1] - 1).astype(np.uint8)
-    return kinds, values
 
 
 def renumber(values: np.ndarray, kinds: np.ndarray) -> np.ndarray:
