@@ -102,14 +102,16 @@ def detect(first: tuple[int, bytes], name: str) -> Format:
 
 
 def _fix(found: Format, err: InputError, chosen: bool) -> InputError:
-    """``err`` from reading a trace as ``found``, with the way to read it otherwise where there is one: a layout
-    chosen by the first line (``chosen``) names what chose it."""
-    if found == "ids" and chosen:
+    """``err`` from reading a trace as ``found``, with the way to read it otherwise where there is one (a field the
+    layout wants that a line lacks or holds otherwise): a layout chosen by the first line (``chosen``) names what
+    chose it. Another error (malformed JSON, a block size the lengths refute) is left as it is."""
+    if found == "ids" and chosen and "binary data" not in err.message:
         out = InputError(f"{err.message} (the ids layout: the first line is not a JSON object; an engine's or a "
                          "gateway's log is turned into the requests layout first: docs/export.md)", where=err.where)
         out.__cause__ = None
         return out
-    if found not in ("mooncake", "bailian", "aiperf", "prompts") or "requests layout" in err.message:
+    about_fields = err.message.startswith(("missing field", "field ", "hash_ids[", "a request given as"))
+    if found not in ("mooncake", "bailian", "aiperf", "prompts") or not about_fields:
         return err
     why = " (chosen by the first line's fields)" if chosen else ""
     fix = ("--format requests reads each line's block ids alone, of any JSON string or integer, and its tenant, "
