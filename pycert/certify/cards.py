@@ -47,9 +47,8 @@ class Curve:
 
 @dataclass
 class TraceFacts:
-    """What the page knows of one trace read one way: its verified certificates, and the trace engine's curves.
-    ``reading``: the layout, the tokens a block, whether in timestamp order, as its certificates read the file;
-    one file read at two block sizes is two lists of block references, so two cards."""
+    """What the page knows of one trace read one way (``reading``: layout, tokens a block, timestamp order; one
+    file at two block sizes is two lists of references, two cards): its verified certificates, its curves."""
 
     name: str
     sha256: str

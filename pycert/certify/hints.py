@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import ValidationError
 
-from pycert.certify.inputs import Locator
+from pycert.certify.inputs import Locator, holding, shared_copy
 from pycert.core.console import invocation
 from pycert.core.errors import InputError
 from pycert.core.files import certificate_root
@@ -122,8 +122,9 @@ def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> tuple[str, list
                 traces.append(shown(cert_dir / i["path"]))
             elif (inp := wanted.get(i["path"])) is None or _beside(inp, cert_dir):
                 traces.append(shown(beside / i["path"]))
-            else:  # where verify finds it, else where it was proved from, else where a checkout keeps it
-                found, shared = locator.hinted(inp), shared_traces_dir()
+            else:  # the checkout's copy, else where verify finds it, else where it was proved from or a checkout keeps it
+                found = holding(shared_copy(inp), inp) or locator.hinted(inp)
+                shared = shared_traces_dir()
                 traces.append(shown(found.path if found else inp.origin if inp.origin else
                                     (shared or beside) / i["path"]))
     traces = [default, *traces] if traces and default else traces

@@ -53,14 +53,27 @@ class Locator:
         key = (inp.path, inp.sha256)
         if key in self.found:
             return self.found[key]
-        shared = shared_traces_dir()
-        for where in (inp.origin, None if shared is None else str((shared / inp.path).absolute())):
-            try:
-                source = recorded(where) if where else None
-                if source is not None and source.name == inp.path and source.sha256(
-                        f"a {inp.role} file", MAX_TRACE_BYTES) == inp.sha256:
-                    self.found[key] = source
-                    return source
-            except InputError:
-                continue
+        for where in (inp.origin, shared_copy(inp)):
+            if (source := holding(where, inp)) is not None:
+                self.found[key] = source
+                return source
         return None
+
+
+def shared_copy(inp: InputFile) -> str | None:
+    """Where a checkout keeps a file of the input's name (its shared Mooncake trace folder), if pycert runs from one."""
+    shared = shared_traces_dir()
+    return None if shared is None else str((shared / inp.path).absolute())
+
+
+def holding(where: str | None, inp: InputFile) -> Source | None:
+    """The file at the absolute path ``where`` when it is a regular file of the input's name and sha256 (read
+    through :func:`pycert.core.gate.recorded`, bounded), else None."""
+    try:
+        source = recorded(where) if where else None
+        if source is not None and source.name == inp.path and source.sha256(
+                f"a {inp.role} file", MAX_TRACE_BYTES) == inp.sha256:
+            return source
+    except InputError:
+        pass
+    return None
