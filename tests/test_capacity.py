@@ -413,7 +413,7 @@ def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys:
     doc = json.loads(cert.read_text())
     assert doc["parameters"] == {"capacity_blocks": 4, "lean_encoding": JOINTS_ENCODING,
                                  "prefix_cache": None, "pieces": 3, "piece_refs": 500, "trace_format": "ids",
-                                 "block_tokens": None, "curve": None}
+                                 "block_tokens": None, "trace_order": "file", "curve": None}
     refs = np.array([int(x) for x in trace.read_text().split()], dtype=np.uint64)
     h = admission_hit_curve(refs).hits(4)
     assert figures_of(cert)["bypass_hits"] == h and figures_of(cert)["refs"] == 1200

@@ -20,7 +20,7 @@ from pycert.data.formats import source
 from pycert.data.traces import read_trace, trace_from_bytes
 
 TRACES = Path(__file__).resolve().parent / "traces"
-SAMPLES = {"mooncake": "mooncake-sample.jsonl", "bailian": "bailian-sample.jsonl", "aiperf": "aiperf-sample.jsonl",
+SAMPLES = {"requests": "requests-sample.jsonl", "mooncake": "mooncake-sample.jsonl", "bailian": "bailian-sample.jsonl", "aiperf": "aiperf-sample.jsonl",
            "prompts": "prompts-sample.jsonl", "ids": "ids-sample.txt"}
 
 
@@ -43,7 +43,8 @@ def bailian(chat: int, length: int, ids: list[int], **extra: object) -> dict:
 def test_each_sample_is_detected_and_reads_the_same_when_named(layout: str) -> None:
     path = TRACES / SAMPLES[layout]
     auto, named = read_trace(path), read_trace(path, layout)
-    assert auto.format == named.format == layout
+    # a line of prompt token ids alone is the requests layout's, which reads it as the prompts layout does
+    assert named.format == layout and auto.format == ("requests" if layout == "prompts" else layout)
     assert auto.refs.tolist() == named.refs.tolist() and auto.sha256 == named.sha256 == hashlib.sha256(
         path.read_bytes()).hexdigest()
 
@@ -253,7 +254,113 @@ def test_the_docs_table_has_every_layout_with_an_example_line_it_reads() -> None
     for row in rows:
         layout = row.split("`")[1]
         example = row.rstrip(" |").rsplit("| `", 1)[1].rstrip("`")
-        t = trace_from_bytes((example + "\n").encode(), "docs")
-        assert t.format == layout and t.n_refs >= 1, row
+        t = trace_from_bytes((example + "\n").encode(), "docs", layout)
+        assert t.n_refs >= 1, row
+        # auto picks each layout on its example, but prompts, whose lines are the requests layout's too
+        assert trace_from_bytes((example + "\n").encode(), "docs").format == (
+            "requests" if layout == "prompts" else layout), row
         found[layout] = t
-    assert set(found) == set(SAMPLES)
+    assert set(found) == set(SAMPLES) and list(found)[0] == "requests"
+
+
+def test_requests_sample_keeps_tenant_session_and_host_per_request() -> None:
+    t = read_trace(TRACES / SAMPLES["requests"])
+    assert (t.format, t.n_requests, t.n_refs, t.block_tokens, t.prompt_tokens) == ("requests", 8, 50, None, None)
+    assert t.tenant_names == ("acme", "globex", "initech") and t.tenants.tolist() == [0, 1, 0, 0, 1, 2, 0, 0]
+    assert t.session_names == ("c-1", "c-2", "c-3", "c-4") and t.sessions.tolist() == [0, 1, 0, 2, 1, 3, 0, 2]
+    assert t.host_names == ("gpu-0", "gpu-1") and t.lines.tolist() == list(range(1, 9))
+    assert t.timestamps.tolist() == [0.75 * k for k in range(1, 9)] and t.disorder is None
+
+
+JSON_IDS = st.one_of(st.integers(-(1 << 70), 1 << 70), st.integers(0, 40), st.integers(-3, 3),
+                     st.sampled_from(["0x1f", "1f", "1F", "01f", "31", "0X1F", "aa", "AA", "0x", "", "ff" * 9,
+                                      "9f86d081884c7d65", "09f86d081884c7d65", "é", "0x0", "0"]),
+                     st.text(max_size=20))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(JSON_IDS, max_size=8), min_size=1, max_size=8).filter(lambda r: any(r)))
+def test_requests_ids_are_one_block_iff_they_are_one_json_value(rows: list[list]) -> None:
+    """Against the definition: JSON equality, a string never equal to a number (31 and "31" are two blocks)."""
+    t = trace_from_bytes(jsonl(*({"hash_ids": r} for r in rows)).encode(), "r")
+    ids = [(type(v), v) for r in rows for v in r]
+    refs = t.refs.tolist()
+    assert t.format == "requests" and len(refs) == len(ids)
+    for i in range(len(ids)):
+        for j in range(i):
+            assert (refs[i] == refs[j]) == (ids[i] == ids[j]), (ids[i], ids[j])
+
+
+def test_requests_ids_of_one_kind_are_kept_and_of_several_renumbered() -> None:
+    plain = trace_from_bytes(jsonl({"hash_ids": [7, 1 << 63, 7]}).encode(), "r")
+    assert plain.refs.tolist() == [7, 1 << 63, 7]  # an unsigned 64-bit trace reads as Mooncake's does
+    hexes = trace_from_bytes(jsonl({"hash_ids": ["ffffffffffffffff", "0000000000000001"]}).encode(), "r")
+    assert hexes.refs.tolist() == [(1 << 64) - 1, 1]  # one kind: the values themselves
+    mixed = trace_from_bytes(jsonl({"hash_ids": [31, "1f", "0x1f", -1, 31]}).encode(), "r")
+    assert sorted(set(mixed.refs.tolist())) == [0, 1, 2, 3] and mixed.refs.tolist()[0] == mixed.refs.tolist()[4]
+
+
+@pytest.mark.parametrize("rows, reason", [
+    ([{"hash_ids": [1, 2.0]}], r"hash_ids\[1\] is a float: 2.0 \(a block id is a JSON string or integer"),
+    ([{"hash_ids": [True]}], r"hash_ids\[0\] is not a block id: true"),
+    ([{"hash_ids": [None]}], r"hash_ids\[0\] is not a block id: null"),
+    ([{"hash_ids": [[1]]}], r"hash_ids\[0\] is not a block id: \[1\]"),
+    ([{"hash_ids": [1]}, {"prompt_token_ids": [1] * 16}], "field 'prompt_token_ids', but line 1 gives its blocks as "
+     "'hash_ids'"),
+    ([{"hash_ids": [1]}, {"hash_ids": [1], "prompt_token_ids": [1]}], "both 'hash_ids' and 'prompt_token_ids'"),
+    ([{"hash_ids": [1]}, {"tenant": "a"}], "missing field 'hash_ids' or 'prompt_token_ids'"),
+    ([{"hash_ids": [1], "session": 1.5}], "field 'session' must be a string or an integer, got 1.5"),
+    ([{"hash_ids": [1], "host": True}], "field 'host' must be a string or an integer, got true"),
+    ([{"hash_ids": [1], "timestamp": "yesterday"}], "field 'timestamp' must be a non-negative number or an ISO 8601"),
+    ([{"hash_ids": [1], "timestamp": -1}], "field 'timestamp' must be a non-negative number or an ISO 8601"),
+])
+def test_a_bad_requests_line_is_one_error(tmp_path: Path, rows: list[dict], reason: str) -> None:
+    p = write(tmp_path, jsonl(*rows))
+    with pytest.raises(InputError, match=reason) as err:
+        read_trace(p)
+    assert str(err.value).startswith(f"{p}:") and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("rows, fmt, reason", [
+    ([{"tenant": "a", "timestamp": 1}], "auto", r"^.*:1: no layout has the first line's fields: a request needs "
+     "'hash_ids'"),
+    ([{"session_id": "s", "hash_ids": [1]}], "auto", "the first line has 'hash_ids' and 'session_id', a field of the "
+     "aiperf layout, but not its 'input_length': name the layout, --format requests .* or --format aiperf"),
+    ([{"input_length": 5, "output_length": 1, "hash_ids": [1]}, {"hash_ids": [2]}], "auto", r":2: missing field "
+     r"'input_length', 'output_length' \(the mooncake layout\) \(chosen by the first line's fields\); --format requests "
+     "reads each line's block ids alone"),
+    ([{"input_length": 5, "output_length": 1, "hash_ids": ["9f86d081884c7d65"]}], "mooncake", r"hash_ids\[0\] is not an "
+     "integer.*; --format requests reads each line's block ids alone, of any JSON string or integer"),
+])
+def test_a_layout_is_chosen_only_without_doubt_and_an_error_names_the_fix(tmp_path: Path, rows: list[dict], fmt: str,
+                                                                          reason: str) -> None:
+    p = write(tmp_path, jsonl(*rows))
+    with pytest.raises(InputError, match=reason):
+        read_trace(p, fmt)
+    if "--format requests" in reason:
+        assert read_trace(p, "requests").format == "requests"  # the fix the message names reads it
+
+
+def test_requests_timestamps_out_of_order_are_named_and_sort_orders_them(tmp_path: Path) -> None:
+    rows = [{"timestamp": "2026-12-05T10:00:01Z", "hash_ids": ["a"]}, {"timestamp": "2026-12-05T10:00:03Z",
+            "hash_ids": ["b"]}, {"timestamp": "2026-12-05T10:00:02+00:00", "hash_ids": ["c", "a"]},
+            {"timestamp": "2026-12-05T10:00:02", "hash_ids": ["d"]}]
+    p = write(tmp_path, jsonl(*rows))
+    t = read_trace(p)
+    assert t.disorder.startswith(f"{p}:3: timestamp ") and "earlier than line 2's" in t.disorder
+    assert "2 requests go back in all" not in t.disorder and "1 request goes back" in t.disorder  # line 4 ties line 3
+    s = read_trace(p, sort=True)
+    assert s.sorted and s.disorder is None and s.lines.tolist() == [1, 3, 4, 2]  # stable: line 3 before line 4
+    assert s.refs.tolist() == [t.refs[0], t.refs[2], t.refs[3], t.refs[4], t.refs[1]]
+    assert s.requests.tolist() == [0, 1, 3, 4, 5] and s.sha256 == t.sha256
+    no_time = write(tmp_path, jsonl({"timestamp": 1, "hash_ids": [1]}, {"hash_ids": [2]}), "n.jsonl")
+    with pytest.raises(InputError, match=r"n.jsonl:2: no field 'timestamp': --sort orders"):
+        read_trace(no_time, sort=True)
+    assert read_trace(TRACES / SAMPLES["mooncake"]).disorder is None  # its line 3 has no timestamp: passed over
+
+
+def test_a_log_that_is_no_trace_says_which_layout_was_tried_and_where_to_turn() -> None:
+    with pytest.raises(InputError, match=r"vllm.log:1: not a non-negative integer id: .* \(the ids layout: the first "
+                                         r"line is not a JSON object; .*docs/export.md\)"):
+        read_trace(TRACES / "export" / "vllm.log")
+

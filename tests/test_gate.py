@@ -25,6 +25,7 @@ OWN_FILES = {
     "pycert/leak/engines/transformers.py": "the model directory the user names (--model)",
     "pycert/solvers/highs.py": "os.devnull",
     "pycert/core/console.py": "os.devnull, where output goes once its reader has closed the pipe",
+    "pycert/core/extras.py": "pip's record of where pycert itself was installed from (its own dist-info)",
     "pycert/cli/audit.py": "the olean tree pycert's build has just written",
     "pycert/prove.py": "the olean tree and the instance files this run wrote",
     "pycert/lean/": "the toolchain pycert installed and verified, and the files its build writes",

@@ -1,7 +1,7 @@
-"""Installed, not cloned: build the sdist and the wheel, install the wheel into a fresh virtual
-environment outside the checkout, and from an empty directory prove a user's trace and one from
-another directory, verify them (plain, the outside trace handed in with --input, and with the kernel
-from another directory), audit, report and plant certificate defects. The Lean
+"""Installed, not cloned: build the sdist and the wheel, install the wheel with its prove extra into a fresh
+virtual environment outside the checkout, and from an empty directory prove a user's trace and one from
+another directory, verify them (plain, as prove printed it, with the outside trace moved away: not checked,
+exit 5, and with the kernel from another directory), audit, report and plant certificate defects. The Lean
 build cache in the user's cache directory is shared with the rest of the suite, so the library is
 not rebuilt; the user's trace is new every run, so its instance is kernel-checked for real."""
 
@@ -70,8 +70,8 @@ def _build_and_install(tmp_path: Path, timings: dict[str, float]) -> tuple[Path,
     assert not any("/derived/" in n or n.startswith("tests/") for n in names)
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], tmp_path, env, timings, "venv")
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile", str(wheel)], tmp_path, env,
-         timings, "pip install wheel")
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile", f"{wheel}[prove]"], tmp_path,
+         env, timings, "pip install wheel[prove]")
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
     return venv, env, wheel
 
@@ -112,12 +112,12 @@ def test_the_installed_wheel_proves_a_users_trace_from_an_empty_directory(tmp_pa
     proved = _run(["pycert", "prove", "ceiling", "--trace", "small.jsonl", "--trace", "../elsewhere/far.jsonl",
                    "--out", "certs", "--json"], work, env, timings, "prove ceiling (two traces)")
     steps = json.loads(proved.stdout)["next"]  # what prove tells a newcomer to run next, run as printed below
-    assert steps["verify"] == "pycert verify certs/*.json --input far.jsonl=../elsewhere/far.jsonl"
-    assert steps["report"] == "pycert report --certs certs --input far.jsonl=../elsewhere/far.jsonl"
+    assert steps["verify"] == "pycert verify certs/*.json"  # far.jsonl is found where prove read it
+    assert steps["report"] == "pycert report --certs certs"
     cert = json.loads((work / "certs" / "ceiling-small.json").read_text())
-    # what the directory keeps is named from the directory; a trace outside it by its file name
-    assert [(i["path"], i["external"]) for i in cert["inputs"]] == [("small.jsonl", True),
-                                                                    ("lean/derived/CeilingSmall.lean", False)]
+    # what the directory keeps is named from the directory; a trace outside it by its file name and where it was
+    assert [(i["path"], i["external"], i.get("origin")) for i in cert["inputs"]] == [
+        ("small.jsonl", True, str(work / "small.jsonl")), ("lean/derived/CeilingSmall.lean", False, None)]
     assert cert["provenance"] == {"pycert_version": __version__, "library_sha256": library_sha256(REPO / "lean")}
     assert json.loads((work / "certs" / "runs" / "last.json").read_text())["git_revision"] is None
     far = json.loads((work / "certs" / "ceiling-far.json").read_text())
@@ -125,14 +125,18 @@ def test_the_installed_wheel_proves_a_users_trace_from_an_empty_directory(tmp_pa
                                                                    ("lean/derived/CeilingFar.lean", False)]
 
     certs = sorted(str(p.relative_to(work)) for p in (work / "certs").glob("*.json"))
-    # an external trace is found by name beside the directory (small.jsonl), else it must be handed in
-    missing = json.loads(_run(["pycert", "verify", "--json", *certs], work, env, timings, "verify (no --input)",
-                              expect=2).stdout)
-    assert missing["exit"] == 2 and "--input far.jsonl=PATH" in missing["error"]
-    assert [r["status"] for r in missing["results"]] == ["missing-input", "ok"], missing  # only what was asked for
+    out = json.loads(_run(["pycert", "verify", "--json", *certs], work, env, timings, "verify (as a newcomer types "
+                          "it)").stdout)
+    assert [r["status"] for r in out] == ["ok", "ok"] and all("library" in r["checked"] for r in out)
     out = json.loads(_run(["sh", "-c", steps["verify"] + " --json"], work, env, timings,
                           "verify (as prove printed it)").stdout)
-    assert [r["status"] for r in out] == ["ok", "ok"] and all("library" in r["checked"] for r in out)
+    assert [r["status"] for r in out] == ["ok", "ok"]
+    (tmp_path / "elsewhere" / "far.jsonl").rename(tmp_path / "elsewhere" / "moved.jsonl")
+    moved = json.loads(_run(["pycert", "verify", "--json", *certs], work, env, timings, "verify (a trace moved)",
+                            expect=5).stdout)
+    assert moved["exit"] == 5 and "trace not here" in moved["error"] and "--input far.jsonl=PATH" in moved["error"]
+    assert [r["status"] for r in moved["results"]] == ["not-here", "ok"], moved  # only what was asked for
+    (tmp_path / "elsewhere" / "moved.jsonl").rename(tmp_path / "elsewhere" / "far.jsonl")
     out = json.loads(_run(["pycert", "verify", "--kernel", "--json", str(work / "certs" / "ceiling-small.json")],
                           Path("/"), env, timings, "verify --kernel (from /)").stdout)
     assert out[0]["status"] == "ok" and "kernel" in out[0]["checked"]
@@ -186,15 +190,22 @@ class StepRun:
 def run_action(inputs: dict[str, str], cwd: Path, env: dict[str, str]) -> list[StepRun]:
     """Every ``run:`` step of ``action.yml`` as a GitHub runner runs a composite action: the inputs (their
     defaults, then ``inputs``) put into each step's ``env``, ``bash -e -o pipefail``, ``GITHUB_ACTION_PATH``
-    the action's checkout; a step without ``if`` runs only while every earlier step succeeded. The
-    ``uses:`` step (the SARIF upload) cannot run here: it is checked for what it is handed."""
+    the action's checkout, ``GITHUB_OUTPUT`` a file; a step without ``if`` runs only while every earlier step
+    succeeded. The ``uses:`` steps (the cache, the SARIF upload) cannot run here: each is checked for what it is
+    handed."""
     action = yaml.safe_load(ACTION.read_text(encoding="utf-8"))
     values = {k: str(v.get("default", "")) for k, v in action["inputs"].items()} | inputs
     assert set(inputs) <= set(values), f"not an input of the action: {set(inputs) - set(values)}"
     assert action["runs"]["using"] == "composite"
     runs: list[StepRun] = []
+    outputs = cwd / "github-output"
+    outputs.write_text("")
     for step in action["runs"]["steps"]:
         condition = step.get("if", "")
+        if step.get("uses", "").startswith("actions/cache@"):  # keyed by the step before, on what is installed
+            assert step["with"]["key"] == "${{ steps.key.outputs.key }}" and "~/.cache/pip" in step["with"]["path"]
+            assert re.fullmatch(r"key=pycert-\w+-3\.\d+-[0-9a-f]{16}\n", outputs.read_text()), outputs.read_text()
+            continue
         if "uses" in step:
             assert step["uses"].startswith("github/codeql-action/upload-sarif@")
             assert step["with"]["sarif_file"] == "${{ inputs.sarif }}" and "!cancelled()" in condition
@@ -206,7 +217,8 @@ def run_action(inputs: dict[str, str], cwd: Path, env: dict[str, str]) -> list[S
             continue
         step_env = {k: INPUT_EXPR.sub(lambda m: values[m.group(1)], str(v)) for k, v in step.get("env", {}).items()}
         done = subprocess.run(["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]], cwd=cwd,
-                              env={**env, **step_env, "GITHUB_ACTION_PATH": str(REPO)}, capture_output=True,
+                              env={**env, **step_env, "GITHUB_ACTION_PATH": str(REPO), "GITHUB_OUTPUT": str(outputs),
+                                   "RUNNER_OS": "Linux"}, capture_output=True,
                               text=True, timeout=1800)
         runs.append(StepRun(step["name"], done.returncode, done.stdout, done.stderr))
     return runs
@@ -231,7 +243,7 @@ def test_the_action_passes_good_certificates_and_fails_a_tampered_one(tmp_path: 
                                                                       wasm) -> None:
     names = [s["name"] for s in yaml.safe_load(ACTION.read_text())["runs"]["steps"] if "run" in s]
     good = _committed_certificates(tmp_path / "certs")
-    inputs = {"certificates": "certs", "install": str(installed.wheel), **good}
+    inputs = {"certificates": "certs", "install": f"{installed.wheel}[prove]", **good}
     runs = run_action(inputs, tmp_path, installed.env)
     assert [(r.name, r.rc) for r in runs] == [(n, 0) for n in names], [(r.name, r.rc, r.stderr[-800:]) for r in runs]
     sarif = json.loads((tmp_path / "pycert-audit.sarif").read_text())
@@ -242,19 +254,19 @@ def test_the_action_passes_good_certificates_and_fails_a_tampered_one(tmp_path: 
     victim = tmp_path / "tampered" / "isolation-t8-n1024.json"
     victim.write_text(victim.read_text().replace('"numerator": 8192', '"numerator": 8193', 1))
     (tmp_path / "pycert-audit.sarif").unlink()
-    runs = run_action({**inputs, "certificates": "tampered", "install": str(installed.wheel)}, tmp_path, installed.env)
-    assert [r.rc for r in runs] == [0, 1, 0], [(r.name, r.rc, r.stderr[-800:]) for r in runs]
-    assert re.search(r"^REJECTED\s+tampered/isolation-t8-n1024.json", runs[1].stdout, re.M), runs[1].stdout
+    runs = run_action({**inputs, "certificates": "tampered", "install": f"{installed.wheel}[prove]"}, tmp_path, installed.env)
+    assert [r.rc for r in runs] == [0, 0, 1, 0], [(r.name, r.rc, r.stderr[-800:]) for r in runs]
+    assert re.search(r"^REJECTED\s+tampered/isolation-t8-n1024.json", runs[2].stdout, re.M), runs[2].stdout
     assert (tmp_path / "pycert-audit.sarif").is_file()
 
     # --kernel on request; a kernel input that is neither true nor false, or an empty directory, is a usage error
     (tmp_path / "one").mkdir()
     shutil.copy(REPO / "certificates" / "isolation-t8-n1024.json", tmp_path / "one")
     shutil.copy(REPO / "certificates" / "MANIFEST.sha256", tmp_path / "one")
-    runs = run_action({"certificates": "one", "kernel": "true", "install": str(installed.wheel)}, tmp_path,
+    runs = run_action({"certificates": "one", "kernel": "true", "install": f"{installed.wheel}[prove]"}, tmp_path,
                       installed.env)
-    assert [r.rc for r in runs] == [0, 0, 0], [(r.name, r.rc, r.stderr[-800:]) for r in runs]
+    assert [r.rc for r in runs] == [0, 0, 0, 0], [(r.name, r.rc, r.stderr[-800:]) for r in runs]
     for bad, why in (({"certificates": "one", "kernel": "yes"}, 'input kernel: "yes" is neither true nor false'),
                      ({"certificates": "nowhere"}, "input certificates: nowhere holds no certificate")):
-        runs = run_action({**bad, "install": str(installed.wheel)}, tmp_path, installed.env)
-        assert runs[1].rc == 2 and why in runs[1].stderr and runs[1].stderr.count("\n") == 1
+        runs = run_action({**bad, "install": f"{installed.wheel}[prove]"}, tmp_path, installed.env)
+        assert runs[2].rc == 2 and why in runs[2].stderr and runs[2].stderr.count("\n") == 1

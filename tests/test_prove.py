@@ -107,7 +107,8 @@ def _ids_trace(path: Path, seed: int) -> Path:
 @pytest.mark.timeout(1800)
 def test_a_certificate_directory_can_be_renamed_and_sent(wasm, tmp_path: Path) -> None:
     """What `prove --out DIR` names under DIR is named from DIR itself: renamed, DIR still verifies;
-    sent elsewhere without the trace, verify asks for it by name; handed it, verify passes."""
+    sent elsewhere, verify finds the trace where it was proved from; the trace moved too, verify asks for it by
+    name (not checked: trace not here); handed it, verify passes."""
     from pycert.core.errors import InputError
 
     work = tmp_path / "work"
@@ -121,8 +122,10 @@ def test_a_certificate_directory_can_be_renamed_and_sent(wasm, tmp_path: Path) -
     sent = tmp_path / "inbox" / "certs"
     sent.parent.mkdir()
     (work / "renamed").rename(sent)
+    assert verify_certificate(sent / "ceiling-mine.json").ok  # the trace is still where it was proved from
+    trace = trace.rename(tmp_path / "moved.txt")
     far = verify_certificate(sent / "ceiling-mine.json")
-    assert far.status == "missing-input" and "--input mine.txt=PATH" in far.missing[0]
+    assert far.status == "not-here" and "--input mine.txt=PATH" in far.not_here[0]
     assert verify_certificate(sent / "ceiling-mine.json", inputs={"mine.txt": trace}).ok
     trace.write_text(trace.read_text() + "1\n")
     assert verify_certificate(sent / "ceiling-mine.json", inputs={"mine.txt": trace}).status == "rejected"

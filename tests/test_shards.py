@@ -97,7 +97,8 @@ def test_a_64_bit_trace_in_three_shards_is_proved_on_ray(wasm, tmp_path: Path) -
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "a local Ray cluster" in proc.stderr and "CeilingBig64Shard2: ok" in proc.stderr, proc.stderr
     cert = json.loads((out / "ceiling-big64.json").read_text())
-    assert cert["parameters"] == {"lean_encoding": sh.ENCODING, "shards": 3, "trace_format": "ids", "block_tokens": None}
+    assert cert["parameters"] == {"lean_encoding": sh.ENCODING, "shards": 3, "trace_format": "ids", "block_tokens": None,
+                                  "trace_order": "file"}
     n, d = len(refs), len(set(refs))
     assert {f["name"]: f["numerator"] for f in cert["figures"]}["refs"] == n
     lean = sorted(Path(i["path"]).name for i in cert["inputs"] if i["role"] == "lean")

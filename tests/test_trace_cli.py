@@ -340,7 +340,7 @@ TRACES = REPO / "tests" / "traces"
 def test_stats_json_keys_block_size_and_tenants(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(capsys, "stats", str(TRACES / "prompts-sample.jsonl"))
     assert {"refs", "distinct", "block_tokens", "tenants"} <= set(data)
-    assert data["block_tokens"] == 16 and data["format"] == "prompts"
+    assert data["block_tokens"] == 16 and data["format"] == "requests"
     tenants = data["tenants"]
     assert tenants["count"] == 2 and [t["tenant"] for t in tenants["per_tenant"]] == ["acme", "globex"]
     assert sum(t["refs"] for t in tenants["per_tenant"]) == data["refs"]

@@ -91,7 +91,8 @@ def test_gzip_is_read_and_hashed_as_stored(tmp_path: Path) -> None:
 @pytest.mark.parametrize("content, where, reason", [
     (line([1]) + '{"timestamp": 0, "input_length": 5,\n' + line([2]), ":2", "malformed JSON"),
     (line([1]) + '{"timestamp": 0, "input_length": 5, "output_length": 1}\n', ":2", "missing field 'hash_ids'"),
-    ('{"hash_ids": [1]}\n', ":1", "missing field 'input_length'"),
+    ('{"hash_ids": [1], "output_length": 1}\n', ":1", "a field of the mooncake layout, but not its 'input_length': "
+     "name the layout, --format requests"),
     (line([1]).replace("[1]", "[1, 2.5]"), ":1", r"hash_ids\[1\] is not an integer: 2.5"),
     (line([1]).replace("[1]", '[1, "3"]'), ":1", r"hash_ids\[1\] is not an integer"),
     (line([1]).replace("[1]", "[true]"), ":1", r"hash_ids\[0\] is not an integer: true"),

@@ -467,8 +467,11 @@ def test_swapped_mooncake_trace_hash_is_rejected(tmp_path: Path) -> None:
     good = root / "certificates" / "ceiling-conversation.json"
     given = {"conversation_trace.jsonl": conv}
     assert verify_certificate(good, inputs=given).ok
-    missing = verify_certificate(good)
-    assert missing.status == "missing-input" and "--input conversation_trace.jsonl=PATH" in missing.missing[0]
+    assert verify_certificate(good).ok  # found in the checkout's shared trace folder, by its name and sha256
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("pycert.certify.inputs.shared_traces_dir", lambda: None)
+        missing = verify_certificate(good)
+    assert missing.status == "not-here" and "--input conversation_trace.jsonl=PATH" in missing.not_here[0]
     path = tampered_copy(root / "certificates", tmp_path / "copy", good.name,
                          lambda d: d["inputs"][0].update(sha256=sha256_file(synth)), forge_manifest=True)
     r = verify_certificate(path, root=root, inputs=given)
@@ -612,7 +615,6 @@ def test_an_input_no_certificate_names_is_an_error_not_ignored(repo: Path, capsy
 
 def test_report_finds_an_external_trace_beside_the_directory_or_says_so(repo: Path) -> None:
     from pycert.certify.report import write_report
-    from pycert.core.errors import InputError
 
     trace = repo / "outside" / "x.ids"
     trace.parent.mkdir()
@@ -620,9 +622,9 @@ def test_report_finds_an_external_trace_beside_the_directory_or_says_so(repo: Pa
     inp = InputFile(role="trace", path="x.ids", sha256=sha256_file(trace), external=True)
     cert = make_cert("ceiling-x", "ceiling", {"lean_encoding": lean_trace.ENCODING}, [inp], external={"x.ids": trace})
     write_certificates([cert], repo / "certificates")
-    with pytest.raises(InputError, match="--input x.ids=PATH"):
-        write_report(repo / "certificates", repo / "r.html")
-    assert not (repo / "r.html").exists()
+    _, _, unchecked = write_report(repo / "certificates", repo / "r.html")  # the trace is not here: no curve
+    assert "trace not here" in unchecked["ceiling-x"] and "--input x.ids=PATH" in unchecked["ceiling-x"]
+    assert "<strong>NOT CHECKED</strong>" in (repo / "r.html").read_text()
     write_report(repo / "certificates", repo / "r.html", inputs={"x.ids": trace})
     trace.rename(repo / "x.ids")  # beside the certificate directory
     write_report(repo / "certificates", repo / "r2.html")

@@ -273,6 +273,13 @@ class TraceStats(BaseModel):
     prefix_closed: bool | None = None
     """Whether every request is a path from the root of one block tree (a block id fixes the blocks before
     it, as chained block hashes do); None when the trace has no requests."""
+    sessions: int | None = None
+    """How many distinct sessions the requests name (the requests layout); None when none names one."""
+    hosts: int | None = None
+    """How many distinct hosts the requests name (the requests layout); None when none names one."""
+    order: str | None = None
+    """The order the requests were read in: ``file``, ``timestamp`` (``--sort``), or why file order is not
+    timestamp order (the first line whose timestamp goes back); None when the trace has no requests."""
 
 
 def stats_from_counts(refs: int, distinct: int) -> tuple[Fraction, Fraction]:
@@ -294,4 +301,7 @@ def trace_stats(trace: Trace) -> TraceStats:
                       block_tokens=trace.block_tokens, block_rule=trace.block_rule, requests=trace.n_requests,
                       refs=trace.n_refs, distinct=distinct, cold_miss_floor=Ratio.of(floor), ceiling=Ratio.of(ceiling),
                       tenants=tenant_stats(trace), ceiling_tokens=None if tokens is None else Ratio.of(tokens),
-                      prefix_closed=None if first is None else not_prefix_closed(trace.refs, first) is None)
+                      prefix_closed=None if first is None else not_prefix_closed(trace.refs, first) is None,
+                      sessions=len(trace.session_names) or None, hosts=len(trace.host_names) or None,
+                      order=None if trace.requests is None else "timestamp" if trace.sorted else
+                      f"file (out of timestamp order: {trace.disorder})" if trace.disorder else "file")

@@ -39,13 +39,11 @@ import heapq
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
 
 from pycert.analysis.cachesim import _as_array, _prev_next
 from pycert.analysis.optcurve import admission_stack_distances, opt_stack_distances
-from pycert.core.resources import use_numba_cache
+from pycert.core.jit import njit
 
-use_numba_cache()
 
 NONE = np.iinfo(np.int64).max
 """``G(t)`` where no missed pair begins at or after ``t``."""

@@ -49,7 +49,7 @@ rebuild comes at most once every ``V`` accesses.
 Why numba: the loop is sequential by nature (each access moves a critical time that the next query
 reads), so numpy cannot vectorize it, and the same code as plain Python runs about 300 times slower.
 numba compiles this Python to machine code on the first call and caches it in the user's cache
-directory (``cache=True``, :func:`pycert.core.resources.use_numba_cache`); a fresh install pays the
+directory (``cache=True``, :mod:`pycert.core.jit`); a fresh install pays the
 compile (seconds) once, a process after that only loads it.
 """
 
@@ -58,7 +58,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
 
 from pycert.analysis.cachesim import (
     COLD,
@@ -67,9 +66,8 @@ from pycert.analysis.cachesim import (
     _dense_ids,
     curve_from_distances,
 )
-from pycert.core.resources import use_numba_cache
+from pycert.core.jit import njit
 
-use_numba_cache()
 
 INF = 1 << 30
 """Larger than any sum the tree holds (|sum| <= 2V < 2**29, see :data:`MAX_REFS`): marks "no last

@@ -8,16 +8,10 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")  # files only: no display on CI or servers
-
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
-import numpy as np  # noqa: E402
-from matplotlib.ticker import EngFormatter, PercentFormatter  # noqa: E402
-
-from pycert.analysis.cachesim import HitCurve, lru_hit_curve  # noqa: E402
-from pycert.data.traces import Trace  # noqa: E402
+from pycert.analysis.cachesim import HitCurve, lru_hit_curve
+from pycert.data.traces import Trace
 
 FORMATS = ("png", "svg", "pdf")
 """What a figure can be written as; the file's suffix picks one."""
@@ -44,6 +38,12 @@ def hit_rate_figure(curve: HitCurve, opt: HitCurve, title: str, proved: Sequence
     every miss) as a labelled point, its label giving ``admission[capacity]`` too (the optimum with
     bypass) where that is certified; each of ``observed`` (an engine's own hits at a capacity,
     measured) as a point of another shape."""
+    import matplotlib  # the plot extra (100 MB): only the commands that draw load it, and the slim install has none
+
+    matplotlib.use("Agg")  # files only: no display on CI or servers
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import EngFormatter, PercentFormatter
+
     if fmt not in FORMATS:
         raise ValueError(f"a figure is one of {', '.join(FORMATS)}, not {fmt!r}")
     ceiling = 100 * (curve.refs - curve.distinct) / curve.refs

@@ -98,14 +98,14 @@ class Weights(NamedTuple):
 def ref_tokens(trace: Trace) -> Weights | None:
     """Each reference's tokens, whether its block is full, and the prompt tokens in all; None when the trace
     does not say (no prompt lengths or block size) or its lengths do not fit its blocks. A prompts trace's
-    references are its full blocks only: the tail of a prompt shorter than a block is in the total and in no
+    references (blocks cut from token ids) are its full blocks only: the tail of a prompt shorter than a block is in the total and in no
     reference (it is never reused)."""
     bt, req, prompt = trace.block_tokens, trace.requests, trace.prompt_tokens
     if bt is None or req is None or prompt is None:
         return None
     blocks = np.diff(np.asarray(req, dtype=np.int64))
     prompt = np.asarray(prompt, dtype=np.int64)
-    if trace.format == "prompts":
+    if trace.cut:
         if np.any(blocks != prompt // bt):
             return None
         return Weights(np.full(trace.n_refs, bt, dtype=np.int64), np.ones(trace.n_refs, dtype=bool), int(prompt.sum()))

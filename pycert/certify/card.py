@@ -102,6 +102,15 @@ class Table:
         return f'<table class="capacities"><caption>{escape(self.caption)}</caption><tr>{head}</tr>{body}</table>'
 
 
+NOT_HERE = "trace not here"
+"""How verify says a trace from outside the directory is on this machine nowhere it looks."""
+
+
+def unchecked_label(why: str) -> str:
+    """NOT CHECKED for a certificate whose trace is not on the machine that made the page, else NOT VERIFIED."""
+    return "NOT CHECKED" if NOT_HERE in why else "NOT VERIFIED"
+
+
 @dataclass
 class Card:
     anchor: str
@@ -126,8 +135,9 @@ class Card:
         figure = "" if self.figure is None else (
             f'<figure><img alt="{escape(self.figure_alt)}" src="data:image/png;base64,'
             f'{base64.b64encode(self.figure).decode()}"><figcaption>{escape(self.figure_alt)}</figcaption></figure>')
-        warn = "".join(f'<p class="unverified"><strong>NOT VERIFIED</strong>: <a href="#cert-{escape(c)}">{escape(c)}</a>: '
-                       f"{escape(why)}. It lends no figure to this card.</p>" for c, why in self.unverified.items())
+        warn = "".join(f'<p class="unverified"><strong>{unchecked_label(why)}</strong>: <a href="#cert-{escape(c)}">'
+                       f"{escape(c)}</a>: {escape(why)}. It lends no figure to this card.</p>"
+                       for c, why in self.unverified.items())
         links = ", ".join(f'<a href="#cert-{escape(c)}">{escape(c)}</a>' for c in self.certificates) or "none that verified"
         return (f'<section class="card" id="{escape(self.anchor)}"><h2>{escape(self.title)}</h2>'
                 f'<p class="meta">{escape(self.meta)}</p>{warn}<p class="sentence">{escape(self.sentence)}</p>'

@@ -48,13 +48,12 @@ class Curve:
 
 @dataclass
 class TraceFacts:
-    """What the page knows of one trace read one way: its verified certificates, and the trace engine's curves.
-    ``reading``: the layout and the tokens a block (``trace_format``, ``block_tokens``) its certificates read the
-    file with; one file read at two block sizes is two lists of block references, so two cards."""
+    """What the page knows of one trace read one way (``reading``: layout, tokens a block, timestamp order; one
+    file at two block sizes is two lists of references, two cards): its verified certificates, its curves."""
 
     name: str
     sha256: str
-    reading: tuple[str | None, int | None] | None = None
+    reading: tuple[str | None, int | None, bool] | None = None
     source: InputFile | None = None
     """The input that names the trace (where the page finds it to draw its curve)."""
     curve: Curve | None = None

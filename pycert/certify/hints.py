@@ -1,8 +1,11 @@
 """The commands pycert prints for what comes next: verify and report a certificate directory (after
 ``pycert prove``, and on the report page), and the ``pycert prove`` that would make again the
-certificates a run left alone. Each names the directory as the user gave it and adds ``--input
-NAME=PATH`` for every external trace that verify would not find beside the directory (``PATH``
-itself when it is not known here). Pure functions of the certificate files; nothing is run.
+certificates a run left alone. Each starts as pycert runs here (:func:`~pycert.core.console.invocation`:
+``pycert``, or ``.venv/bin/pycert`` after ``make prove``), names the directory as the user gave it, and adds
+``--input NAME=PATH`` for an external trace only where verify would not find it by itself (beside the
+directory, where it was proved from, in a checkout's shared trace folder: :class:`~pycert.certify.inputs.Locator`).
+A trace that is not on this machine is said to be missing, never put in a command that would fail as printed.
+Pure functions of the certificate files; nothing is run.
 """
 
 from __future__ import annotations
@@ -12,16 +15,17 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from pycert.core import gate
+from pydantic import ValidationError
+
+from pycert.certify.inputs import Locator, holding, shared_copy
+from pycert.core.console import invocation
 from pycert.core.errors import InputError
 from pycert.core.files import certificate_root
+from pycert.core.gate import inside
 from pycert.core.limits import MAX_TRACE_BYTES
 from pycert.core.resources import shared_traces_dir
-from pycert.core.schema import declared, declared_inputs
+from pycert.core.schema import InputFile, declared, declared_inputs
 from pycert.families.traces import DEFAULT_TRACE
-
-UNKNOWN = "PATH"
-"""Stands for a file's place when pycert does not know it: the command names the file, the user fills it in."""
 
 
 def shown(path: Path | str) -> str:
@@ -32,69 +36,82 @@ def shown(path: Path | str) -> str:
     return shlex.quote(str(absolute) if relative.parts[:2] == (os.pardir, os.pardir) else str(relative))
 
 
-def _holds(path: Path, sha256: str) -> bool:
+def external_inputs(cert_files: Iterable[Path]) -> dict[str, InputFile]:
+    """File name -> the external input (a trace from outside the directory) of that name the certificates name
+    (one that does not parse is left to the verify that reports it)."""
+    out: dict[str, InputFile] = {}
+    for f in cert_files:
+        for i in declared_inputs(f) or []:
+            if i.get("external"):
+                try:
+                    out.setdefault(str(i.get("path")), InputFile.model_validate(i))
+                except ValidationError:
+                    continue
+    return out
+
+
+def _beside(inp: InputFile, cert_dir: Path) -> bool:
     try:  # a file beside a received directory: read like one of its own (no link, a regular file)
-        return gate.beside(gate.named(path)).sha256("a trace file", MAX_TRACE_BYTES) == sha256
+        return inside(certificate_root(cert_dir).parent, inp.path).sha256("a trace file", MAX_TRACE_BYTES) == inp.sha256
     except InputError:
         return False
 
 
-def external_inputs(cert_files: Iterable[Path]) -> dict[str, str]:
-    """File name -> sha256 of every external input (a trace from outside the directory) the
-    certificates name."""
-    return {i["path"]: str(i.get("sha256", ""))
-            for f in cert_files for i in declared_inputs(f) or [] if i.get("external")}
-
-
-def input_paths(wanted: Mapping[str, str], cert_dir: Path,
+def input_paths(wanted: Mapping[str, InputFile], cert_dir: Path,
                 given: Mapping[str, Path] | None = None) -> dict[str, Path | None]:
-    """For each external input (name -> sha256) that verify would not find beside ``cert_dir``: where
-    it is (``given`` by name, else a file of that name and content in the Mooncake trace folder a
-    checkout documents), or None when that is not known here."""
-    beside = certificate_root(cert_dir).parent
-    shared = shared_traces_dir()
+    """For each external input (name -> the input) that verify would not find by itself: where it is (``given``
+    by name), or None when it is not on this machine. An input verify finds beside ``cert_dir``, at its origin or
+    in the shared trace folder needs no ``--input``."""
+    locator = Locator(root=certificate_root(cert_dir))
     out: dict[str, Path | None] = {}
-    for name, sha256 in sorted(wanted.items()):
-        path = (given or {}).get(name)
-        if path is not None and path.resolve() == (beside / name).resolve():
+    for name, inp in sorted(wanted.items()):
+        if _beside(inp, cert_dir):
             continue
-        if path is None:
-            if _holds(beside / name, sha256):
-                continue
-            path = shared / name if shared is not None and _holds(shared / name, sha256) else None
+        path = (given or {}).get(name)
+        if path is not None and (path.resolve() == (certificate_root(cert_dir).parent / name).resolve()
+                                 or (inp.origin is not None and path.resolve() == Path(inp.origin))):
+            continue
+        if path is None and locator.hinted(inp) is not None:
+            continue
         out[name] = path
     return out
 
 
+def missing_traces(paths: Mapping[str, Path | None], wanted: Mapping[str, InputFile]) -> list[str]:
+    """The external traces of ``paths`` not on this machine, each as ``name (sha256 abc...)``."""
+    return [f"{name} (sha256 {wanted[name].sha256[:12]}...)" for name, p in sorted(paths.items()) if p is None]
+
+
 def input_flags(paths: Mapping[str, Path | None]) -> str:
-    return "".join(f" --input {shlex.quote(name + '=')}{shown(p) if p else shlex.quote(f'{UNKNOWN}/{name}')}"
-                   for name, p in sorted(paths.items()))
+    return "".join(f" --input {shlex.quote(name + '=')}{shown(p)}" for name, p in sorted(paths.items()) if p)
 
 
 def verify_command(cert_dir: Path, names: Sequence[str] | None, inputs: Mapping[str, Path | None],
                    root: Path | None = None) -> str:
     """``pycert verify`` of the certificates ``names`` in ``cert_dir`` (None: all of them, ``DIR/*.json``)."""
     certs = f"{shown(cert_dir)}/*.json" if names is None else " ".join(shown(cert_dir / n) for n in names)
-    return f"pycert verify {certs}" + (f" --root {shown(root)}" if root else "") + input_flags(inputs)
+    return f"{invocation()} verify {certs}" + (f" --root {shown(root)}" if root else "") + input_flags(inputs)
 
 
 def report_command(cert_dir: Path, inputs: Mapping[str, Path | None]) -> str:
-    """``pycert report`` of ``cert_dir``; ``--no-curves`` when a trace is not known here (only the
-    hit-rate curves read the traces), so that the command runs as printed."""
-    if None in inputs.values():
-        return f"pycert report --certs {shown(cert_dir)} --no-curves"
-    return f"pycert report --certs {shown(cert_dir)}" + input_flags(inputs)
+    """``pycert report`` of ``cert_dir`` (a trace not on this machine: its certificates are marked not checked
+    on the page, and it has no curve)."""
+    return f"{invocation()} report --certs {shown(cert_dir)}" + input_flags(inputs)
 
 
-def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> str:
+def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> tuple[str, list[str]]:
     """The ``pycert prove`` that would write ``cert_files`` (of ``cert_dir``) again: their family (``all``
     when they are of several), a ``--trace`` for each trace (the embedded default only beside others: a
     ``--trace`` replaces it), the capacities of capacity and isolation-cost certificates (which may make a few
-    more: every trace at every capacity named) and an isolation-cost certificate's tenant map."""
+    more: every trace at every capacity named), how their traces were read and an isolation-cost certificate's
+    tenant map; and the traces it needs that are not on this machine (the command names each where a checkout
+    looks for it, or by its origin: it runs once the file is there)."""
     families = sorted({str((declared(f) or {}).get("family")) for f in cert_files})
-    externals = input_paths(external_inputs(cert_files), cert_dir)
+    wanted = external_inputs(cert_files)
+    externals = input_paths(wanted, cert_dir)
+    locator = Locator(root=certificate_root(cert_dir))
     beside = certificate_root(cert_dir).parent
-    traces, default = [], None
+    traces, default, absent = [], None, missing_traces(externals, wanted)
     for f in cert_files:
         for i in declared_inputs(f) or []:
             if i.get("role") != "trace":
@@ -103,20 +120,27 @@ def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> str:
                 default = shown(cert_dir / i["path"])  # named only beside other traces: alone it is prove's default
             elif not i.get("external"):
                 traces.append(shown(cert_dir / i["path"]))
-            elif i["path"] in externals:
-                found = externals[i["path"]]
-                traces.append(shown(found) if found else shlex.quote(f"{UNKNOWN}/{i['path']}"))
-            else:
+            elif (inp := wanted.get(i["path"])) is None or _beside(inp, cert_dir):
                 traces.append(shown(beside / i["path"]))
+            else:  # the checkout's copy, else where verify finds it, else where it was proved from or a checkout keeps it
+                found = holding(shared_copy(inp), inp) or locator.hinted(inp)
+                shared = shared_traces_dir()
+                traces.append(shown(found.path if found else inp.origin if inp.origin else
+                                    (shared or beside) / i["path"]))
     traces = [default, *traces] if traces and default else traces
     params = [(declared(f) or {}).get("parameters") or {} for f in cert_files]
     capacities = sorted({int(c) for p in params if isinstance(c := p.get("capacity_blocks"), int)})
-    # a prompts trace's blocks depend on the size it was cut at (one --block-tokens serves a run)
-    cut = sorted({b for p in params if p.get("trace_format") == "prompts" and isinstance(b := p.get("block_tokens"), int)})
-    return (f"pycert prove {families[0] if len(families) == 1 else 'all'}"
-            + "".join(f" --trace {t}" for t in dict.fromkeys(traces))
-            + (f" --capacity-blocks {','.join(map(str, capacities))}" if capacities else "")
-            + (f" --block-tokens {cut[0]}" if len(cut) == 1 else "") + tenant_flags(params) + f" --out {shown(cert_dir)}")
+    # blocks cut from token ids depend on the size they were cut at (one --block-tokens serves a run)
+    cut = sorted({b for p in params if isinstance(b := p.get("block_tokens"), int)})
+    formats = {p.get("trace_format") for p in params if p.get("trace_format")}
+    order = {p.get("trace_order") for p in params}
+    command = (f"{invocation()} prove {families[0] if len(families) == 1 else 'all'}"
+               + "".join(f" --trace {t}" for t in dict.fromkeys(traces))
+               + (f" --capacity-blocks {','.join(map(str, capacities))}" if capacities else "")
+               + (f" --format {formats.pop()}" if len(formats) == 1 and formats & {"requests", "prompts"} else "")
+               + (f" --block-tokens {cut[0]}" if len(cut) == 1 else "") + (" --sort" if order == {"timestamp"} else "")
+               + tenant_flags(params) + f" --out {shown(cert_dir)}")
+    return command, absent
 
 
 def tenant_flags(params: list[dict]) -> str:

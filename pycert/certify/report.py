@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pycert.certify.card import Card, escape, exact_of, rounded, unit_of
+from pycert.certify.card import Card, escape, exact_of, rounded, unchecked_label, unit_of
 from pycert.certify.cards import TraceFacts, admitted, certificate_card, figures, stored, trace_card
 from pycert.certify.documents import parse_certificate
 from pycert.certify.hints import input_paths, verify_command
@@ -33,7 +33,7 @@ from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_mani
 from pycert.certify.sections import curve_png, table
 from pycert.certify.verify import VerifyResult, own_library, verify_certificates
 from pycert.core.console import plural
-from pycert.core.errors import InputError, Rejected, Rejection
+from pycert.core.errors import InputError, NotHere, Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root
 from pycert.core.gate import entries, inside
 from pycert.core.limits import MAX_JSON_BYTES
@@ -191,8 +191,8 @@ def verdict_line(why_not: str | None) -> str:
         return ('<p class="verified"><strong>Verified offline</strong> when this page was made (pycert verify: '
                 "inputs hashed, instance regenerated, every figure and sentence derived again; the kernel and the "
                 "axiom audit were not re-run).</p>")
-    return (f'<p class="unverified"><strong>NOT VERIFIED</strong> when this page was made: {escape(why_not)}. What '
-            "follows is what the certificate says, unchecked.</p>")
+    return (f'<p class="unverified"><strong>{unchecked_label(why_not)}</strong> when this page was made: '
+            f"{escape(why_not)}. What follows is what the certificate says, unchecked.</p>")
 
 
 def render_certificate(cert: Certificate, file_hash: str, why_not: str | None = "not checked") -> str:
@@ -350,30 +350,34 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     facts = trace_facts([c for c, _ in certs], not_verified)
     for fact in facts.values() if curves else ():
         assert fact.source is not None
-        path = where.locate(fact.source)
+        try:
+            path = where.locate(fact.source)
+        except NotHere:  # its certificates say so, each marked NOT CHECKED: the page has no curve of it
+            continue
         if not path.exists():
             raise InputError("trace named by a certificate is missing (or pass --no-curves)", where=str(path))
         progress(f"hit-rate curve of {fact.source.path}")
         marks = [(c, h) for c, cert in sorted(fact.capacity.items()) if (h := stored(cert)) is not None]
         optima = {c: ha for c, cert in fact.capacity.items() if (ha := admitted(cert)) is not None}
         seen = [(s.capacity_blocks, s.engine_hits) for _, s in fact.beside()]
-        trace_format, block_tokens = fact.reading or (None, None)  # as the card's certificates read the file
+        trace_format, block_tokens, by_time = fact.reading or (None, None, False)  # as its certificates read it
         fact.curve = curve_png(path, fact.sha256, fact.source.path, marks, trace_format, block_tokens,
-                               admission=optima, observed=seen)
+                               admission=optima, observed=seen, sort=by_time)
     cards = [trace_card(f, f"trace-{n}") for n, f in enumerate(facts.values(), 1)]
     cards += [certificate_card(c, not_verified.get(c.id)) for c, _ in certs
               if not any(i.role == "trace" for i in c.inputs)]
-    externals = {i.path: i.sha256 for cert, _ in certs for i in cert.inputs if i.external}
+    externals = {i.path: i for cert, _ in certs for i in cert.inputs if i.external}
     verify = verify_command(cert_dir, None, input_paths(externals, cert_dir, inputs), root=root)
     atomic_write(out, render_page(manifest, certs, cards, verify=verify, not_verified=not_verified).encode("utf-8"))
     return out, len(certs), not_verified
 
 
-def reading_of(cert: Certificate) -> tuple[str | None, int | None] | None:
-    """How a certificate read its trace file into block references (the layout and the tokens a block), for a
-    family that records it; None for one that does not (an engine's replay log, the first-touch cut)."""
+def reading_of(cert: Certificate) -> tuple[str | None, int | None, bool] | None:
+    """How a certificate read its trace file into block references (the layout, the tokens a block, whether in
+    timestamp order), for a family that records it; None for one that does not (an engine's replay log, the
+    first-touch cut)."""
     p = cert.parameters
-    return (p.trace_format, p.block_tokens) if isinstance(p, TraceReading) else None
+    return (p.trace_format, p.block_tokens, p.trace_order == "timestamp") if isinstance(p, TraceReading) else None
 
 
 def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[tuple[str, object], TraceFacts]:

@@ -21,9 +21,9 @@ def table(rows: list[tuple[object, ...]], headers: tuple[str, ...]) -> str:
 
 def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tuple[int, int]] = (),
               fmt: str | None = None, block_tokens: int | None = None, admission: Mapping[int, int] | None = None,
-              observed: Sequence[tuple[int, int]] = ()) -> Curve:
+              observed: Sequence[tuple[int, int]] = (), sort: bool = False) -> Curve:
     """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling),
-    read as its certificate's parameters say (``fmt``, ``block_tokens``), with the ``(capacity, hits)``
+    read as its certificate's parameters say (``fmt``, ``block_tokens``, ``sort``), with the ``(capacity, hits)``
     that capacity certificates of the page prove marked on it (with ``admission``, capacity -> the optimum
     with bypass, in their labels), and the ``(capacity, hits)`` engines were observed to reach."""
     # matplotlib and numba: only when a page draws a curve
@@ -32,7 +32,7 @@ def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tupl
     from pycert.analysis.requests import ref_tokens, reuse_tokens
     from pycert.data.traces import read_trace
 
-    trace = read_trace(trace_path, fmt or "auto", block_tokens)
+    trace = read_trace(trace_path, fmt or "auto", block_tokens, sort)
     if trace.sha256 != sha256:
         raise Rejected(Rejection.mismatch(f"inputs[{label}].sha256", trace.sha256, sha256))
     lru, opt = trace_curves(trace)

@@ -4,7 +4,8 @@
 through the gate (:mod:`pycert.core.gate`: plain files, no link, sizes and counts bounded before any work).
 It checks the manifest entry and the schema (which bounds every parameter and the input count before any
 arithmetic), locates every input inside the certificate's directory (an external one where the user
-handed it in, else by its file name beside that directory), hashes it,
+handed it in, else beside that directory, where it was proved from or in a checkout's shared trace folder:
+:class:`~pycert.certify.inputs.Locator`), hashes it,
 recomputes every figure (:meth:`Family.recompute`) and every derived input (:meth:`Family.regenerate`),
 derives the claim, the theorem list, the ``does_not_prove`` lines and each figure's evidence state and
 ``known_by`` again
@@ -17,7 +18,9 @@ theorems; without it the result says that neither was re-run. Every disagreement
 :class:`~pycert.core.errors.Rejection` (``expected`` the reference, ``found`` the certificate's);
 the result is ``rejected`` (exit 1) whenever anything was rejected, even when an input is missing,
 ``not-checked`` (exit 3) when a check did not run to its end (out of memory or time, or pycert itself
-failed: never a rejection), and ``missing-input``/``input-error`` (exit 2) only when nothing else was said.
+failed: never a rejection), ``missing-input``/``input-error`` (exit 2) only when nothing else was said, and
+``not-here`` (exit 5) when the only thing that stopped it is a trace from outside its directory that is not on
+this machine.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from pycert.certify.documents import not_a_certificate, parse_certificate
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, lists, manifest_rejection, read_manifest
 from pycert.certify.theorems import headline_literals, theorem_rejections
-from pycert.core.errors import InputError, Rejected, Rejection, ResourcesExhausted
+from pycert.core.errors import InputError, NotHere, Rejected, Rejection, ResourcesExhausted
 from pycert.core.files import certificate_root, time_box
 from pycert.core.gate import Source, beside, inside, named
 from pycert.core.limits import MAX_JSON_BYTES
@@ -58,11 +61,13 @@ def own_library() -> Path:
 class VerifyResult(BaseModel):
     certificate: str
     id: str | None = None
-    status: Literal["ok", "rejected", "not-checked", "missing-input", "input-error"]
+    status: Literal["ok", "rejected", "not-checked", "missing-input", "input-error", "not-here"]
     failures: list[Rejection] = []
     unchecked: list[str] = []
     """Checks that did not run to a verdict: out of memory or time, or pycert failed (exit 3, not a rejection)."""
     missing: list[str] = []
+    not_here: list[str] = []
+    """External inputs (traces from outside the directory) on this machine nowhere verify looks (exit 5)."""
     errors: list[str] = []
     """Inputs that are there but malformed (exit 2, like a missing one)."""
     checked: list[str] = []
@@ -79,7 +84,8 @@ class VerifyResult(BaseModel):
         if self.failures:
             more = len(self.failures) - 1
             return self.failures[0].render() + (f" (and {more} more: pycert verify names them all)" if more else "")
-        return (self.unchecked or self.errors or [f"missing input: {m}" for m in self.missing] or [None])[0]
+        return (self.unchecked or self.errors or [f"missing input: {m}" for m in self.missing] or self.not_here
+                or [None])[0]
 
 
 # ---------------------------------------------------------------------------- the checks
@@ -128,8 +134,12 @@ def _check_primary(cert: Certificate, where: Locator, result: VerifyResult) -> b
     for i, inp in enumerate(claim.primary_inputs(cert.inputs)):
         try:  # the size is checked before a byte is read: a 2 GB log is refused, not hashed
             actual = where.locate(inp).sha256(f"a {inp.role} file", claim.input_limit(inp.role))
-        except InputError as err:  # an external input not found is missing; an escaping path is malformed
-            missing = err.message == "no such file" or "--input" in err.message
+        except NotHere as err:  # a trace from outside the directory, not on this machine: not checked here
+            result.not_here.append(f"inputs[{i}] ({inp.path}): {err.message}")
+            clean = False
+            continue
+        except InputError as err:  # a file of the directory not found is missing; an escaping path is malformed
+            missing = err.message == "no such file"
             at = f" ({err.where})" if err.where and err.where != inp.path else ""
             (result.missing if missing else result.errors).append(f"inputs[{i}] ({inp.path}): {err.message}{at}")
             clean = False
@@ -373,7 +383,7 @@ def verify_certificates(paths: list[Path], root: Path | None = None, manifest: P
         lean_less = FAMILIES[cert.family].headline_predicate is None
         if not kernel:
             result.notes.append(NOT_RERUN)
-        elif result.missing or result.errors or (instance is None and not lean_less):
+        elif result.missing or result.errors or result.not_here or (instance is None and not lean_less):
             if cert is not None:
                 result.notes.append("kernel and axiom audit: not re-run (an input is missing or malformed, or "
                                     "the instance did not regenerate)")
@@ -422,5 +432,5 @@ def _finish(result: VerifyResult) -> VerifyResult:
     elif result.errors:
         result.status = "input-error"
     else:
-        result.status = "missing-input" if result.missing else "ok"
+        result.status = "missing-input" if result.missing else "not-here" if result.not_here else "ok"
     return result

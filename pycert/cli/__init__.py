@@ -194,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
         except MemoryError:  # a check that did not run to its end: exit 3, in one line, never a traceback
             return report_error("out of memory: the command stopped before its end (nothing was rejected)", None,
                                 EXIT_RESOURCES, as_json, command=command_line_of(argv, args))
+        except ModuleNotFoundError as err:  # an extra's module, past the command's own check: one line, exit 2
+            from pycert.core.extras import unmet  # lazily: see the module docstring
+
+            if (missing := unmet(err, command_line_of(argv, args))) is None:
+                raise
+            return _pycert_error(missing, as_json, command_line_of(argv, args))
         except KeyboardInterrupt:
             return report_error("interrupted", None, EXIT_INTERRUPTED, as_json, command=command_line_of(argv, args))
         except Terminated:

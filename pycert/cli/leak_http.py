@@ -25,6 +25,7 @@ from pycert import prove
 from pycert.cli import add_backend, add_common
 from pycert.core.console import Progress, emit
 from pycert.core.errors import EXIT_NOT_CHECKED, EXIT_OK, EXIT_REJECTED, InputError, UsageError
+from pycert.core.extras import install_hint
 from pycert.core.files import atomic_write
 from pycert.core.gate import named
 from pycert.core.limits import MAX_KEYS_BYTES, in_path, int_list, int_range, out_dir, seed
@@ -137,8 +138,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # imported here: torch and transformers take 8-10 s to import, which --help must not pay
         from pycert.leak.engines.transformers import TransformersEngine
     except ImportError as exc:
-        raise InputError(f"the engine needs torch and transformers ({exc.name} is missing): pip install "
-                         "'pycert-kv[leak]'", where="pycert leak serve") from None
+        raise InputError(f"the engine needs torch and transformers ({exc.name} is missing): {install_hint('leak')}",
+                         where="pycert leak serve") from None
     name = args.served_model_name or (args.model.name if args.model else f"pycert-small-seed{args.seed}")
     server = Server(args.port, {}, log=progress)  # the port first: a taken one is refused before the engine loads
     try:

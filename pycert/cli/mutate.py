@@ -14,6 +14,7 @@ import json
 from pycert.cli import add_backend, add_common, help_of
 from pycert.core.console import Progress, emit
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, ToolchainMissing
+from pycert.core.extras import require
 from pycert.core.files import atomic_write
 from pycert.core.limits import out_path, seconds
 from pycert.core.resources import data_root
@@ -37,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
+    require("prove", "pycert mutate")
     report = run_campaign(data_root(), backend=args.backend, only=set(args.only) if args.only else None, timeout=args.timeout,
                           progress=Progress(enabled=not args.json))
     data = {"summary": report.summary(), "outcomes": [o.model_dump() for o in report.outcomes]}

@@ -16,6 +16,7 @@ from pycert import prove
 from pycert.cli import add_backend, add_common, help_of
 from pycert.core.console import Progress, emit, plural, table, write_out
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError
+from pycert.core.extras import require
 from pycert.core.files import atomic_write
 from pycert.core.limits import (
     MAX_FAMILY_SIZE,
@@ -75,6 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    require("prove", "pycert pooling")
     cases = CapacitatedParams()
     if args.family_sizes:
         cases = cases.model_copy(update={"sizes": args.family_sizes})
@@ -146,6 +148,7 @@ class CheckReport(BaseModel):
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    require("prove", "pycert pooling")
     path = args.instance or COMMITTED
     inst = load_instance(path)
     shared = sharing(inst, inst.routing)

@@ -15,12 +15,17 @@ from pycert.certify.manifest import MANIFEST_NAME, read_manifest
 from pycert.cli import add_backend, add_common, help_of, report_error
 from pycert.core.console import Progress, emit, plural, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, EXIT_RESOURCES, InputError, Rejected
+from pycert.core.extras import require
 from pycert.core.files import missing_dirs, remove_empty
 from pycert.core.limits import out_dir, seconds
 from pycert.core.resources import default_certificate_dir
 from pycert.families import FAMILIES, producer
 from pycert.lean.build import DEFAULT_TIMEOUT
 
+ALL = ("Prove every family into one certificate directory: the ceiling and, with --capacity-blocks, the optimum at "
+       "each capacity of the embedded synthetic trace and of each --trace; the salt's cost with a tenant map; the "
+       "isolation floor, the first-touch cut and the pooling optimum; and certify every engine replay, leak run, audit "
+       "and dataset row recorded in it. Each family's own --help says what it proves (pycert prove FAMILY --help).")
 OUT_HELP = ("certificate directory (default: ./certificates, or certificates/ when run from a checkout); "
             "everything a certificate names is kept under it (emitted Lean, the synthetic trace, the pooling "
             "instance) except a --trace from outside it, named by its file name")
@@ -32,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     families.required = True
     for name in ("all", *FAMILIES):
         help_ = "every family" if name == "all" else f"the {name} family"
-        f = families.add_parser(name, help=help_, description=f"Prove {help_}.")
+        f = families.add_parser(name, help=help_, description=ALL if name == "all" else producer(name).summary)
         host = () if name == "all" else _lenders(name)
         for chosen in FAMILIES if name == "all" else (*host, *_run_by(name)):
             producer(chosen).add_options(f)
@@ -56,14 +61,16 @@ def _run_by(name: str) -> tuple[str, ...]:
 
 
 class NextSteps(BaseModel):
-    """What to run after a prove: verify and report what it wrote (with ``--input`` for a trace that is
-    not beside the directory), and the certificates of the directory it left as they were, with the
-    prove that would make them again."""
+    """What to run after a prove: verify and report what it wrote (with ``--input`` only for a trace verify would
+    not find by itself), and the certificates of the directory it left as they were, with the prove that would
+    make them again and the traces it needs that are not on this machine (``needs``: then the command runs once
+    they are where it names them)."""
 
     verify: str | None = None
     report: str | None = None
     left_alone: list[str] = []
     prove_again: str | None = None
+    needs: list[str] = []
 
 
 def next_steps(written: list[Path], out: Path, traces: list[Path]) -> NextSteps:
@@ -80,7 +87,7 @@ def next_steps(written: list[Path], out: Path, traces: list[Path]) -> NextSteps:
                                       input_paths(external_inputs(written), out, given))
         steps.report = report_command(out, input_paths(external_inputs(out / n for n in listed), out, given))
     if steps.left_alone:
-        steps.prove_again = prove_command([out / n for n in steps.left_alone], out)
+        steps.prove_again, steps.needs = prove_command([out / n for n in steps.left_alone], out)
     return steps
 
 
@@ -95,12 +102,16 @@ def render(res: prove.ProveResult, steps: NextSteps) -> str:
     if steps.verify:
         lines += ["", "check them, offline:", f"  {steps.verify}", f"  {steps.report}"]
     if steps.left_alone:
-        lines += ["", f"not proved by this run, left as they were: {', '.join(steps.left_alone)}; to prove them again:",
-                  f"  {steps.prove_again}"]
+        lines += ["", f"not proved by this run, left as they were: {', '.join(steps.left_alone)}; to prove them again:"]
+        if steps.needs:
+            lines += [f"  (it needs {', '.join(steps.needs)}, which is not on this machine: put it where the command "
+                      "names it first)"]
+        lines += [f"  {steps.prove_again}"]
     return "\n".join(lines)
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
+    require("prove", "pycert prove")
     everything = args.family == "all"
     jobs = [(producer(name), producer(name).options_from(args, everything))
             for name in (FAMILIES if everything else _run_by(args.family))]

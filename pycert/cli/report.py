@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pycert.certify.card import unchecked_label
 from pycert.certify.report import write_report
 from pycert.certify.verify import refuse_unused_inputs
 from pycert.cli import add_common, add_root, help_of
 from pycert.core.console import Progress, emit, escaped, plural
+from pycert.core.extras import MissingExtra, install_hint, missing
 from pycert.core.gate import entries
 from pycert.core.limits import in_path, out_path
 
@@ -31,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.no_curves and (module := missing("plot")) is not None:
+        raise MissingExtra(f"the hit-rate curves need the plot extra ({module} is not installed): "
+                           f"{install_hint('plot')}, or give --no-curves", where="pycert report")
     refuse_unused_inputs(dict(args.input), [e.path for e in entries(args.certs, ".json")] if args.certs.is_dir() else [])
     out, count, not_verified = write_report(args.certs, args.out, root=args.root, curves=not args.no_curves,
                                             inputs=dict(args.input), progress=Progress(enabled=not args.json))
@@ -42,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
 def render(out: Path, count: int, not_verified: dict[str, str]) -> str:
     if not not_verified:
         return f"wrote {escaped(out)} ({plural(count, 'certificate')}, {'each ' if count > 1 else ''}verified offline)"
-    return "\n".join([f"wrote {escaped(out)} ({plural(count, 'certificate')}: {count - len(not_verified)} verified offline, "
-                      f"{len(not_verified)} shown marked NOT VERIFIED)",
-                      *(f"  not verified: {cid}: {escaped(why)}" for cid, why in not_verified.items())])
+    here = {c: why for c, why in not_verified.items() if unchecked_label(why) == "NOT CHECKED"}
+    shown = ", ".join(part for part in (
+        f"{len(here)} shown marked NOT CHECKED (a trace not on this machine)" if here else "",
+        f"{len(not_verified) - len(here)} shown marked NOT VERIFIED" if len(here) < len(not_verified) else "") if part)
+    return "\n".join([f"wrote {escaped(out)} ({plural(count, 'certificate')}: {count - len(not_verified)} verified "
+                      f"offline, {shown})",
+                      *(f"  {'not checked' if c in here else 'not verified'}: {c}: {escaped(why)}"
+                        for c, why in not_verified.items())])

@@ -19,9 +19,10 @@ from pycert.analysis.offload import ENGINES_REPORT, TOKEN_RATES, OffloadArm, Off
 from pycert.analysis.plot import FORMATS, hit_rate_figure, log_capacities, trace_curves
 from pycert.certify.evidence import with_evidence
 from pycert.cli import add_common, help_of
-from pycert.core.console import Progress, csv_text, emit, escaped, plural, table
+from pycert.core.console import Progress, csv_text, emit, escaped, plural, table, warn
 from pycert.core.errors import EXIT_OK, InputError, UsageError
 from pycert.core.exact import Ratio
+from pycert.core.extras import require
 from pycert.core.files import atomic_write, special
 from pycert.core.limits import (
     MAX_BELADY_POINTS,
@@ -108,13 +109,15 @@ def trace_input(p: argparse.ArgumentParser, required: bool) -> None:
     default = "" if required else (f" (default: the embedded synthetic trace, seed 0, {synthetic.DEFAULT_REQUESTS} "
                                    "requests)")
     p.add_argument("trace", nargs=None if required else "?", type=in_path, default=None, metavar="TRACE",
-                   help="a trace: Mooncake, Qwen-Bailian or AIPerf JSONL, prompts as token ids, or one id per line; "
-                        f"gzip or zstd too; - reads stdin{default}")
+                   help="a trace: one JSON request a line (its hash_ids or prompt_token_ids), Mooncake, Qwen-Bailian "
+                        f"or AIPerf JSONL, or one id per line; gzip or zstd too; - reads stdin{default}")
     p.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
                    help="the trace's layout (default: auto, by the first line; docs/formats.md)")
     p.add_argument("--block-tokens", type=_positive_int, default=None, metavar="B",
-                   help="tokens a block: how a prompts trace is cut into blocks (default 16); for a layout with "
-                        "input_length and hash_ids it must agree with their lengths; for one id per line it sets it")
+                   help="tokens a block: how prompts' token ids are cut into blocks (default 16); for a layout with "
+                        "input_length and hash_ids it must agree with their lengths; for block ids alone it sets it")
+    p.add_argument("--sort", action="store_true",
+                   help="read the requests in timestamp order, not file order (each request needs a timestamp)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -187,7 +190,9 @@ def load(args: argparse.Namespace, progress: Progress) -> Trace:
         trace = synthetic.default_trace(block_tokens=args.block_tokens)
     else:
         progress(f"reading {args.trace}")
-        trace = read_trace(args.trace, args.format, args.block_tokens)
+        trace = read_trace(args.trace, args.format, args.block_tokens, args.sort)
+        if trace.disorder:
+            warn(trace.disorder)
     return coarsen(trace, getattr(args, "granularity", 1))
 
 
@@ -207,6 +212,10 @@ def _stats_rows(st: TraceStats) -> list[tuple[str, str]]:
         rows.append(("ceiling in tokens", _rate(st.ceiling_tokens)))
     if st.prefix_closed is not None:
         rows.append(("prefix-closed", "yes" if st.prefix_closed else "no"))
+    if st.order is not None and st.order != "file":
+        rows.append(("request order", st.order if st.order == "timestamp" else "file (timestamps out of order)"))
+    if st.sessions is not None or st.hosts is not None:
+        rows.append(("sessions, hosts", f"{st.sessions or 0:,}, {st.hosts or 0:,}"))
     if st.tenants is not None:
         rows.append(("tenants", f"{st.tenants.count:,}; cross-tenant references (a block another tenant used "
                                 f"before): {st.tenants.cross_tenant_refs:,} of {st.refs:,}"))
@@ -397,6 +406,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    require("plot", "pycert trace plot")
     progress = Progress(enabled=not args.json)
     trace = load(args, progress)
     progress(f"LRU and OPT stack distances over {trace.n_refs:,} references")

@@ -5,9 +5,10 @@ what was expected, what was found; under ``--json`` each a ``Rejection``), even 
 or another is missing; 2 when nothing was rejected but a certificate or an input it names is missing,
 malformed or outside the certificate's directory, or an
 ``--input`` names a file no certificate names; 3 when nothing was rejected but a check did not run to its
-end (out of memory or time, or pycert itself failed: NOT CHECKED). For 2 and 3, after the report, one line
-names the first such problem (under ``--json``: the error object, with the per-certificate results under
-``results``).
+end (out of memory or time, or pycert itself failed: NOT CHECKED); 5 when the only thing that stopped a
+check is a trace from outside a certificate's directory that is not on this machine ("not checked: trace
+not here"; every other certificate holds). For 2, 3 and 5, after the report, one line names the first such
+problem (under ``--json``: the error object, with the per-certificate results under ``results``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from pycert.certify.verify import VerifyResult, refuse_unused_inputs, verify_cer
 from pycert.cli import add_backend, add_common, add_root, help_of
 from pycert.core.console import Progress, emit, escaped, out, to_jsonable
 from pycert.core.errors import (
+    EXIT_NOT_HERE,
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_RESOURCES,
     EXIT_USAGE,
     InputError,
+    NotHere,
     ResourcesExhausted,
     UsageError,
 )
@@ -65,19 +68,22 @@ def exit_code(results: list[VerifyResult]) -> int:
         return EXIT_REJECTED
     if any(r.status == "not-checked" for r in results):
         return EXIT_RESOURCES
-    return EXIT_USAGE if any(r.status in ("missing-input", "input-error") for r in results) else EXIT_OK
+    if any(r.status in ("missing-input", "input-error") for r in results):
+        return EXIT_USAGE
+    return EXIT_NOT_HERE if any(r.status == "not-here" for r in results) else EXIT_OK
 
 
 def render(results: list[VerifyResult]) -> str:
     lines = []
     for r in results:  # each path and string from the directory escaped alone: none can start a line or move the cursor
         label = {"ok": "ok", "rejected": "REJECTED", "not-checked": "NOT CHECKED", "missing-input": "MISSING",
-                 "input-error": "BAD INPUT"}[r.status]
+                 "input-error": "BAD INPUT", "not-here": "NOT CHECKED"}[r.status]
         cert = escaped(r.certificate)
         lines.append(f"{label:<9} {cert}" + (f"  (checked: {', '.join(r.checked)})" if r.ok else ""))
         lines += [f"  {cert}: {escaped(f.render())}" for f in r.failures]
         lines += [f"  {cert}: {escaped(e)}" for e in [*r.unchecked, *r.errors]]
         lines += [f"  {cert}: missing input: {escaped(m)}" for m in r.missing]
+        lines += [f"  {cert}: not checked: {escaped(m)}" for m in r.not_here]
         lines += [f"  note: {escaped(n)}" for n in r.notes]
     return "\n".join(lines)
 
@@ -92,16 +98,16 @@ def run(args: argparse.Namespace) -> int:
                                       backend=args.backend, timeout=args.timeout, inputs=dict(args.input),
                                       progress=progress)
     code = exit_code(results)
-    if code not in (EXIT_USAGE, EXIT_RESOURCES):
+    if code not in (EXIT_USAGE, EXIT_RESOURCES, EXIT_NOT_HERE):
         emit(args.json, results, human=lambda: render(results))
         return code
     if not args.json:
         out(render(results))
-    statuses = ("not-checked",) if code == EXIT_RESOURCES else ("missing-input", "input-error")
+    statuses = {EXIT_RESOURCES: ("not-checked",), EXIT_USAGE: ("missing-input", "input-error")}.get(code, ("not-here",))
     bad = [r for r in results if r.status in statuses]
     first = bad[0]
     more = f" ({len(bad)} of {len(results)} certificates could not be checked)" if len(results) > 1 else ""
-    kind = ResourcesExhausted if code == EXIT_RESOURCES else InputError
+    kind = {EXIT_RESOURCES: ResourcesExhausted, EXIT_USAGE: InputError}.get(code, NotHere)
     err = kind(f"{first.first_problem()}{more}", where=first.certificate)
     err.details = {"results": to_jsonable(results)}
     raise err

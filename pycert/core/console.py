@@ -13,10 +13,13 @@ import io
 import json
 import os
 import re
+import shlex
+import shutil
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -65,6 +68,39 @@ def write_out(text: str) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
+
+
+def invocation() -> str:
+    """How a command pycert prints for the user to run next starts, so that it runs as printed here: ``pycert``
+    when that is the command on PATH (or pycert runs inside another program), else the path of the script that
+    runs (``.venv/bin/pycert`` after ``make prove``), else this interpreter with ``-m pycert``."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if main is not None and main.name == "pycert.__main__":
+        return f"{_shown(Path(sys.executable))} -m pycert"
+    if script is None or script.name != "pycert":
+        return "pycert"
+    found = shutil.which("pycert")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "pycert"
+    return _shown(script)
+
+
+def _shown(path: Path) -> str:
+    """``path`` for a command line: relative to the working directory when it lies below it, else absolute."""
+    absolute = path.absolute()
+    text = str(absolute.relative_to(Path.cwd())) if absolute.is_relative_to(Path.cwd()) else str(absolute)
+    return shlex.quote(text if "/" in text else f"./{text}")  # a bare name would be looked up on PATH
+
+
+def warn(text: str) -> None:
+    """``pycert: warning: text`` as one line on stderr, escaped, with or without ``--json``: something the user
+    should know that stops nothing (stdout stays the command's output, JSON included)."""
+    try:
+        sys.stderr.write(escaped(" ".join(f"pycert: warning: {text}".split())) + "\n")
+        sys.stderr.flush()
+    except (BrokenPipeError, OSError):
+        pass
 
 
 def emit(as_json: bool, data: Any, human: Callable[[], str] | None = None) -> None:

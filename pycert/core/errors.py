@@ -20,6 +20,10 @@ Nothing was refused; the message names the cause, the size and the remedy."""
 EXIT_NOT_CHECKED = 4
 """A measurement that could not run or has no signal (``pycert leak audit``: the server down, the
 tenant's own repeat not told apart from a fresh prompt). It says nothing either way: never "no leak"."""
+EXIT_NOT_HERE = 5
+"""Certificates that could not be checked here because a trace they name from outside their directory is not
+on this machine (not given with ``--input``, not beside the directory, not where it was proved from): nothing
+was found wrong with them, and nothing was checked either (a fresh clone without the shared traces)."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT), at any point, imports included."""
 EXIT_TERMINATED = 143
@@ -57,6 +61,13 @@ class Refused(InputError):
     file, too large, a compression bomb, too many references. Kept apart from a malformed file because a
     checker must not read it as evidence about the certificate (a trace refused unread says nothing about
     the layout its certificate names)."""
+
+
+class NotHere(InputError):
+    """An external input (a trace from outside a certificate's directory) that is on this machine nowhere verify
+    looks, with a file of its name and sha256 (exit 5 when nothing else is wrong)."""
+
+    exit_code = EXIT_NOT_HERE
 
 
 class UsageError(InputError):

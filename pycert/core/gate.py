@@ -175,6 +175,16 @@ def named(path: Path | str) -> Source:
     return Source(path=Path(path))
 
 
+def recorded(path: str) -> Source:
+    """A file at the absolute path a stranger's certificate records (where its trace was when it was proved):
+    read like a file of its directory, so a link at that name is refused, and only a regular file of bounded
+    size is read. The caller also requires its name and its sha256 to be the certificate's."""
+    where = PurePosixPath(path)
+    if not where.is_absolute() or ".." in where.parts or "\0" in path:
+        raise Refused("not an absolute path without '..': refused, not read", where=path.replace("\0", "\\x00"))
+    return inside(Path(where.parent), where.name)
+
+
 def beside(source: Source) -> Source:
     """A file given as a certificate's own path (``pycert verify DIR/x.json``): read as a file of its
     directory, so that a link planted in the stranger's directory is refused like any other."""

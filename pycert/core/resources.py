@@ -106,17 +106,6 @@ def cache_dir() -> Path:
     return Path(base) / "pycert"
 
 
-def use_numba_cache() -> None:
-    """numba keeps compiled kernels beside their module (inside site-packages when installed) unless told
-    otherwise: send them to ``<cache>/numba``. Call before the first ``@njit(cache=True)`` runs."""
-    from numba.core import (
-        config,  # numba (0.3 s): only for the commands that compile a kernel
-    )
-
-    if not os.environ.get("NUMBA_CACHE_DIR"):
-        config.CACHE_DIR = str(cache_dir() / "numba")
-
-
 def library_files(library: Path) -> list[tuple[str, Path]]:
     """The library's Lean sources as (POSIX path relative to ``library``, file), sorted by path."""
     return sorted((p.relative_to(library).as_posix(), p) for p in library.rglob("*.lean") if p.is_file())

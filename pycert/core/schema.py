@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    model_serializer,
     model_validator,
 )
 
@@ -93,8 +94,9 @@ class Figure(_Strict, Exact):
 
 class InputFile(_Strict):
     """A file the figures derive from: by path relative to the certificate's directory, or, for a file
-    that lives outside it (``external``), by its file name alone; verify finds it beside that directory
-    or is given it (``--input NAME=PATH``) and checks its sha256 like any other."""
+    that lives outside it (``external``), by its file name alone, with ``origin``, where it was when it was
+    proved; verify finds it where ``--input NAME=PATH`` puts it, beside that directory, at its origin or in
+    a checkout's shared trace folder, and checks its sha256 like any other."""
 
     role: Literal["trace", "instance", "lean", "log"]
     path: str = Field(min_length=1)
@@ -107,6 +109,20 @@ class InputFile(_Strict):
                     "encoding a shared trace)",
     )
 
+    origin: str | None = Field(
+        default=None, max_length=4096, pattern=r"^/[^\x00\n]*$",
+        description="an external input's absolute path on the machine that proved it: where verify looks when it "
+                    "is not beside the directory, a hint only (a file there counts only when its name and sha256 "
+                    "are the input's)")
+
+    @model_serializer(mode="wrap")
+    def _without_origin(self, handler: Any) -> Any:
+        # certificates of inputs inside their directory (and those made before origins) keep their bytes
+        out = handler(self)
+        if self.origin is None and isinstance(out, dict):
+            out.pop("origin", None)
+        return out
+
     @model_validator(mode="after")
     def _confined(self) -> InputFile:
         # lexical confinement before any file is touched: a genuine prove never writes an escape
@@ -116,6 +132,10 @@ class InputFile(_Strict):
                              "(no '..', no absolute path)")
         if self.external and len(parts) != 1:
             raise ValueError(f"external input {self.path!r} must be named by its file name alone")
+        if self.origin is not None and (not self.external or PurePosixPath(self.origin).name != self.path
+                                        or ".." in PurePosixPath(self.origin).parts):
+            raise ValueError(f"origin {self.origin[:80]!r}: only an external input has one, an absolute path without "
+                             f"'..' that ends in its file name {self.path!r}")
         return self
 
 

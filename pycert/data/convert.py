@@ -4,8 +4,9 @@ The canonical file is a plain ids trace (one decimal id and a newline per refere
 and every command takes it; it keeps the references and their order, and drops what the ids layout
 cannot hold (requests, prompt lengths, tenants, the block size). The record beside it,
 ``OUT.source.json``, says what it was made from: the source's name and the sha256 of its bytes as
-stored, the layout and block size it was read with, and the sha256 of the canonical file. Both files
-are written as one batch (temporaries, then renames), so an interrupted run leaves neither half.
+stored, the layout and block size it was read with, the order of its requests, and the sha256 of the
+canonical file. Both files are written as one batch (temporaries, then renames), so an interrupted run
+leaves neither half.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -38,6 +40,8 @@ class ConvertedTrace(BaseModel):
     block_tokens: int | None
     requests: int | None
     refs: int
+    order: Literal["file", "timestamp"] = "file"
+    """The order the requests were written in: the source's, or its timestamps' (``--sort``)."""
 
 
 def sidecar(out: Path) -> Path:
@@ -57,7 +61,7 @@ def convert(trace: Trace, out: Path) -> ConvertedTrace:
         digest.update(chunk)
     record = ConvertedTrace(output=out.name, output_sha256=digest.hexdigest(), source=Path(trace.name).name,
                             source_sha256=trace.sha256, format=trace.format, block_tokens=trace.block_tokens,
-                            requests=trace.n_requests, refs=trace.n_refs)
+                            requests=trace.n_requests, refs=trace.n_refs, order="timestamp" if trace.sorted else "file")
     if special(out) is not None:  # a device or a FIFO is written through, and nothing is written beside it
         atomic_write(out, canonical_lines(trace.refs))
         return record

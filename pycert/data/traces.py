@@ -52,6 +52,22 @@ class Trace:
     tenant_names: tuple[str, ...] = ()
     block_rule: str | None = None
     """How ``block_tokens`` was read (the trace's lengths, ``--block-tokens``), for a person."""
+    cut: bool = False
+    """Whether the blocks were cut here from prompts' token ids (at ``block_tokens``), not named by the trace."""
+    sessions: np.ndarray | None = None
+    """Per request, an index into ``session_names``, -1 for a request without a session (requests layout)."""
+    session_names: tuple[str | int, ...] = ()
+    hosts: np.ndarray | None = None
+    """Per request, an index into ``host_names``, -1 for a request without a host (requests layout)."""
+    host_names: tuple[str | int, ...] = ()
+    timestamps: np.ndarray | None = None
+    """Per request, its timestamp as a number (seconds for an ISO 8601 one; NaN for a request without one)."""
+    lines: np.ndarray | None = None
+    """Per request, the line of the file it was read from."""
+    disorder: str | None = None
+    """Where the timestamps first go back (file:line and why), when they do: the trace is read in file order."""
+    sorted: bool = False
+    """Whether the requests were put in timestamp order (``--sort``)."""
 
     @property
     def n_refs(self) -> int:
@@ -62,31 +78,37 @@ class Trace:
         return None if self.requests is None else int(len(self.requests) - 1)
 
 
-def read_trace(path: Source | Path | str, fmt: str = "auto", block_tokens: int | None = None) -> Trace:
+def read_trace(path: Source | Path | str, fmt: str = "auto", block_tokens: int | None = None,
+               sort: bool = False) -> Trace:
     """Read a trace in any layout of :mod:`pycert.data.formats` (gzip or zstd too) from ``path``: a file of
     a certificate directory (:func:`pycert.core.gate.inside`), one the user named (a path), or ``-``
     (standard input); with ``--block-tokens`` (``block_tokens``: how a prompts trace is blocked; for any
-    other layout it must agree with what the trace's lengths say). Through the gate: a regular file of at
+    other layout it must agree with what the trace's lengths say), in timestamp order with ``sort``. Through the gate: a regular file of at
     most :data:`~pycert.core.limits.MAX_TRACE_BYTES`, its decompressed data capped, at most
     :data:`~pycert.core.limits.MAX_TRACE_REFS` references."""
     with source.opened(path) as src:
-        parsed = formats.parse(src.text, src.name, fmt, block_tokens)
+        parsed = formats.parse(src.text, src.name, fmt, block_tokens, sort)
         sha256 = src.sha256()
     where = None if source.is_stdin(path) else path.path if isinstance(path, Source) else Path(path)
     return _trace(parsed, sha256, src.name, where)
 
 
-def trace_from_bytes(data: bytes, name: str, fmt: str = "auto", block_tokens: int | None = None) -> Trace:
+def trace_from_bytes(data: bytes, name: str, fmt: str = "auto", block_tokens: int | None = None,
+                     sort: bool = False) -> Trace:
     """Parse an in-memory trace (e.g. a generated one) exactly as :func:`read_trace` parses a file."""
     src = source.from_bytes(data, name)
-    parsed = formats.parse(src.text, name, fmt, block_tokens)
+    parsed = formats.parse(src.text, name, fmt, block_tokens, sort)
     return _trace(parsed, src.sha256(), name, None)
 
 
 def _trace(p: formats.Parsed, sha256: str, name: str, path: Path | None) -> Trace:
-    return Trace(refs=p.refs, requests=p.requests, format=p.format, sha256=sha256, name=name, path=path,
-                 block_tokens=p.block_tokens, prompt_tokens=p.prompt_tokens, tenants=p.tenants,
-                 tenant_names=p.tenant_names, block_rule=p.block_rule)
+    c = p.columns
+    per = {} if c is None else dict(
+        requests=c.bounds, tenants=c.tenants, tenant_names=c.tenant_names, sessions=c.sessions,
+        session_names=c.session_names, hosts=c.hosts, host_names=c.host_names, timestamps=c.timestamps, lines=c.lines)
+    return Trace(refs=p.refs, format=p.format, sha256=sha256, name=name, path=path, block_tokens=p.block_tokens,
+                 prompt_tokens=p.prompt_tokens, block_rule=p.block_rule, cut=p.cut, disorder=p.disorder,
+                 sorted=p.sorted, **{"requests": None, **per})
 
 
 def coarsen(trace: Trace, k: int) -> Trace:

@@ -367,6 +367,8 @@ class Producer(ABC):
     borrows: ClassVar[tuple[str, ...]] = ()
     """Families whose ``pycert prove`` options this family's own subcommand takes as well, without running
     them (``pycert prove isolation-cost --trace T --capacity-blocks C``: the ceiling's and capacity's flags)."""
+    summary: ClassVar[str] = ""
+    """What ``pycert prove <family>`` proves, in a sentence or two: its ``--help`` description."""
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         """The family's own ``pycert prove`` options (none by default)."""
@@ -386,13 +388,15 @@ class Producer(ABC):
 
 def input_file(role: str, path: Path, root: Path, derived_from: str | None = None, sha256: str | None = None) -> InputFile:
     """An input as a certificate names it: by path relative to ``root`` (the certificate directory) with
-    its sha256, or, for a file outside it (a user's trace), by its file name alone (``external``): a
-    certificate never records where a file sat on the machine that made it, so the directory can be
-    renamed, moved or sent, and verify reads outside it only the external files, by name."""
+    its sha256, or, for a file outside it (a user's trace), by its file name alone (``external``) and its
+    absolute path here (``origin``): the directory can be renamed, moved or sent, and verify on this machine
+    still finds the trace where it was proved from (elsewhere, beside the directory or with ``--input``)."""
     real, root = path.resolve(), root.resolve()
     inside = real.is_relative_to(root)
+    # an origin ends in the input's name: a trace reached by a link of another name records none
     return InputFile(role=role, path=real.relative_to(root).as_posix() if inside else path.name,
-                     sha256=sha256 or file_sha256(path), external=not inside, derived_from=derived_from)
+                     sha256=sha256 or file_sha256(path), external=not inside, derived_from=derived_from,
+                     origin=None if inside or real.name != path.name else real.as_posix())
 
 
 def part_of(instance: Instance, inp: InputFile, kinds: tuple[str, ...]) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -45,7 +45,11 @@ class TraceReading(Params):
     """The layout (:mod:`pycert.data.formats`); None: a certificate made before layouts were recorded,
     whose trace is read as the first line says (``auto``)."""
     block_tokens: int | None = Field(None, ge=1)
-    """How a prompts trace was cut into blocks; None for every other layout, whose blocks the trace names."""
+    """How prompts' token ids were cut into blocks (the prompts layout, and the requests layout given token ids);
+    None where the trace names its blocks."""
+    trace_order: Literal["file", "timestamp"] | None = None
+    """The order the requests were read in: the file's, or their timestamps' (``--sort``); None: a certificate
+    made before the order was recorded, read in file order."""
 
 
 SUMMED = "summed in numpy's int64, exact: a trace of more than 2^62 prompt tokens is refused as it is read"
@@ -55,8 +59,8 @@ BLOCK_IDENTITY = "Block identity is the trace's hash ids at the trace's block si
 
 
 def block_identity(params: TraceReading) -> str:
-    """The ``does_not_prove`` line that says what a block is, for the layout the trace was read in."""
-    if params.trace_format != "prompts":
+    """The ``does_not_prove`` line that says what a block is, for the way the trace was read."""
+    if params.block_tokens is None:
         return BLOCK_IDENTITY
     return (f"A block is {params.block_tokens} consecutive tokens from a prompt's start, named by the whole prompt prefix "
             "up to its end (exact interning, vLLM's chained-hash semantics): only full blocks are references, a "
@@ -64,10 +68,12 @@ def block_identity(params: TraceReading) -> str:
 
 
 def reading(params: TraceReading) -> str:
-    """What the claim sentence says of the blocks, where the reading made them (a prompts trace)."""
-    if params.trace_format != "prompts":
-        return ""
-    return f"prompts cut into blocks of {params.block_tokens} tokens, full blocks only: "
+    """What the claim sentence says of the blocks and their order, where the reading made them (prompts cut into
+    blocks, requests put in timestamp order)."""
+    order = "its requests in timestamp order, " if params.trace_order == "timestamp" else ""
+    if params.block_tokens is None:
+        return order
+    return f"{order}prompts cut into blocks of {params.block_tokens} tokens, full blocks only: "
 
 
 AS_FOUND = TraceReading()
@@ -82,7 +88,8 @@ def certified(inputs: Sequence[InputFile], read: Reader, params: TraceReading, r
     are not the sha256 the certificate names is rejected."""
     source = input_path(inputs, role, read)
     sha = next(i.sha256 for i in inputs if i.role == role and i.derived_from is None)
-    trace = kept("certified-trace", (sha, params.trace_format, params.block_tokens), lambda: read_certified(source, params))
+    trace = kept("certified-trace", (sha, params.trace_format, params.block_tokens, params.trace_order),
+                 lambda: read_certified(source, params))
     if trace.sha256 != sha:
         raise Rejected(Rejection.mismatch(f"inputs[role={role}]", sha, f"{trace.sha256} (the bytes read)",
                                           reason="mismatch"))
@@ -95,11 +102,11 @@ def read_certified(path: Path | Source, params: TraceReading) -> Trace:
     was proved with (a rejection); one that reads in no layout is malformed input, named at its line."""
     from pycert.data.traces import read_trace  # numpy: only where a trace is read, not where a claim is
 
-    if (params.trace_format == "prompts") != (params.block_tokens is not None):
-        raise Rejected(Rejection.mismatch("parameters.block_tokens", "the block size exactly when the layout is prompts",
-                                          repr(params.block_tokens)))
+    if params.trace_format == "prompts" and params.block_tokens is None:
+        raise Rejected(Rejection.mismatch("parameters.block_tokens", "the block size, for the prompts layout", "None"))
     try:
-        return read_trace(path, params.trace_format or "auto", params.block_tokens)
+        trace = read_trace(path, params.trace_format or "auto", params.block_tokens,
+                           sort=params.trace_order == "timestamp")
     except Refused:
         raise
     except InputError as err:
@@ -111,6 +118,10 @@ def read_certified(path: Path | Source, params: TraceReading) -> Trace:
             raise err from None
         raise Rejected(Rejection.mismatch("parameters.trace_format", f"a layout the trace reads in ({err})",
                                           f"{params.trace_format!r} (the trace reads as {found!r})")) from None
+    if trace.cut != (params.block_tokens is not None):
+        raise Rejected(Rejection.mismatch("parameters.block_tokens", "the block size exactly when the blocks are cut "
+                                          "from prompt token ids", repr(params.block_tokens)))
+    return trace
 
 
 def slug(name: str) -> str:
@@ -129,14 +140,21 @@ def check_name(trace: Path) -> None:
 
 def reading_of(trace: Trace) -> dict[str, object]:
     """The parameters that record how ``trace`` was read (:class:`TraceReading`)."""
-    return {"trace_format": trace.format, "block_tokens": trace.block_tokens if trace.format == "prompts" else None}
+    return {"trace_format": trace.format, "block_tokens": trace.block_tokens if trace.cut else None,
+            "trace_order": "timestamp" if trace.sorted else "file"}
 
 
 def read_for_proof(path: Path, opts: object) -> Trace:
-    """A ``--trace`` read as ``--format`` and ``--block-tokens`` say (options of either trace family)."""
+    """A ``--trace`` read as ``--format``, ``--block-tokens`` and ``--sort`` say (options of the trace families);
+    timestamps out of order in a trace read in file order are a warning on stderr."""
+    from pycert.core.console import warn  # with read_trace: only where a trace is read
     from pycert.data.traces import read_trace  # numpy: only where a trace is read, not where a claim is
 
-    return read_trace(path, getattr(opts, "trace_format", "auto"), getattr(opts, "block_tokens", None))
+    trace = read_trace(path, getattr(opts, "trace_format", "auto"), getattr(opts, "block_tokens", None),
+                       sort=getattr(opts, "sort", False))
+    if trace.disorder:
+        warn(trace.disorder)
+    return trace
 
 
 def refuse_stdin(traces: list[Path]) -> None:

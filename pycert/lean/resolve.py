@@ -12,7 +12,7 @@ import os
 from pycert.core.errors import InputError, ToolchainMissing
 from pycert.lean.backend import KINDS, Backend
 from pycert.lean.native import find_native
-from pycert.lean.toolchain import INSTALL_HINT
+from pycert.lean.toolchain import no_backend
 from pycert.lean.wasm import find_wasm
 
 
@@ -30,4 +30,4 @@ def resolve(requested: str | Backend | None = None) -> Backend:
             raise ToolchainMissing("the native backend needs `lake` and `lean` on PATH (an elan install)")
     if wasm := find_wasm():
         return wasm
-    raise ToolchainMissing(INSTALL_HINT)
+    raise ToolchainMissing(no_backend())

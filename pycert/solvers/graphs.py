@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import networkx as nx
 from pydantic import BaseModel
 
 from pycert.solvers.instance import Instance
@@ -22,11 +21,14 @@ from pycert.solvers.instance import Instance
 if TYPE_CHECKING:
     import networkx as nx
 
-# networkx is imported where a graph is built: the pooling family imports this module for its
-# models whenever pycert starts, and networkx alone takes longer to load than the rest of it.
+# networkx is imported where a graph is built: the pooling family imports this module for its models
+# whenever pycert starts, networkx alone takes longer to load than the rest of it, and it is the prove
+# extra's (the slim install has none).
 
 
 def request_host_graph(inst: Instance, routing: dict[int, int]) -> nx.Graph:
+    import networkx as nx  # the prove extra, loaded where a graph is built: see above
+
     g = nx.Graph()
     g.add_nodes_from((("host", h.id) for h in inst.hosts), bipartite=0)
     g.add_nodes_from((("request", r.id) for r in inst.requests), bipartite=1)
@@ -35,6 +37,8 @@ def request_host_graph(inst: Instance, routing: dict[int, int]) -> nx.Graph:
 
 
 def block_host_graph(inst: Instance, routing: dict[int, int]) -> nx.Graph:
+    import networkx as nx  # the prove extra, loaded where a graph is built: see above
+
     g = nx.Graph()
     g.add_nodes_from((("host", h.id) for h in inst.hosts), bipartite=0)
     g.add_nodes_from((("block", b) for b in set(inst.trace)), bipartite=1)
@@ -60,6 +64,8 @@ class Sharing(BaseModel):
 
 
 def sharing(inst: Instance, routing: dict[int, int]) -> Sharing:
+    import networkx as nx  # the prove extra, loaded where a graph is built: see above
+
     bh = block_host_graph(inst, routing)
     rh = request_host_graph(inst, routing)
     blocks = [n for n in bh if n[0] == "block"]
@@ -97,6 +103,7 @@ def matching_optimum(inst: Instance) -> MatchingOptimum | None:
     routing problem is not a matching (see :func:`matching_applies`) or no routing fits."""
     if not matching_applies(inst):
         return None
+    import networkx as nx  # the prove extra, loaded where a graph is built: see above
 
     limit = inst.hosts[0].load_limit
     reqs = inst.requests

@@ -64,7 +64,7 @@ class MakeCert(_Op):
 
 
 class Edit(_Op):
-    """JSON edits of ``path``: ``set`` pointer -> value, then ``append`` ``count`` copies of ``item`` (its
+    """JSON edits of ``path``: ``set`` pointer -> value (a string's ``{work}``, ``{outside}`` ... filled in), then ``append`` ``count`` copies of ``item`` (its
     strings with ``{i}`` replaced by the copy's index) to the list at ``into``."""
 
     op: Literal["edit"]
@@ -300,16 +300,18 @@ def _apply(op: Any, work: Path, name: str, where: dict[str, str]) -> None:  # no
         from tests.certs import make_cert, trace_input
 
         root = at(op.dir)
+        root.mkdir(parents=True, exist_ok=True)
         log = [InputFile(role="log", path=at(op.log).relative_to(root).as_posix(), sha256=file_sha256(at(op.log)))
                ] if op.log else []
-        cert = make_cert(op.id, op.family, op.params, [*log, trace_input(at(op.trace), root)], root=root)
+        cert = make_cert(op.id, op.family, op.params, [*log, trace_input(at(op.trace), root)], root=root,
+                         external={at(op.trace).name: at(op.trace)})  # a trace outside the directory
         (root / cert.filename).write_text(cert.to_json())
     elif isinstance(op, Edit):
         path = at(op.path)
         doc = json.loads(path.read_text())
         for pointer, value in op.set.items():
             parent, key = _pointer(doc, pointer)
-            parent[key] = value
+            parent[key] = fill(value, where) if isinstance(value, str) else value  # {outside} and the like
         if op.into is not None:
             parent, key = _pointer(doc, op.into)
             parent[key].extend(_numbered(op.item, i) for i in range(op.count))

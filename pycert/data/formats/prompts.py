@@ -39,6 +39,15 @@ def token_ids(obj: dict, where: str) -> np.ndarray:
     return np.array(toks, dtype=np.uint64)
 
 
+def blocks(toks: np.ndarray, block_tokens: int, table: dict[tuple[int, bytes], int]) -> list[int]:
+    """The ids of a prompt's full blocks: each (its parent's id, its own tokens) interned in ``table``."""
+    ids, parent = [], _ROOT
+    for k in range(len(toks) // block_tokens):
+        parent = table.setdefault((parent, toks[k * block_tokens:(k + 1) * block_tokens].tobytes()), len(table))
+        ids.append(parent)
+    return ids
+
+
 def read(lines: Iterable[tuple[int, bytes]], name: str, block_tokens: int) -> Columns:
     """Every line of a prompts trace, checked, its prompt cut into full blocks of ``block_tokens``."""
     cols = Columns()
@@ -50,9 +59,5 @@ def read(lines: Iterable[tuple[int, bytes]], name: str, block_tokens: int) -> Co
         if "timestamp" in obj:
             check(obj, "timestamp", "number", where)
         toks = token_ids(obj, where)
-        ids, parent = [], _ROOT
-        for k in range(len(toks) // block_tokens):
-            parent = table.setdefault((parent, toks[k * block_tokens:(k + 1) * block_tokens].tobytes()), len(table))
-            ids.append(parent)
-        cols.request(ids, len(toks), obj, lineno, where)
+        cols.request(blocks(toks, block_tokens, table), len(toks), obj, lineno, where)
     return cols

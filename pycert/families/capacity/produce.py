@@ -50,6 +50,8 @@ class CapacityOptions(Options):
     """The ceiling family's ``--block-tokens``: tokens a block holds; default: what the trace says."""
     trace_format: str = "auto"
     """The ceiling family's ``--format``."""
+    sort: bool = False
+    """The ceiling family's ``--sort``."""
     required: bool = False
     """``pycert prove capacity``: a run with no capacity is a usage error (under ``prove ceiling`` or
     ``prove all`` it makes no capacity certificate)."""
@@ -102,6 +104,11 @@ def refuse_overwrites(given: list[Path], traces: list[Path], out_dir: Path,
 
 
 class CapacityProducer(Producer):
+    summary = ("Prove the optimum at C blocks of each --trace (the embedded synthetic trace by default): the most "
+               "hits any cache of C blocks, starting empty, gets on it, for caches that may bypass a missed block "
+               "(skip storing it) and for caches that store every miss, each kernel-checked on the whole trace (one past "
+               "524,288 references in pieces); one certificate per trace and capacity of --capacity-blocks or "
+               "--capacity-tokens.")
     claim = CLAIM
     options = CapacityOptions
     rides_with = "ceiling"
@@ -121,7 +128,7 @@ class CapacityProducer(Producer):
     def options_from(self, args: argparse.Namespace, everything: bool = False) -> CapacityOptions:
         return CapacityOptions(trace=getattr(args, "trace", []), capacity_blocks=args.capacity_blocks,
                                capacity_tokens=args.capacity_tokens, block_tokens=getattr(args, "block_tokens", None),
-                               trace_format=getattr(args, "format", "auto"),
+                               trace_format=getattr(args, "format", "auto"), sort=getattr(args, "sort", False),
                                required=args.family == self.claim.name, piece_refs=getattr(args, "shard_refs", None),
                                ray_address=getattr(args, "ray_address", None))
 

@@ -48,17 +48,23 @@ class CeilingOptions(Options):
     block_tokens: int | None = None
     """``--block-tokens``: how a prompts trace is cut into blocks; for a layout with lengths it must agree
     with them; the capacity family turns ``--capacity-tokens`` into blocks of it."""
+    sort: bool = False
+    """``--sort``: every trace's requests in timestamp order (the certificate records it)."""
 
 
 class CeilingProducer(Producer):
+    summary = ("Prove the ceiling of each --trace (the embedded synthetic trace by default): the best hit rate any "
+               "cache reaches at any size, since every first reference to a block misses, kernel-checked on every "
+               "reference of the trace (sharded on Ray past what one Lean process holds). With --capacity-blocks or "
+               "--capacity-tokens, the optimum at each capacity too (pycert prove capacity --help).")
     claim = CLAIM
     options = CeilingOptions
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--trace", type=in_path, action="append", default=[], metavar="PATH",
-                            help="certify the hit ceiling of this trace (repeatable; any layout --format reads: Mooncake, "
-                                 "Qwen-Bailian or AIPerf JSONL, prompts as token ids, or one 64-bit block id per line; "
-                                 "gzip or zstd too); default: the embedded synthetic trace")
+                            help="a trace to certify (repeatable; any layout --format reads: one JSON request a line with "
+                                 "its hash_ids or prompt_token_ids, Mooncake, Qwen-Bailian or AIPerf JSONL, or one "
+                                 "64-bit block id per line; gzip or zstd too); default: the embedded synthetic trace")
         parser.add_argument("--shard-refs", type=int_range(1, MAX_SHARD_REFS), default=None, metavar="N",
                             help="references per shard of a trace (default: chosen from measured memory; a trace "
                                  "that fits one Lean process is one file); for a trace checked at a capacity, the most "
@@ -71,13 +77,17 @@ class CeilingProducer(Producer):
                             help="tokens a block: how a prompts trace is cut into blocks (default 16; the certificate "
                                  "records it), and the block size --capacity-tokens counts in; for a layout with "
                                  "input_length and hash_ids it must agree with their lengths")
+        parser.add_argument("--sort", action="store_true",
+                            help="read every --trace's requests in timestamp order, not file order (each request "
+                                 "needs a timestamp; the certificate records it)")
         parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
                             help="the Ray cluster that checks the shards of a big trace (default: a local one on "
                                  "this machine's cores, started by pycert and stopped when it exits)")
 
     def options_from(self, args: argparse.Namespace, everything: bool = False) -> CeilingOptions:
         return CeilingOptions(trace=args.trace, synthetic=everything, shard_refs=args.shard_refs,
-                              ray_address=args.ray_address, trace_format=args.format, block_tokens=args.block_tokens)
+                              ray_address=args.ray_address, trace_format=args.format, block_tokens=args.block_tokens,
+                              sort=args.sort)
 
     def traces(self, setting: Setting) -> list[Path]:
         """The traces of this run; the embedded default by its place in the certificate directory."""

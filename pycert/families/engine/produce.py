@@ -29,6 +29,9 @@ def log_path(stem: str) -> Path:
 
 
 class EngineProducer(Producer):
+    summary = ("Certify every engine replay recorded in the certificate directory (pycert engine replay writes "
+               "them): a real engine's own prefix-cache hits on a trace, observed, beside LRU and the optimum at its "
+               "capacity; the figures are re-derived from the per-request log, not proved.")
     claim = CLAIM
     options = EngineOptions
 

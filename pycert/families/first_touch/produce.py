@@ -11,6 +11,9 @@ DEFAULT = FirstTouchParams(c=256, n=4000)
 
 
 class FirstTouchProducer(Producer):
+    summary = ("Prove the first-touch cut: a store pre-warmed in chunks of c tokens serves c·⌊n/c⌋ tokens of an "
+               "n-token prompt, more than half of every prompt of at least 2c tokens (kernel-checked at the "
+               "committed c and n).")
     claim = CLAIM
 
     def prepare(self, setting: Setting) -> list[Prepared]:

@@ -12,6 +12,9 @@ from pycert.families.first_touch_ramp import CLAIM, RampParams, engine_figures, 
 
 
 class RampProducer(Producer):
+    summary = ("Prove the synthetic rows of the first-touch dataset recorded in the certificate directory (pycert "
+               "dataset first-touch makes them): each prompt length's closed form c·⌊n/c⌋/n kernel-checked beside "
+               "what a real engine served, observed.")
     claim = CLAIM
 
     def prepare(self, setting: Setting) -> list[Prepared]:

@@ -21,6 +21,9 @@ class TraceOptions(Options):
 
 
 class TraceProducer(Producer):
+    summary = ("Prove the Mooncake rows of the first-touch dataset recorded in the certificate directory (pycert "
+               "dataset first-touch makes them): the leading blocks a conversation's second request finds pre-warmed "
+               "by its first, kernel-checked on the two block lists, beside a real engine's replay, observed.")
     claim = CLAIM
     options = TraceOptions
 

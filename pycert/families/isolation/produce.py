@@ -11,6 +11,9 @@ DEFAULT = IsolationParams(T=8, n=1024)
 
 
 class IsolationProducer(Producer):
+    summary = ("Prove the isolation floor: sharing a cache across T tenants and n blocks with no cross-tenant reuse "
+               "needs T·n bits of isolation state, n·log2 T when each block has one owner (kernel-checked at the "
+               "committed T and n).")
     claim = CLAIM
 
     def prepare(self, setting: Setting) -> list[Prepared]:

@@ -43,6 +43,7 @@ class IsolationCostOptions(Options):
     """The capacity family's flags: the capacities, in blocks or in tokens."""
     block_tokens: int | None = None
     trace_format: str = "auto"
+    sort: bool = False
     tenant_rule: str = "field"
     tenants: int | None = None
     wanted: bool = False
@@ -55,6 +56,11 @@ class IsolationCostOptions(Options):
 
 
 class IsolationCostProducer(Producer):
+    summary = ("Prove what a per-tenant salt costs at each capacity of --capacity-blocks on each --trace: the "
+               "optimum at C blocks of one cache shared by every tenant and of a salted cache (every block keyed by "
+               "its request's tenant: the trace's tenant field, or --tenants with --tenant-rule), each "
+               "kernel-checked for caches that may bypass a missed block and for caches that store every miss, and "
+               "the hits the salt costs.")
     claim = CLAIM
     options = IsolationCostOptions
     borrows = ("ceiling", "capacity")
@@ -73,7 +79,7 @@ class IsolationCostProducer(Producer):
         return IsolationCostOptions(
             trace=getattr(args, "trace", []), capacity_blocks=args.capacity_blocks, capacity_tokens=args.capacity_tokens,
             block_tokens=getattr(args, "block_tokens", None), trace_format=getattr(args, "format", "auto"),
-            tenant_rule=args.tenant_rule or "field", tenants=args.tenants,
+            sort=getattr(args, "sort", False), tenant_rule=args.tenant_rule or "field", tenants=args.tenants,
             wanted=required or args.tenant_rule is not None or args.tenants is not None, required=required,
             shard_refs=getattr(args, "shard_refs", None), ray_address=getattr(args, "ray_address", None))
 

@@ -13,6 +13,9 @@ from pycert.leak import log as leaklog
 
 
 class LeakProducer(RecordedLogs):
+    summary = ("Certify every leak run recorded in the certificate directory (pycert leak run writes "
+               "inputs/leak-*.jsonl): one tenant reusing another's cached prompt on a real engine, and a per-tenant "
+               "salt closing it, per arm, observed, with the exact Clopper-Pearson bound on the residual rate.")
     claim = CLAIM
     glob = LOG_GLOB
 

@@ -12,6 +12,9 @@ from pycert.leak.audit_plan import AuditLog
 
 
 class AuditProducer(RecordedLogs):
+    summary = ("Certify every audit of a live server recorded in the certificate directory (pycert leak audit writes "
+               "them): cross-tenant prefix-cache reuse measured from outside, observed, with the verdict re-derived "
+               "from the log.")
     claim = CLAIM
     glob = LOG_GLOB
 

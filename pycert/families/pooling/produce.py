@@ -225,6 +225,9 @@ def run_pooling(
 
 
 class PoolingProducer(Producer):
+    summary = ("Prove the pooling optimum of the committed serving instance: a cache pooled across hosts reaches the "
+               "fewest misses any routing allows (the wall, kernel-checked), which per-instance caching cannot; the "
+               "optimum solved by CP-SAT and HiGHS and checked by a third method.")
     claim = CLAIM
 
     def prepare(self, setting: Setting) -> list[Prepared]:

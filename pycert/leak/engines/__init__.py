@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pycert.core.errors import InputError
+from pycert.core.extras import install_hint
 from pycert.leak.admission import EngineRequest
 
 
@@ -64,5 +65,5 @@ def transformers_engine(where: str, **settings: Any) -> Engine:
         from pycert.leak.engines.transformers import TransformersEngine
     except ImportError as exc:
         raise InputError(f"the in-process engine needs torch and transformers ({exc.name} is missing): "
-                         "pip install 'pycert-kv[leak]'", where=where) from None
+                         f"{install_hint('leak')}", where=where) from None
     return TransformersEngine(**settings)

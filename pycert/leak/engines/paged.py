@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pycert.core.errors import InputError, ResourcesExhausted
+from pycert.core.extras import install_hint
 
 if TYPE_CHECKING:
     from pycert.leak.replay import PagedEngine
@@ -47,7 +48,7 @@ def open_engine(engine: str, num_blocks: int, block_tokens: int, seed: int) -> P
         # which every other pycert command (and --help) would pay
         from pycert.leak.engines.transformers import TINY, TransformersEngine
     except ImportError as exc:
-        raise InputError(f"the engine needs torch and transformers ({exc.name} is missing): pip install 'pycert-kv[leak]'",
+        raise InputError(f"the engine needs torch and transformers ({exc.name} is missing): {install_hint('leak')}",
                          where="pycert engine replay") from None
     try:
         return TransformersEngine(seed=seed, page_size=block_tokens, num_blocks=num_blocks,

@@ -17,11 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
 
-from pycert.core.resources import use_numba_cache
-
-use_numba_cache()
+from pycert.core.jit import njit
 
 
 def pair_index(k: int, j: int) -> int:
