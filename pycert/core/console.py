@@ -83,6 +83,11 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else many or noun + 's'}"
 
 
+def share_of(name: str, hits: int, refs: int) -> str:
+    """A run table's figure: ``ceiling 3,983 of 5,339 refs (74.60%)``, the count and the total, never a fraction."""
+    return f"{name} {hits:,} of {refs:,} refs ({100 * hits / refs:.2f}%)"
+
+
 def csv_text(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """CSV (the csv module's quoting, ``\\n`` line ends) with a header row, without the last line end
     (:func:`emit` prints one)."""
