@@ -590,7 +590,7 @@ def test_the_run_tables_figure_names_the_model_it_is_the_optimum_of() -> None:
                            admission=SimpleNamespace(max_hits=219, cuts=219))
     p = SimpleNamespace()
     CapacityProducer._expect(p, both)  # type: ignore[arg-type]
-    assert p.headline == "1 block: optimum with bypass 0.075413"
+    assert p.headline == "1 block: optimum with bypass 219 of 2,904 refs (7.54%)"
     one = SimpleNamespace(capacity=4, refs=10, cuts=3, free=1, max_hits=5, admission=None)
     CapacityProducer._expect(p, one)  # type: ignore[arg-type]
-    assert p.headline == "4 blocks: optimum 0.500000"
+    assert p.headline == "4 blocks: optimum 5 of 10 refs (50.00%)"

@@ -224,19 +224,27 @@ BROKEN_WORDS = r"""(() => {
 })()"""
 
 
+@pytest.fixture(scope="module")
+def committed_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The committed certificates' page (those whose trace is on this machine), made once: (page, certificates)."""
+    from tests.test_install import _committed_certificates
+
+    tmp = tmp_path_factory.mktemp("committed-page")
+    certs = tmp / "certs"
+    inputs = [f"--input={line}" for line in _committed_certificates(certs)["inputs"].splitlines()]
+    out = tmp / "report.html"
+    assert main(["report", "--certs", str(certs), "--out", str(out), *inputs]) == 0
+    return out, certs
+
+
 @needs_chromium
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_the_page_at_1400_pixels(tmp_path: Path) -> None:
+def test_the_page_at_1400_pixels(tmp_path: Path, committed_page: tuple[Path, Path]) -> None:
     """The committed certificates' page, in Chromium at 1400 px wide: one card and one plot per trace, no
     word broken across lines in a header, a tile or a sentence, nothing wider than the window. The
     screenshot is left in the test's directory for a person to look at."""
-    from tests.test_install import _committed_certificates
-
-    certs = tmp_path / "certs"
-    inputs = [f"--input={line}" for line in _committed_certificates(certs)["inputs"].splitlines()]
-    out = tmp_path / "report.html"
-    assert main(["report", "--certs", str(certs), "--out", str(out), *inputs]) == 0
+    out, certs = committed_page
     page = out.read_text()
     traces = {i["sha256"] for c in certs.glob("*.json") for i in json.loads(c.read_text())["inputs"]
               if i["role"] == "trace"}
@@ -281,5 +289,52 @@ def test_the_page_vouches_only_for_certificates_that_verified(site: dict[str, Pa
         assert "did NOT verify when this page was made" in lines[0], lines
         state, colour, _ = browser.verdict_after(lambda: browser.choose_file(site["certs"] / "ceiling-tiny.json"))
         assert (state, colour) == ("match", GREEN)
+    finally:
+        browser.close()
+
+
+FIRST_SCREEN = r"""(() => {
+  const bottom = el => el.getBoundingClientRect().bottom + window.scrollY;
+  const tables = [...document.querySelectorAll('section.decision')];
+  const style = sel => { const el = document.querySelector(sel); if (!el) return null;
+    const s = getComputedStyle(el); return [s.backgroundColor, s.fontWeight, s.fontStyle].join(' '); };
+  return {decisions: tables.length, last: Math.max(...tables.map(bottom)),
+          legend: bottom(document.querySelector('ul.legend')),
+          firstCard: document.querySelector('section.card').getBoundingClientRect().top + window.scrollY,
+          styles: ['proven', 'derived', 'computed', 'observed'].map(k => style(`table.decision td.ev-${k}`)),
+          legendStyles: ['proven', 'derived', 'computed', 'observed'].map(k => style(`ul.legend .ev-${k}`))};
+})()"""
+
+
+@needs_chromium
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_first_screen_at_1280_pixels_is_the_decision(tmp_path: Path, committed_page: tuple[Path, Path]) -> None:
+    """In Chromium at 1280 x 900, the page's first screen holds the legend and every traffic's table by cache
+    size, whole, and nothing is wider than the window; proven, derived, computed and observed values look
+    different from one another, each as the legend shows it. Both screenshots (the first screen, the whole
+    page) are left in the test's directory for a person to look at."""
+    out, certs = committed_page
+    traces = {i["sha256"] for c in certs.glob("*.json") for i in json.loads(c.read_text())["inputs"]
+              if i["role"] == "trace"}
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(out.as_uri())
+        shot = browser.screenshot(1280)
+        (tmp_path / "report-1280.png").write_bytes(shot)
+        browser.page("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1, mobile=False)
+        import base64
+
+        first = browser.call("Page.captureScreenshot", session=browser.session, timeout=180, format="png")
+        (tmp_path / "report-1280-first-screen.png").write_bytes(base64.b64decode(first["data"]))
+        width = browser.js("document.documentElement.clientWidth")
+        assert browser.js("document.documentElement.scrollWidth") == width  # nothing wider than the window
+        seen = browser.js(FIRST_SCREEN)
+        assert seen["decisions"] == len(traces) and seen["legend"] < seen["last"] <= min(900, seen["firstCard"]), seen
+        present = [s for s in seen["styles"] if s is not None]
+        assert len(present) >= 3 and len(set(present)) == len(present), seen["styles"]  # each kind its own look
+        for table, legend in zip(seen["styles"], seen["legendStyles"]):
+            assert table is None or table == legend, (table, legend)  # as the legend shows it
+        assert browser.js(BROKEN_WORDS) == []
     finally:
         browser.close()

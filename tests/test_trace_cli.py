@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 import subprocess
 import sys
 from fractions import Fraction
@@ -50,8 +51,15 @@ def test_stats_defaults_to_the_embedded_synthetic_trace(capsys: pytest.CaptureFi
     t = synthetic.default_trace()
     assert data["refs"] == t.n_refs and data["sha256"] == t.sha256 and data["name"].startswith("synthetic")
     assert frac(data["ceiling"]) == 1 - Fraction(data["distinct"], data["refs"])
+    assert frac(data["ceiling_tokens"]) == Fraction(data["reused_tokens"], data["prompt_tokens"])
+    assert data["prompt_tokens"] == int(t.prompt_tokens.sum())
     rc, out, _ = run(capsys, "stats")
     assert rc == 0 and "ceiling" in out and f"{t.n_refs:,}" in out
+    # counts in their units, never a reduced fraction (issue 47: "0.749921 (40336/53787)" for 161,361 tokens)
+    reused = data["refs"] - data["distinct"]
+    assert f"{reused / data['refs']:.6f} = {reused:,} of {data['refs']:,} block references" in out
+    assert f"= {data['reused_tokens']:,} of {data['prompt_tokens']:,} prompt tokens" in out
+    assert not re.search(r"\b\d+/\d+\b", out), out
 
 
 def test_mrc_figures_and_full_curve(capsys: pytest.CaptureFixture[str]) -> None:
@@ -287,9 +295,15 @@ def test_csv_gives_the_figures_of_json(capsys: pytest.CaptureFixture[str]) -> No
         arm = off["primary" if r["arm"] == "as read" else "control"][r["figure"]]
         if isinstance(arm, dict):
             assert Fraction(r["exact"]) == frac(arm) and float(r["value"]) == arm["decimal"]
+            if r["count"]:  # a share as the count and the total it is of, in their unit
+                scale = 100 if r["figure"].endswith("_pp") else 1
+                assert Fraction(int(r["count"]) * scale, int(r["of"])) == frac(arm) and r["unit"]
         else:
             assert r["value"] == ("" if arm is None else str(arm))
         assert r["evidence"] == "computed"
+    ceiling = next(r for r in rows if r["figure"] == "ceiling" and r["arm"] == "as read")
+    assert (int(ceiling["count"]), int(ceiling["of"])) == (off["primary"]["refs"] - off["primary"]["distinct"],
+                                                           off["primary"]["refs"])
     with pytest.raises(SystemExit) as exc:
         main(["trace", "offload", "--capacity-tokens", "65536", "--csv", "--json"])
     out, err = capsys.readouterr()

@@ -270,6 +270,10 @@ class TraceStats(BaseModel):
     ceiling_tokens: Ratio | None = None
     """The ceiling in tokens: the reused blocks' tokens over the prompt tokens, a request's partial last block
     never reused (vLLM caches full blocks only); None when the trace gives no prompt lengths."""
+    reused_tokens: int | None = None
+    """The count ``ceiling_tokens`` is a share of: the tokens of the references that reuse a full block."""
+    prompt_tokens: int | None = None
+    """The prompt tokens of the trace, the total ``ceiling_tokens`` is over; None without prompt lengths."""
     prefix_closed: bool | None = None
     """Whether every request is a path from the root of one block tree (a block id fixes the blocks before
     it, as chained block hashes do); None when the trace has no requests."""
@@ -292,15 +296,16 @@ def stats_from_counts(refs: int, distinct: int) -> tuple[Fraction, Fraction]:
 
 def trace_stats(trace: Trace) -> TraceStats:
     """refs, distinct, floor and ceiling of a trace."""
-    from pycert.analysis.requests import firsts, not_prefix_closed, reuse_tokens  # it imports this module
+    from pycert.analysis.requests import firsts, not_prefix_closed, reuse_token_counts  # it imports this module
 
     distinct = _distinct(trace.refs)
     floor, ceiling = stats_from_counts(trace.n_refs, distinct)
-    first, tokens = firsts(trace), reuse_tokens(trace)
+    first, tokens = firsts(trace), reuse_token_counts(trace)
     return TraceStats(name=trace.name, sha256=trace.sha256, format=trace.format, granularity=trace.granularity,
                       block_tokens=trace.block_tokens, block_rule=trace.block_rule, requests=trace.n_requests,
                       refs=trace.n_refs, distinct=distinct, cold_miss_floor=Ratio.of(floor), ceiling=Ratio.of(ceiling),
-                      tenants=tenant_stats(trace), ceiling_tokens=None if tokens is None else Ratio.of(tokens),
+                      tenants=tenant_stats(trace), ceiling_tokens=None if tokens is None else Ratio.of(Fraction(*tokens)),
+                      reused_tokens=None if tokens is None else tokens[0], prompt_tokens=None if tokens is None else tokens[1],
                       prefix_closed=None if first is None else not_prefix_closed(trace.refs, first) is None,
                       sessions=len(trace.session_names) or None, hosts=len(trace.host_names) or None,
                       order=None if trace.requests is None else "timestamp" if trace.sorted else

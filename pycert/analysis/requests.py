@@ -118,11 +118,17 @@ def ref_tokens(trace: Trace) -> Weights | None:
     return Weights(tokens, tokens == bt, int(tokens.sum()))
 
 
-def reuse_tokens(trace: Trace) -> Fraction | None:
-    """The ceiling in tokens: the tokens of the references that reuse a full block, over the
-    prompt tokens (None when the trace gives no prompt lengths)."""
+def reuse_token_counts(trace: Trace) -> tuple[int, int] | None:
+    """The ceiling in tokens as counts: the tokens of the references that reuse a full block, and the prompt
+    tokens (None when the trace gives no prompt lengths)."""
     weights = ref_tokens(trace)
     if weights is None:
         return None
     prev, _ = _prev_next(_as_array(trace.refs))
-    return Fraction(weights.hit(prev >= 0), weights.total)
+    return weights.hit(prev >= 0), weights.total
+
+
+def reuse_tokens(trace: Trace) -> Fraction | None:
+    """The ceiling in tokens: :func:`reuse_token_counts` as a share of the prompt tokens."""
+    counts = reuse_token_counts(trace)
+    return None if counts is None else Fraction(*counts)

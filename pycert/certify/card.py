@@ -67,17 +67,37 @@ def exact_of(f: Figure) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
 
+KINDS = {
+    "proven": "kernel-checked: a Lean proof of this count",
+    "derived": "a bound in tokens: the block size × a proven count, not itself proved",
+    "computed": "computed by pycert from the trace, not proved",
+    "observed": "measured on a real engine, not proved",
+}
+"""How a value on the page is known, strongest first: each value is styled by its kind, and the legend says
+each in these words."""
+
+
+def legend() -> str:
+    """The page's legend: a sample of each kind of value, styled as the values are, and what it means."""
+    items = "".join(f'<li><span class="ev ev-{k}">{k}</span> {escape(what)}</li>' for k, what in KINDS.items())
+    return f'<ul class="legend" aria-label="how each value on this page is known">{items}</ul>'
+
+
 @dataclass(frozen=True)
 class Cell:
-    """One value on a card: ``shown`` rounded for reading, ``exact`` with how it is known (one click away)."""
+    """One value on a card: ``shown`` rounded for reading, ``exact`` with how it is known (one click away),
+    and ``kind``, how it is known in one word (:data:`KINDS`; empty for a label or a value with no evidence)."""
 
     shown: str
     exact: str = ""
+    kind: str = ""
 
     def html(self) -> str:
+        kind = f" ev ev-{self.kind}" if self.kind in KINDS else ""
         if not self.exact:
-            return escape(self.shown)
-        return f'<details class="exact"><summary>{escape(self.shown)}</summary><span>{escape(self.exact)}</span></details>'
+            return f'<span class="{kind.strip()}">{escape(self.shown)}</span>' if kind else escape(self.shown)
+        return (f'<details class="exact{kind}"><summary>{escape(self.shown)}</summary>'
+                f"<span>{escape(self.exact)}</span></details>")
 
 
 @dataclass(frozen=True)
@@ -128,8 +148,8 @@ class Card:
     salt costs (isolation-cost certificates), each saying how it is known."""
 
     def html(self) -> str:
-        tiles = "".join(f'<div class="tile"><div class="big">{n.value.html()}</div><div class="label">{escape(n.label)}'
-                        "</div></div>" for n in self.numbers)
+        tiles = "".join(f'<div class="tile{" tile-" + n.value.kind if n.value.kind in KINDS else ""}"><div class="big">'
+                        f'{n.value.html()}</div><div class="label">{escape(n.label)}</div></div>' for n in self.numbers)
         tables = "".join(t.html() for t in self.tables if t.rows)
         tables += "".join(f'<p class="note">{escape(n)}</p>' for n in self.notes)
         figure = "" if self.figure is None else (

@@ -5,7 +5,7 @@ certificate that names no trace.
 A card is data first (:class:`Card`: :class:`Number` tiles and :class:`Table` of :class:`Cell`), HTML
 second, so a new figure slots in as one more builder: a tile builder in :data:`TRACE_NUMBERS`, a column in
 one of :data:`TRACE_TABLES`, or a table of its own (an engine's own hits beside the certified optimum,
-:func:`engine_table`; the cost of isolation). Only a certificate that verified
+:func:`pycert.certify.engines.engine_table`; the cost of isolation). Only a certificate that verified
 lends a figure to a card; one that did not is named on the card with why, and what it would have said is
 left to its own section, marked NOT VERIFIED.
 """
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from pycert.certify.card import Card, Cell, Number, Table, exact_of, pct, rounded, unit_of
 from pycert.core.schema import Certificate, Figure, InputFile
+from pycert.certify.engines import engine_table
 from pycert.families.engine.beside import Beside, beside
 from pycert.families.models import STORE, caches
 
@@ -40,10 +41,15 @@ class Curve:
     """The trace's LRU hit counts at every capacity, with its reference and distinct counts."""
     block_tokens: int | None = None
     """Tokens per block, as the trace was read (Mooncake's 512); None: unknown (a trace of bare ids)."""
-    lru_tokens: Callable[[int], Fraction] | None = None
-    """LRU's hit rate in tokens at a capacity (a partial block never reused); None: no prompt lengths."""
-    ceiling_tokens: Fraction | None = None
-    """The ceiling in tokens (the tokens of references that reuse a full block)."""
+    lru_tokens: Callable[[int], int] | None = None
+    """LRU's hits in tokens at a capacity (a partial block never reused); None: no prompt lengths."""
+    prompt_tokens: int | None = None
+    """The trace's prompt tokens, the total every figure in tokens is a share of; None: no prompt lengths."""
+    reused_tokens: int | None = None
+    """The ceiling in tokens: the tokens of the references that reuse a full block."""
+    fingerprint: str = ""
+    """sha256 of the block references as read, each block numbered by its first use: two readings (of one file
+    or of two) with the same fingerprint are one traffic (one card)."""
 
 
 @dataclass
@@ -63,6 +69,17 @@ class TraceFacts:
     salts: list[Certificate] = field(default_factory=list)
     """Isolation-cost certificates of this trace that verified: what a per-tenant salt costs at a capacity."""
     unverified: dict[str, str] = field(default_factory=dict)
+    also: list[str] = field(default_factory=list)
+    """Other readings of the same file to the same block references, merged into this one (:func:`pycert.certify.traffic.one_traffic`)."""
+    notes: list[str] = field(default_factory=list)
+    """Lines on how this traffic stands to the page's other cards (:func:`pycert.certify.traffic.one_traffic`)."""
+
+    def reading_words(self) -> str:
+        """The trace and how it was read, in words: ``t.jsonl (mooncake, 512 tokens a block)``."""
+        fmt, bt, by_time = self.reading or (None, None, False)
+        how = ", ".join(x for x in (fmt or "", f"{bt:,} tokens a block" if bt else "", "in timestamp order" if by_time
+                                    else "") if x)
+        return f"{self.name} ({how})" if how else self.name
 
     def beside(self) -> list[tuple[Certificate, Beside]]:
         """Each engine certificate's hits beside the optimum at its capacity, from this trace's verified
@@ -123,18 +140,21 @@ def prefix_reached(cert: Certificate) -> bool:
     return f is not None and f.evidence == "kernel-checked"
 
 
-def _rate_cell(hits: int, refs: int, how: str, unit: str = "block references") -> Cell:
-    value, what = Fraction(hits, refs), "hits of" if unit == "block references" else "of"  # tokens are no hits
-    return Cell(pct(value), f"{hits:,} {what} {refs:,} {unit} = {value.numerator}/{value.denominator}; {how}")
+def _rate_cell(hits: int, refs: int, how: str, kind: str, unit: str = "block references") -> Cell:
+    """A share as a reader wants it: the rate, and a click away the count and the total in their unit (never a
+    reduced fraction) with how it is known; ``kind``: proven, derived, computed or observed (``card.KINDS``)."""
+    what = "hits of" if unit == "block references" else "of"  # tokens are no hits
+    return Cell(pct(Fraction(hits, refs)), f"{hits:,} {what} {refs:,} {unit}; {how}", kind)
 
 
-def _token_cell(cert: Certificate, name: str, how: str) -> Cell:
+def _token_cell(cert: Certificate, name: str, how: str, kind: str) -> Cell:
     """A token figure of a certificate over its prompt tokens, with how the figure is known."""
     figs = figures(cert)
     if name not in figs or "refs_tokens" not in figs:
         return Cell("n/a", f"{cert.id} gives no {name} (no prompt lengths, or made before token figures)")
     f = figs[name]
-    return _rate_cell(f.numerator, figs["refs_tokens"].numerator, f"{how}: {f.known_by}, in {cert.id}", "prompt tokens")
+    return _rate_cell(f.numerator, figs["refs_tokens"].numerator, f"{how}: {f.known_by}, in {cert.id}", kind,
+                      "prompt tokens")
 
 
 def _tokens(facts: TraceFacts, blocks: int) -> str:
@@ -187,23 +207,26 @@ def _best_number(facts: TraceFacts) -> list[Number]:
     best, refs = facts.best(), facts.refs
     if best is None or not refs:
         return []
-    out = [Number("the ceiling: the best hit rate at any size", _rate_cell(best[0], refs, best[1]))]
+    kind = "proven" if facts.ceiling is not None else "computed"
+    out = [Number("the ceiling: the best hit rate at any size", _rate_cell(best[0], refs, best[1], kind))]
     if facts.ceiling is not None and "ceiling_tokens" in figures(facts.ceiling):
-        out.append(Number("the same in prompt tokens", _token_cell(facts.ceiling, "max_hits_tokens", "computed")))
+        out.append(Number("the same in prompt tokens", _token_cell(facts.ceiling, "max_hits_tokens", "computed",
+                                                                   "computed")))
     return out
 
 
 def _first_use_number(facts: TraceFacts) -> list[Number]:
     if facts.ceiling is not None:
-        distinct, how = figures(facts.ceiling)["distinct"].numerator, f"kernel-checked in {facts.ceiling.id}"
+        distinct, kind = figures(facts.ceiling)["distinct"].numerator, "proven"
+        how = f"kernel-checked in {facts.ceiling.id}"
     elif facts.curve is not None:
-        distinct, how = facts.curve.lru.distinct, ENGINE
+        distinct, how, kind = facts.curve.lru.distinct, ENGINE, "computed"
     else:
         return []
     refs = facts.refs
     return [Number("distinct blocks: the first use of each always misses",
                    Cell(f"{distinct:,}", f"{distinct:,} of {refs:,} block references are first uses "
-                                         f"({pct(Fraction(distinct, refs))}); {how}"))]
+                                         f"({pct(Fraction(distinct, refs))}); {how}", kind))]
 
 
 def _capacity_numbers(facts: TraceFacts) -> list[Number]:
@@ -213,14 +236,16 @@ def _capacity_numbers(facts: TraceFacts) -> list[Number]:
         if ha is not None:
             how = "kernel-checked both ways (no cache with bypass does better; one reaches it)"
             out.append(Number(f"the optimum at {c:,} blocks{_tokens(facts, c)} with bypass",
-                              _rate_cell(ha, figs["refs"].numerator, f"{how}, in {cert.id}")))
+                              _rate_cell(ha, figs["refs"].numerator, f"{how}, in {cert.id}", "proven")))
             out.append(Number(f"at most, in prompt tokens, with {c:,} blocks",
-                              _token_cell(cert, "bypass_hits_tokens", "block_tokens × the kernel-checked optimum")))
+                              _token_cell(cert, "bypass_hits_tokens", "block_tokens × the kernel-checked optimum",
+                                          "derived")))
             continue
         how = ("kernel-checked both ways (no cache does better; one reaches it)" if optimum(cert)
                else "kernel-checked upper bound; Belady's MIN reaches it, as computed")
         out.append(Number(f"the optimum at {c:,} blocks{_tokens(facts, c)}",
-                          _rate_cell(figs["max_hits"].numerator, figs["refs"].numerator, f"{how}, in {cert.id}")))
+                          _rate_cell(figs["max_hits"].numerator, figs["refs"].numerator, f"{how}, in {cert.id}",
+                                     "proven")))
     return out
 
 
@@ -239,7 +264,7 @@ def _tokens_col(facts: TraceFacts, c: int) -> Cell:
 def _lru_col(facts: TraceFacts, c: int) -> Cell:
     if facts.curve is None:
         return Cell("n/a", "no curve on this page (--no-curves)")
-    return _rate_cell(facts.curve.lru.hits(c), facts.curve.lru.refs, ENGINE)
+    return _rate_cell(facts.curve.lru.hits(c), facts.curve.lru.refs, ENGINE, "computed")
 
 
 def _opt_col(facts: TraceFacts, c: int) -> Cell:
@@ -247,7 +272,7 @@ def _opt_col(facts: TraceFacts, c: int) -> Cell:
     if stored(cert) is None:
         return Cell("n/a", f"{cert.id} {ONE_MODEL}")
     how = "kernel-checked both ways" if optimum(cert) else "kernel-checked upper bound"
-    return _rate_cell(figs["max_hits"].numerator, figs["refs"].numerator, f"{how} in {cert.id}")
+    return _rate_cell(figs["max_hits"].numerator, figs["refs"].numerator, f"{how} in {cert.id}", "proven")
 
 
 def _admission_col(facts: TraceFacts, c: int) -> Cell:
@@ -256,18 +281,19 @@ def _admission_col(facts: TraceFacts, c: int) -> Cell:
         return Cell("n/a", f"{cert.id} certifies no optimum with bypass (a trace checked in pieces of the "
                            "older layout, or made before the model)")
     reached = "; a prefix cache reaches it (kernel-checked)" if prefix_reached(cert) else ""
-    return _rate_cell(ha, figures(cert)["refs"].numerator, f"kernel-checked both ways in {cert.id}{reached}")
+    return _rate_cell(ha, figures(cert)["refs"].numerator, f"kernel-checked both ways in {cert.id}{reached}", "proven")
 
 
-def _points(gap: Fraction, how: str) -> Cell:
-    return Cell(f"{100 * float(gap):.2f}", f"{how} = {gap} of the references")
+def _points(hits: int, refs: int, how: str, kind: str) -> Cell:
+    """A difference of two hit rates in percentage points, and a click away the hits it is, of the references."""
+    return Cell(f"{100 * hits / refs:.2f}", f"{hits:,} hits of {refs:,} block references: {how}", kind)
 
 
 def _policy_col(facts: TraceFacts, c: int) -> Cell:
     if facts.curve is None or (h := stored(facts.capacity[c])) is None:
         return Cell("n/a")
-    gap = Fraction(h - facts.curve.lru.hits(c), facts.curve.lru.refs)
-    return _points(gap, f"the optimum at {c:,} blocks, storing every miss (kernel-checked) - LRU ({ENGINE})")
+    return _points(h - facts.curve.lru.hits(c), facts.curve.lru.refs,
+                   f"the optimum at {c:,} blocks, storing every miss (kernel-checked) - LRU ({ENGINE})", "computed")
 
 
 def _admission_gain_col(facts: TraceFacts, c: int) -> Cell:
@@ -275,8 +301,8 @@ def _admission_gain_col(facts: TraceFacts, c: int) -> Cell:
     if (ha := admitted(cert)) is None or stored(cert) is None:
         return Cell("n/a")
     figs = figures(cert)
-    return _points(Fraction(ha - figs["max_hits"].numerator, figs["refs"].numerator),
-                   "the optimum with bypass - the optimum storing every miss (both kernel-checked)")
+    return _points(ha - figs["max_hits"].numerator, figs["refs"].numerator,
+                   "the optimum with bypass - the optimum storing every miss (both kernel-checked)", "proven")
 
 
 def _tier_col(facts: TraceFacts, c: int) -> Cell:
@@ -284,32 +310,34 @@ def _tier_col(facts: TraceFacts, c: int) -> Cell:
     if best is None or (ha := admitted(cert)) is None:  # tier_headroom_pp of trace offload: one meaning, else n/a
         return Cell("n/a", "" if best is None else f"{cert.id} states no optimum with bypass: what only another tier "
                                                    "wins is not separated")
-    return _points(Fraction(best[0] - ha, figures(cert)["refs"].numerator),
+    return _points(best[0] - ha, figures(cert)["refs"].numerator,
                    f"the ceiling ({best[1]}) - the optimum at {c:,} blocks with bypass (kernel-checked); "
-                   "tier_headroom_pp of pycert trace offload")
+                   "tier_headroom_pp of pycert trace offload", "proven" if facts.ceiling is not None else "computed")
 
 
 def _lru_tokens_col(facts: TraceFacts, c: int) -> Cell:
-    if facts.curve is None or facts.curve.lru_tokens is None:
+    curve = facts.curve
+    if curve is None or curve.lru_tokens is None or not curve.prompt_tokens:
         return Cell("n/a", "no curve on this page (--no-curves), or no prompt lengths")
-    rate = facts.curve.lru_tokens(c)
-    return Cell(pct(rate), f"{rate.numerator}/{rate.denominator} of the prompt tokens; {ENGINE} (a partial block is "
-                           "never reused, as in vLLM)")
+    return _rate_cell(curve.lru_tokens(c), curve.prompt_tokens, f"{ENGINE} (a partial block is never reused, as in "
+                      "vLLM)", "computed", "prompt tokens")
 
 
 def _max_tokens_col(facts: TraceFacts, c: int) -> Cell:
     if stored(cert := facts.capacity[c]) is None:
         return Cell("n/a", f"{cert.id} {ONE_MODEL}")
-    return _token_cell(facts.capacity[c], "max_hits_tokens", "block_tokens × the kernel-checked optimum, an upper bound")
+    return _token_cell(facts.capacity[c], "max_hits_tokens", "block_tokens × the kernel-checked optimum, an upper "
+                       "bound", "derived")
 
 
 def _admission_tokens_col(facts: TraceFacts, c: int) -> Cell:
     return _token_cell(facts.capacity[c], "bypass_hits_tokens", "block_tokens × the kernel-checked optimum, "
-                                                                   "an upper bound")
+                       "an upper bound", "derived")
 
 
 def _prefix_tokens_col(facts: TraceFacts, c: int) -> Cell:
-    return _token_cell(facts.capacity[c], "prefix_cache_hits_tokens", "the full blocks the prefix cache hits")
+    return _token_cell(facts.capacity[c], "prefix_cache_hits_tokens", "the full blocks the prefix cache hits",
+                       "computed")
 
 
 Column = tuple[str, Callable[[TraceFacts, int], Cell]]
@@ -339,49 +367,6 @@ def _table(facts: TraceFacts, caption: str, columns: list[Column]) -> Table:
     return Table(caption, [h for h, _ in columns], rows)
 
 
-MEASURED = "observed: the engine's own prefix-cache count, measured, not kernel-checked"
-
-
-def _count_cell(n: int | None, of: int | None, unit: str, how: str, bound: bool = False) -> Cell:
-    """A count with its share, e.g. "1,460 (27.35%)"; the exact fraction and how it is known a click away
-    (``how`` says why there is none, for a count that is None)."""
-    if not of:
-        return Cell("n/a", "the trace gives no prompt lengths")
-    if n is None:
-        return Cell("n/a", how)
-    value, at_most = Fraction(n, of), "at most " if bound else ""
-    return Cell(f"{at_most}{n:,} ({pct(value)})", f"{at_most}{n:,} of {of:,} {unit} = {value.numerator}/"
-                                                   f"{value.denominator}; {how}")
-
-
-def engine_table(pairs: list[tuple[Certificate, Beside]]) -> Table:
-    """A row per engine certificate of the trace: what the engine hit beside LRU and the optimum at its
-    capacity, in blocks and in the trace's prompt tokens, each cell saying how it is known."""
-    rows = []
-    for cert, s in pairs:
-        p = cert.parameters
-        engine = Cell(str(getattr(p, "engine", cert.id)), f"{getattr(p, 'engine_version', '')}; "
-                      f"{getattr(p, 'model', '')} on {getattr(p, 'device', '')}; its cache {s.capacity_blocks:,} blocks of "
-                      f"{getattr(p, 'block_tokens', '?')} tokens, one a block of the trace; {cert.id}")
-        reached = Fraction(s.engine_hits, s.optimum) if s.optimum else None
-        rows.append([
-            Cell(f"{s.capacity_blocks:,}"), engine,
-            _count_cell(s.engine_hits, s.refs, "block references", f"{MEASURED}, in {cert.id}"),
-            _count_cell(s.engine_tokens, s.refs_tokens, "prompt tokens", f"{MEASURED}, in {cert.id}"),
-            _count_cell(s.lru_hits, s.refs, "block references", f"computed by pycert, in {cert.id}"),
-            _count_cell(s.optimum, s.refs, "block references", s.optimum_known),
-            _count_cell(s.optimum_tokens, s.refs_tokens, "prompt tokens",
-                        "the trace's block size × the kernel-checked optimum, an upper bound" if s.sentence else
-                        f"no bound in tokens: {s.why_no_sentence}", bound=True),
-            Cell("n/a") if reached is None else Cell(pct(reached), f"{s.engine_hits:,} of {s.optimum:,} hits: the "
-                                                                   f"engine's (measured) over the optimum's ({s.optimum_known})")])
-    return Table("A real engine at a capacity: its own prefix-cache hits (measured, not kernel-checked) beside "
-                 "the certified optimum", ["capacity (blocks)", "engine (name)", "the engine hit (blocks)",
-                                          "the engine hit (prompt tokens)", "LRU (blocks)",
-                                          "the optimum (blocks)", "the optimum (prompt tokens)",
-                                          "the engine reached (% of the optimum)"], rows)
-
-
 def salt_sentence(cert: Certificate) -> str:
     """An isolation-cost certificate in one sentence: the two optima at its capacity and the gap between them."""
     figs, params = figures(cert), cert.parameters
@@ -397,6 +382,12 @@ def salt_sentence(cert: Certificate) -> str:
             f"referenced): a per-tenant salt costs at least {shared - salted:,} hits{share}.")
 
 
+TRACE_EXTRAS: list[Callable[[TraceFacts, str], list[Card]]] = []
+"""Builders of more cards for a trace, each given the trace's facts and its card's anchor: the page shows what
+they return right after that trace's card (a fleet's waterfall, say). A builder returns [] for a trace it has
+nothing to say about; only certificates that verified are in the facts it is given."""
+
+
 def trace_card(facts: TraceFacts, anchor: str) -> Card:
     refs = facts.refs
     meta = f"sha256 {facts.sha256[:16]}…"
@@ -409,7 +400,8 @@ def trace_card(facts: TraceFacts, anchor: str) -> Card:
     return Card(anchor=anchor, title=f"Trace {facts.name}", meta=meta, sentence=sentence(facts),
                 numbers=[n for build in TRACE_NUMBERS for n in build(facts)],
                 tables=[_table(facts, caption, columns) for caption, columns in TRACE_TABLES] + [engine_table(engines)],
-                notes=[f"Measured, not kernel-checked: {s.sentence}." if s.sentence else s.said() for _, s in engines]
+                notes=facts.notes + [f"Measured, not kernel-checked: {s.sentence}." if s.sentence else s.said()
+                                     for _, s in engines]
                 + [salt_sentence(c) for c in facts.salts],
                 figure=None if facts.curve is None else facts.curve.png,
                 figure_alt=f"Hit rate against cache capacity, {facts.name}: LRU, Belady's MIN, the ceiling, every "
@@ -434,12 +426,19 @@ HEADLINES = {"isolation": ("bits_floor", "single_owner_bits", "states_floor"), "
 named here shows its first eight."""
 
 
+EVIDENCE_KIND = {"kernel-checked": "proven", "observed": "observed", "computed": "computed",
+                 "computed-cross-checked": "computed"}
+"""How a certificate's evidence state is styled on the page (``card.KINDS``); a solver-certified figure is
+proved by a solver, not the kernel, and is left unstyled."""
+
+
 def certificate_card(cert: Certificate, why_not: str | None) -> Card:
     """The card of a certificate that names no trace: its claim, and its headline figures as tiles with units."""
     figs = figures(cert)
     chosen = [figs[n] for n in HEADLINES[cert.family] if n in figs] if cert.family in HEADLINES else cert.figures[:8]
     tiles = [Number(f"{f.name.replace('_', ' ')} ({unit})" if (unit := unit_of(f)) else f.name.replace("_", " "),
-                    Cell(rounded(f), f"{exact_of(f)}; {f.evidence}: {f.known_by}" if f.known_by else exact_of(f)))
+                    Cell(rounded(f), f"{exact_of(f)}; {f.evidence}: {f.known_by}" if f.known_by else exact_of(f),
+                         EVIDENCE_KIND.get(f.evidence, "")))
              for f in chosen]
     said = cert.claim if why_not is None else "This certificate did not verify when this page was made: what it " \
         "claims is in its own section below, unchecked."

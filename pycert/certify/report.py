@@ -1,8 +1,10 @@
 """One static HTML page listing every certificate, with an in-page verifier.
 
-First a summary card per trace (:mod:`pycert.certify.cards`: a plain sentence, the headline numbers
-rounded with the exact value a click away, a table by certified capacity, one plot), then every
-certificate in full. The page is self-contained: styles and script inline, the trace engine's hit-rate
+First the decision (:mod:`pycert.certify.decision`): per traffic, one table by cache size, in prompt tokens and
+in block references, each value styled by how it is known (a legend says how); then a summary card per trace
+(:mod:`pycert.certify.cards`: a plain sentence, the headline numbers rounded with the exact value a click away,
+a table by certified capacity, one plot, and the cards :data:`pycert.certify.cards.TRACE_EXTRAS` adds), then
+every certificate in full. The page is self-contained: styles and script inline, the trace engine's hit-rate
 curve of every trace a certificate names as a ``data:`` PNG (``pycert.analysis.plot``, drawn at report
 time, once per trace), and a
 Content-Security-Policy of ``default-src 'none'`` (the script admitted by its own hash) so the browser
@@ -22,24 +24,26 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from pycert.certify.card import Card, escape, exact_of, rounded, unchecked_label, unit_of
-from pycert.certify.cards import TraceFacts, admitted, certificate_card, figures, stored, trace_card
+from pycert.certify.card import Card, escape, exact_of, legend, rounded, unchecked_label, unit_of
+from pycert.certify.cards import TRACE_EXTRAS, TraceFacts, admitted, certificate_card, stored, trace_card
+from pycert.certify.decision import CSV_HEADERS, Decision, csv_rows, decision, decision_html
 from pycert.certify.documents import parse_certificate
 from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
 from pycert.certify.sections import curve_png, table
+from pycert.certify.traffic import one_traffic, trace_facts
 from pycert.certify.verify import VerifyResult, own_library, verify_certificates
-from pycert.core.console import plural
+from pycert.core.console import csv_text, plural
 from pycert.core.errors import InputError, NotHere, Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root
 from pycert.core.gate import entries, inside
 from pycert.core.limits import MAX_JSON_BYTES
 from pycert.core.schema import Certificate
 from pycert.families import FAMILIES
-from pycert.families.traces import TraceReading
 from pycert.lean.sources import library_signatures
 
 _SCRIPT = r"""
@@ -136,7 +140,31 @@ window.addEventListener("drop", e => e.preventDefault());
 """
 
 _STYLE = """
-body { font: 15px/1.45 system-ui, sans-serif; max-width: 76rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+body { font: 15px/1.45 system-ui, sans-serif; max-width: 76rem; margin: .8rem auto 2rem; padding: 0 1rem; color: #222; }
+h1 { margin: .2rem 0 .3rem; font-size: 1.7rem; }
+p.lede { margin: .2rem 0 .4rem; }
+ul.legend { list-style: none; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; padding: 0; margin: .3rem 0 .6rem;
+  font-size: 13px; color: #333; }
+.ev { padding: 0 .25rem; border-radius: .2rem; }
+.ev-proven, td.ev-proven { background: #dff3e3; font-weight: 700; color: #0f3d1c; }
+.ev-derived, td.ev-derived { background: #f1f8f2; color: #1b4d2a; text-decoration: underline dotted #1a7f37; }
+.ev-computed, td.ev-computed { background: #f3f3f3; color: #555; font-style: italic; }
+.ev-observed, td.ev-observed { background: #e3eefb; color: #0b3d73; }
+td.ev-proven summary, td.ev-derived summary, td.ev-computed summary, td.ev-observed summary { text-decoration: none; }
+.tile-proven { border-left: 4px solid #1a7f37; }
+.tile-derived { border-left: 4px dotted #1a7f37; }
+.tile-computed { border-left: 4px solid #aaa; }
+.tile-observed { border-left: 4px solid #2b6cb0; }
+section.decision { margin: .5rem 0 .9rem; }
+section.decision h2 { font-size: 1.15rem; margin: .4rem 0 0; }
+section.decision p.meta, section.decision p.note { margin: 0 0 .2rem; }
+table.decision { margin: .2rem 0 .4rem; font-size: 14px; }
+table.decision td { text-align: right; white-space: nowrap; }
+table.decision td details span { text-align: left; white-space: normal; }
+table.decision th { font-size: 13px; font-weight: 600; }
+table.decision th.unit { text-align: center; background: #e9e9e9; }
+table.decision th.size { white-space: nowrap; background: #fafafa; }
+table.decision td.na { color: #888; }
 table { border-collapse: collapse; margin: .4rem 0 1rem; }
 td, th { border: 1px solid #ccc; padding: .25rem .55rem; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; word-break: normal; overflow-wrap: normal; hyphens: none; }
@@ -161,6 +189,7 @@ table.capacities td { text-align: right; }
 table.capacities td details span { text-align: left; }
 ul.contents { columns: 2; }
 section.cert { border-top: 2px solid #444; margin-top: 2rem; }
+section.cert td { overflow-wrap: anywhere; }
 #drop { border: 3px dashed #888; padding: 2rem; text-align: center; margin: 1rem 0; }
 #drop.over { background: #eef; }
 #verdict { font-weight: bold; padding: .6rem; border-radius: .3rem; }
@@ -272,11 +301,12 @@ def embedded_json(value: object) -> str:
 
 
 def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], cards: Sequence[Card] = (),
-                library: dict[str, str] | None = None, *, verify: str, not_verified: dict[str, str]) -> str:
-    """``cards``: the summary cards, first on the page; ``library``: theorem -> source signature of the
-    library the page's verifier checks against (default: pycert's own); ``verify``: the command that re-checks
-    the certificates offline; ``not_verified``: certificate id -> why it was not verified when the page was
-    made (every other one was)."""
+                library: dict[str, str] | None = None, *, verify: str, not_verified: dict[str, str],
+                decisions: Sequence[Decision] = ()) -> str:
+    """``decisions``: the tables by cache size, first on the page; ``cards``: the summary cards after them;
+    ``library``: theorem -> source signature of the library the page's verifier checks against (default:
+    pycert's own); ``verify``: the command that re-checks the certificates offline; ``not_verified``:
+    certificate id -> why it was not verified when the page was made (every other one was)."""
     if library is None:
         library = library_signatures(own_library())
     index = table([(f'<a href="#cert-{escape(c.id)}">{escape(c.id)}</a>', escape(c.family),
@@ -291,6 +321,9 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
                 "<strong>not</strong> (marked below)") if unchecked else \
         f"{'Each' if len(certs) > 1 else 'It was'} verified offline when this page was made"
     contents = "".join(f'<li><a href="#{escape(c.anchor)}">{escape(c.title)}</a></li>' for c in cards)
+    first = (" For each traffic, what a cache of each size gets: in prompt tokens first (the unit vLLM and SGLang "
+             "report), then in block references (what the kernel checks). Click a value for its count and how it is "
+             "known." if decisions else "")
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src '{_script_hash(_SCRIPT)}'; "
            "connect-src 'none'; form-action 'none'; base-uri 'none'")
     return f"""<!doctype html>
@@ -299,9 +332,9 @@ def render_page(manifest: dict[str, str], certs: list[tuple[Certificate, str]], 
 <title>pycert certificates</title><style>{_STYLE}</style></head>
 <body>
 <h1>pycert certificates</h1>
-<p>{plural(len(certs), "certificate")}. {verified}. Re-check them offline with <code>{escape(verify)}</code>
-(add <code>--kernel</code> to re-run Lean), or their bytes with <code>sha256sum -c {MANIFEST_NAME}</code>.
-Each number below is rounded for reading: click it for the exact value and how it is known.</p>
+<p>{plural(len(certs), "certificate")}. {verified}.{first}</p>
+{legend() if decisions else ""}
+{"".join(decision_html(d) for d in decisions)}
 <nav><ul class="contents">{contents}<li><a href="#check">Check a certificate file</a></li>
 <li><a href="#certificates">Every certificate in full</a></li></ul></nav>
 {"".join(c.html() for c in cards)}
@@ -311,6 +344,9 @@ Each number below is rounded for reading: click it for the exact value and how i
 <div id="verdict" data-state="idle" role="status" aria-live="polite">no file checked yet</div>
 <ul id="verdict-details"></ul>
 <h2 id="certificates">Every certificate in full</h2>
+<p>Re-check them offline with <code>{escape(verify)}</code> (add <code>--kernel</code> to re-run Lean), or their
+bytes with <code>sha256sum -c {MANIFEST_NAME}</code>. Each number on this page is rounded for reading: click it
+for the exact value and how it is known.</p>
 {index}
 {"".join(render_certificate(c, h, not_verified.get(c.id)) for c, h in certs)}
 <script type="application/json" id="manifest">{embedded_json(vouched)}</script>
@@ -332,16 +368,55 @@ def why_not_verified(result: VerifyResult) -> str | None:
     return why
 
 
+@dataclass
+class Gathered:
+    """What a page (or its CSV) shows: the certificates, which did not verify and why, each traffic's facts
+    (:func:`pycert.certify.cards.one_traffic`) and the command that re-checks them."""
+
+    manifest: dict[str, str]
+    certs: list[tuple[Certificate, str]]
+    not_verified: dict[str, str]
+    traffic: list[TraceFacts]
+    verify: str
+
+    def decisions(self) -> list[Decision]:
+        return [decision(f, f"traffic-{n}", f.notes) for n, f in enumerate(self.traffic, 1)]
+
+
 def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bool = True,
                  progress: Callable[[str], None] = lambda _m: None,
                  inputs: dict[str, Path] | None = None) -> tuple[Path, int, dict[str, str]]:
-    """Render the page for ``cert_dir``: every certificate verified offline first (a rejected one is
-    refused; one whose inputs are not found is shown marked as not verified, with why); with ``curves``,
-    plot every trace a certificate names (found like verify finds it: inside ``root``, by default the
-    certificates' directory, an external trace where ``inputs`` hands it in or beside that directory; one
-    found nowhere is an input error naming ``--input``), once per trace. The page, the number of
-    certificates on it, and those not verified (id -> why)."""
+    """Render the page for ``cert_dir`` (:func:`gather`). The page, the number of certificates on it, and those
+    not verified (id -> why)."""
+    g = gather(cert_dir, root, curves, progress, inputs)
+    cards = []
+    for n, f in enumerate(g.traffic, 1):
+        cards.append(trace_card(f, f"trace-{n}"))
+        cards += [card for build in TRACE_EXTRAS for card in build(f, f"trace-{n}")]
+    cards += [certificate_card(c, g.not_verified.get(c.id)) for c, _ in g.certs
+              if not any(i.role == "trace" for i in c.inputs)]
+    page = render_page(g.manifest, g.certs, cards, verify=g.verify, not_verified=g.not_verified,
+                       decisions=g.decisions())
+    atomic_write(out, page.encode("utf-8"))
+    return out, len(g.certs), g.not_verified
 
+
+def report_csv(cert_dir: Path, root: Path | None = None, curves: bool = True,
+               progress: Callable[[str], None] = lambda _m: None,
+               inputs: dict[str, Path] | None = None) -> tuple[str, int, dict[str, str]]:
+    """The page's tables by cache size as CSV (:data:`pycert.certify.decision.CSV_HEADERS`, one row per cell),
+    gathered as the page is; with the number of certificates and those not verified."""
+    g = gather(cert_dir, root, curves, progress, inputs)
+    return csv_text(CSV_HEADERS, csv_rows(list(zip(g.traffic, g.decisions())))), len(g.certs), g.not_verified
+
+
+def gather(cert_dir: Path, root: Path | None = None, curves: bool = True,
+           progress: Callable[[str], None] = lambda _m: None, inputs: dict[str, Path] | None = None) -> Gathered:
+    """Every certificate of ``cert_dir`` verified offline first (a rejected one is refused; one whose inputs are
+    not found is shown marked as not verified, with why); with ``curves``, every trace a certificate names read
+    and plotted (found like verify finds it: inside ``root``, by default the certificates' directory, an
+    external trace where ``inputs`` hands it in or beside that directory; one found nowhere is an input error
+    naming ``--input``), once per trace and reading."""
     manifest, certs = load_directory(cert_dir)
     progress(f"verifying {plural(len(certs), 'certificate')} offline")
     results = verify_certificates([cert_dir / c.filename for c, _ in certs], root=root, inputs=inputs)
@@ -363,50 +438,6 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
         trace_format, block_tokens, by_time = fact.reading or (None, None, False)  # as its certificates read it
         fact.curve = curve_png(path, fact.sha256, fact.source.path, marks, trace_format, block_tokens,
                                admission=optima, observed=seen, sort=by_time)
-    cards = [trace_card(f, f"trace-{n}") for n, f in enumerate(facts.values(), 1)]
-    cards += [certificate_card(c, not_verified.get(c.id)) for c, _ in certs
-              if not any(i.role == "trace" for i in c.inputs)]
     externals = {i.path: i for cert, _ in certs for i in cert.inputs if i.external}
     verify = verify_command(cert_dir, None, input_paths(externals, cert_dir, inputs), root=root)
-    atomic_write(out, render_page(manifest, certs, cards, verify=verify, not_verified=not_verified).encode("utf-8"))
-    return out, len(certs), not_verified
-
-
-def reading_of(cert: Certificate) -> tuple[str | None, int | None, bool] | None:
-    """How a certificate read its trace file into block references (the layout, the tokens a block, whether in
-    timestamp order), for a family that records it; None for one that does not (an engine's replay log, the
-    first-touch cut)."""
-    p = cert.parameters
-    return (p.trace_format, p.block_tokens, p.trace_order == "timestamp") if isinstance(p, TraceReading) else None
-
-
-def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[tuple[str, object], TraceFacts]:
-    """Every trace the certificates name, read one way (by sha256 and :func:`reading_of`, in the order first
-    named), and what its certificates that verified in this run prove of it: nothing that did not verify lends
-    a figure (it is named, with why), and no certificate lends one to a card of the same file read another way
-    (at another block size the references are other ones). A certificate that records no reading (an engine's)
-    joins the first card of its trace with as many references as it counts, else a card of its own."""
-    facts: dict[tuple[str, object], TraceFacts] = {}
-    recorded = [c for c in certs if reading_of(c) is not None]
-    for cert in recorded + [c for c in certs if reading_of(c) is None]:
-        figs, reading = figures(cert), reading_of(cert)
-        for i in cert.inputs:
-            if i.role != "trace":
-                continue
-            key: tuple[str, object] = (i.sha256, reading)
-            if reading is None:
-                refs = figs["refs"].value if "refs" in figs else None
-                key = next((k for k, f in facts.items() if k[0] == i.sha256 and f.refs in (None, refs)), key)
-            fact = facts.setdefault(key, TraceFacts(name=i.path, sha256=i.sha256, reading=reading, source=i))
-            if cert.id in not_verified:
-                fact.unverified[cert.id] = not_verified[cert.id]
-            elif cert.family == "ceiling" and {"refs", "distinct", "max_hits"} <= set(figs):
-                fact.ceiling = cert
-            elif cert.family == "capacity" and {"refs", "capacity_blocks"} <= set(figs) and (
-                    "max_hits" in figs or "bypass_hits" in figs):
-                fact.capacity[figs["capacity_blocks"].numerator] = cert
-            elif cert.family == "engine" and {"refs", "engine_hits", "bypass_hits"} <= set(figs):
-                fact.engines.append(cert)
-            elif cert.family == "isolation-cost" and {"capacity_blocks", "shared_hits", "salted_hits"} <= set(figs):
-                fact.salts.append(cert)
-    return facts
+    return Gathered(manifest, certs, not_verified, one_traffic(list(facts.values())), verify)

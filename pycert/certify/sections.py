@@ -4,8 +4,8 @@ certificate is escaped (:func:`escape`)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
-from fractions import Fraction
 
 from pycert.certify.card import escape
 from pycert.certify.cards import Curve
@@ -29,7 +29,7 @@ def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tupl
     # matplotlib and numba: only when a page draws a curve
     from pycert.analysis.cachesim import stack_distances
     from pycert.analysis.plot import hit_rate_figure, trace_curves
-    from pycert.analysis.requests import ref_tokens, reuse_tokens
+    from pycert.analysis.requests import ref_tokens, reuse_token_counts
     from pycert.data.traces import read_trace
 
     trace = read_trace(trace_path, fmt or "auto", block_tokens, sort)
@@ -38,11 +38,25 @@ def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tupl
     lru, opt = trace_curves(trace)
     png = hit_rate_figure(lru, opt, f"{label} (sha256 {sha256[:12]}, {trace.n_refs:,} refs)", proved,
                           block_tokens=trace.block_tokens, admission=admission, observed=observed)
+    print_ = fingerprint(trace.refs)
     if (weights := ref_tokens(trace)) is None:
-        return Curve(png=png, lru=lru, block_tokens=trace.block_tokens)
+        return Curve(png=png, lru=lru, block_tokens=trace.block_tokens, fingerprint=print_)
     d = stack_distances(trace.refs)
 
-    def lru_tokens(c: int) -> Fraction:
-        return Fraction(weights.hit((d >= 1) & (d <= c)), weights.total)
-    return Curve(png=png, lru=lru, block_tokens=trace.block_tokens, lru_tokens=lru_tokens,
-                 ceiling_tokens=reuse_tokens(trace))
+    def lru_tokens(c: int) -> int:
+        return weights.hit((d >= 1) & (d <= c))
+    reused = reuse_token_counts(trace)
+    return Curve(png=png, lru=lru, block_tokens=trace.block_tokens, lru_tokens=lru_tokens, prompt_tokens=weights.total,
+                 reused_tokens=None if reused is None else reused[0], fingerprint=print_)
+
+
+def fingerprint(refs: Sequence[int]) -> str:
+    """sha256 of a list of block references with each block numbered by its first use: two readings whose
+    references are one sequence (the same requests, whatever the layout named the blocks) have one fingerprint."""
+    import numpy as np  # numpy: only when a page draws a curve, as above
+
+    arr = np.asarray(refs, dtype=np.int64)
+    _, first, inverse = np.unique(arr, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first), dtype=np.int64)
+    return hashlib.sha256(rank[inverse.reshape(-1)].astype("<i8").tobytes()).hexdigest()

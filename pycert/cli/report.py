@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from pycert.certify.card import unchecked_label
-from pycert.certify.report import write_report
+from pycert.certify.report import report_csv, write_report
 from pycert.certify.verify import refuse_unused_inputs
 from pycert.cli import add_common, add_root, help_of
 from pycert.core.console import Progress, emit, escaped, plural
+from pycert.core.errors import UsageError
 from pycert.core.extras import MissingExtra, install_hint, missing
 from pycert.core.gate import entries
 from pycert.core.limits import in_path, out_path
@@ -27,16 +29,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="directory holding the certificates and MANIFEST.sha256 (default: certificates)")
     p.add_argument("--out", type=out_path, default=Path("report.html"), help="page to write (default: report.html)")
     p.add_argument("--no-curves", action="store_true", help="leave out the hit-rate curves (no trace needed)")
+    p.add_argument("--csv", action="store_true",
+                   help="print the page's tables by cache size as CSV on stdout (one row per cell: its percent, count, "
+                        "total, exact fraction and how it is known), in place of writing the page")
     add_root(p)
     add_common(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.csv and args.json:
+        raise UsageError("--csv and --json each replace the summary: give one", where="--csv")
     if not args.no_curves and (module := missing("plot")) is not None:
         raise MissingExtra(f"the hit-rate curves need the plot extra ({module} is not installed): "
                            f"{install_hint('plot')}, or give --no-curves", where="pycert report")
     refuse_unused_inputs(dict(args.input), [e.path for e in entries(args.certs, ".json")] if args.certs.is_dir() else [])
+    if args.csv:
+        text, _, not_verified = report_csv(args.certs, root=args.root, curves=not args.no_curves,
+                                           inputs=dict(args.input), progress=Progress(enabled=True))
+        for cid, why in not_verified.items():  # stdout is the table: what it leaves out is said on stderr
+            sys.stderr.write(escaped(f"pycert: not verified, lends no figure: {cid}: {why}") + "\n")
+        emit(False, None, human=lambda: text)
+        return 0
     out, count, not_verified = write_report(args.certs, args.out, root=args.root, curves=not args.no_curves,
                                             inputs=dict(args.input), progress=Progress(enabled=not args.json))
     emit(args.json, {"report": str(out), "certificates": count, "not_verified": not_verified},

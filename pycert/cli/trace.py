@@ -196,8 +196,9 @@ def load(args: argparse.Namespace, progress: Progress) -> Trace:
     return coarsen(trace, getattr(args, "granularity", 1))
 
 
-def _rate(r: Ratio) -> str:
-    return f"{r.decimal:.6f} ({r.numerator}/{r.denominator})"
+def _share(count: int, total: int, unit: str) -> str:
+    """A share as people read it: the rate, then the count and the total in their unit (never a reduced fraction)."""
+    return f"{count / total:.6f} = {count:,} of {total:,} {unit}"
 
 
 def _stats_rows(st: TraceStats) -> list[tuple[str, str]]:
@@ -206,10 +207,11 @@ def _stats_rows(st: TraceStats) -> list[tuple[str, str]]:
     block = "not known" if st.block_tokens is None else f"{st.block_tokens:,} tokens"
     block += f" ({st.block_rule})" if st.block_rule else " (the layout does not say: give --block-tokens)"
     rows = [("trace", st.name), ("sha256", st.sha256), ("format", shape), ("block size", block),
-            ("refs", f"{st.refs:,}"), ("distinct", f"{st.distinct:,}"), ("cold-miss floor", _rate(st.cold_miss_floor)),
-            ("ceiling", _rate(st.ceiling))]
-    if st.ceiling_tokens is not None:
-        rows.append(("ceiling in tokens", _rate(st.ceiling_tokens)))
+            ("refs", f"{st.refs:,}"), ("distinct", f"{st.distinct:,}"),
+            ("cold-miss floor", _share(st.distinct, st.refs, "block references (first uses)")),
+            ("ceiling", _share(st.refs - st.distinct, st.refs, "block references"))]
+    if st.reused_tokens is not None and st.prompt_tokens:
+        rows.append(("ceiling in tokens", _share(st.reused_tokens, st.prompt_tokens, "prompt tokens")))
     if st.prefix_closed is not None:
         rows.append(("prefix-closed", "yes" if st.prefix_closed else "no"))
     if st.order is not None and st.order != "file":
@@ -269,8 +271,8 @@ def _render_mrc(res: MrcResult) -> str:
              f"max stack distance {res.max_stack_distance:,}{opt}",
              table(["capacity (blocks)", "LRU hit rate", "LRU hits", "optimum storing every miss (Belady)",
                     "its hits"], rows),
-             f"the ceiling, the best at any size (a cache of unbounded size): {_rate(res.unbounded_hit_rate)} "
-             "= 1 - distinct/refs",
+             f"the ceiling, the best at any size (a cache of unbounded size): "
+             f"{_share(res.unbounded_hits, res.stats.refs, 'block references')} (1 - distinct/refs)",
              "The optimum at C blocks with bypass (a cache that may skip storing a missed block: `pycert prove "
              "capacity`, or `trace offload`) can be higher than the optimum storing every miss."]
     return "\n".join(lines)
@@ -336,17 +338,37 @@ def offload_fields(rep: OffloadReport) -> list[str]:
     return OFFLOAD_FIELDS + tokens
 
 
+def _counts(a: OffloadArm, f: str, v: Ratio) -> tuple[object, object, str]:
+    """A rate of the offload report as the count and the total it is a share of, in their unit (a figure in
+    percentage points: the count of references it is); blank where the figure is no share of a count."""
+    if f.endswith("_pp"):
+        of, unit, scale = a.refs, "block references", Fraction(1, 100)
+    elif f.endswith("_tokens"):
+        of, unit, scale = a.refs_tokens, "prompt tokens", Fraction(1)
+    elif f == "working_set_over_capacity":
+        of, unit, scale = a.capacity_blocks, "blocks (distinct blocks over the capacity)", Fraction(1)
+    elif f == "gpu_share_of_ceiling":
+        of, unit, scale = a.refs - a.distinct, "block references the ceiling hits", Fraction(1)
+    else:
+        of, unit, scale = a.refs, "block references", Fraction(1)
+    count = v.value * scale * (of or 0)
+    return (count.numerator, of, unit) if of and count.denominator == 1 else ("", "", "")
+
+
 def _offload_csv(rep: OffloadReport) -> str:
     heads = ["trace", "sha256", "capacity_tokens", "host_tokens", "arm", "granularity", "figure", "value", "exact",
-             "evidence", "known_by"]
+             "count", "of", "unit", "evidence", "known_by"]
     rows = []
     for arm, a in (("as read", rep.primary), ("control", rep.control)):
         for f in offload_fields(rep) if a is not None else ():
             v = getattr(a, f)
-            value, exact = _cells(v) if isinstance(v, Ratio) else ("" if v is None else v, "" if v is None else v)
+            if isinstance(v, Ratio):
+                cells = (*_cells(v), *_counts(a, f, v))
+            else:
+                cells = ("", "", "", "", "") if v is None else (v, v, "", "", "")
             known = (rep.evidence.get(f, "computed"), rep.evidence_by.get(f, "")) if arm == "as read" else ("computed", "")
             rows.append((rep.name, rep.sha256, rep.capacity_tokens, "" if rep.host_tokens is None else rep.host_tokens,
-                         arm, a.granularity, f, value, exact, *known))
+                         arm, a.granularity, f, *cells, *known))
     return csv_text(heads, rows)
 
 

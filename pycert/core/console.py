@@ -119,6 +119,11 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else many or noun + 's'}"
 
 
+def share_of(name: str, hits: int, refs: int) -> str:
+    """A run table's figure: ``ceiling 3,983 of 5,339 refs (74.60%)``, the count and the total, never a fraction."""
+    return f"{name} {hits:,} of {refs:,} refs ({100 * hits / refs:.2f}%)"
+
+
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from pycert.analysis.requests import prefix_verdict
-from pycert.core.console import plural
+from pycert.core.console import plural, share_of
 from pycert.core.errors import InputError
 from pycert.core.gate import entries, named
 from pycert.core.limits import MAX_PIECE_REFS, MAX_TRACE_BYTES, int_list
@@ -219,9 +219,9 @@ class CapacityProducer(Producer):
         # the optimum with bypass where the run states that model (``bypass_hit_rate``), else the optimum of caches
         # that store every missed block (``max_hit_rate``)
         admission = plan.admission is not None
-        rate = (plan.admission.max_hits if admission else plan.max_hits) / plan.refs if plan.refs else 0
+        hits = plan.admission.max_hits if admission else plan.max_hits
         name = "optimum with bypass" if admission else "optimum"
-        p.headline = f"{plural(c, 'block')}: {name} {rate:.6f}" if plan.refs else "empty"
+        p.headline = f"{plural(c, 'block')}: {share_of(name, hits, plan.refs)}" if plan.refs else "empty"
 
     def _prepare_pieces(self, p: Prepared, trace: Trace, distinct: int, cuts: list[int], points: list[int],
                         setting: Setting) -> emit.Plan | None:

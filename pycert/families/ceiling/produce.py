@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pycert.core.console import plural
+from pycert.core.console import plural, share_of
 from pycert.core.errors import InputError
 from pycert.core.gate import named
 from pycert.core.limits import MAX_SHARD_REFS, MAX_TRACE_BYTES, in_path, int_range, too_many_parts
@@ -142,7 +142,7 @@ class CeilingProducer(Producer):
         instance = CLAIM.instance(params, [trace_input])
         prepared = Prepared(
             claim=CLAIM, id=cert_id, parameters=params, engine=engine,
-            headline=f"ceiling {float(engine['max_hits'] / engine['refs']):.6f}" if refs else "empty",
+            headline=share_of("ceiling", int(engine["max_hits"]), refs) if refs else "empty",
             inputs=[trace_input], located={trace_input.path: trace_path})
         if count > 1:
             return self._prepare_shards(prepared, trace, instance, setting)

@@ -120,7 +120,7 @@ def in_tokens(log: replaylog.ReplayLog, trace: Trace, distances: np.ndarray) -> 
 
 
 def headline(figures: Mapping[str, Fraction]) -> str:
-    return f"{figures['engine_hits']} of {figures['refs']} references from the engine's cache"
+    return f"{int(figures['engine_hits']):,} of {int(figures['refs']):,} refs from the engine's cache"
 
 
 def sentence(p: EngineParams, f: Mapping[str, Fraction], trace: str) -> str:

@@ -53,7 +53,7 @@ class TraceProducer(Producer):
                     made = setting.emit(Path(inst.path), trace_module(rows, inst.module, trace.sha256))
                 lean = setting.emitted("lean", Path(inst.path), derived_from="trace")
                 out.append(Prepared(claim=CLAIM, id=workload_id(k), parameters=params, engine=engine_figures(r),
-                                    headline=f"cut {r.cut.numerator}/{r.cut.denominator}", inputs=[trace, log, lean],
+                                    headline=f"cut {float(r.cut):.4f}: {r.served:,} of {r.n:,} tokens", inputs=[trace, log, lean],
                                     lean_file=made, located={trace.path: trace_path, log.path: path, inst.path: made}))
             setting.progress(f"  {path.name}: {len(rows)} rows of {trace_path.name}")
         return out
