@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -22,14 +23,18 @@ from pycert.certify.documents import load_certificate
 from pycert.certify.inputs import Locator
 from pycert.certify.verify import verify_certificate
 from pycert.cli import add_backend, add_common, help_of
+from pycert.cli.leak_http import http_url
 from pycert.core.console import Progress, emit, plural, table
 from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root
 from pycert.core.gate import Source, named
 from pycert.core.limits import (
     MAX_REPLAY_BLOCK_TOKENS,
+    MAX_REPLAY_BLOCKS,
     MAX_REPLAY_CACHE_TOKENS,
     MAX_REPLAY_PROMPT_TOKENS,
+    MAX_VLLM_PROMPT_TOKENS,
+    MAX_VLLM_REPLAY_TOKENS,
     MAX_TRACE_BYTES,
     in_path,
     int_range,
@@ -42,10 +47,12 @@ from pycert.families import producer
 from pycert.families.base import Options, Setting, input_path
 from pycert.families.engine import names
 from pycert.families.engine.beside import Beside, beside
-from pycert.families.engine.figures import oversized, requests_of
+from pycert.families.engine.figures import observed, oversized, requests_of
 from pycert.families.engine.produce import log_path
 from pycert.leak import replay as replaylog
-from pycert.leak.engines.paged import ENGINES, engine_key, open_engine
+from pycert.leak.admission import FIRST_ID
+from pycert.leak.engines.openai import ReplayEndpoint
+from pycert.leak.engines.paged import ENGINES, VLLM_PYTHON, engine_key, open_engine
 
 class ReplayResult(BaseModel):
     holds: bool
@@ -63,8 +70,8 @@ class ReplayResult(BaseModel):
     evicted_blocks: int
     replay_seconds: float
     replay_cpu_seconds: float
-    """This process's CPU time over the replay (the engine runs in a thread of it): steadier than the wall
-    time on a shared machine."""
+    """CPU time over the replay, of this process (the transformers engine runs in a thread of it) and of the
+    engine's child process where it runs in one: steadier than the wall time on a shared machine."""
     beside: Beside | None = None
     rejections: list[Rejection] = []
     log: str
@@ -86,12 +93,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--trace", type=in_path, default=None, metavar="PATH",
                    help="the trace (its lines are requests: Mooncake, Qwen-Bailian or AIPerf JSONL, or prompts as token "
                         "ids, the layout read off its first line); with --replay, where the certificate's trace is")
-    r.add_argument("--num-blocks", type=int_range(2, MAX_REPLAY_CACHE_TOKENS // 4), default=None, metavar="C",
-                   help="blocks the engine's cache holds (the capacity the optimum is certified at)")
+    r.add_argument("--num-blocks", type=int_range(2, MAX_REPLAY_BLOCKS), default=None, metavar="C",
+                   help="blocks the engine's cache holds (the capacity the optimum is certified at); with --endpoint, "
+                        "the server's cache in blocks of --block-tokens, as you know it")
     r.add_argument("--block-tokens", type=int_range(4, MAX_REPLAY_BLOCK_TOKENS), default=None, metavar="B",
-                   help="tokens each trace block becomes: the engine's page size (at least 4)")
-    r.add_argument("--engine", choices=ENGINES, default="transformers",
-                   help="whose cache code replays the trace (default transformers)")
+                   help="tokens each trace block becomes: the engine's page size (at least 4; default: the trace's own "
+                        "block size, where it gives one); with --endpoint, a multiple of the server's block size")
+    r.add_argument("--engine", choices=ENGINES, default=None,
+                   help="whose cache code replays the trace: transformers (default; the 'leak' extra) or vllm (vLLM's "
+                        f"own KVCacheManager, no model: the 'vllm' extra, or {VLLM_PYTHON} naming another Python)")
+    r.add_argument("--endpoint", default=None, metavar="URL",
+                   help="replay through a live OpenAI-compatible server (http://host:port, e.g. a vLLM started with "
+                        "--enable-prompt-tokens-details) instead of an engine here, reading each response's "
+                        "usage.prompt_tokens_details.cached_tokens")
+    r.add_argument("--model", default=None, metavar="NAME",
+                   help="with --endpoint: the model the server serves (default: the first /v1/models lists)")
+    r.add_argument("--vocab", type=int_range(FIRST_ID + 2, 1 << 24), default=8192, metavar="V",
+                   help="with --endpoint: token ids are drawn below V (default 8192, below any model's vocabulary "
+                        "and pycert leak serve's)")
     r.add_argument("--seed", type=seed, default=0, help="seed of the block tokens and of the random model (default 0)")
     r.add_argument("--out", type=out_dir, default=None, metavar="DIR",
                    help="certificate directory: the log goes to its inputs/, the certificates beside it")
@@ -105,30 +124,42 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=cmd_replay)
 
 
-def checked_trace(path: Path | Source, num_blocks: int, block_tokens: int) -> tuple[Trace, list[list[int]]]:
-    """The trace and its requests, refused before any engine is loaded when a cache of ``num_blocks``
-    blocks of ``block_tokens`` tokens cannot replay it."""
-    if num_blocks * block_tokens > MAX_REPLAY_CACHE_TOKENS:
+def checked_trace(path: Path | Source, num_blocks: int, block_tokens: int | None,
+                  engine: str = "transformers") -> tuple[Trace, list[list[int]], int]:
+    """The trace, its requests and the tokens a block (``block_tokens``, or the trace's own block size),
+    refused before any engine is loaded when ``engine`` (one of :data:`ENGINES`, or ``endpoint``) cannot
+    replay it on a cache of ``num_blocks`` blocks within the limits (README: Limits)."""
+    in_process = engine == "transformers"
+    if in_process and block_tokens is not None and num_blocks * block_tokens > MAX_REPLAY_CACHE_TOKENS:
         raise InputError(f"{num_blocks:,} blocks of {block_tokens:,} tokens is a cache of {num_blocks * block_tokens:,} "
                          f"tokens; at most {MAX_REPLAY_CACHE_TOKENS:,} (README: Limits)", where="--num-blocks")
     source = path if isinstance(path, Source) else named(path)
     source.check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
     trace = read_trace(source)
     requests = requests_of(trace)
+    if block_tokens is None:
+        if trace.block_tokens is None or not 4 <= trace.block_tokens <= MAX_REPLAY_BLOCK_TOKENS:
+            raise InputError(f"the trace gives {trace.block_tokens or 'no'} tokens a block; give --block-tokens "
+                             f"(4 to {MAX_REPLAY_BLOCK_TOKENS:,})", where="--block-tokens")
+        return checked_trace(path, num_blocks, trace.block_tokens, engine)
     if (big := oversized(requests, num_blocks)) is not None:
         raise InputError(f"request {big[0]} (0-based) has {plural(big[1], 'block')}: a cache of {num_blocks:,} cannot hold "
                          f"it beside its partial last block (give --num-blocks {big[1] + 1} or more)",
                          where=f"{path}:{big[0] + 1}")  # a request a line, blank lines only at the end: line = index + 1
-    if (longest := max(map(len, requests)) * block_tokens + 1) > MAX_REPLAY_PROMPT_TOKENS:
+    longest_limit = MAX_REPLAY_PROMPT_TOKENS if in_process else MAX_VLLM_PROMPT_TOKENS
+    if (longest := max(map(len, requests)) * block_tokens + 1) > longest_limit:
         raise InputError(f"its longest request makes a prompt of {longest:,} tokens at {block_tokens} a block; at most "
-                         f"{MAX_REPLAY_PROMPT_TOKENS:,} (README: Limits)", where=str(path))
-    return trace, requests
+                         f"{longest_limit:,} (README: Limits)", where=str(path))
+    if not in_process and (total := trace.n_refs * block_tokens + len(requests)) > MAX_VLLM_REPLAY_TOKENS:
+        raise InputError(f"its requests make {total:,} prompt tokens at {block_tokens} a block; a replay sends at most "
+                         f"{MAX_VLLM_REPLAY_TOKENS:,} (README: Limits; fewer tokens a block make fewer)", where=str(path))
+    return trace, requests, block_tokens
 
 
-def run_replay(engine_name: str, requests: list[list[int]], trace: Trace, num_blocks: int, block_tokens: int,
-               seed_: int, progress: Progress) -> tuple[replaylog.ReplayLog, tuple[float, float]]:
-    """The replay's log, and its wall and CPU seconds."""
-    engine = open_engine(engine_name, num_blocks, block_tokens, seed_)
+def run_replay(opened: Callable[[], replaylog.PagedEngine], requests: list[list[int]], trace: Trace, num_blocks: int,
+               block_tokens: int, seed_: int, progress: Progress) -> tuple[replaylog.ReplayLog, tuple[float, float]]:
+    """The replay's log on the engine ``opened`` gives, and its wall and CPU seconds."""
+    engine = opened()
     progress(f"engine: {engine.name} ({engine.version}); {engine.model}; {engine.num_blocks:,} blocks of "
              f"{engine.page_size} tokens; {plural(len(requests), 'request')} one at a time")
     t0, cpu0 = time.monotonic(), time.process_time()
@@ -137,39 +168,54 @@ def run_replay(engine_name: str, requests: list[list[int]], trace: Trace, num_bl
                                          trace=Path(trace.name).name,
                                          trace_sha256=trace.sha256, requests=len(requests), refs=trace.n_refs)
         log = replaylog.replay(engine, requests, header, progress)
+        if isinstance(engine, ReplayEndpoint):
+            engine.check_reported()
     finally:
         engine.close()  # the engine's thread would otherwise keep the process alive
-    return log, (time.monotonic() - t0, time.process_time() - cpu0)
+    other = getattr(engine, "cpu_seconds", 0.0)  # an engine in a child process (pycert.leak.engines.worker)
+    return log, (time.monotonic() - t0, time.process_time() - cpu0 + other)
 
 
 def _summary(replayed: replaylog.ReplayLog, seconds: tuple[float, float], **fields: object) -> ReplayResult:
     h = replayed.header
-    cached = sum(r.cached_tokens for r in replayed.requests)
+    observed_ = observed(replayed)
     return ReplayResult(engine=f"{h.engine} ({h.engine_version})", model=h.model, trace=h.trace, requests=h.requests,
                         refs=h.refs, num_blocks=h.num_blocks, block_tokens=h.block_tokens, seed=h.seed,
-                        engine_hits=cached // h.block_tokens, engine_cached_tokens=cached,
+                        engine_hits=int(observed_["engine_hits"]),
+                        engine_cached_tokens=int(observed_["engine_cached_tokens"]),
                         evicted_blocks=sum(r.evicted_blocks for r in replayed.requests),
                         replay_seconds=round(seconds[0], 1), replay_cpu_seconds=round(seconds[1], 1), **fields)  # type: ignore[arg-type]
 
 
 def record(args: argparse.Namespace, progress: Progress) -> tuple[ReplayResult, int]:
-    for flag, value in (("--trace", args.trace), ("--num-blocks", args.num_blocks), ("--block-tokens", args.block_tokens),
-                        ("--out", args.out)):
+    for flag, value in (("--trace", args.trace), ("--num-blocks", args.num_blocks), ("--out", args.out)):
         if value is None:
-            raise InputError("give --trace, --num-blocks, --block-tokens and --out (or --replay CERT)", where=flag)
-    c, b = args.num_blocks, args.block_tokens
-    trace, requests = checked_trace(args.trace, c, b)
+            raise InputError("give --trace, --num-blocks and --out (or --replay CERT)", where=flag)
+    if args.endpoint and args.engine:
+        raise InputError("--endpoint replays through a server: leave --engine out", where="--engine")
+    if args.model and not args.endpoint:
+        raise InputError("--model names a server's model: give --endpoint", where="--model")
+    url = http_url(args.endpoint, "--endpoint") if args.endpoint else None
+    engine = "endpoint" if url else args.engine or "transformers"
+    c = args.num_blocks
+    trace, requests, b = checked_trace(args.trace, c, args.block_tokens, engine)
     out = args.out.resolve()
     jobs: list[tuple[object, Options]] = [
         (producer("ceiling"), producer("ceiling").options(trace=[args.trace])),
         (producer("capacity"), producer("capacity").options(trace=[args.trace], capacity_blocks=[c], required=True))]
     for made, options in jobs:  # a name clash in --out is refused before the engine runs, not after
         made.check(Setting(out_dir=out, options=options))  # type: ignore[attr-defined]
-    log, seconds = run_replay(args.engine, requests, trace, c, b, args.seed, progress)
+    if url:
+        def opened() -> replaylog.PagedEngine:
+            return ReplayEndpoint(url, args.model, vocab=args.vocab)
+    else:
+        def opened() -> replaylog.PagedEngine:
+            return open_engine(engine, c, b, args.seed)
+    log, seconds = run_replay(opened, requests, trace, c, b, args.seed, progress)
     data = replaylog.render(log)
     engine_job = (producer("engine"), producer("engine").options(log=data, trace=args.trace))
     res = prove.prove([*jobs, engine_job], backend=args.backend, out_dir=out, progress=progress)  # type: ignore[list-item]
-    stem = names(log.header.trace, c, b, args.seed)
+    stem = names(log.header.trace, c, b, args.seed, log.header.engine)
     written = {Path(w).stem: Path(w) for w in res.written}
     rejections = [Rejection(subject=r.certificate, reason="rejected", detail=r.claim) for r in res.rows
                   if r.status != "holds"]
@@ -223,9 +269,11 @@ def replay(args: argparse.Namespace, progress: Progress) -> tuple[ReplayResult, 
     log_file = input_path(cert.inputs, "log", where)
     recorded = replaylog.read(log_file)
     h = recorded.header
-    trace, requests = checked_trace(input_path(cert.inputs, "trace", where), h.num_blocks, h.block_tokens)
+    key = engine_key(h.engine)
+    trace, requests, _ = checked_trace(input_path(cert.inputs, "trace", where), h.num_blocks, h.block_tokens, key)
     progress(f"replay of {args.replay}")
-    again, seconds = run_replay(engine_key(h.engine), requests, trace, h.num_blocks, h.block_tokens, h.seed, progress)
+    again, seconds = run_replay(lambda: open_engine(key, h.num_blocks, h.block_tokens, h.seed), requests, trace,
+                                h.num_blocks, h.block_tokens, h.seed, progress)
     diffs = replaylog.replay_differences(recorded, again)
     return (_summary(again, seconds, holds=not diffs, rejections=diffs, log=str(log_file), replay_of=str(args.replay)),
             EXIT_OK if not diffs else EXIT_REJECTED)

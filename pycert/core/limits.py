@@ -114,6 +114,17 @@ allocates its attention mask for every readable cache token at each batch token 
 tokens x this: 2 GiB), beside the cache itself (512 bytes a token for the replay's model)."""
 MAX_REPLAY_PROMPT_TOKENS = 1 << 17
 """``engine replay``: the longest prompt a replay sends (a request's blocks x ``--block-tokens``)."""
+MAX_REPLAY_BLOCKS = 1 << 20
+"""``engine replay --num-blocks``: the most blocks of any engine's cache (a log's header holds no more).
+vLLM's cache manager with this many took about 150 MiB more than with 1,024 (DEVELOPERS.md)."""
+MAX_VLLM_PROMPT_TOKENS = 1 << 20
+"""``engine replay --engine vllm`` (and ``--endpoint``): the longest prompt a replay sends. vLLM's cache
+manager took 0.4 s and about 60 MiB for a prompt of this many tokens (DEVELOPERS.md)."""
+MAX_VLLM_REPLAY_TOKENS = 1 << 28
+"""``engine replay --engine vllm`` (and ``--endpoint``): the most prompt tokens a whole replay sends, so
+that ``--replay`` of a stranger's certificate is bounded before the engine starts: the whole Mooncake
+conversation trace at 512 tokens a block is 147.7 million, replayed in 44 s on 2 shared cores at load 9
+(BENCHMARKS.md); this bound is about twice that."""
 
 
 def json_depth_error(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | None:
