@@ -1,10 +1,13 @@
-"""``pycert engine replay``: a trace's requests on transformers' continuous batching, one at a time, its
-own prefix-cache hits recorded per request and certified (family ``engine``), beside the capacity and
-ceiling certificates of the same trace at the same capacity, proved by the same command.
+"""``pycert engine replay``: a trace's requests on an engine's prefix cache, one at a time (transformers'
+continuous batching, vLLM's own cache manager, or a live OpenAI-compatible server with ``--endpoint``),
+its own prefix-cache hits recorded per request and certified (family ``engine``), beside the capacity
+and ceiling certificates of the same trace at the same capacity, proved by the same command.
 
 Exit 0 when every certificate holds, 1 when one is rejected (the log then goes to ``--out``'s ``runs/``,
 uncertified: an engine count above what any cache of its size can hit is such a rejection), 2 on a
-usage or input error (checked before torch is imported), 3 when the engine cannot allocate its cache.
+usage or input error (checked before an engine is imported or a server asked; a server's answer that no
+cache could give is one too), 3 when the engine cannot allocate its cache or its process is killed, 4
+when a server reported no cached-token count on any response (nothing observed).
 ``--replay CERT`` verifies an engine certificate, runs the engine again on its recorded settings and
 compares every request's cached tokens with its log (exit 1 on any difference); it writes nothing.
 """
@@ -52,7 +55,7 @@ from pycert.families.engine.produce import log_path
 from pycert.leak import replay as replaylog
 from pycert.leak.admission import FIRST_ID
 from pycert.leak.engines.openai import ReplayEndpoint
-from pycert.leak.engines.paged import ENGINES, VLLM_PYTHON, engine_key, open_engine
+from pycert.leak.engines.paged import ENDPOINT, ENGINES, VLLM_PYTHON, engine_key, open_engine
 
 class ReplayResult(BaseModel):
     holds: bool
@@ -86,10 +89,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = esub.add_parser(
         "replay", help="replay a trace on a real engine's prefix cache, certify its own hits beside the optimum",
         description="Each trace block becomes --block-tokens seeded token ids; the trace's requests go one at a time, "
-                    "in order, to transformers' continuous batching (CPU, a small random-weight Qwen2-shaped model; the "
-                    "'leak' extra) with a cache of --num-blocks blocks of --block-tokens tokens; the engine's own "
-                    "prefix-cache hits are recorded per request and certified beside the capacity certificate of the "
-                    "trace at --num-blocks and its ceiling certificate, all proved by this command.")
+                    "in order, to the engine (--engine transformers: transformers' continuous batching, CPU, a small "
+                    "random-weight Qwen2-shaped model, the 'leak' extra; --engine vllm: vLLM's own KVCacheManager, no "
+                    "model; --endpoint: a live OpenAI-compatible server) with a cache of --num-blocks blocks of "
+                    "--block-tokens tokens; the engine's own prefix-cache hits are recorded per request and certified "
+                    "beside the capacity certificate of the trace at --num-blocks and its ceiling certificate, all "
+                    "proved by this command.")
     r.add_argument("--trace", type=in_path, default=None, metavar="PATH",
                    help="the trace (its lines are requests: Mooncake, Qwen-Bailian or AIPerf JSONL, or prompts as token "
                         "ids, the layout read off its first line); with --replay, where the certificate's trace is")
@@ -282,7 +287,9 @@ def replay(args: argparse.Namespace, progress: Progress) -> tuple[ReplayResult, 
 def render(res: ReplayResult) -> str:
     lines = [f"{res.engine}; {res.model}; {res.num_blocks:,} blocks of {res.block_tokens} tokens; seed {res.seed}",
              f"{res.trace}: {plural(res.requests, 'request')}, {plural(res.refs, 'block reference')}, replayed one at a "
-             f"time in {res.replay_seconds:.1f} s ({res.replay_cpu_seconds:.1f} s of CPU); the engine evicted {plural(res.evicted_blocks, 'cached block')}"]
+             f"time in {res.replay_seconds:.1f} s ({res.replay_cpu_seconds:.1f} s of CPU); "
+             + ("a server reports no evictions" if res.engine.startswith(ENDPOINT) else
+                f"the engine evicted {plural(res.evicted_blocks, 'cached block')}")]
     s = res.beside
     if s is not None:
         lines += ["", table(["at " + plural(s.capacity_blocks, "block"), "hits", "hit rate", "tokens", "evidence"],

@@ -29,6 +29,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tests.conftest import vllm_python
+
 REPO = Path(__file__).resolve().parent.parent.parent
 CASES = REPO / "tests" / "attacks"
 SHARED = REPO.parent / "shared" / "traces" / "mooncake-fast25"
@@ -169,8 +171,9 @@ class Run(BaseModel):
     files: dict[str, Held] = {}
     stdin: str | None = None
     """A file (under ``{work}``) fed to the run's standard input; else it reads nothing there."""
-    needs: Literal["traces", "leak"] | None = None
-    """What the run needs beyond pycert itself: the Mooncake traces beside the checkout, the leak extra."""
+    needs: Literal["traces", "leak", "vllm"] | None = None
+    """What the run needs beyond pycert itself: the Mooncake traces beside the checkout, the leak extra, an
+    environment with vLLM (``tests.conftest.vllm_python``, passed to the run as ``PYCERT_VLLM_PYTHON``)."""
 
 
 class Case(BaseModel):
@@ -334,6 +337,8 @@ def execute(name: str, k: int, run: Run, work: Path, tree: Path = REPO) -> Outco
     where = places(work)
     argv = [fill(a, where) for a in run.argv]
     env = {**os.environ, "PYTHONPATH": str(tree), **{k: fill(v, where) for k, v in run.env.items()}}
+    if run.needs == "vllm" and (python := vllm_python()) is not None:
+        env["PYCERT_VLLM_PYTHON"] = python
     out_path = work / f".out-{k}"
     stdin = open(work / fill(run.stdin, where), "rb") if run.stdin else subprocess.DEVNULL  # noqa: SIM115
     with open(out_path, "wb") as out:
@@ -398,4 +403,6 @@ def available(run: Run) -> str | None:
 
         if importlib.util.find_spec("transformers") is None:
             return "needs the leak extra (torch, transformers)"
+    if run.needs == "vllm" and vllm_python() is None:
+        return "needs an environment with vLLM (make setup builds .venv-vllm)"
     return None

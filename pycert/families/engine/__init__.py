@@ -170,8 +170,8 @@ OBSERVED_BY = {
     LABELS["vllm"]: "vLLM's own count: the computed tokens its KVCacheManager.get_computed_blocks returned for each "
                     "request (tokens, whole blocks of block_tokens), from the per-request log",
     ENDPOINT: "the server's own report: usage.prompt_tokens_details.cached_tokens of each response (0 where the field "
-              "is absent and the server reported it on other requests), whole trace blocks of block_tokens, from the "
-              "per-request log",
+              "is absent and the server reported it on other requests), from the per-request log (in blocks: each "
+              "response's count rounded down to whole blocks)",
 }
 """Where each engine's count comes from (the evidence of its observed figures)."""
 EVICTED_BY = {
