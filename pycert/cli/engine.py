@@ -165,8 +165,10 @@ def run_replay(opened: Callable[[], replaylog.PagedEngine], requests: list[list[
                block_tokens: int, seed_: int, progress: Progress) -> tuple[replaylog.ReplayLog, tuple[float, float]]:
     """The replay's log on the engine ``opened`` gives, and its wall and CPU seconds."""
     engine = opened()
-    progress(f"engine: {engine.name} ({engine.version}); {engine.model}; {engine.num_blocks:,} blocks of "
-             f"{engine.page_size} tokens; {plural(len(requests), 'request')} one at a time")
+    size = (f"{engine.num_blocks:,} blocks of {engine.page_size} tokens" if engine.page_size else
+            "its cache's size not reported")
+    progress(f"engine: {engine.name} ({engine.version}); {engine.model}; {size}; {plural(len(requests), 'request')} "
+             "one at a time")
     t0, cpu0 = time.monotonic(), time.process_time()
     try:
         header = replaylog.engine_header(engine, seed=seed_, num_blocks=num_blocks, block_tokens=block_tokens,

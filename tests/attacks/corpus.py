@@ -23,7 +23,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -162,6 +166,26 @@ class Held(BaseModel):
     absent: list[str] = []
 
 
+class Answer(BaseModel):
+    """What a canned server answers on one route: a JSON body, or a stream of Server-Sent Events (each a
+    JSON object or a string such as ``[DONE]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: int = 200
+    body: Any = None
+    events: list[Any] | None = None
+
+
+class Canned(BaseModel):
+    """A server on 127.0.0.1 that a run talks to (its URL is ``{server}``): each route (``"POST
+    /v1/completions"``) answered alike every time, any other 404 (an endpoint that lies, for one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    routes: dict[str, Answer]
+
+
 class Run(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -171,6 +195,7 @@ class Run(BaseModel):
     files: dict[str, Held] = {}
     stdin: str | None = None
     """A file (under ``{work}``) fed to the run's standard input; else it reads nothing there."""
+    server: Canned | None = None
     needs: Literal["traces", "leak", "vllm"] | None = None
     """What the run needs beyond pycert itself: the Mooncake traces beside the checkout, the leak extra, an
     environment with vLLM (``tests.conftest.vllm_python``, passed to the run as ``PYCERT_VLLM_PYTHON``)."""
@@ -329,12 +354,54 @@ def _peak_mib(pid: int) -> float:
     return 0.0
 
 
+@contextmanager
+def canned(spec: Canned | None) -> Iterator[str | None]:
+    """The run's canned server on 127.0.0.1 (its URL), for as long as the run lasts; None without one."""
+    if spec is None:
+        yield None
+        return
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _answer(self) -> None:
+            if (n := int(self.headers.get("Content-Length") or 0)) > 0:
+                self.rfile.read(min(n, 1 << 22))
+            answer = spec.routes.get(f"{self.command} {self.path}")
+            if answer is None:
+                self.send_error(404)
+                return
+            stream = answer.events is not None
+            body = ("".join(f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n" for e in answer.events or [])
+                    if stream else json.dumps(answer.body)).encode()
+            self.send_response(answer.status)
+            self.send_header("Content-Type", "text/event-stream" if stream else "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer  # noqa: N815
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def execute(name: str, k: int, run: Run, work: Path, tree: Path = REPO) -> Outcome:
     """Run the ``pycert`` of ``tree`` (this checkout, or an older one a benchmark compares) with the run's
-    arguments in ``work``: its exit code, wall time, peak RSS (sampled every 20 ms) and output. A
-    child past twice its bounds is killed (its group), so a case that reproduces an attack on an unfixed
-    pycert ends too."""
-    where = places(work)
+    arguments in ``work`` (beside its canned server, if it has one): its exit code, wall time, peak RSS
+    (sampled every 20 ms) and output. A child past twice its bounds is killed (its group), so a case
+    that reproduces an attack on an unfixed pycert ends too."""
+    with canned(run.server) as url:
+        return _execute(name, k, run, work, tree, {**places(work), **({"server": url} if url else {})})
+
+
+def _execute(name: str, k: int, run: Run, work: Path, tree: Path, where: dict[str, str]) -> Outcome:
     argv = [fill(a, where) for a in run.argv]
     env = {**os.environ, "PYTHONPATH": str(tree), **{k: fill(v, where) for k, v in run.env.items()}}
     if run.needs == "vllm" and (python := vllm_python()) is not None:
