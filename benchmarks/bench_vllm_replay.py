@@ -8,7 +8,8 @@ and by libCacheSim, in one run.
 
 Printed: the engine's hits (blocks, and its own cached tokens), its evictions, the replay's wall time
 (the engine already started: vLLM's import is timed apart as ``engine_start_s``) and references per
-second, this process's CPU time, the peak RSS of this process and of the engine's (``ru_maxrss`` of the
+second, this process's CPU time (the token map, the wire) and the engine process's (vLLM's own work, when
+``PYCERT_VLLM_PYTHON`` runs it in a child; 0 in process), the peak RSS of this process and of the engine's (``ru_maxrss`` of the
 children: Linux carries a parent's peak into a child at fork, so the child's figure is at least this
 process's at that moment), and LRU's hits at the same capacity from pycert and from libCacheSim with
 their times. The load average before and after is printed beside them: the machine is shared.
@@ -68,6 +69,7 @@ def main() -> None:
            "engine_cached_tokens": sum(r.cached_tokens for r in log.requests),
            "evicted_blocks": sum(r.evicted_blocks for r in log.requests),
            "engine_start_s": round(start, 1), "replay_wall_s": round(wall, 1), "replay_cpu_s": round(cpu, 1),
+           "engine_process_cpu_s": round(getattr(engine, "cpu_seconds", 0.0), 1),
            "refs_per_s": round(trace.n_refs / wall), "requests_per_s": round(len(requests) / wall),
            "lru_hits_pycert": lru, "lru_pycert_s": round(lru_s, 2)}
     try:

