@@ -134,10 +134,15 @@ def checked_trace(path: Path | Source, num_blocks: int, block_tokens: int | None
     """The trace, its requests and the tokens a block (``block_tokens``, or the trace's own block size),
     refused before any engine is loaded when ``engine`` (one of :data:`ENGINES`, or ``endpoint``) cannot
     replay it on a cache of ``num_blocks`` blocks within the limits (README: Limits)."""
-    in_process = engine == "transformers"
-    if in_process and block_tokens is not None and num_blocks * block_tokens > MAX_REPLAY_CACHE_TOKENS:
-        raise InputError(f"{num_blocks:,} blocks of {block_tokens:,} tokens is a cache of {num_blocks * block_tokens:,} "
-                         f"tokens; at most {MAX_REPLAY_CACHE_TOKENS:,} (README: Limits)", where="--num-blocks")
+    on_transformers = engine == "transformers"
+
+    def cache_fits(b: int) -> None:  # transformers allocates its attention mask over the whole cache
+        if on_transformers and num_blocks * b > MAX_REPLAY_CACHE_TOKENS:
+            raise InputError(f"{num_blocks:,} blocks of {b:,} tokens is a cache of {num_blocks * b:,} tokens; at most "
+                             f"{MAX_REPLAY_CACHE_TOKENS:,} (README: Limits)", where="--num-blocks")
+
+    if block_tokens is not None:
+        cache_fits(block_tokens)
     source = path if isinstance(path, Source) else named(path)
     source.check("a trace file", MAX_TRACE_BYTES, missing="no such trace file")
     trace = read_trace(source)
@@ -146,16 +151,17 @@ def checked_trace(path: Path | Source, num_blocks: int, block_tokens: int | None
         if trace.block_tokens is None or not 4 <= trace.block_tokens <= MAX_REPLAY_BLOCK_TOKENS:
             raise InputError(f"the trace gives {trace.block_tokens or 'no'} tokens a block; give --block-tokens "
                              f"(4 to {MAX_REPLAY_BLOCK_TOKENS:,})", where="--block-tokens")
-        return checked_trace(path, num_blocks, trace.block_tokens, engine)
+        block_tokens = trace.block_tokens
+        cache_fits(block_tokens)
     if (big := oversized(requests, num_blocks)) is not None:
         raise InputError(f"request {big[0]} (0-based) has {plural(big[1], 'block')}: a cache of {num_blocks:,} cannot hold "
                          f"it beside its partial last block (give --num-blocks {big[1] + 1} or more)",
                          where=f"{path}:{big[0] + 1}")  # a request a line, blank lines only at the end: line = index + 1
-    longest_limit = MAX_REPLAY_PROMPT_TOKENS if in_process else MAX_VLLM_PROMPT_TOKENS
+    longest_limit = MAX_REPLAY_PROMPT_TOKENS if on_transformers else MAX_VLLM_PROMPT_TOKENS
     if (longest := max(map(len, requests)) * block_tokens + 1) > longest_limit:
         raise InputError(f"its longest request makes a prompt of {longest:,} tokens at {block_tokens} a block; at most "
                          f"{longest_limit:,} (README: Limits)", where=str(path))
-    if not in_process and (total := trace.n_refs * block_tokens + len(requests)) > MAX_VLLM_REPLAY_TOKENS:
+    if not on_transformers and (total := trace.n_refs * block_tokens + len(requests)) > MAX_VLLM_REPLAY_TOKENS:
         raise InputError(f"its requests make {total:,} prompt tokens at {block_tokens} a block; a replay sends at most "
                          f"{MAX_VLLM_REPLAY_TOKENS:,} (README: Limits; fewer tokens a block make fewer)", where=str(path))
     return trace, requests, block_tokens
