@@ -73,7 +73,7 @@ def run(args: argparse.Namespace, trace, requests, shape: str, threads: int, lru
     return {"trace": args.trace.name, "sha256": trace.sha256, "requests": len(requests), "refs": trace.n_refs,
            "num_blocks": c, "block_tokens": b, "model": engine.model, "torch_threads": threads,
            "engine_hits": sum(r.cached_tokens for r in log.requests) // b, "lru_hits": lru.hits(c),
-           "belady_hits": opt.hits(c), "admission_hits": adm.hits(c), "unbounded_hits": lru.refs - lru.distinct,
+           "belady_hits": opt.hits(c), "bypass_hits": adm.hits(c), "unbounded_hits": lru.refs - lru.distinct,
            "evicted_blocks": sum(r.evicted_blocks for r in log.requests),
            "requests_with_evictions": sum(r.evicted_blocks > 0 for r in log.requests),
            "replay_wall_s": round(wall, 1), "replay_cpu_s": round(cpu, 1),
