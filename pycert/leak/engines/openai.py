@@ -181,7 +181,7 @@ class ReplayEndpoint(OpenAIEngine):
         if model is not None and model not in listed:
             raise InputError(f"the server serves {', '.join(listed[:5]) or 'no model'}, not {model!r}", where="--model")
         self.model = one_line(model or listed[0], 200, "--model")
-        self.version = f"{public_url(base)} ({one_line(self.version, 120)})"
+        self.version = one_line(f"{public_url(base)} ({one_line(self.version, 120)})", 300)
         layout = self._layout()
         self.num_blocks, self.page_size = layout or (0, 0)
         try:
