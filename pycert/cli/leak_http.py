@@ -113,7 +113,7 @@ def level(text: str) -> str:
     return text
 
 
-def _url(text: str, flag: str) -> str:
+def http_url(text: str, flag: str) -> str:
     parts = urllib.parse.urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UsageError(f"expected http://HOST:PORT, got {text!r}", where=flag)
@@ -156,7 +156,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_gateway(args: argparse.Namespace) -> int:
-    upstream = _url(args.upstream, "--upstream")
+    upstream = http_url(args.upstream, "--upstream")
     keys = read_keys(args.keys)
     secret = named(args.secret_file).read("a secret file", MAX_KEYS_BYTES) if args.secret_file else os.urandom(32)
     gateway = Gateway(upstream, keys, Admission(secret), salt_in=args.salt_in, salt_field=args.salt_field,
@@ -244,7 +244,7 @@ def _stem(h: AuditHeader) -> str:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     progress = Progress(enabled=not args.json, force=True)
-    endpoint_url = _url(args.endpoint, "--endpoint")
+    endpoint_url = http_url(args.endpoint, "--endpoint")
     if args.min_tokens > args.max_tokens:
         raise InputError(f"--min-tokens {args.min_tokens} exceeds --max-tokens {args.max_tokens}", where="--min-tokens")
     keys = read_keys(args.keys)

@@ -123,6 +123,18 @@ MAX_STRANGER_REPLAY_TOKENS = 1 << 18
 that of one prompt of an eighth as many (32,768 by default). Measured here under load 10: the committed
 certificate's 85,674 tokens in short prompts replayed in about 6 s of engine (17 s with the start), one
 prompt of 32,769 tokens in 19 s: what a stranger's certificate may cost."""
+MAX_REPLAY_BLOCKS = 1 << 20
+"""``engine replay --num-blocks``: the most blocks of any engine's cache (a log's header holds no more).
+vLLM's cache manager with this many took 648 MiB, 136 MiB more than with 1,024 (DEVELOPERS.md); the
+transformers engine is held to :data:`MAX_REPLAY_CACHE_TOKENS` besides."""
+MAX_VLLM_PROMPT_TOKENS = 1 << 20
+"""``engine replay --engine vllm`` (and ``--endpoint``): the longest prompt a replay sends. vLLM's cache
+manager took 0.3 s and about 65 MiB for a prompt of this many tokens (DEVELOPERS.md)."""
+MAX_VLLM_REPLAY_TOKENS = 1 << 28
+"""``engine replay --engine vllm`` (and ``--endpoint``): the most prompt tokens a whole replay sends, so
+that ``--replay`` of a stranger's certificate is bounded before the engine starts: the whole Mooncake
+conversation trace at 512 tokens a block is 147.7 million, replayed in 44 s on 2 shared cores at load 9
+(BENCHMARKS.md); this bound is about twice that."""
 
 
 def json_depth_error(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | None:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pycert.core.errors import InputError, Rejection
@@ -66,11 +67,12 @@ class ReplayHeader(_Line):
     num_blocks: int = Field(ge=2, le=1 << 20, description="C: the cache's blocks, as asked")
     block_tokens: int = Field(ge=4, le=1 << 12, description="B: tokens each trace block becomes, the page size asked")
     engine_blocks: int = Field(ge=0, description="blocks the engine's cache holds, as the engine counts them")
-    page_size: int = Field(ge=1, description="tokens per block, as the engine counts them")
+    page_size: int = Field(ge=0, description="tokens per block, as the engine counts them (0: a server that does not say)")
     scheduler: str = Text
-    safety_margin: str = Field(pattern=r"^[0-9.]{1,12}$",
-                               description="the free fraction under which the engine evicts every cached block")
-    generated: int = Field(ge=1, le=64, description="tokens generated per request")
+    safety_margin: str = Field(pattern=r"^([0-9.]{1,12}|unknown)$",
+                               description="the free fraction under which the engine evicts every cached block "
+                                           "(unknown: a server's)")
+    generated: int = Field(ge=0, le=64, description="tokens generated per request (0: no model, nothing decoded)")
     vocab: int = Field(ge=FIRST_ID + 2, le=1 << 24)
     token_map: str = Text
     trace: str = Field(min_length=1, max_length=255, pattern=r"^[^/\x00\n]*[^/\x00\n.][^/\x00\n]*$",
@@ -117,31 +119,52 @@ def blocks_digest(blocks: Sequence[int]) -> str:
     return hashlib.sha256(",".join(map(str, blocks)).encode()).hexdigest()
 
 
+def block_stream(block: int, seed: int, width: int) -> bytes:
+    """The ``2 * width`` bytes that trace block ``block``'s tokens are read from under ``seed``."""
+    return hashlib.shake_256(f"{seed}:{block}".encode()).digest(2 * width)
+
+
+def stream_tokens(streams: bytes, vocab: int) -> np.ndarray:
+    """:data:`TOKEN_MAP` on the concatenated streams of one or more blocks: one token per two bytes."""
+    return np.frombuffer(streams, ">u2").astype(np.int64) % (vocab - FIRST_ID) + FIRST_ID
+
+
 def block_tokens(block: int, seed: int, width: int, vocab: int) -> tuple[int, ...]:
     """The ``width`` token ids trace block ``block`` becomes under ``seed`` (:data:`TOKEN_MAP`)."""
-    stream = hashlib.shake_256(f"{seed}:{block}".encode()).digest(2 * width)
-    return tuple(FIRST_ID + int.from_bytes(stream[i:i + 2], "big") % (vocab - FIRST_ID) for i in range(0, 2 * width, 2))
+    return tuple(stream_tokens(block_stream(block, seed, width), vocab).tolist())
 
 
 class TokenMap:
-    """Each block's tokens, made once; two blocks with the same tokens are refused (module docstring)."""
+    """A prompt's tokens, made for all its blocks at once; the first time a block is met, its tokens are
+    checked against those of every block met before, and two blocks with the same tokens are refused
+    (module docstring). Tokens are not kept: a block's are remade at each reference (a few microseconds),
+    where keeping them cost 4 GiB on the whole conversation trace at 512 tokens a block (DEVELOPERS.md)."""
 
     def __init__(self, seed: int, width: int, vocab: int) -> None:
         self.seed, self.width, self.vocab = seed, width, vocab
-        self._tokens: dict[int, tuple[int, ...]] = {}
-        self._owner: dict[tuple[int, ...], int] = {}
+        self._owner: dict[bytes, int] = {}
+        """A 16-byte digest of each block's tokens -> the block: equal tokens give equal digests, so every
+        collision is found (two different token runs with one digest would be refused, never passed)."""
+        self._met: set[int] = set()
 
-    def __call__(self, block: int) -> tuple[int, ...]:
-        if (tokens := self._tokens.get(block)) is None:
-            tokens = block_tokens(block, self.seed, self.width, self.vocab)
-            if (other := self._owner.setdefault(tokens, block)) != block:
-                raise InputError(f"blocks {other} and {block} get the same {self.width} tokens under seed {self.seed}: "
+    def tokens(self, blocks: Sequence[int]) -> np.ndarray:
+        w = self.width
+        tokens = stream_tokens(b"".join(block_stream(b, self.seed, w) for b in blocks), self.vocab)
+        for i, block in enumerate(blocks):
+            if block in self._met:
+                continue
+            digest = hashlib.blake2b(tokens[i * w:(i + 1) * w].tobytes(), digest_size=16).digest()
+            if (other := self._owner.setdefault(digest, block)) != block:
+                raise InputError(f"blocks {other} and {block} get the same {w} tokens under seed {self.seed}: "
                                  "the engine could not tell them apart; give another --seed", where="--seed")
-            self._tokens[block] = tokens
+            self._met.add(block)
         return tokens
 
+    def __call__(self, block: int) -> tuple[int, ...]:
+        return tuple(self.tokens([block]).tolist())
+
     def prompt(self, blocks: Sequence[int]) -> tuple[int, ...]:
-        return (*(t for b in blocks for t in self(b)), TAIL)
+        return (*self.tokens(blocks).tolist(), TAIL)
 
 
 class PagedEngine(Protocol):
@@ -155,7 +178,8 @@ class PagedEngine(Protocol):
     page_size: int
     num_blocks: int
     scheduler: str
-    safety_margin: float
+    safety_margin: float | None
+    """None: not known (a server's)."""
     evicted_blocks: int
     generated: int
 
@@ -184,7 +208,7 @@ def engine_header(engine: PagedEngine, **fields: object) -> ReplayHeader:
     """A log's header: the engine's own account of itself, and the run's ``fields``."""
     return ReplayHeader(engine=engine.name, engine_version=engine.version, model=engine.model, device=engine.device,
                         engine_blocks=engine.num_blocks, page_size=engine.page_size, scheduler=engine.scheduler,
-                        safety_margin=f"{engine.safety_margin:g}", vocab=engine.vocab, generated=engine.generated,
+                        safety_margin="unknown" if engine.safety_margin is None else f"{engine.safety_margin:g}", vocab=engine.vocab, generated=engine.generated,
                         token_map=TOKEN_MAP, **fields)  # type: ignore[arg-type]
 
 

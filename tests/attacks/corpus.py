@@ -24,11 +24,17 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from tests.conftest import vllm_python
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CASES = REPO / "tests" / "attacks"
@@ -198,6 +204,26 @@ class Held(BaseModel):
     """What the path must be after the run (``none``: nothing there), when not a regular file's text."""
 
 
+class Answer(BaseModel):
+    """What a canned server answers on one route: a JSON body, or a stream of Server-Sent Events (each a
+    JSON object or a string such as ``[DONE]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: int = 200
+    body: Any = None
+    events: list[Any] | None = None
+
+
+class Canned(BaseModel):
+    """A server on 127.0.0.1 that a run talks to (its URL is ``{server}``): each route (``"POST
+    /v1/completions"``) answered alike every time, any other 404 (an endpoint that lies, for one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    routes: dict[str, Answer]
+
+
 class Run(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -207,8 +233,10 @@ class Run(BaseModel):
     files: dict[str, Held] = {}
     stdin: str | None = None
     """A file (under ``{work}``) fed to the run's standard input; else it reads nothing there."""
-    needs: Literal["traces", "leak", "root"] | None = None
-    """What the run needs beyond pycert itself: the Mooncake traces beside the checkout, the leak extra."""
+    server: Canned | None = None
+    needs: Literal["traces", "leak", "vllm", "root"] | None = None
+    """What the run needs beyond pycert itself: the Mooncake traces beside the checkout, the leak extra, an
+    environment with vLLM (``tests.conftest.vllm_python``, passed to the run as ``PYCERT_VLLM_PYTHON``), root."""
     address_space_mib: int | None = None
     """The child's address-space limit (``RLIMIT_AS``): a machine with less memory than the check needs."""
 
@@ -419,14 +447,58 @@ def _capped(mib: int | None) -> Any:
     return lambda: resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
 
 
+@contextmanager
+def canned(spec: Canned | None) -> Iterator[str | None]:
+    """The run's canned server on 127.0.0.1 (its URL), for as long as the run lasts; None without one."""
+    if spec is None:
+        yield None
+        return
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _answer(self) -> None:
+            if (n := int(self.headers.get("Content-Length") or 0)) > 0:
+                self.rfile.read(min(n, 1 << 22))
+            answer = spec.routes.get(f"{self.command} {self.path}")
+            if answer is None:
+                self.send_error(404)
+                return
+            stream = answer.events is not None
+            body = ("".join(f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n" for e in answer.events or [])
+                    if stream else json.dumps(answer.body)).encode()
+            self.send_response(answer.status)
+            self.send_header("Content-Type", "text/event-stream" if stream else "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer  # noqa: N815
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def execute(name: str, k: int, run: Run, work: Path, tree: Path = REPO) -> Outcome:
     """Run the ``pycert`` of ``tree`` (this checkout, or an older one a benchmark compares) with the run's
-    arguments in ``work``: its exit code, wall time, peak RSS (sampled every 20 ms) and output. A
-    child past twice its bounds is killed (its group), so a case that reproduces an attack on an unfixed
-    pycert ends too."""
-    where = places(work)
+    arguments in ``work`` (beside its canned server, if it has one): its exit code, wall time, peak RSS
+    (sampled every 20 ms) and output. A child past twice its bounds is killed (its group), so a case
+    that reproduces an attack on an unfixed pycert ends too."""
+    with canned(run.server) as url:
+        return _execute(name, k, run, work, tree, {**places(work), **({"server": url} if url else {})})
+
+
+def _execute(name: str, k: int, run: Run, work: Path, tree: Path, where: dict[str, str]) -> Outcome:
     argv = [fill(a, where) for a in run.argv]
     env = {**os.environ, "PYTHONPATH": str(tree), **{k: fill(v, where) for k, v in run.env.items()}}
+    if run.needs == "vllm" and (python := vllm_python()) is not None:
+        env["PYCERT_VLLM_PYTHON"] = python
     out_path = work / f".out-{k}"
     stdin = open(work / fill(run.stdin, where), "rb") if run.stdin else subprocess.DEVNULL  # noqa: SIM115
     with open(out_path, "wb") as out:
@@ -505,4 +577,6 @@ def available(run: Run) -> str | None:
 
         if importlib.util.find_spec("transformers") is None:
             return "needs the leak extra (torch, transformers)"
+    if run.needs == "vllm" and vllm_python() is None:
+        return "needs an environment with vLLM (make setup builds .venv-vllm)"
     return None

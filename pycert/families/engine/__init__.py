@@ -23,12 +23,13 @@ from pydantic import Field
 
 from pycert.core.errors import Rejection
 from pycert.core.limits import MAX_JSON_BYTES
-from pycert.core.schema import Certificate, InputFile, Params
+from pycert.core.schema import Certificate, EvidenceState, InputFile, Params, SolverInfo
 from pycert.families.base import Claim, Reader, input_path
 from pycert.families.models import ADMISSION, BYPASS, BYPASS_ANY, caches
 from pycert.families.observations import held_to
 from pycert.families.traces import AS_FOUND, PROMPT_TOKENS, certified, slug
 from pycert.leak import replay as replaylog
+from pycert.leak.engines.paged import ENDPOINT, LABELS
 
 if TYPE_CHECKING:  # numpy and the trace engine: only for a claim that reads a trace
     import numpy as np
@@ -50,8 +51,8 @@ class EngineParams(Params):
     num_blocks: int = Field(ge=2, le=1 << 20)
     block_tokens: int = Field(ge=4, le=1 << 12)
     scheduler: str = Field(min_length=1, max_length=300, pattern=r"^[^\n]+$")
-    safety_margin: str = Field(pattern=r"^[0-9.]{1,12}$")
-    generated: int = Field(ge=1, le=64)
+    safety_margin: str = Field(pattern=r"^([0-9.]{1,12}|unknown)$")
+    generated: int = Field(ge=0, le=64)
 
     @classmethod
     def of(cls, h: replaylog.ReplayHeader) -> EngineParams:
@@ -64,9 +65,12 @@ class EngineCertificate(Certificate):
     parameters: EngineParams
 
 
-def names(trace: str, num_blocks: int, block_tokens: int, seed: int) -> str:
-    """The certificate id (and log stem) of a replay of ``trace`` (a file name)."""
-    return f"engine-{slug(PurePosixPath(trace).stem)}-c{num_blocks}-b{block_tokens}-seed{seed}"
+def names(trace: str, num_blocks: int, block_tokens: int, seed: int, engine: str = LABELS["transformers"]) -> str:
+    """The certificate id (and log stem) of a replay of ``trace`` (a file name) on ``engine`` (a log's
+    header's name for it): ``engine-vllm-...`` and ``engine-endpoint-...`` beside the transformers engine's
+    ``engine-...``, so replays of one trace on several engines share a directory."""
+    kind = "endpoint-" if engine == ENDPOINT else "vllm-" if engine == LABELS["vllm"] else ""
+    return f"engine-{kind}{slug(PurePosixPath(trace).stem)}-c{num_blocks}-b{block_tokens}-seed{seed}"
 
 
 def log_figures(log: replaylog.ReplayLog, trace: Trace) -> tuple[dict[str, Fraction], list[Rejection]]:
@@ -133,19 +137,81 @@ def sentence(p: EngineParams, f: Mapping[str, Fraction], trace: str) -> str:
               f"{f['refs_tokens']} prompt tokens the engine served {f['engine_hits_tokens']}, LRU hits "
               f"{f['lru_hits_tokens']} and a cache of unbounded size {f['unbounded_hits_tokens']}.")
     return (f"On trace {trace} ({f['requests']} requests, {f['refs']} block references), replayed one request at a "
-            f"time in trace order from an empty cache on {p.engine} ({p.engine_version}) with a {p.model} on "
-            f"{p.device}, its prefix cache holding {p.num_blocks} blocks of {p.block_tokens} tokens (each trace block "
-            f"as {p.block_tokens} token ids seeded by {p.seed}, {p.generated} tokens generated per request), the engine "
-            f"served {f['engine_hits']} references ({f['engine_cached_tokens']} of its tokens) from its cache by its "
-            f"own count, serving only a request's longest cached prefix of blocks; on the same references pycert "
-            f"computes {f['lru_hits']} hits for LRU, {f['belady_hits']} for Belady's MIN (the optimum at "
-            f"{p.num_blocks} blocks of caches that store every missed block) and {f['bypass_hits']} for Belady's MIN "
-            f"with bypass (the optimum at {p.num_blocks} blocks of {ADMISSION}), and {f['unbounded_hits']} for a cache "
-            f"of unbounded size.{closed}{tokens}")
+            f"time in trace order {_ran_on(p)}, {_served(p, f)}, serving only a request's longest cached prefix of "
+            f"blocks; on the same references pycert "
+            f"computes {f['lru_hits']} hits for LRU, {f['belady_hits']} for Belady's MIN (the optimum of caches that "
+            f"store every missed block) and {f['bypass_hits']} for Belady's MIN with bypass (the optimum of {ADMISSION}) at "
+            f"{p.num_blocks} blocks, and {f['unbounded_hits']} for a "
+            f"cache of unbounded size.{closed}{tokens}")
+
+
+def _ran_on(p: EngineParams) -> str:
+    seeded = f"each trace block as {p.block_tokens} token ids seeded by {p.seed}"
+    if p.engine == ENDPOINT:
+        return (f"through the OpenAI-compatible server {p.engine_version}, model {p.model} ({p.scheduler}), compared at "
+                f"{p.num_blocks} blocks of {p.block_tokens} tokens as the replay was told ({seeded}, {p.generated} "
+                "tokens generated per request)")
+    if p.generated == 0:
+        return (f"from an empty cache on {p.engine} ({p.engine_version}) with {p.model} on {p.device}, its prefix cache "
+                f"holding {p.num_blocks} blocks of {p.block_tokens} tokens ({seeded}, no token generated: no model)")
+    return (f"from an empty cache on {p.engine} ({p.engine_version}) with a {p.model} on {p.device}, its prefix cache "
+            f"holding {p.num_blocks} blocks of {p.block_tokens} tokens ({seeded}, {p.generated} tokens generated per "
+            "request)")
+
+
+def _served(p: EngineParams, f: Mapping[str, Fraction]) -> str:
+    if p.engine == ENDPOINT:
+        return (f"the server reported serving {f['engine_cached_tokens']} prompt tokens from its cache, "
+                f"{f['engine_hits']} whole trace blocks")
+    return f"the engine served {f['engine_hits']} references ({f['engine_cached_tokens']} of its tokens) from its cache by its own count"
 
 
 OBSERVED = ("the engine's own count: the return value of transformers' PagedAttentionCache.search_prefix_match "
             "for each request (tokens, whole blocks of block_tokens), from the per-request log")
+OBSERVED_BY = {
+    LABELS["transformers"]: OBSERVED,
+    LABELS["vllm"]: "vLLM's own count: the computed tokens its KVCacheManager.get_computed_blocks returned for each "
+                    "request (tokens, whole blocks of block_tokens), from the per-request log",
+    ENDPOINT: "the server's own report: usage.prompt_tokens_details.cached_tokens of each response (0 where the field "
+              "is absent and the server reported it on other requests), from the per-request log (in blocks: each "
+              "response's count rounded down to whole blocks)",
+}
+"""Where each engine's count comes from (the evidence of its observed figures)."""
+EVICTED_BY = {
+    LABELS["transformers"]: "cached blocks the engine's ledgers held when it evicted them (its evict_cached_blocks), "
+                            "summed over the per-request log",
+    LABELS["vllm"]: "the BlockRemoved events of vLLM's KV-cache event stream (one a block hash dropped), summed over "
+                    "the per-request log",
+    ENDPOINT: "not reported by a server: 0",
+}
+TRANSFORMERS_ONLY = (
+    "The random-weight model makes the engine's times no serving figure: only which blocks it served counts.",
+    "The counts are what the engine reports (the return value of its search_prefix_match); pycert does not "
+    "inspect the KV blocks themselves, and the engine's 64-bit block hashes are trusted not to collide.",
+    "The engine evicts every cached block at once when its free blocks fall below its scheduler's safety margin, "
+    "or when a request does not fit; it is compared here with caches that evict one block at a time.",
+)
+"""The transformers engine's own lines of :attr:`Engine.limits`; other engines have theirs in their place."""
+LIMITS_OF = {
+    LABELS["vllm"]: (
+        "vLLM's cache manager runs without a model: nothing is computed, so its times are no serving figure; only "
+        "which blocks it served counts.",
+        "The counts are what vLLM's KVCacheManager.get_computed_blocks returned; pycert does not inspect the blocks, "
+        "and vLLM's block hashes (its default hash of the parent hash and the block's token ids) are trusted not to "
+        "collide.",
+        "The manager is driven as vLLM's scheduler drives it for one request alone (lookup, allocation of the prompt, "
+        "free): no chunked prefill, decoding, preemption, KV connector or concurrent request, which in a running server "
+        "hold blocks or change which blocks are evicted.",
+    ),
+    ENDPOINT: (
+        "The counts are what the server reported; pycert sees neither its cache nor its code, and other clients of the "
+        "server may have used or changed its cache during the replay.",
+        "The capacity is the one the replay was told, not measured: a server whose cache is larger than it may hit "
+        "more than the optimum at it (refused as a defect); one whose cache is smaller is bounded all the more.",
+        "A request's cached tokens count as whole trace blocks of block_tokens: tokens of a trace block served only in "
+        "part count none.",
+    ),
+}
 
 
 class Engine(Claim):
@@ -159,13 +225,11 @@ class Engine(Claim):
     limits = (
         "This is an observation, not a proof: one engine, model, device and seed, the trace's requests sent one at a "
         "time; concurrent requests, another engine, version or cache size may behave otherwise.",
-        "The random-weight model makes the engine's times no serving figure: only which blocks it served counts.",
+        TRANSFORMERS_ONLY[0],
         "Each trace block becomes block_tokens seeded token ids, whatever tokens the trace's own blocks held; a "
         "request's partial last block in the trace becomes a whole one, and one extra token ends every prompt.",
-        "The counts are what the engine reports (the return value of its search_prefix_match); pycert does not "
-        "inspect the KV blocks themselves, and the engine's 64-bit block hashes are trusted not to collide.",
-        "The engine evicts every cached block at once when its free blocks fall below its scheduler's safety margin, "
-        "or when a request does not fit; it is compared here with caches that evict one block at a time.",
+        TRANSFORMERS_ONLY[1],
+        TRANSFORMERS_ONLY[2],
         f"Pycert.Admission.hits_le_freeA bounds every cache of num_blocks blocks {caches(BYPASS_ANY, plural=False)} "
         "(offline too), so an engine count above Belady's MIN with bypass is refused as a defect; "
         "Pycert.Capacity.hits_le_free bounds those of them that store every missed block (Belady's MIN). The caches "
@@ -205,6 +269,22 @@ class Engine(Claim):
     def sentence(self, params: EngineParams, figures: Mapping[str, Fraction], inputs: Sequence[InputFile]) -> str:
         trace = next((PurePosixPath(i.path).name for i in inputs if i.role == "trace"), "(none)")
         return sentence(params, figures, trace)
+
+    def does_not_prove(self, params: EngineParams, figures: Mapping[str, Fraction],
+                       inputs: Sequence[InputFile]) -> tuple[str, ...]:
+        if (own := LIMITS_OF.get(params.engine)) is None:
+            return self.limits
+        it = iter(own)
+        return tuple(next(it) if line in TRANSFORMERS_ONLY else line for line in self.limits)
+
+    def evidence(self, name: str, solver: SolverInfo | None, params: Params | None = None) -> tuple[EvidenceState, str]:
+        state, how = super().evidence(name, solver, params)
+        label = getattr(params, "engine", None)
+        if label in OBSERVED_BY and name in ("engine_hits", "engine_cached_tokens"):
+            return state, how.replace(OBSERVED, OBSERVED_BY[label])
+        if label in EVICTED_BY and name == "evicted_blocks":
+            return state, EVICTED_BY[label]
+        return state, how
 
     def figures(self, params: EngineParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:

@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from pycert.core.errors import InputError, Rejection
+from pycert.leak.engines.paged import ENDPOINT
 from pycert.leak.replay import ReplayLog, blocks_digest
 
 if TYPE_CHECKING:
@@ -64,7 +65,13 @@ def log_rejections(log: ReplayLog, requests: Sequence[Sequence[int]], seen: Sequ
     h, out = log.header, []
     if h.trace_sha256 != sha256:
         out.append(Rejection.mismatch("header.trace_sha256", f"{sha256} (the trace's)", h.trace_sha256))
-    if (h.engine_blocks, h.page_size) != (h.num_blocks, h.block_tokens):
+    server = h.engine == ENDPOINT
+    if server and h.engine_blocks * h.page_size > h.num_blocks * h.block_tokens:
+        out.append(Rejection(subject="header.engine_blocks", reason="engine-size",
+                             detail=f"the server reported {h.engine_blocks} blocks of {h.page_size} tokens, more than "
+                                    f"the {h.num_blocks} blocks of {h.block_tokens} the replay compares at: its hits are "
+                                    "not bounded by the optimum of a cache of that size"))
+    elif not server and (h.engine_blocks, h.page_size) != (h.num_blocks, h.block_tokens):
         out.append(Rejection(subject="header.engine_blocks", reason="engine-size",
                              detail=f"the engine had {h.engine_blocks} blocks of {h.page_size} tokens, not the "
                                     f"{h.num_blocks} of {h.block_tokens} asked: its hits are not a cache of that size's"))
@@ -84,7 +91,7 @@ def log_rejections(log: ReplayLog, requests: Sequence[Sequence[int]], seen: Sequ
         elif r.engine_tokens != len(blocks) * h.block_tokens + 1:
             out.append(Rejection.mismatch(f"{where}.engine_tokens", f"{len(blocks)} blocks of {h.block_tokens} tokens "
                                           "and the extra token", str(r.engine_tokens)))
-        elif r.cached_tokens % h.block_tokens:
+        elif r.cached_tokens % h.block_tokens and not server:  # a server's pages may be smaller: whole blocks count
             out.append(Rejection.mismatch(f"{where}.cached_tokens", f"whole blocks of {h.block_tokens} tokens",
                                           str(r.cached_tokens)))
         elif r.cached_tokens // h.block_tokens > prior:
@@ -98,8 +105,9 @@ def log_rejections(log: ReplayLog, requests: Sequence[Sequence[int]], seen: Sequ
 
 def observed(log: ReplayLog) -> dict[str, Fraction]:
     """What the engine said, summed over the log."""
-    cached = sum(r.cached_tokens for r in log.requests)
-    return {"engine_hits": Fraction(cached // log.header.block_tokens), "engine_cached_tokens": Fraction(cached),
+    b = log.header.block_tokens
+    return {"engine_hits": Fraction(sum(r.cached_tokens // b for r in log.requests)),
+            "engine_cached_tokens": Fraction(sum(r.cached_tokens for r in log.requests)),
             "evicted_blocks": Fraction(sum(r.evicted_blocks for r in log.requests))}
 
 

@@ -43,7 +43,7 @@ class EngineProducer(Producer):
         out, fresh = [], None
         if opts.log is not None and opts.trace is not None:
             log = replaylog.parse(opts.log, "the replay's log")
-            fresh = names(log.header.trace, log.header.num_blocks, log.header.block_tokens, log.header.seed)
+            fresh = names(log.header.trace, log.header.num_blocks, log.header.block_tokens, log.header.seed, log.header.engine)
             rel = log_path(fresh)
             setting.emit(rel, opts.log)
             out.append(self._prepared(log, setting.emitted("log", rel), (setting.stage or setting.out_dir) / rel,
@@ -67,7 +67,7 @@ class EngineProducer(Producer):
         trace_input = input_file("trace", trace, setting.root)
         setting.progress(f"  {inp.path}: {headline(figures) if figures else rejections[0].render()}")
         h = log.header
-        return Prepared(claim=CLAIM, id=names(h.trace, h.num_blocks, h.block_tokens, h.seed), parameters=EngineParams.of(h),
+        return Prepared(claim=CLAIM, id=names(h.trace, h.num_blocks, h.block_tokens, h.seed, h.engine), parameters=EngineParams.of(h),
                         engine=figures, headline=headline(figures) if figures else "not a replay of its trace",
                         inputs=[inp, trace_input], located={inp.path: located, trace_input.path: trace},
                         rejection=rejections[0] if rejections else None)
