@@ -41,7 +41,7 @@ from pycert.core.resources import default_certificate_dir, library_dir
 from pycert.core.schema import AuditInfo, BackendInfo, Certificate, TheoremStatement, declared_inputs
 from pycert.families.base import Options, Prepared, Producer, Progress, Setting
 from pycert.lean import batch as batching
-from pycert.lean import build
+from pycert.lean import build, daemon
 from pycert.lean.backend import Backend
 from pycert.lean.diagnostics import DID_NOT_RUN
 from pycert.lean.resolve import resolve
@@ -140,7 +140,7 @@ def kernel(run: Run) -> tuple[StageStatus, str]:
     probe.parent.mkdir(parents=True, exist_ok=True)
     probe.write_text(probe_source(run.library_theorems()), encoding="utf-8")
     res = build.build(library=library_dir(), files=[*files, probe], backend=run.backend, timeout=run.timeout,
-                      batch=True, progress=lambda m: run.say("  " + m))
+                      batch=True, daemon=daemon.enabled(), progress=lambda m: run.say("  " + m))
     run.built = res
     by_file = {Path(r.file).resolve(): r for r in res.results}
     for p in run.prepared:
