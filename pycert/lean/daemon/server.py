@@ -49,7 +49,7 @@ KILLS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 class _Pool:
     """Warm workers, started when a job finds none free (see :data:`EXTRA_WORKER_AFTER_S`), each taking a
-    machine slot only while it starts or runs a job."""
+    machine slot only while it starts (:meth:`Server._run` says why not for a job)."""
 
     def __init__(self, installed: Installed, size: int, log) -> None:  # noqa: ANN001
         self.installed, self.size, self.log = installed, size, log
@@ -275,6 +275,9 @@ class Server:
             self._touch(running=-1)
 
     def _run(self, req: Request, conn: socket.socket, f) -> None:  # noqa: ANN001
+        """One job on a warm worker. It takes no machine slot: the worker holds its memory whether it works or
+        waits, so a slot would protect nothing, and a warm job would wait behind another run's cold process
+        (seen here: 66 s for a 1 s job). A worker's start takes one (:meth:`_Pool._start`)."""
         try:
             w = self.pool.acquire()
         except WorkerDied as exc:
@@ -282,20 +285,18 @@ class Server:
             return
         gone = threading.Event()
         try:
-            with machine_slot(scratch_root()):
-                send(f, Started())
-                watch = threading.Thread(target=self._watch, args=(conn, w, gone), daemon=True)
-                watch.start()
-                try:
-                    run = w.compile(Path(req.source), req.module, Path(req.olean), req.timeout, req.search_path)
-                    answer = Answer(run=run)
-                except WorkerDied as exc:
-                    code = w.proc.returncode
-                    killed = code is not None and code < 0 and -code in KILLS
-                    answer = Answer(lost=f"{exc}; {w.stderr()[-2000:]}".strip("; "), killed=killed)
-                    self.log(f"worker {w.proc.pid} lost on {req.module}: {exc}")
-                finally:
-                    gone.set()
+            send(f, Started())
+            threading.Thread(target=self._watch, args=(conn, w, gone), daemon=True).start()
+            try:
+                answer = Answer(run=w.compile(Path(req.source), req.module, Path(req.olean), req.timeout,
+                                              req.search_path))
+            except WorkerDied as exc:
+                code = w.proc.returncode
+                answer = Answer(lost=f"{exc}; {w.stderr()[-2000:]}".strip("; "),
+                                killed=code is not None and code < 0 and -code in KILLS)
+                self.log(f"worker {w.proc.pid} lost on {req.module}: {exc}")
+            finally:
+                gone.set()
             with self._lock:
                 self.jobs += 1
             send(f, answer)
