@@ -110,6 +110,8 @@ class WasmBackend(Backend):
         checker = None
         if options.daemon and small:
             checker = daemon.session(self.installed)
+            if checker is None:  # started now, it is warm sooner for the next command; its start waits for a slot
+                daemon.ensure(self.installed)
             options.progress(f"warm checker: pid {checker.pid}" if checker else
                              "warm checker: none running yet; this run checks with fresh Lean processes and starts one "
                              "for the next")
@@ -131,8 +133,6 @@ class WasmBackend(Backend):
             workers.close()
             if checker is not None:
                 checker.close()
-            elif options.daemon and small:
-                daemon.ensure(self.installed)  # now, not before: its start would compete with this run's Lean
 
     def _compile(self, u: Unit, tree: Path, cache: BuildCache, timeout: float, workers: _Workers,
                  checker: daemon.Session | None) -> CheckResult:

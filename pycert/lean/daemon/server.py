@@ -254,11 +254,10 @@ class Server:
                         return
                     if req.op == "status":
                         send(f, self.welcome())
-                    elif req.op == "stop":
+                    elif req.op == "stop":  # answered first: the process may end as soon as the flag is up
                         self.log("stop requested")
-                        self.stop.set()
-                        self.pool.close()
                         send(f, self.welcome())
+                        self.stop.set()
                         return
                     else:
                         self._compile(req, conn, f)
