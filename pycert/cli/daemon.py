@@ -16,9 +16,10 @@ from pycert.lean.toolchain import INSTALL_HINT, find_installed
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("daemon", help=help_of("daemon"), description=(
         "The warm checker: pycert's Lean workers kept alive between commands, for this user only (a Unix socket "
-        f"in {'<scratch>'}/daemon, mode 0600), started by the first `pycert prove` that finds none and stopped "
-        f"after {daemon.IDLE_S:.0f} s without a job ($PYCERT_DAEMON_IDLE). `pycert prove --no-daemon` or "
-        "$PYCERT_DAEMON=off checks with fresh processes; `pycert verify` never uses it."))
+        "of mode 0600 in /tmp/pycert-$UID/daemon, or $PYCERT_DAEMON_DIR), started by the first `pycert prove` "
+        f"that finds none and stopped after {daemon.IDLE_S:.0f} s without a job ($PYCERT_DAEMON_IDLE). `pycert "
+        "prove --no-daemon` or $PYCERT_DAEMON=off checks with fresh processes; `pycert verify` never uses it "
+        "(docs/daemon.md)."))
     add_common(p)
     p.set_defaults(func=cmd_status)
     actions = p.add_subparsers(dest="action", metavar="ACTION")

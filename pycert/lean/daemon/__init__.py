@@ -284,7 +284,7 @@ def _ask(sock: Path, op: Literal["status", "stop"]) -> Welcome | None:
 
 
 def status(installed: Installed | None) -> list[DaemonStatus]:
-    """Every daemon of this user that answers, newest key first; ``current`` marks this pycert's."""
+    """Every daemon of this user that answers, by key; ``current`` marks this pycert's."""
     mine = checker_key(installed) if installed is not None else ""
     out = []
     for sock, _name in _every():
@@ -297,17 +297,23 @@ def status(installed: Installed | None) -> list[DaemonStatus]:
 
 
 def stop(installed: Installed | None, every: bool) -> list[int]:
-    """Stop this pycert's daemon (``every``: all of this user's); the pids that were asked and answered."""
+    """Stop this pycert's daemon (``every``: all of this user's, and the locks and logs of those no longer
+    running); the pids that were asked and answered."""
     mine = checker_key(installed) if installed is not None else ""
     stopped = []
     for sock, name in _every():
         if every or name == mine[:32]:
             if (w := _ask(sock, "stop")) is not None:
                 stopped.append(w.pid)
+    if every:
+        for lock in daemon_dir().glob("*.lock"):
+            if not _alive(lock):
+                for leftover in (lock, lock.with_suffix(".log")):
+                    leftover.unlink(missing_ok=True)
     return stopped
 
 
-def start(installed: Installed, wait_s: float = 300.0) -> DaemonStatus:
+def start(installed: Installed, wait_s: float = 600.0) -> DaemonStatus:
     """Start this pycert's daemon if it is not running, and wait until one worker is warm."""
     ensure(installed)
     key = checker_key(installed)
