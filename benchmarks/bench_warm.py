@@ -30,7 +30,6 @@ machine-wide, so another user's Lean run can make either side wait.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import random
@@ -39,12 +38,13 @@ import resource
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+from bench_fixed_costs import export, trace  # noqa: E402 - the 3,000-reference traces and the base revision, as there
 SHARED = REPO.parent / "shared" / "traces" / "mooncake-fast25"
 POWERS = [1 << k for k in range(14)]
 LEAN = re.compile(r"^\[\s*[\d.]+s\]\s+(\S+): ok \(([\d.]+) s, ([\d.]+) s CPU, ([\d,]+) MiB peak\)", re.M)
@@ -61,23 +61,6 @@ def pycert(args: list[str], env: dict[str, str] | None = None, tree: Path = REPO
     done = subprocess.run([sys.executable, "-m", "pycert", *args], capture_output=True, text=True, cwd=tree,
                           env={**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1", **(env or {})})
     return done, time.monotonic() - t0
-
-
-def export(rev: str, into: Path) -> Path:
-    """``rev`` of this repository as plain files (``git archive``)."""
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev], capture_output=True,
-                             check=True).stdout
-    into.mkdir()
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
-def trace(path: Path, seed: int, n: int = 3000, pool: int = 700) -> Path:
-    rng = random.Random(seed)
-    ids = [rng.getrandbits(64) for _ in range(pool)]
-    path.write_text("".join(f"{ids[rng.randrange(60 if rng.random() < 0.5 else pool)]}\n" for _ in range(n)))
-    return path
 
 
 def prove(case: str, args: list[str], env: dict[str, str] | None = None, tree: Path = REPO) -> dict:
@@ -155,7 +138,6 @@ print(hits)
 
 
 def mrc(work: Path, rows: list[dict], base: Path | None, rounds: int = 3) -> None:
-    sys.path.insert(0, str(REPO / "benchmarks"))
     from bench_mrc import write_lcs_inputs  # noqa: PLC0415 - the benchmark's own helper
 
     from pycert.data.traces import read_trace
