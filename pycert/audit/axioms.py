@@ -211,7 +211,8 @@ def library_preload(backend: Backend, library: Path) -> Environment | None:
     atexit.register(shutil.rmtree, tree, ignore_errors=True)
     if any(cache.lookup(u, tree) is None for u in units):
         return None
-    return preload([u.module for u in units], [tree, backend.toolchain_library()])
+    # Init too: an instance file, as every file that is not a `prelude`, imports all of it (the library does not)
+    return preload([u.module for u in units] + ["Init"], [tree, backend.toolchain_library()])
 
 
 def audit_modules(
@@ -238,9 +239,15 @@ def audit_modules(
     check_allow_list(allowed_axioms)
     if not modules:
         raise InputError("no modules to audit")
-    if env is None or not env.rehome(search_path):
+    if env is not None and env.rehome(search_path):
+        env.load_closure(list(modules))
+        if env.modules.keys() != env.closure(list(modules)):  # it read modules this audit would not: start afresh
+            env = None
+    else:
+        env = None
+    if env is None:
         env = Environment(search_path)
-    env.load_closure(list(modules))
+        env.load_closure(list(modules))
     audited = list(dict.fromkeys(modules))
     theorems, summaries, findings = _theorems(env, audited)
     order, unknown = reachable(env, [n for _, n in theorems])

@@ -131,6 +131,17 @@ class Environment:
                 self.owner.setdefault(c, name)
             todo.extend(i.module for i in mod.data.imports)
 
+    def closure(self, roots: list[str]) -> set[str]:
+        """The loaded modules that ``roots`` import, directly or not, and the roots."""
+        seen: set[str] = set()
+        todo = deque(roots)
+        while todo:
+            name = todo.popleft()
+            if name not in seen and name in self.modules:
+                seen.add(name)
+                todo.extend(i.module for i in self.modules[name].data.imports)
+        return seen
+
     def rehome(self, search_path: list[Path]) -> bool:
         """Take ``search_path`` as this environment's own when every module loaded so far is found there as the
         very same files (hard links of them: the build tree links the build cache's) with the same standing
