@@ -20,11 +20,16 @@ reports a hardware fault), hence the files.
 
 open Lean
 
-/-- The job file `path`, once it exists. -/
-public partial def awaitJob (path : System.FilePath) : IO String := do
+/-- The job file `path`, once it exists. Every 5 s of waiting the worker says it is alive on its standard
+output: when its owner has died (killed, so that it could not stop the worker), the pipe is closed, the
+write fails and the worker ends, rather than wait for ever with its gigabytes. -/
+public partial def awaitJob (out : IO.FS.Stream) (path : System.FilePath) (k : Nat := 0) : IO String := do
   if ← path.pathExists then IO.FS.readFile path else
     IO.sleep 20
-    awaitJob path
+    if k % 250 == 249 then
+      out.putStrLn "{\"pycert_alive\":true}"
+      out.flush
+    awaitJob out path (k + 1)
 
 /-- One module: elaborated with one thread (`Elab.async` off, as pycert's `lean` runs are), its
 `.olean` files written when Lean reports no error. -/
@@ -42,7 +47,7 @@ public def jobPath (base : SearchPath) : List String → SearchPath
   | d :: ds => if d.isEmpty then jobPath base ds else System.FilePath.mk d :: jobPath base ds
 
 public partial def serve (dir : String) (out : IO.FS.Stream) (base : SearchPath) (n : Nat) : IO UInt32 := do
-  let job ← awaitJob (System.FilePath.mk dir / s!"{n}.job")
+  let job ← awaitJob out (System.FilePath.mk dir / s!"{n}.job")
   match job.splitOn "\t" with
   | [src, mod, olean, dirs] =>
       searchPathRef.set (jobPath base (dirs.splitOn ":"))

@@ -39,6 +39,8 @@ RETIRE_RSS_MIB = 2800
 top of the 0.85 GiB a fresh process holds (DEVELOPERS.md). The whole library took one worker to 2.5 GiB."""
 RETIRE_JOBS = 40
 """Nor does one that has compiled this many modules."""
+ALIVE = '{"pycert_alive":true}'
+"""What a waiting worker prints every 5 s: a write that fails when its owner died ends it (``PycertWorker.lean``)."""
 _STDERR_LINES = 200
 """How much of a worker's standard error is kept (it prints a debug line for every import)."""
 
@@ -129,7 +131,8 @@ class LeanWorker:
                                  f"{': ' + said if said else ''}")
             if (done := answer(line, n)) is not None:
                 break
-            out.append(line)
+            if line.strip() != ALIVE:
+                out.append(line)
         if "error" in done:
             return ProcessRun(exit_code=None, stdout="".join(out), stderr=f"Error: pycert's Lean worker: {done['error']}",
                               timed_out=False, timeout=timeout, seconds=time.monotonic() - t0)
