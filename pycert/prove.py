@@ -18,15 +18,18 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
-from pycert.audit.axioms import AuditReport, audit_build
+from pycert.audit.axioms import AuditReport, audit_build, library_preload
+from pycert.audit.graph import Environment
 from pycert.audit.per_theorem import certificate_audit
 from pycert.audit.statements import STATEMENTS_MODULE, printed_headline, printed_statements, probe_source
 from pycert.certify.assemble import assemble
@@ -41,13 +44,14 @@ from pycert.core.resources import default_certificate_dir, library_dir
 from pycert.core.schema import AuditInfo, BackendInfo, Certificate, TheoremStatement, declared_inputs
 from pycert.families.base import Options, Prepared, Producer, Progress, Setting
 from pycert.lean import batch as batching
-from pycert.lean import build
+from pycert.lean import build, daemon
 from pycert.lean.backend import Backend
 from pycert.lean.diagnostics import DID_NOT_RUN
 from pycert.lean.resolve import resolve
 from pycert.lean.sources import library_modules, library_signatures, theorem_signatures
 
 StageStatus = Literal["ok", "rejected", "resources", "skipped"]
+T = TypeVar("T")
 WRITTEN_DIRS = ("lean", "lean/derived", "inputs", "runs", MANIFEST_NAME)
 """Where prove writes in ``--out`` (besides the certificates): none of them may be a symbolic link."""
 
@@ -92,6 +96,8 @@ class Run:
     built: build.BuildResult | None = None
     audit: AuditReport | None = None
     statements: dict[str, TheoremStatement] = field(default_factory=dict)
+    preloaded: Future[Environment | None] | None = None
+    """The audit's read of the library, started with the kernel stage (:func:`pycert.audit.axioms.preload`)."""
     written: list[str] = field(default_factory=list)
     unchecked: dict[str, str] = field(default_factory=dict)
     """Certificate id -> why its check did not run to its end: it is neither written nor rejected."""
@@ -139,8 +145,11 @@ def kernel(run: Run) -> tuple[StageStatus, str]:
     probe = run.stage_dir / ".probe" / f"{STATEMENTS_MODULE}.lean"
     probe.parent.mkdir(parents=True, exist_ok=True)
     probe.write_text(probe_source(run.library_theorems()), encoding="utf-8")
+    # the audit reads the library (most of its 2 s) while Lean checks the instances: a warm checker's jobs
+    # leave a core free for it
+    run.preloaded = in_background(library_preload, run.backend, library_dir())
     res = build.build(library=library_dir(), files=[*files, probe], backend=run.backend, timeout=run.timeout,
-                      batch=True, progress=lambda m: run.say("  " + m))
+                      batch=True, daemon=daemon.enabled(), progress=lambda m: run.say("  " + m))
     run.built = res
     by_file = {Path(r.file).resolve(): r for r in res.results}
     for p in run.prepared:
@@ -185,7 +194,8 @@ def audit(run: Run) -> tuple[StageStatus, str]:
     key = [olean_sha256(built), run.backend.info().model_dump_json(), code_sha256("pycert.audit", "pycert.lean"),
            "\n".join(names)]
     report, kept = memo("audit", key, AuditReport,
-                        lambda: audit_build(built, run.backend, library_dir(), digests=names, headlines=headlines))
+                        lambda: audit_build(built, run.backend, library_dir(), digests=names, headlines=headlines,
+                                            preloaded=_preloaded(run)))
     run.audit = report
     library = set(library_modules(library_dir()))
     by_module = run.built.by_module()
@@ -196,6 +206,29 @@ def audit(run: Run) -> tuple[StageStatus, str]:
                      or f.module in homes and batching.member_of(f.subject) in (own | {None})]:
             run.reject(p, p.id, "audit", "; ".join(f"{f.subject}: {f.reason} ({f.constant})" for f in found[:3]))
     return ("ok" if report.ok else "rejected"), report.summary() + (" (kept: same compiled files)" if kept else "")
+
+
+def in_background(fn: Callable[..., T], *args: object) -> Future[T]:
+    """``fn(*args)`` on a daemon thread (Ctrl-C does not wait for it), its result or error in the future."""
+    fut: Future[T] = Future()
+
+    def work() -> None:
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the result
+            fut.set_exception(exc)
+
+    threading.Thread(target=work, daemon=True, name=getattr(fn, "__name__", "background")).start()
+    return fut
+
+
+def _preloaded(run: Run) -> Environment | None:
+    """The library's read, if it was made: one that failed is set aside (the audit reads the files itself and
+    says what is wrong with them)."""
+    try:
+        return run.preloaded.result() if run.preloaded is not None else None
+    except Exception:  # noqa: BLE001 - the audit's own read reports it
+        return None
 
 
 def figures(run: Run) -> tuple[StageStatus, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import uuid
 from pathlib import Path
@@ -13,6 +14,11 @@ from pycert.lean.wasm import WasmBackend, find_wasm
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_TRACES = REPO.parent / "shared" / "traces" / "mooncake-fast25"
+
+# The suite's Lean runs are fresh processes, as on a machine where no warm checker runs: a test that
+# proves would otherwise leave a daemon (and a 1.5 GiB Lean) behind it for ten minutes. The warm
+# checker's own tests turn it on (tests/test_daemon.py); PYCERT_DAEMON=on runs the whole suite through it.
+os.environ.setdefault("PYCERT_DAEMON", "off")
 
 
 @pytest.fixture(scope="session")

@@ -298,3 +298,42 @@ def test_sarif_without_source_positions() -> None:
     assert res["locations"][0] == {"logicalLocations": [{"name": "t", "fullyQualifiedName": "X.t", "kind": "function"}]}
     assert res["message"]["text"].endswith("(via X.t -> X.h -> sorryAx)")
     assert report.summary() == "fail: 1 finding: X.t -> sorryAx (sorry); 1 theorem in 0 modules, axioms seen: sorryAx; 0.10 s"
+
+
+# ---------------------------------------------------------------------------- the library read ahead
+
+PRELOAD_FILE = "import Pycert.Ceiling\npublic theorem preloadProbe (n : Nat) : n + 0 = n := rfl\n"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_library_read_ahead_gives_the_report_a_fresh_read_gives(wasm: WasmBackend, lean_dir: Path) -> None:
+    """prove reads the library for the audit while Lean checks the instances (``library_preload``); the audit
+    then adopts that read, relabelled with the build's own paths, only where the build finds the very same
+    files: the report is the one a fresh read gives, field by field."""
+    from pycert.lean import build
+
+    src = lean_dir / "PreloadProbe.lean"
+    src.write_text(PRELOAD_FILE)  # the same text every run: after the first, the build cache answers
+    res = build.build(library=resources.library_dir(), files=[src], backend=wasm)
+    assert res.ok, [r.summary() for r in res.results if not r.ok]
+    env = au.library_preload(wasm, resources.library_dir())
+    assert env is not None and "Pycert.Ceiling" in env.modules and env.nodes
+    read_ahead = au.audit_build(res, wasm, resources.library_dir(), digests=["preloadProbe"], preloaded=env)
+    assert env.search_path[0] == Path(res.olean_dir)  # adopted
+    fresh = au.audit_build(res, wasm, resources.library_dir(), digests=["preloadProbe"])
+    assert read_ahead.model_dump(exclude={"seconds"}) == fresh.model_dump(exclude={"seconds"})
+    assert fresh.ok and fresh.type_sha256["preloadProbe"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_read_ahead_of_other_files_is_set_aside(wasm: WasmBackend, lean_dir: Path) -> None:
+    """The same bytes in another file (a copy, not a link of the build's) are not the build's files: the audit
+    reads those itself."""
+    env = au.library_preload(wasm, resources.library_dir())
+    assert env is not None
+    copy = lean_dir / "copy"
+    shutil.copytree(env.search_path[0], copy)
+    assert not env.rehome([copy, wasm.toolchain_library()])
+    assert env.rehome([env.search_path[0], wasm.toolchain_library()])

@@ -112,3 +112,33 @@ def test_a_module_too_big_for_a_worker_does_not_wait_for_the_workers_slots(wasm,
     res = build.build(library=library_dir(), files=files, backend=wasm, jobs=slots)
     statuses = {r.module: r.status for r in res.results if r.module.startswith("W")}
     assert all(statuses[f.stem] == "ok" for f in big), statuses
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_worker_whose_owner_was_killed_ends_by_itself(wasm) -> None:
+    """A worker runs in a session of its own (Ctrl-C in its owner must not reach it mid-module), so a SIGKILL to
+    its owner (the warm checker's daemon, a prove) used to leave it waiting for jobs for ever, with its
+    gigabytes (one was found 2 hours later). It says it is alive every 5 s; the closed pipe ends it."""
+    import subprocess
+    import sys
+    import time
+
+    owner = subprocess.Popen([sys.executable, "-c", (
+        "import time\nfrom pycert.lean.wasm import find_wasm\nfrom pycert.lean.worker import LeanWorker\n"
+        "b = find_wasm()\nw = LeanWorker(b.node, b.lean_js, str(b.lib), slot=False)\n"
+        "print(w.proc.pid, flush=True)\nw._lines.get(timeout=300)\nprint('alive', flush=True)\ntime.sleep(3600)\n")],
+        stdout=subprocess.PIPE, text=True)
+    pid = int(owner.stdout.readline())
+    assert owner.stdout.readline().strip() == "alive"  # the worker started and said so
+    os.kill(owner.pid, signal.SIGKILL)
+    owner.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.5)
+    os.killpg(pid, signal.SIGKILL)
+    pytest.fail("the worker outlived its owner by a minute")

@@ -14,7 +14,6 @@ hit count at every capacity at once.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -169,34 +168,10 @@ def belady_hits(refs: Sequence[int] | np.ndarray, capacity: int) -> int:
 
     Every miss inserts the referenced block; when the cache is full the victim is the cached block
     whose next use is farthest away (never used again counts as farthest; ties among those do not
-    change the count). O(n log n): a max-heap of next-use times with lazy deletion of stale entries.
+    change the count). O(n log n): a max-heap of next-use times with lazy deletion of stale entries,
+    compiled (:func:`pycert.analysis.minsim.min_hit_flags`).
     """
-    if capacity < 0:
-        raise ValueError(f"capacity must be >= 0, got {capacity}")
-    arr = _as_array(refs)
-    n = len(arr)
-    if capacity == 0 or n == 0:
-        return 0
-    dense = _dense_ids(arr)
-    _, nxt = _prev_next(arr)
-    width = n + 1
-    # A heap entry is one int, -(next_use * width + block): cheaper than tuples; the largest next
-    # use pops first. An entry is current iff it matches cached[block].
-    cached: dict[int, int] = {}
-    heap: list[int] = []
-    hits = 0
-    for block, use in zip(dense.tolist(), nxt.tolist()):
-        if block in cached:
-            hits += 1
-        elif len(cached) >= capacity:
-            while True:
-                far, victim = divmod(-heapq.heappop(heap), width)
-                if cached.get(victim) == far:
-                    break
-            del cached[victim]
-        cached[block] = use
-        heapq.heappush(heap, -(use * width + block))
-    return hits
+    return int(_simulated(refs, capacity, bypass=False).sum())
 
 
 def belady_bypass_flags(refs: Sequence[int] | np.ndarray, capacity: int) -> np.ndarray:
@@ -205,40 +180,23 @@ def belady_bypass_flags(refs: Sequence[int] | np.ndarray, capacity: int) -> np.n
     On a miss the block is admitted only if it is used again and, the cache being full, some cached
     block is used later than it; that block (the one used farthest in the future) is evicted. A block
     that is hit and never used again leaves the cache. Blocks never used again are the only ties, and
-    which of them goes changes no hit. O(n log n), a max-heap of next-use times with lazy deletion.
+    which of them goes changes no hit. O(n log n), a max-heap of next-use times with lazy deletion,
+    compiled (:func:`pycert.analysis.minsim.min_hit_flags`).
     """
+    return _simulated(refs, capacity, bypass=True)
+
+
+def _simulated(refs: Sequence[int] | np.ndarray, capacity: int, bypass: bool) -> np.ndarray:
     if capacity < 0:
         raise ValueError(f"capacity must be >= 0, got {capacity}")
     arr = _as_array(refs)
-    n = len(arr)
-    hit = np.zeros(n, dtype=bool)
-    if capacity == 0 or n == 0:
-        return hit
+    if capacity == 0 or len(arr) == 0:
+        return np.zeros(len(arr), dtype=bool)
+    from pycert.analysis.minsim import min_hit_flags  # numba (0.3 s): only for a command that simulates
+
     dense = _dense_ids(arr)
     _, nxt = _prev_next(arr)
-    width = n + 1
-    cached: dict[int, int] = {}
-    heap: list[int] = []
-    for t, (block, use) in enumerate(zip(dense.tolist(), nxt.tolist())):
-        if block in cached:
-            hit[t] = True
-            del cached[block]
-        elif use >= n:
-            continue
-        elif len(cached) >= capacity:
-            while True:  # the latest next use among the cached blocks (stale entries dropped)
-                far, victim = divmod(-heap[0], width)
-                if cached.get(victim) == far:
-                    break
-                heapq.heappop(heap)
-            if far < use:
-                continue  # every cached block is used before this one: bypass
-            heapq.heappop(heap)
-            del cached[victim]
-        if use < n:
-            cached[block] = use
-            heapq.heappush(heap, -(use * width + block))
-    return hit
+    return min_hit_flags(dense, nxt, capacity, int(dense.max()) + 1, bypass)
 
 
 def unbounded_hits(refs: Sequence[int] | np.ndarray) -> int:

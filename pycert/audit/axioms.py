@@ -12,6 +12,9 @@ backend cross-check the result with Lean's own ``#print axioms`` where it can.
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -35,9 +38,11 @@ from pycert.audit.graph import (
 from pycert.audit.statement import Headline, expr_digest, headline_of
 from pycert.core.console import plural
 from pycert.core.errors import InputError, Rejection
+from pycert.core.resources import scratch_root
 from pycert.lean.backend import Backend, PrintedAxioms
 from pycert.lean.build import DEFAULT_TIMEOUT, BuildResult
-from pycert.lean.sources import declared_theorems
+from pycert.lean.scheduler import BuildCache
+from pycert.lean.sources import declared_theorems, library_units
 
 Reason = Literal[
     "sorry", "native-code", "project-axiom", "axiom", "implemented_by", "extern", "partial", "unsafe",
@@ -182,6 +187,34 @@ def _offences(env: Environment, theorems: list[tuple[str, str]], reached: dict[s
     return findings, axioms_seen
 
 
+def preload(modules: list[str], search_path: list[Path]) -> Environment:
+    """``modules`` and what they import, loaded, and every constant their theorems reach, decoded: most of the
+    work of an audit of a build that holds them, done ahead (while Lean checks the build's other files) and
+    handed to :func:`audit_modules` as ``env``."""
+    env = Environment(search_path)
+    env.load_closure(list(modules))
+    theorems, _, _ = _theorems(env, list(dict.fromkeys(modules)))
+    reachable(env, [n for _, n in theorems])
+    return env
+
+
+def library_preload(backend: Backend, library: Path) -> Environment | None:
+    """:func:`preload` of the library as the build cache holds it (its files linked into a tree of their own,
+    removed at exit); None when the cache lacks a module of it (a build of the library is to come) or the
+    backend keeps its own build tree."""
+    identity = backend.cache_identity()
+    if identity is None:
+        return None
+    units = library_units(library)
+    cache = BuildCache(identity, units)
+    tree = Path(tempfile.mkdtemp(prefix="oleans-audit-", dir=scratch_root()))
+    atexit.register(shutil.rmtree, tree, ignore_errors=True)
+    if any(cache.lookup(u, tree) is None for u in units):
+        return None
+    # Init too: an instance file, as every file that is not a `prelude`, imports all of it (the library does not)
+    return preload([u.module for u in units] + ["Init"], [tree, backend.toolchain_library()])
+
+
 def audit_modules(
     modules: list[str],
     search_path: list[Path],
@@ -190,6 +223,7 @@ def audit_modules(
     allowed_axioms: Iterable[str] | None = None,
     digests: Sequence[str] = (),
     headlines: Sequence[str] = (),
+    env: Environment | None = None,
 ) -> AuditReport:
     """Audit every theorem of ``modules`` (found on ``search_path``: the build dir, then the toolchain).
 
@@ -198,14 +232,22 @@ def audit_modules(
     declares (instance files may reuse a name); a list is checked against all audited modules.
     ``allowed_axioms`` exists for the pin's own test: any value but the pinned list is rejected
     before anything is read. ``digests``: theorems whose type digest to compute in the same pass (those
-    the audited modules hold).
+    the audited modules hold). ``env``: a :func:`preload` whose modules ``search_path`` finds as the same
+    files (else it is set aside): the report is the one a fresh environment gives.
     """
     t0 = time.monotonic()
     check_allow_list(allowed_axioms)
     if not modules:
         raise InputError("no modules to audit")
-    env = Environment(search_path)
-    env.load_closure(list(modules))
+    if env is not None and env.rehome(search_path):
+        env.load_closure(list(modules))
+        if env.modules.keys() != env.closure(list(modules)):  # it read modules this audit would not: start afresh
+            env = None
+    else:
+        env = None
+    if env is None:
+        env = Environment(search_path)
+        env.load_closure(list(modules))
     audited = list(dict.fromkeys(modules))
     theorems, summaries, findings = _theorems(env, audited)
     order, unknown = reachable(env, [n for _, n in theorems])
@@ -300,7 +342,8 @@ def module_declarations(sources: dict[str, Path]) -> dict[str, list[str]]:
 
 
 def audit_build(build: BuildResult, backend: Backend, library: Path | None = None, digests: Sequence[str] = (),
-                headlines: Sequence[str] = (), timeout: float = DEFAULT_TIMEOUT) -> AuditReport:
+                headlines: Sequence[str] = (), timeout: float = DEFAULT_TIMEOUT,
+                preloaded: Environment | None = None) -> AuditReport:
     """Audit every module a :class:`pycert.lean.build.BuildResult` compiled (library and instance files),
     and compute the type digests of ``digests`` in the same read.
 
@@ -316,7 +359,8 @@ def audit_build(build: BuildResult, backend: Backend, library: Path | None = Non
     sources = build.compiled()
     modules = list(sources)
     report = audit_modules(modules, [Path(build.olean_dir), backend.toolchain_library()],
-                           declared_theorems=module_declarations(sources), digests=digests, headlines=headlines)
+                           declared_theorems=module_declarations(sources), digests=digests, headlines=headlines,
+                           env=preloaded)
     cross_check(report, backend.print_axioms(library.parent if library else None, modules,
                                              sorted(report.axioms_by_theorem), timeout))
     return report

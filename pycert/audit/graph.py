@@ -131,6 +131,43 @@ class Environment:
                 self.owner.setdefault(c, name)
             todo.extend(i.module for i in mod.data.imports)
 
+    def closure(self, roots: list[str]) -> set[str]:
+        """The loaded modules that ``roots`` import, directly or not, and the roots."""
+        seen: set[str] = set()
+        todo = deque(roots)
+        while todo:
+            name = todo.popleft()
+            if name not in seen and name in self.modules:
+                seen.add(name)
+                todo.extend(i.module for i in self.modules[name].data.imports)
+        return seen
+
+    def rehome(self, search_path: list[Path]) -> bool:
+        """Take ``search_path`` as this environment's own when every module loaded so far is found there as the
+        very same files (hard links of them: the build tree links the build cache's) with the same standing
+        (toolchain or project), and relabel the modules with those paths; else change nothing and say so.
+        What was decoded from the files stands: it is a function of their bytes."""
+        search_path = [Path(p) for p in search_path]
+        toolchain_dirs = {p.resolve() for p in search_path if (p / TOOLCHAIN_MARKER).is_file()}
+        moved: dict[str, tuple[dict[str, Path], bool]] = {}
+        for name, mod in self.modules.items():
+            found = olean.find_module(name, search_path)
+            if found is None:
+                return False
+            root, files = found
+            if files.keys() != mod.files.keys() or any(not files[k].samefile(mod.files[k]) for k in files):
+                return False
+            if (root.resolve() in toolchain_dirs) != self.toolchain[name]:
+                return False
+            moved[name] = (files, self.toolchain[name])
+        for name, (files, _) in moved.items():
+            mod = self.modules[name]
+            mod.files = files
+            for suffix, part in mod.parts.items():
+                part.path = files[suffix]
+        self.search_path, self.toolchain_dirs = search_path, toolchain_dirs
+        return True
+
     def node(self, name: str) -> Node | None:
         cached = self.nodes.get(name)
         if cached is not None:

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "toolchain": ("toolchain", "show the active Lean backend; install or self-check it"),
     "check": ("check", "check Lean files on the kernel (they may import the library)"),
     "build": ("check", "build the Lean library under lean/ (cached by content hash)"),
+    "daemon": ("daemon", "the warm checker: Lean kept warm between commands (status, start, stop)"),
     "trace": ("trace", "exact cache figures of a KV-block trace: stats, LRU/Belady curves, offload"),
     "leak": ("leak", "reproduce the cross-tenant prefix-cache leak and its closure on a real engine"),
     "dataset": ("dataset", "make or check the first-touch dataset: measured rows, the closed form, certificates"),

@@ -62,6 +62,12 @@ def library_dir() -> Path:
     return data_root() / "lean"
 
 
+def package_parent() -> Path:
+    """The directory this ``pycert`` package was imported from: what a child Python puts first on its path to
+    run this same pycert (the warm checker's daemon)."""
+    return Path(str(importlib.resources.files("pycert"))).resolve().parent
+
+
 def worker_source() -> Path:
     """The Lean program of pycert's Lean worker (``pycert.lean.worker``): package code, in every install."""
     return Path(str(importlib.resources.files("pycert.lean") / "PycertWorker.lean"))
@@ -130,18 +136,23 @@ def scratch_root() -> Path:
     root = Path(tempfile.gettempdir())
     if not is_visible(root):
         root = Path("/tmp")
-    path = root / f"pycert-{os.getuid()}"
+    # /tmp is everyone's: a directory of this name that another user made, or may write, could hold a planted
+    # toolchain loader or olean that verify --kernel would run or read
+    return private_dir(root / f"pycert-{os.getuid()}", "pycert's scratch directory",
+                       "remove it, or set TMPDIR to a directory of your own under /tmp or /home")
+
+
+def private_dir(path: Path, what: str, remedy: str) -> Path:
+    """``path``, made with mode 0700 if missing, and refused unless it is a directory of this user's that no one
+    else may enter or write (``what`` names it, ``remedy`` says what to do, in the refusal)."""
     try:
         path.mkdir(mode=0o700, exist_ok=True)
         st = os.lstat(path)
     except OSError as exc:
-        raise InputError(f"cannot make pycert's scratch directory: {exc.strerror or exc}", where=str(path)) from None
-    # /tmp is everyone's: a directory of this name that another user made, or may write, could hold a planted
-    # toolchain loader or olean that verify --kernel would run or read
+        raise InputError(f"cannot make {what}: {exc.strerror or exc}", where=str(path)) from None
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        raise InputError(f"pycert's scratch directory is not private (it must be a directory owned by uid {os.getuid()} "
-                         f"with mode 0700; it is {stat.filemode(st.st_mode)}, owned by uid {st.st_uid}): refused; "
-                         "remove it, or set TMPDIR to a directory of your own under /tmp or /home", where=str(path))
+        raise InputError(f"{what} is not private (it must be a directory owned by uid {os.getuid()} with mode 0700; it "
+                         f"is {stat.filemode(st.st_mode)}, owned by uid {st.st_uid}): refused; {remedy}", where=str(path))
     return path
 
 

@@ -64,6 +64,8 @@ class BuildOptions:
     jobs: int
     timeout: float
     progress: Callable[[str], None]
+    daemon: bool = False
+    """Whether small modules may go to the warm checker (:mod:`pycert.lean.daemon`), where the backend has one."""
 
 
 class Backend(ABC):

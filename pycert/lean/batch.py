@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pycert.lean.diagnostics import CheckResult
-from pycert.lean.emit import INSTANCE_NAMESPACE
+from pycert.lean.emit import INSTANCE_NAMESPACE, PRELUDE
 from pycert.lean.sources import Unit, file_units
 
 MAX_MEMBER_BYTES = 1 << 20
@@ -33,7 +33,8 @@ MAX_BATCH_BYTES = 4 << 20
 alone, three such files 2.1 GiB in one batch (DEVELOPERS.md)."""
 PREFIX = "PycertBatch"
 _OWNER = re.compile(re.escape(INSTANCE_NAMESPACE) + r"\.([A-Za-z0-9_]+)\.")
-_HEADER = re.compile(r"^\s*(module|prelude)\s*$", re.MULTILINE)
+_MODULE = re.compile(r"^\s*module\s*$", re.MULTILINE)
+_PRELUDE = re.compile(r"^\s*prelude\s*$", re.MULTILINE)
 _IMPORT = re.compile(r"^\s*(?:public\s+)?(?:meta\s+)?import\s")
 
 
@@ -62,6 +63,11 @@ def plan(units: Sequence[Unit], misses: set[str], library: set[str], threads: in
     imported = {i for u in units for i in u.imports}
     fit = [u for u in units if u.module in misses and u.module not in library and u.module not in imported
            and set(u.imports) <= library and u.path.stat().st_size <= MAX_MEMBER_BYTES and _own(u)]
+    # a `prelude` file is checked with what it imports and nothing more: never beside one that imports all of Init
+    return [g for kind in (True, False) for g in _bins([u for u in fit if _prelude(u) == kind], threads)]
+
+
+def _bins(fit: list[Unit], threads: int) -> list[list[Unit]]:
     if len(fit) < 2:
         return []
     bins: list[list[Unit]] = [[] for _ in range(max(1, min(threads, len(fit))))]
@@ -80,7 +86,11 @@ def _own(u: Unit) -> bool:
     exports a batch would change). The statement probe, which declares nothing and is the same on every
     run, is left to the build cache."""
     text = u.path.read_text(encoding="utf-8")
-    return f"namespace {INSTANCE_NAMESPACE}.{u.module}\n" in text and not _HEADER.search(text)
+    return f"namespace {INSTANCE_NAMESPACE}.{u.module}\n" in text and not _MODULE.search(text)
+
+
+def _prelude(u: Unit) -> bool:
+    return bool(_PRELUDE.search(u.path.read_text(encoding="utf-8")))
 
 
 def write(members: Sequence[Unit], directory: Path) -> tuple[Unit, Batch]:
@@ -92,15 +102,16 @@ def write(members: Sequence[Unit], directory: Path) -> tuple[Unit, Batch]:
         lines = u.path.read_text(encoding="utf-8").splitlines()
         imports += [i for i in u.imports if i not in imports]
         body.append(f"section -- {u.module} ({u.path.name})")
-        placed.append((u, len(body) + 1, len(lines)))  # body's line k is the batch's line len(imports) + k
-        body += ["" if _IMPORT.match(ln) else ln for ln in lines]
+        placed.append((u, len(body) + 1, len(lines)))  # body's line k is the batch's line len(head) + k
+        body += ["" if _IMPORT.match(ln) or _PRELUDE.match(ln) else ln for ln in lines]
         body.append(f"end -- {u.module}")
-    text = "".join(f"import {i}\n" for i in imports) + "\n".join(body) + "\n"
+    head = [PRELUDE] * all(_prelude(u) for u in members) + [f"import {i}" for i in imports]  # plan never mixes
+    text = "".join(f"{h}\n" for h in head) + "\n".join(body) + "\n"
     name = f"{PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     path = directory / f"{name}.lean"
     path.write_text(text, encoding="utf-8")
     batch = Batch(module=name, path=str(path), members=[
-        Member(module=u.module, file=str(u.path), first_line=len(imports) + k, lines=n) for u, k, n in placed])
+        Member(module=u.module, file=str(u.path), first_line=len(head) + k, lines=n) for u, k, n in placed])
     return file_units([path])[0], batch
 
 

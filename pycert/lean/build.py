@@ -59,17 +59,20 @@ def build(
     timeout: float = DEFAULT_TIMEOUT,
     progress: Callable[[str], None] | None = None,
     batch: bool = False,
+    daemon: bool = False,
 ) -> BuildResult:
     """Build the library under ``library`` (if given) and check ``files`` against it, in one DAG. With
     ``batch``, small files that import only the library and that the build cache cannot answer are
     checked together, a few to a Lean process (:mod:`pycert.lean.batch`); a batch Lean does not accept
-    is checked again file by file, so that each file's verdict is its own."""
+    is checked again file by file, so that each file's verdict is its own. With ``daemon``, the small
+    modules go to the warm checker where one is running (:mod:`pycert.lean.daemon`): only for files
+    pycert itself wrote, never a stranger's (``pycert verify`` leaves it off)."""
     chosen = resolve(backend)
     t0 = time.monotonic()
     lib = library_units(library) if library else []
     units = lib + file_units(files)
     options = BuildOptions(jobs=max(1, jobs or os.cpu_count() or 1), timeout=timeout,
-                           progress=progress or (lambda _m: None))
+                           progress=progress or (lambda _m: None), daemon=daemon)
     identity = chosen.cache_identity()
     groups = []
     if batch and identity is not None:

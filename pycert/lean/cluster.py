@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from pycert.core.errors import InputError, PycertError, Terminated
 from pycert.core.resources import library_dir
-from pycert.lean import build, scheduler
+from pycert.lean import build, daemon, scheduler
 from pycert.lean.backend import Backend
 from pycert.lean.diagnostics import CheckResult
 from pycert.lean.emit.packed_trace import check_module
@@ -98,7 +98,8 @@ def _check_one(make: Callable[[], tuple[str, Any]], module: str, backend: str | 
     try:
         path = stage / f"{module}.lean"
         path.write_text(text, encoding="utf-8")
-        res = build.build(library=library_dir(), files=[path], backend=chosen, timeout=timeout, jobs=1)
+        res = build.build(library=library_dir(), files=[path], backend=chosen, timeout=timeout, jobs=1,
+                          daemon=daemon.enabled())
         r = next((x for x in res.results if x.module == module), None)
         if r is None:
             raise PycertError(f"{module}: the build did not report it")

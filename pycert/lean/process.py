@@ -19,7 +19,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -114,18 +114,39 @@ _LIVE: set[int] = set()
 """Process groups of Lean runs in flight (worker threads start them; the main thread may kill them)."""
 _KILLED: set[int] = set()
 """Those of them :func:`kill_running` killed: their runs were interrupted, not crashed."""
+_ENDERS: dict[int, Callable[[], None]] = {}
+"""Lean runs in flight elsewhere (a job of the warm checker), each by a function that ends it."""
 _LIVE_LOCK = threading.Lock()
 
 
 def kill_running() -> None:
-    """Kill every Lean process group in flight. Ctrl-C and SIGTERM reach only the main thread, and a
-    Lean in its own session not at all: without this the interrupted run would wait for each one."""
+    """Kill every Lean process group in flight, and end every job this process has in the warm checker.
+    Ctrl-C and SIGTERM reach only the main thread, and a Lean in its own session not at all: without this
+    the interrupted run would wait for each one."""
     with _LIVE_LOCK:
         groups = list(_LIVE)
         _KILLED.update(groups)
+        enders = list(_ENDERS.values())
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+    for end in enders:
+        end()
+
+
+@contextlib.contextmanager
+def ended_by(end: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, :func:`kill_running` calls ``end`` (a run this process does not own as a
+    child); the block does not start while an interrupted build winds down."""
+    with _LIVE_LOCK:
+        if _STOP.is_set():
+            raise NotStarted("interrupted before the Lean job started")
+        _ENDERS[id(end)] = end
+    try:
+        yield
+    finally:
+        with _LIVE_LOCK:
+            _ENDERS.pop(id(end), None)
 
 
 @contextlib.contextmanager

@@ -3,7 +3,9 @@
 Modules are compiled in import order through the build system (:func:`pycert.lean.scheduler.schedule`),
 with the content cache answering for unchanged modules: each by a Lean process of its own
 (``lean --json -o``), or, when a build has enough modules to compile, by one long-lived Lean worker per
-build thread (:mod:`pycert.lean.worker`), which pays the process's start once. Sources are staged under
+build thread (:mod:`pycert.lean.worker`), which pays the process's start once, or, when the build asks
+for it and one is running, by the warm checker's workers (:mod:`pycert.lean.daemon`), which paid it in
+an earlier command. Sources are staged under
 a directory the wasm process can see (it mounts only ``/tmp`` and ``/home``) and its diagnostics mapped
 back to the user's paths. Lean refuses ``#print axioms`` here (every file is a ``module``), so the
 audit's cross-check says it was not run.
@@ -16,12 +18,14 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
 from pycert.core.errors import InputError
 from pycert.core.resources import cache_dir, scratch_root
+from pycert.lean import daemon
 from pycert.lean.backend import Backend, BuildOptions, PrintedAxioms, ToolchainInfo
 from pycert.lean.scheduler import BuildCache, link_outputs, prune_old_trees, schedule
 from pycert.lean.diagnostics import CheckResult, check_result
@@ -82,6 +86,7 @@ class WasmBackend(Backend):
     kind: ClassVar = "wasm"
 
     def __init__(self, installed: Installed) -> None:
+        self.installed = installed
         self.node, self.lean_js, self.lib, self.stamp = installed.node, installed.lean_js, installed.lib, installed.stamp
 
     def info(self) -> ToolchainInfo:
@@ -102,14 +107,23 @@ class WasmBackend(Backend):
         cache = BuildCache(self.cache_identity(), units)
         mode = worker_mode()
         small = sum(not cache.has(u) and u.path.stat().st_size <= WORKER_MAX_SOURCE for u in units)
-        workers = _Workers(self, tree, mode == "on" or mode == "auto" and small > 2 * options.jobs, options.progress)
+        checker = None
+        if options.daemon and small:
+            checker = daemon.session(self.installed)
+            if checker is None:  # started now, it is warm sooner for the next command; its start waits for a slot
+                daemon.ensure(self.installed)
+            options.progress(f"warm checker: pid {checker.pid}" if checker else
+                             "warm checker: none running yet; this run checks with fresh Lean processes and starts one "
+                             "for the next")
+        workers = _Workers(self, tree, checker is None and (mode == "on" or mode == "auto" and small > 2 * options.jobs),
+                           options.progress)
 
         def compile_unit(u: Unit) -> CheckResult:
             if (hit := cache.lookup(u, tree)) is not None:
                 options.progress(f"{u.module}: {hit.status} (cached)")
                 return hit
             options.progress(f"{u.module}: checking ...")
-            res = self._compile(u, tree, cache, options.timeout, workers)
+            res = self._compile(u, tree, cache, options.timeout, workers, checker)
             options.progress(f"{u.module}: {res.summary()}")
             return res
 
@@ -117,8 +131,11 @@ class WasmBackend(Backend):
             return schedule(units, options.jobs, compile_unit, options.progress), tree
         finally:
             workers.close()
+            if checker is not None:
+                checker.close()
 
-    def _compile(self, u: Unit, tree: Path, cache: BuildCache, timeout: float, workers: _Workers) -> CheckResult:
+    def _compile(self, u: Unit, tree: Path, cache: BuildCache, timeout: float, workers: _Workers,
+                 checker: daemon.Session | None) -> CheckResult:
         rel = module_path(u.module)
         stage = Path(tempfile.mkdtemp(prefix="stage-", dir=scratch_root()))
         try:
@@ -128,7 +145,9 @@ class WasmBackend(Backend):
             out = stage / "out" / rel.with_name(rel.name + ".olean")
             out.parent.mkdir(parents=True)
             res = None
-            if workers.use and u.path.stat().st_size <= WORKER_MAX_SOURCE:
+            if checker is not None and u.path.stat().st_size <= WORKER_MAX_SOURCE:
+                res = _in_checker(checker, u, src, out, tree, timeout)
+            elif workers.use and u.path.stat().st_size <= WORKER_MAX_SOURCE:
                 try:
                     res = check_result(u.module, str(u.path), workers.get().compile(src, u.module, out, timeout),
                                        str(src))
@@ -157,6 +176,30 @@ class WasmBackend(Backend):
                      timeout: float) -> PrintedAxioms:
         return PrintedAxioms(not_run="on wasm every file is a module and Lean refuses #print axioms; "
                                      "the .olean audit stands alone")
+
+
+def _in_checker(checker: daemon.Session, u: Unit, src: Path, out: Path, tree: Path, timeout: float) -> CheckResult | None:
+    """``u``'s verdict from a warm worker of the daemon; None when a fresh process must give it: no daemon
+    answers now, or its worker crashed by itself (out of heap, say, after other jobs: not this module's
+    verdict). A worker or daemon killed mid-job leaves the module not checked."""
+    conn = checker.connection()
+    if conn is None:
+        return None
+    t0 = time.monotonic()
+    try:
+        run = conn.compile(src, u.module, out, str(tree), timeout)
+    except daemon.CheckerLost as exc:
+        checker.drop()
+        if not exc.killed:
+            return None
+        return CheckResult(module=u.module, file=str(u.path), ok=False, status="resources", cause="killed",
+                           exit_code=None, seconds=time.monotonic() - t0, detail=(
+                               f"{u.path.name}: not checked: {exc}; run the command again (a fresh checker starts), "
+                               "or with --no-daemon"))
+    res = check_result(u.module, str(u.path), run, str(src))
+    if res.status == "crashed" or res.cause == "heap" or res.ok and not out.is_file():
+        return None
+    return res
 
 
 def find_wasm() -> WasmBackend | None:

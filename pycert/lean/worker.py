@@ -39,8 +39,24 @@ RETIRE_RSS_MIB = 2800
 top of the 0.85 GiB a fresh process holds (DEVELOPERS.md). The whole library took one worker to 2.5 GiB."""
 RETIRE_JOBS = 40
 """Nor does one that has compiled this many modules."""
+ALIVE = '{"pycert_alive":true}'
+"""What a waiting worker prints every 5 s: a write that fails when its owner died ends it (``PycertWorker.lean``)."""
 _STDERR_LINES = 200
 """How much of a worker's standard error is kept (it prints a debug line for every import)."""
+
+
+def answer(line: str, n: int) -> dict | None:
+    """The worker's closing line for job ``n`` (``{"pycert_done": n, "ok": ..., "error"?: ...}``), or None for
+    any other line (Lean's messages are JSON objects too, with other keys)."""
+    if '"pycert_done"' not in line:
+        return None
+    try:
+        done = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(done, dict) or done.get("pycert_done") != n or not set(done) <= {"pycert_done", "ok", "error"}:
+        return None
+    return done
 
 
 class WorkerDied(Exception):
@@ -50,9 +66,12 @@ class WorkerDied(Exception):
 class LeanWorker:
     """One worker process; :meth:`compile` one module at a time, then :meth:`close`."""
 
-    def __init__(self, node: Path, lean_js: Path, lean_path: str) -> None:
+    def __init__(self, node: Path, lean_js: Path, lean_path: str, slot: bool = True) -> None:
+        """``slot``: hold a machine slot for the worker's life (a build's worker); without, the owner takes
+        one around each job (the warm checker, whose idle workers must not keep other runs waiting)."""
         self._slot = contextlib.ExitStack()
-        self._slot.enter_context(machine_slot(scratch_root()))
+        if slot:
+            self._slot.enter_context(machine_slot(scratch_root()))
         try:
             self.dir = Path(tempfile.mkdtemp(prefix="worker-", dir=scratch_root()))
             (self.dir / "jobs").mkdir()
@@ -81,15 +100,18 @@ class LeanWorker:
         return (self.proc.poll() is not None or self.jobs >= RETIRE_JOBS
                 or self.usage.rss_kib // 1024 > RETIRE_RSS_MIB)
 
-    def compile(self, source: Path, module: str, olean: Path, timeout: float) -> ProcessRun:
-        """Compile ``source`` as ``module`` into ``olean`` (and its siblings); Lean's messages as a
-        :class:`ProcessRun`. Raises :class:`WorkerDied` when the worker ended without answering (the
-        module's verdict is then another process's to give); a timeout kills the worker."""
+    def compile(self, source: Path, module: str, olean: Path, timeout: float, search_path: str = "") -> ProcessRun:
+        """Compile ``source`` as ``module`` into ``olean`` (and its siblings), its imports found on
+        ``search_path`` (directories joined by ``:``, before the toolchain; empty: the worker's own
+        ``LEAN_PATH``); Lean's messages as a :class:`ProcessRun`. Raises :class:`WorkerDied` when the
+        worker ended without answering (the module's verdict is then another process's to give); a timeout
+        kills the worker. A job the worker could not run to Lean's verdict (a file it could not read or
+        write) comes back with no exit code and the reason on standard error: a crash, not a refusal."""
         n, self.jobs = self.jobs, self.jobs + 1
         t0, cpu0 = time.monotonic(), self.usage.cpu_s
         job = self.dir / "jobs" / f"{n}.job"
         tmp = job.with_suffix(".tmp")
-        tmp.write_text(f"{source}\t{module}\t{olean}")
+        tmp.write_text(f"{source}\t{module}\t{olean}\t{search_path}")
         tmp.rename(job)
         out: list[str] = []
         deadline = t0 + timeout
@@ -107,11 +129,14 @@ class LeanWorker:
                 raise WorkerDied(f"the Lean worker ended (exit {self.proc.returncode}"
                                  f"{', interrupted' if interrupted else ''}) while compiling {module}"
                                  f"{': ' + said if said else ''}")
-            if line.startswith('{"pycert_done"'):
-                done = json.loads(line)
+            if (done := answer(line, n)) is not None:
                 break
-            out.append(line)
-        return ProcessRun(exit_code=0 if done["ok"] else 1, stdout="".join(out), stderr="", timed_out=False,
+            if line.strip() != ALIVE:
+                out.append(line)
+        if "error" in done:
+            return ProcessRun(exit_code=None, stdout="".join(out), stderr=f"Error: pycert's Lean worker: {done['error']}",
+                              timed_out=False, timeout=timeout, seconds=time.monotonic() - t0)
+        return ProcessRun(exit_code=0 if done["ok"] is True else 1, stdout="".join(out), stderr="", timed_out=False,
                           timeout=timeout, seconds=time.monotonic() - t0, cpu_s=round(self.usage.cpu_s - cpu0, 1),
                           peak_rss_mib=self.usage.peak_kib // 1024)
 

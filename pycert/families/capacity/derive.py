@@ -45,11 +45,18 @@ def refs_key(refs: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
     return refs.dtype.str, refs.shape, hashlib.blake2b(np.ascontiguousarray(refs).tobytes(), digest_size=16).digest()
 
 
+def distances(refs: np.ndarray, admission: bool) -> np.ndarray:
+    """Belady's MIN stack distances (with bypass under ``admission``), kept within a run: every capacity of a
+    curve reads its hits off the same ones (computing them again for each of 14 capacities was a third of
+    a curve's Python time)."""
+    return kept("stack-distances", (refs_key(refs), admission), lambda: recipe.stack_distances(refs, admission))
+
+
 def model(refs: np.ndarray, capacity: int, admission: bool) -> Model:
     """Belady's MIN (with bypass under ``admission``) at ``capacity`` blocks, its cut list and its pairs (kept
     within a run: prove and verify ask for the same ones at each stage)."""
     def compute() -> Model:
-        hit = recipe.belady_hit_flags(refs, capacity, admission)
+        hit = recipe.belady_hit_flags(refs, capacity, admission, distances=distances(refs, admission))
         starts, ends = recipe.belady_pairs(refs, capacity, admission, hit=hit)
         return Model(admission=admission, hits=int(hit.sum()), cuts=recipe.cut_list(refs, capacity, admission, hit=hit),
                      starts=starts, ends=ends)
@@ -105,7 +112,7 @@ def engines(refs: np.ndarray, capacity: int, admission: bool) -> int:
     curve (stack distances under OPT priority, :mod:`pycert.analysis.optcurve`), cross-checked against a
     direct simulation (:mod:`pycert.analysis.cachesim`); two engines that disagree are refused."""
     whole = kept("opt-curve", (refs_key(refs), admission),  # every capacity in one pass: once per run and trace
-                 lambda: optcurve.admission_hit_curve(refs) if admission else optcurve.opt_hit_curve(refs))
+                 lambda: optcurve.curve_from_distances(distances(refs, admission)))
     curve = whole.hits(capacity)
     simulated = int(cachesim.belady_bypass_flags(refs, capacity).sum()) if admission else cachesim.belady_hits(refs, capacity)
     if curve != simulated:

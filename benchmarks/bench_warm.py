@@ -1,0 +1,201 @@
+"""The warm checker's targets (issue 48), each case side by side with its reference in one run.
+
+    .venv/bin/python benchmarks/bench_warm.py [--small] [--curve] [--mrc] [--json]
+
+``--small``: a fresh 3,000-reference trace of 64-bit ids in no order (seeded, new ids every command, so that
+the kernel answers and not the build cache), ``pycert prove ceiling --trace T --capacity-blocks 16,64`` (its
+ceiling and two capacities), the library built beforehand (not timed). In order: today's path
+(``--no-daemon``: fresh Lean processes); then, with this pycert's warm checker stopped, a first command (it
+finds none, checks with fresh processes and starts one), a second and a third right after; then, once
+``pycert daemon start`` says a worker is warm, a last one.
+
+``--curve``: the conversation trace's optimum both ways (with and without bypass), ``pycert prove capacity``,
+under fresh names (a symbolic link each, so that no instance module is in the build cache): one capacity
+(128 blocks), then the 14 capacities 1, 2, 4, ..., 8,192 blocks; and the one capacity under the trace's own
+name, whose instance the committed certificates put in the build cache (what a user meets for the
+committed capacity). Each row is a whole command; the stages and the Lean process's CPU as it prints them.
+
+``--mrc``: ``pycert trace mrc`` on the conversation trace, a fresh process each time, beside libCacheSim
+(a fresh Python process: import, read its oracleGeneral file, LRU at 128, 1,024 and 8,192 blocks, with its
+default hash table and with ``hashpower=16``; the conversion of the trace to that file is not timed), three
+rounds each, alternating; with ``--base REV``, that revision's ``trace mrc`` too.
+
+``--base REV`` (e.g. ``main``): the revision is exported with ``git archive`` and run with ``PYTHONPATH`` on it
+and this virtual environment.
+
+Every row has the load average before and after: the machine is shared, and pycert's Lean slots are
+machine-wide, so another user's Lean run can make either side wait.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+from bench_fixed_costs import export, trace  # noqa: E402 - the 3,000-reference traces and the base revision, as there
+SHARED = REPO.parent / "shared" / "traces" / "mooncake-fast25"
+POWERS = [1 << k for k in range(14)]
+LEAN = re.compile(r"^\[\s*[\d.]+s\]\s+(\S+): ok \(([\d.]+) s, ([\d.]+) s CPU, ([\d,]+) MiB peak\)", re.M)
+STAGE = re.compile(r"^(instances: \w+|kernel|axiom audit|figures|statements|certificates)\s+(\w+)\s+([\d.]+)", re.M)
+
+
+def load() -> str:
+    return Path("/proc/loadavg").read_text().split()[0]
+
+
+def pycert(args: list[str], env: dict[str, str] | None = None, tree: Path = REPO) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``python -m pycert ARGS`` from ``tree`` (this checkout, or the base revision's files)."""
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pycert", *args], capture_output=True, text=True, cwd=tree,
+                          env={**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1", **(env or {})})
+    return done, time.monotonic() - t0
+
+
+def prove(case: str, args: list[str], env: dict[str, str] | None = None, tree: Path = REPO) -> dict:
+    """One prove command: its wall time, its CPU and its children's (fresh Lean processes are its children, the
+    warm checker's workers are not: their CPU is ``lean_cpu_s``, as the command prints it), its stages."""
+    before, used = load(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    done, wall = pycert(["prove", *args], env, tree)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = done.stdout + done.stderr
+    lean = LEAN.findall(out)
+    return {"case": case, "exit": done.returncode, "wall_s": round(wall, 1),
+            "command_cpu_s": round(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime, 1),
+            "stages": {m[1]: float(m[3]) for m in STAGE.finditer(out)},
+            "lean": [{"module": m[0], "wall_s": float(m[1]), "cpu_s": float(m[2]), "peak_mib": int(m[3].replace(",", ""))}
+                     for m in lean],
+            "lean_cpu_s": round(sum(float(m[2]) for m in lean), 1), "checker": "warm checker: pid" in out,
+            "load": f"{before} -> {load()}", "error": out[-800:] if done.returncode else ""}
+
+
+def small(work: Path, rows: list[dict]) -> None:
+    seed = random.getrandbits(32)
+
+    def one(case: str, k: int, extra: list[str] = (), env: dict[str, str] | None = None) -> None:
+        t = trace(work / f"small{k}.txt", seed + k)
+        rows.append(prove(case, ["ceiling", "--trace", str(t), "--capacity-blocks", "16,64", "--out",
+                                 str(work / f"small-out{k}"), *extra], env))
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+
+    pycert(["daemon", "stop"])
+    one("3,000 refs, ceiling + 2 capacities: --no-daemon (fresh processes)", 0, ["--no-daemon"])
+    one("the same: first command, no warm checker running (it starts one)", 1)
+    one("the same: a second trace right after", 2)
+    one("the same: a third trace right after", 3)
+    started, waited = pycert(["daemon", "start"])
+    rows.append({"case": "pycert daemon start (waits for a warm worker)", "exit": started.returncode,
+                 "wall_s": round(waited, 1), "load": load()})
+    one("the same: a trace once the checker is warm", 4)
+    one("the same: --no-daemon again (fresh processes)", 5, ["--no-daemon"])
+
+
+def curve(work: Path, rows: list[dict], base: Path | None) -> None:
+    """One capacity and the 14, fresh names; the one capacity the committed certificates cached; with a base
+    revision, the 14 again by both revisions on the name just proved (the build cache answers the kernel, so
+    the rows compare what Python does around it)."""
+    conv = SHARED / "conversation_trace.jsonl"
+
+    def fresh(name: str) -> Path:
+        link = work / f"{name}-{random.getrandbits(24):06x}.jsonl"
+        link.symlink_to(conv)
+        return link
+
+    every = fresh("curve")
+    runs = [("conversation, one capacity (128), fresh name", fresh("one"), [128], REPO),
+            ("conversation, 14 capacities 1..8,192, fresh name", every, POWERS, REPO),
+            ("conversation, one capacity (128), its own name (the build cache answers)", conv, [128], REPO)]
+    if base is not None:
+        runs += [("conversation, 14 capacities, the build cache answers: base", every, POWERS, base),
+                 ("conversation, 14 capacities, the build cache answers: this", every, POWERS, REPO)]
+    for case, path, caps, tree in runs:
+        rows.append(prove(case, ["capacity", "--trace", str(path), "--capacity-blocks", ",".join(map(str, caps)),
+                                 "--out", str(work / f"curve-out-{len(rows)}")], tree=tree))
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+
+
+LCS = """
+import sys, time
+import libcachesim as lcs
+hits = []
+for c in (128, 1024, 8192):
+    cache = lcs.LRU(cache_size=c) if sys.argv[2] == "default" else lcs.LRU(cache_size=c, hashpower=int(sys.argv[2]))
+    miss, _ = cache.process_trace(lcs.TraceReader(sys.argv[1], lcs.TraceType.ORACLE_GENERAL_TRACE))
+    hits.append(round(1 - miss, 6))
+print(hits)
+"""
+
+
+def mrc(work: Path, rows: list[dict], base: Path | None, rounds: int = 3) -> None:
+    from bench_mrc import write_lcs_inputs  # noqa: PLC0415 - the benchmark's own helper
+
+    from pycert.data.traces import read_trace
+
+    conv = SHARED / "conversation_trace.jsonl"
+    og, _txt = write_lcs_inputs(read_trace(conv).refs, work)
+    runs = {"pycert trace mrc (all capacities, LRU and Belady)": lambda: pycert(["trace", "mrc", str(conv), "--json"])[0],
+            "libCacheSim LRU at 128, 1,024, 8,192 blocks (default hashpower)": lambda: subprocess.run(
+                [sys.executable, "-c", LCS, str(og), "default"], capture_output=True, text=True),
+            "libCacheSim LRU at 128, 1,024, 8,192 blocks (hashpower 16)": lambda: subprocess.run(
+                [sys.executable, "-c", LCS, str(og), "16"], capture_output=True, text=True)}
+    if base is not None:
+        runs["pycert trace mrc, base revision"] = lambda: pycert(["trace", "mrc", str(conv), "--json"], tree=base)[0]
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for r in range(rounds):
+        for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+            t0 = time.monotonic()
+            done = runs[name]()
+            times[name].append(time.monotonic() - t0)
+            if done.returncode:
+                raise SystemExit(f"{name} failed: {done.stderr[-500:]}")
+    for name, ts in times.items():
+        rows.append({"case": name, "wall_s": round(statistics.median(ts), 2), "rounds_s": [round(t, 2) for t in ts],
+                     "load": load()})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+
+
+def main() -> int:  # noqa: C901 - one branch per case
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--small", action="store_true")
+    ap.add_argument("--curve", action="store_true")
+    ap.add_argument("--mrc", action="store_true")
+    ap.add_argument("--base", default=None, metavar="REV",
+                    help="also run this revision's trace mrc, and its curve's Python stages (e.g. main)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    rows: list[dict] = []
+    built, _ = pycert(["build"])
+    if built.returncode:
+        raise SystemExit(f"the library does not build: {built.stderr[-800:]}")
+    with tempfile.TemporaryDirectory(prefix="bench-warm-", dir="/tmp") as scratch:
+        work = Path(scratch)
+        base = export(args.base, work / "base") if args.base else None
+        if args.mrc:
+            mrc(work, rows, base)
+        if args.small:
+            small(work, rows)
+        if args.curve:
+            curve(work, rows, base)
+    if args.json:
+        print(json.dumps({"machine": f"{os.cpu_count()} cores", "rows": rows}, indent=2))
+        return 0
+    for r in rows:
+        stages = ", ".join(f"{k} {v:g}" for k, v in r.get("stages", {}).items() if k in ("kernel", "axiom audit"))
+        print(f"{r['case'][:75]:75} {r.get('exit', 0)} {r['wall_s']:7.1f} s  Lean CPU {r.get('lean_cpu_s', '-')}  "
+              f"{stages}  load {r['load']}")
+    return 0 if all(r.get("exit", 0) == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
