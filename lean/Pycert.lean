@@ -32,6 +32,7 @@ public import Pycert.Curve
 public import Pycert.IsolationCost
 public import Pycert.Joints
 public import Pycert.SortedJoints
+public import Pycert.Fleet
 
 /-!
 # pycert: the theorem library
