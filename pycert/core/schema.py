@@ -96,7 +96,7 @@ class InputFile(_Strict):
     that lives outside it (``external``), by its file name alone; verify finds it beside that directory
     or is given it (``--input NAME=PATH``) and checks its sha256 like any other."""
 
-    role: Literal["trace", "instance", "lean", "log"]
+    role: Literal["trace", "instance", "lean", "log", "hosts"]
     path: str = Field(min_length=1)
     sha256: Sha256
     external: bool = False
