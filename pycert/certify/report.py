@@ -26,6 +26,7 @@ from pathlib import Path
 from pycert.certify.card import Card, escape, exact_of, rounded, unit_of
 from pycert.certify.cards import TraceFacts, admitted, certificate_card, figures, stored, trace_card
 from pycert.certify.documents import parse_certificate
+from pycert.certify.fleet_card import fleet_cards
 from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
@@ -342,6 +343,7 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
         fact.curve = curve_png(path, fact.sha256, fact.source.path, marks, trace_format, block_tokens,
                                admission=optima, observed=seen)
     cards = [trace_card(f, f"trace-{n}") for n, f in enumerate(facts.values(), 1)]
+    cards += fleet_cards([c for c, _ in certs], not_verified, figure=curves)
     cards += [certificate_card(c, not_verified.get(c.id)) for c, _ in certs
               if not any(i.role == "trace" for i in c.inputs)]
     externals = {i.path: i.sha256 for cert, _ in certs for i in cert.inputs if i.external}

@@ -27,7 +27,8 @@ from pycert.data.request_fields import request_values
 from pycert.data.traces import Trace
 from pycert.families.capacity import check_optimum
 from pycert.families.capacity import derive as capacity_derive
-from pycert.families.fleet import FleetParams, host_module, part_modules, pooled_module
+from pycert.families.fleet import ENCODING, FleetParams, host_module, part_modules, pooled_module
+from pycert.families.traces import reading_of
 from pycert.lean.emit import CAPACITY_OPTIMA_ENCODING
 from pycert.lean.emit import capacity as emit_capacity
 from pycert.lean.emit import fleet as emit
@@ -50,9 +51,9 @@ def values(source: Source | Path, route: routing.Routing) -> list[object] | None
     return request_values(source, route.field or "") if route.kind in ("field", "hash") else None
 
 
-def split(trace: Trace, route: routing.Routing, hosts: int, capacity: int, fields: list[object] | None) -> Split:
+def split(trace: Trace, route: routing.Routing, hosts: int, fields: list[object] | None) -> Split:
     """The host list and the sub-traces (:mod:`pycert.analysis.fleet`)."""
-    hosts_of = routing.route(trace, route, hosts, capacity, fields)
+    hosts_of = routing.route(trace, route, hosts, fields)
     return Split(trace=trace, hosts_of=hosts_of, per_ref=routing.per_reference(trace, hosts_of),
                  subs=routing.sub_traces(trace, hosts_of, hosts))
 
@@ -68,7 +69,7 @@ def certified_split(trace: Trace, source: Source, params: FleetParams) -> Split:
     def compute() -> Split:
         route = routing_of(params)
         try:
-            s = split(trace, route, params.hosts, params.capacity_blocks, values(source, route))
+            s = split(trace, route, params.hosts, values(source, route))
         except InputError as err:
             raise Rejected(Rejection.mismatch("parameters.routing", "a routing this trace's requests can be routed by",
                                               f"{params.routing!r} ({err})")) from None
@@ -185,6 +186,21 @@ def parts(s: Split, params: FleetParams, composition: str, trace: PurePosixPath,
         if n:
             out.append(part(sub, host_module(composition, k), c, params.piece_refs, False, n))
     return out
+
+
+def planned(s: Split, route: routing.Routing, hosts: int, capacity: int, piece_refs: int | None,
+            trace: PurePosixPath, composition: str) -> tuple[FleetParams, list[Part]]:
+    """The parameters prove records for a split (the host list's sha256, how each part is checked) and the parts'
+    makers: the one place they are worked out, so that a certificate made without Lean (the tests) has them too."""
+    threshold = None if route.threshold is None else f"{route.threshold.numerator}/{route.threshold.denominator}"
+    draft = FleetParams(hosts=hosts, capacity_blocks=capacity, routing=route.text, threshold=threshold,
+                        hosts_sha256=routing.host_list_sha256(s.hosts_of), pooled_pieces=1, host_pieces=[1] * hosts,
+                        piece_refs=piece_refs, lean_encoding=ENCODING, **reading_of(s.trace))  # type: ignore[arg-type]
+    made = parts(s, draft, composition, trace)
+    counts = {p.module: len(p.makers) if p.pieced else 1 for p in made}
+    params = FleetParams.model_validate({**draft.model_dump(), "pooled_pieces": counts[made[0].module],
+                                         "host_pieces": [counts.get(host_module(composition, k), 0) for k in range(hosts)]})
+    return params, made
 
 
 def compose(s: Split, params: FleetParams, composition: str, built: Sequence[tuple[Part, str, emit.Part]]

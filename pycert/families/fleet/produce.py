@@ -15,13 +15,13 @@ import numpy as np
 from pycert.analysis import fleet as routing
 from pycert.core.console import plural
 from pycert.core.errors import InputError
-from pycert.core.limits import MAX_PIECE_REFS, int_list, int_range
+from pycert.core.limits import int_list, int_range
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
 from pycert.families.capacity.produce import CapacityOptions, capacities, refuse_overwrites
-from pycert.families.fleet import (CLAIM, ENCODING, MAX_FLEET_HOSTS, FleetParams, derive, host_list_path, log_paths,
-                                   names, part_modules)
+from pycert.families.fleet import (CLAIM, MAX_FLEET_HOSTS, FleetParams, derive, host_list_path, log_paths, names,
+                                   part_modules)
 from pycert.families.fleet.replays import ENGINES, replay_hosts
-from pycert.families.traces import DEFAULT_TRACE, read_for_proof, reading_of, trace_files
+from pycert.families.traces import DEFAULT_TRACE, read_for_proof, trace_files
 from pycert.lean import cluster
 from pycert.lean.emit import fleet as emit
 
@@ -153,7 +153,7 @@ class FleetProducer(Producer):
                         raise InputError(f"{h} hosts of {plural(c, 'block')} hold {h * c:,} blocks, more than the trace's "
                                          f"{distinct:,} distinct blocks: every cache would hold the whole trace; give fewer "
                                          "hosts or a smaller --capacity-blocks", where=trace.name)
-                    s = derive.split(trace, route, h, c, fields.get(route.field or ""))
+                    s = derive.split(trace, route, h, fields.get(route.field or ""))
                     out.append(_Plan(path, trace_input, s, route, h, c, opts, setting))
         return out
 
@@ -164,20 +164,9 @@ class _Plan:
     def __init__(self, path: Path, trace_input, s: derive.Split, route: routing.Routing, hosts: int, capacity: int,  # noqa: ANN001
                  opts: FleetOptions, setting: Setting) -> None:
         self.path, self.trace_input, self.s, self.opts = path, trace_input, s, opts
-        self.id, composition = names(PurePosixPath(trace_input.path), route.text, hosts, capacity)
-        draft = FleetParams(hosts=hosts, capacity_blocks=capacity, routing=route.text,
-                            threshold=None if route.threshold is None else
-                            f"{route.threshold.numerator}/{route.threshold.denominator}",
-                            hosts_sha256=routing.host_list_sha256(s.hosts_of), pooled_pieces=1, host_pieces=[1] * hosts,
-                            piece_refs=opts.piece_refs, lean_encoding=ENCODING, **reading_of(s.trace))  # type: ignore[arg-type]
-        self.params = draft
-        self.composition = composition
-        self.parts = derive.parts(s, draft, composition, PurePosixPath(trace_input.path))
-        counts = [len(p.makers) if p.pieced else 1 for p in self.parts]
-        by_module = dict(zip((p.module for p in self.parts), counts))
-        host_counts = [by_module.get(f"{composition}Host{k}", 0) for k in range(hosts)]
-        self.params = draft.model_copy(update={"pooled_pieces": counts[0], "host_pieces": host_counts})
-        FleetParams.model_validate(self.params.model_dump())
+        self.id, self.composition = names(PurePosixPath(trace_input.path), route.text, hosts, capacity)
+        self.params, self.parts = derive.planned(s, route, hosts, capacity, opts.piece_refs,
+                                                 PurePosixPath(trace_input.path), self.composition)
         sizes = ", ".join(str(sub.n_refs) for sub in s.subs)
         setting.progress(f"{s.trace.name}: {hosts} hosts of {plural(capacity, 'block')}, routing {route.text}: "
                          f"references per host {sizes}")

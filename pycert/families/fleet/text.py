@@ -37,8 +37,8 @@ def routing_text(routing: str, threshold: str | None) -> str:
         "hash": f"a consistent hash (jump hashing of sha256) of each request's field {arg!r}",
         "prefix": f"a consistent hash (jump hashing of sha256) of each request's first {arg} block ids",
         "cache-aware": (f"the cache-aware rule (the host whose estimated cache holds the longest prefix of the request, "
-                        f"when that prefix is at least {threshold} of its blocks, else the host sent the fewest requests; "
-                        f"the estimate: the last C blocks' prefixes sent to each host)"),
+                        f"when that prefix is at least {threshold} of its blocks, else the host sent the fewest requests "
+                        "so far; the estimate: every prefix sent to each host)"),
     }[kind]
 
 
