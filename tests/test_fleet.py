@@ -20,7 +20,7 @@ from pycert.analysis import fleet as routing
 from pycert.analysis.optcurve import admission_hit_curve
 from pycert.certify.manifest import write_certificates
 from pycert.certify.verify import verify_certificate
-from pycert.core.errors import InputError
+from pycert.core.errors import InputError, Rejected
 from pycert.data.traces import read_trace
 from pycert.families import producer
 from pycert.families.fleet import derive as fleet_derive
@@ -368,3 +368,34 @@ def test_a_pooled_trace_in_pieces_states_no_ceiling(tmp_path: Path) -> None:
     assert doc["statements"][doc["theorems"][-1]]["statement"].startswith(doc["theorems"][-1] + " : Pycert.Fleet.Certified ")
     assert figures_of(doc)["pooled_hits"] == opt([b for r in requests for b in r], 4)
     assert verify_certificate(cert).ok
+
+
+def test_the_report_has_a_fleet_card_with_its_waterfall(tmp_path: Path) -> None:
+    from pycert.certify.report import write_report
+
+    trace = write_trace(tmp_path / "hand.jsonl", HAND)
+    certs = [make_fleet_cert(trace, tmp_path, h, 2, route)[0] for h in (1, 2, 3) for route in ("round-robin", "prefix:2")]
+    write_certificates(certs, tmp_path / "certs")
+    page, shown, not_verified = write_report(tmp_path / "certs", tmp_path / "report.html", root=tmp_path)
+    html = page.read_text()
+    assert shown == 6 and not not_verified
+    assert "Fleet: trace hand.jsonl" in html and "where the hits went" in html.lower()
+    assert html.count("routing loss") >= 1 and "prefix:2" in html and "round-robin" in html
+    assert "Where the hits went at 3 hosts of 2 blocks" in html  # the most hosts among the sizes with both routings
+    # a fleet certificate that does not verify is named on the card, and lends it nothing
+    (tmp_path / "hand.jsonl").write_text((tmp_path / "hand.jsonl").read_text() + json.dumps(
+        {"timestamp": 9, "input_length": 512, "output_length": 1, "hash_ids": [9]}) + "\n")
+    with pytest.raises(Rejected):  # the trace changed: every certificate of it is rejected, and a page shows none
+        write_report(tmp_path / "certs", tmp_path / "report2.html", root=tmp_path)
+
+
+def test_a_pooled_trace_in_pieces_made_without_lean_verifies(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    requests = [[0, *(rng.randrange(1, 30) for _ in range(rng.randrange(1, 5)))] for _ in range(40)]
+    trace = write_trace(tmp_path / "pieces.jsonl", requests)
+    cert, _ = make_fleet_cert(trace, tmp_path, 2, 2, piece_refs=sum(map(len, requests)) // 2 + 4)
+    assert cert.parameters.pooled_pieces > 1 and max(cert.parameters.host_pieces) > 1  # type: ignore[attr-defined]
+    assert len(cert.theorems) == len(set(cert.theorems)) and "Pycert.Joints.both_glue" in cert.theorems
+    write_certificates([cert], tmp_path / "certs")
+    res = verify_certificate(tmp_path / "certs" / cert.filename, root=tmp_path)
+    assert res.ok, res.first_problem()

@@ -14,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display on CI or servers
 
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
-from matplotlib.ticker import PercentFormatter  # noqa: E402
+from matplotlib.ticker import PercentFormatter, ScalarFormatter  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -34,26 +34,41 @@ def fleet_figure(title: str, steps: Sequence[Step], by_hosts: Mapping[str, Seque
     """PNG of the two panels: ``steps`` (one waterfall per routing, at ``hosts`` hosts of ``capacity`` blocks) and
     ``by_hosts`` (series name -> (hosts, hit rate in %) points, at ``capacity`` blocks a host)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6), dpi=110)
-    stages = ["workload (any size)", f"pooled ({hosts * capacity:,} blocks)", "routed (best per host)", "engine"]
-    width = 0.8 / max(1, len(steps))
+    first = steps[0]
+    bars: list[tuple[str, float, str]] = []  # label, hit rate, colour
+    if first.workload is not None:
+        bars.append(("workload\n(any size)", 100 * first.workload / first.refs, "tab:red"))
+    bars.append((f"pooled\n({hosts * capacity:,} blocks)", 100 * first.pooled / first.refs, "tab:blue"))
     for k, s in enumerate(steps):
-        values = [s.workload, s.pooled, s.routed, s.engine]
-        xs = [i + (k - (len(steps) - 1) / 2) * width for i in range(len(stages))]
-        shown = [(x, 100 * v / s.refs) for x, v in zip(xs, values) if v is not None]
-        bars = left.bar([x for x, _ in shown], [y for _, y in shown], width * 0.95, label=s.routing)
-        for bar, (_, y) in zip(bars, shown):
-            left.annotate(f"{y:.1f}%", (bar.get_x() + bar.get_width() / 2, y), ha="center", va="bottom", fontsize=6)
-    left.set_xticks(range(len(stages)), stages, fontsize=7)
+        colour = f"C{k + 2}"
+        bars.append((f"routed\n{s.routing}", 100 * s.routed / s.refs, colour))
+        if s.engine is not None:
+            bars.append((f"engine\n{s.routing}", 100 * s.engine / s.refs, colour))
+    drawn = left.bar(range(len(bars)), [y for _, y, _ in bars], 0.7, color=[c for _, _, c in bars])
+    for k, (bar, (label, y, _)) in enumerate(zip(drawn, bars)):
+        above = bars[1][1] if label.startswith("routed") else next(
+            (b[1] for b in reversed(bars[:k]) if b[0].startswith("routed") and b[0].split("\n")[1] == label.split("\n")[1]),
+            bars[0][1] if k == 1 else None) if k else None
+        loss = f"\n-{above - y:.1f} pp" if above is not None and label.split("\n")[0] != "workload" else ""
+        left.annotate(f"{y:.1f}%{loss}", (bar.get_x() + bar.get_width() / 2, y), ha="center", va="bottom", fontsize=6)
+    left.set_xticks(range(len(bars)), [label for label, _, _ in bars], fontsize=6)
     left.set_ylabel("hit rate (% of block references)")
     left.yaxis.set_major_formatter(PercentFormatter(decimals=0))
-    left.set_title(f"where the hits went: {hosts} hosts of {capacity:,} blocks", fontsize=9, parse_math=False)
-    left.legend(fontsize=7, frameon=False)
+    left.set_ylim(0, max(y for _, y, _ in bars) * 1.18 + 1)
+    left.set_title(f"where the hits went: {hosts} hosts of {capacity:,} blocks (pp: the loss from the step before)",
+                   fontsize=8, parse_math=False)
     left.grid(True, axis="y", alpha=0.3)
+    colours = {s.routing: f"C{k + 2}" for k, s in enumerate(steps)}
     for name, points in by_hosts.items():
         pts = sorted(points)
-        style = "--" if name.startswith("pooled") else ":" if name.startswith("engine") else "-"
-        right.plot([h for h, _ in pts], [r for _, r in pts], style, marker="o", ms=3, label=name)
+        routing = name.split(": ")[0]
+        style = "--" if name.startswith("pooled") else ":" if name.endswith("(observed)") else "-"
+        right.plot([h for h, _ in pts], [r for _, r in pts], style, marker="o", ms=3, label=name,
+                   color="tab:blue" if name.startswith("pooled") else colours.get(routing))
     right.set_xscale("log", base=2)
+    right.xaxis.set_major_formatter(ScalarFormatter())
+    right.set_xticks(sorted({h for pts in by_hosts.values() for h, _ in pts}))
+    right.set_ylim(bottom=0)
     right.set_xlabel(f"hosts ({capacity:,} blocks each)")
     right.set_ylabel("hit rate (% of block references)")
     right.yaxis.set_major_formatter(PercentFormatter(decimals=0))

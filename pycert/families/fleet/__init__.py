@@ -191,8 +191,8 @@ class Fleet(Claim):
 
     def library_theorems(self, params: FleetParams) -> tuple[str, ...]:
         pieced = params.pooled_pieces > 1 or any(k > 1 for k in params.host_pieces)
-        return self.theorem_names + ((*JOINT_THEOREMS,) if pieced else ()) + (
-            ("Pycert.Ceiling.bounded_of_counts",) if ceiling_stated(params) else ())
+        return tuple(dict.fromkeys(self.theorem_names + ((*JOINT_THEOREMS,) if pieced else ()) + (
+            ("Pycert.Ceiling.bounded_of_counts",) if ceiling_stated(params) else ())))
 
     def does_not_prove(self, params: FleetParams, figures: Mapping[str, Fraction],
                        inputs: Sequence[InputFile]) -> tuple[str, ...]:
