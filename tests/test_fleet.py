@@ -399,3 +399,36 @@ def test_a_pooled_trace_in_pieces_made_without_lean_verifies(tmp_path: Path) -> 
     write_certificates([cert], tmp_path / "certs")
     res = verify_certificate(tmp_path / "certs" / cert.filename, root=tmp_path)
     assert res.ok, res.first_problem()
+
+
+@pytest.mark.slow
+def test_the_engine_s_hits_per_host_are_certified_beside_the_optima(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    rng = random.Random(7)
+    requests = [[0, *(rng.randrange(1, 25) for _ in range(rng.randrange(1, 4)))] for _ in range(16)]
+    trace = write_trace(tmp_path / "eng.jsonl", requests)
+    opts = FleetOptions(trace=[trace], capacity_blocks=[5], hosts=[2], routing=["prefix:1", "round-robin"],
+                        engine="transformers", wanted=True)
+    res = prove.prove([(producer("fleet"), opts)], backend="wasm", out_dir=tmp_path / "certs")
+    assert res.ok, [s for s in res.stages if s.status != "ok"]
+    for name in ("fleet-eng-prefix-1-h2-c5.json", "fleet-eng-round-robin-h2-c5.json"):
+        cert = tmp_path / "certs" / name
+        doc = json.loads(cert.read_text())
+        figs = figures_of(doc)
+        assert figs["engine_hits"] == sum(figs[f"engine_hits_{k}"] for k in range(2)) <= figs["routed_hits"]
+        assert figs["eviction_loss"] == figs["routed_hits"] - figs["engine_hits"]
+        assert {f["name"]: f["evidence"] for f in doc["figures"]}["engine_hits"] == "observed"
+        assert doc["parameters"]["engine"]["engine"] == "transformers continuous batching"
+        assert "eviction loss" in doc["claim"] and verify_certificate(cert).ok
+    # prefix:1 sends every request to one host (they all start with block 0): host 1's log is not named
+    doc = json.loads((tmp_path / "certs" / "fleet-eng-prefix-1-h2-c5.json").read_text())
+    assert sum(i["role"] == "log" for i in doc["inputs"]) == 1
+    # the engine's log edited upward, its hash made current: verify recomputes the figure and refuses
+    log = tmp_path / "certs" / next(i["path"] for i in doc["inputs"] if i["role"] == "log")
+    lines = log.read_text().splitlines()
+    last = json.loads(lines[-1])
+    lines[-1] = json.dumps({**last, "cached_tokens": last["engine_tokens"] - 1}, separators=(",", ":"))
+    log.write_text("\n".join(lines) + "\n")
+    forge(tmp_path / "certs" / "fleet-eng-prefix-1-h2-c5.json", lambda d: next(
+        i for i in d["inputs"] if i["role"] == "log").update(sha256=hashlib.sha256(log.read_bytes()).hexdigest()))
+    assert verify_certificate(tmp_path / "certs" / "fleet-eng-prefix-1-h2-c5.json").status == "rejected"

@@ -95,8 +95,8 @@ def check_host_list(s: Split, params: FleetParams, listed: InputFile | None, rea
         try:
             same = source.read("a host list", len(data)) == data
         except InputError as err:
-            if "above the limit" not in err.message:
-                raise
+            if "above the limit" not in err.message:  # a link, a FIFO: not a copy that could be compared
+                raise InputError(f"the host list beside the certificate, {listed.path}: {err.message}") from None
             same = False
         if not same:
             raise Rejected(Rejection.mismatch(f"{listed.path} (the copy beside the certificate)",

@@ -140,6 +140,7 @@ class FleetProducer(Producer):
         trace_input = (setting.emitted("trace", emitted, sha256=trace.sha256) if emitted is not None
                        else input_file("trace", path, setting.root, sha256=trace.sha256))
         distinct = len(np.unique(trace.refs))
+        longest = int(np.diff(trace.requests).max()) if trace.requests is not None and trace.n_requests else 0
         fields: dict[str, list[object] | None] = {}
         out = []
         for text in dict.fromkeys(opts.routing):
@@ -148,6 +149,9 @@ class FleetProducer(Producer):
                 fields[route.field] = derive.values(path, route)
             for c in capacities(CapacityOptions(capacity_blocks=opts.capacity_blocks, capacity_tokens=opts.capacity_tokens),
                                 trace):
+                if opts.engine is not None and longest >= c:  # before any Lean runs: the engine could not replay it
+                    raise InputError(f"a request of {longest:,} blocks, which an engine's cache of {c:,} blocks cannot run "
+                                     "beside its partial last block: give a larger --capacity-blocks", where=trace.name)
                 for h in dict.fromkeys(opts.hosts):
                     if h * c > distinct:
                         raise InputError(f"{h} hosts of {plural(c, 'block')} hold {h * c:,} blocks, more than the trace's "

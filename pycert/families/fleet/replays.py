@@ -50,10 +50,7 @@ def replay_hosts(engine: str, s: Split, capacity: int, block_tokens: int,
     for k, sub in enumerate(s.subs):
         if not sub.n_refs:
             continue
-        requests = host_requests(sub)
-        if (big := max(map(len, requests))) >= capacity:
-            raise InputError(f"host {k} receives a request of {big:,} blocks, which a cache of {capacity:,} blocks "
-                             "cannot run beside its partial last block: give a larger --capacity-blocks", where="--engine")
+        requests = host_requests(sub)  # each shorter than the capacity: the producer refused a longer one
         opened = open_engine(engine, capacity, block_tokens, SEED)
         progress(f"host {k}: {engine} ({opened.version}), {len(requests):,} requests one at a time")
         try:

@@ -66,7 +66,7 @@ def sentence(trace: str, figures: Mapping[str, Fraction], routing: str, engine: 
     parts.append(f"the best per-host caches behind this routing hit at most {_n(routed)} ({_pct(routed / n)}), a "
                  f"routing loss of {_n(f['routing_loss'])}")
     if engine is not None and "engine_hits" in f:
-        parts.append(f"{engine}'s own cache code on each host served {_n(f['engine_hits'])} "
+        parts.append(f"the engine's own cache code ({engine}) on each host served {_n(f['engine_hits'])} "
                      f"({_pct(f['engine_hits'] / n)}), an eviction loss of {_n(f['eviction_loss'])}")
     out = start + "; ".join(parts) + ". "
     out += (f"Here each host is {MODEL}. The kernel checked that no such fleet of {hosts} hosts of {c:,} blocks, under "
@@ -98,8 +98,9 @@ def limits(routing: str, pooled_pieces: int, engine: bool) -> tuple[str, ...]:
         *pieced,
         "The figures in tokens are not kernel-checked: each bound in tokens is block_tokens times a kernel-checked "
         "block figure (a block holds at most block_tokens tokens).",
-        *(("The engine's hits are observed on one run of its own cache code (no model, one request at a time), not "
-           "proved; they are refused only when above the host's kernel-checked optimum.",) if engine else
+        *(("The engine's hits are observed on one run of its own cache code (each host's requests one at a time, in "
+           "trace order, from an empty cache), not proved; they are refused only when above the host's kernel-checked "
+           "optimum.",) if engine else
           ("No engine was replayed: the waterfall stops at the routed optimum.",)),
         *COMMON[2 if engine else 1:],
     )
