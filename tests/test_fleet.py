@@ -432,3 +432,10 @@ def test_the_engine_s_hits_per_host_are_certified_beside_the_optima(tmp_path: Pa
     forge(tmp_path / "certs" / "fleet-eng-prefix-1-h2-c5.json", lambda d: next(
         i for i in d["inputs"] if i["role"] == "log").update(sha256=hashlib.sha256(log.read_bytes()).hexdigest()))
     assert verify_certificate(tmp_path / "certs" / "fleet-eng-prefix-1-h2-c5.json").status == "rejected"
+
+
+def test_a_certificate_naming_too_many_pieces_is_refused_before_anything_is_listed(tmp_path: Path) -> None:
+    cert = certified(tmp_path)
+    forge(cert, lambda d: d["parameters"].update(host_pieces=[65536, 65536]))
+    res = verify_certificate(cert, root=tmp_path)
+    assert res.status != "ok" and "pieces in all" in (res.first_problem() or ""), res.first_problem()

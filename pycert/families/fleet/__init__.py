@@ -94,6 +94,8 @@ class FleetParams(TraceReading):
             raise ValueError(f"parameters.host_pieces: one count per host ({self.hosts}), got {len(self.host_pieces)}")
         if (self.routing == "cache-aware") != (self.threshold is not None):
             raise ValueError("parameters.threshold: the match ratio exactly when the routing is cache-aware")
+        if self.pooled_pieces + sum(self.host_pieces) > MAX_SHARDS:  # bounds the inputs a certificate must name
+            raise ValueError(f"parameters: at most {MAX_SHARDS} pieces in all, the pooled trace's and the hosts'")
         return self
 
 
