@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -33,6 +34,21 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DEFAULT_TRACE = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
+LEAN_LINE = re.compile(r"  (?P<module>(?:Fleet|Capacity)\w+): ok \((?P<wall>[\d.]+) s, (?P<cpu>[\d.]+) s CPU, "
+                       r"(?P<peak>[\d,]+) MiB peak\)")
+"""A Lean process's line in prove's progress: its module, wall and CPU seconds, peak RSS."""
+
+
+def lean_processes(output: str) -> dict[str, object]:
+    """The command's Lean processes, by kind (the pooled or capacity instance, the hosts', the compositions)."""
+    kinds: dict[str, list[tuple[float, float, int]]] = {}
+    for m in LEAN_LINE.finditer(output):
+        name = m["module"]
+        kind = "host" if "Host" in name else "pooled" if "Pool" in name or name.startswith("Capacity") else "composition"
+        kinds.setdefault(kind, []).append((float(m["wall"]), float(m["cpu"]), int(m["peak"].replace(",", ""))))
+    return {k: {"count": len(v), "lean_cpu_s": round(sum(c for _, c, _ in v), 1),
+                "cpu_each_s": f"{min(c for _, c, _ in v)}-{max(c for _, c, _ in v)}",
+                "peak_mib": max(p for _, _, p in v)} for k, v in kinds.items()}
 
 
 def load() -> str:
@@ -48,7 +64,8 @@ def run(args: list[str]) -> tuple[subprocess.CompletedProcess[str], dict[str, ob
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if res.returncode != 0:
         raise SystemExit(f"pycert {' '.join(args[:2])} failed ({res.returncode}): {res.stdout[-1500:]}{res.stderr[-1500:]}")
-    return res, {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "load": f"{start} -> {load()}"}
+    return res, {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "load": f"{start} -> {load()}",
+                 "lean": lean_processes(res.stdout + res.stderr)}
 
 
 def figures(cert: Path) -> dict[str, Fraction]:
