@@ -1,4 +1,4 @@
-"""The optimum with admission control on whole traces, no Lean: at each capacity, Belady's MIN with bypass
+"""The optimum with bypass on whole traces, no Lean: at each capacity, Belady's MIN with bypass
 from pycert's two engines (a direct simulation, and stack distances on the trace with a fresh block after
 every reference) against libCacheSim's Belady on that trace at C + 1 blocks (libCacheSim has no bypass),
 the cut recipe's bound for it (tight when it equals the hit count), whether the hits are a prefix of

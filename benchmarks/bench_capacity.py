@@ -129,7 +129,7 @@ def bench_trace(label: str, trace: Trace, capacities: list[int], d: Path, timeou
                          "cuts": plan.cuts, "recipe_s": round(recipe_s, 2), "emit_s": round(emit_s, 1),
                          "status": r["status"], "check_s": round(r["seconds"], 1), "cpu_s": round(r["cpu_s"], 1),
                          "peak_rss_mib": round(r["peak_rss_kib"] / 1024), "max_hits": plan.max_hits,
-                         "admission_hits": plan.admission.witness_hits if plan.admission else "-",
+                         "bypass_hits": plan.admission.witness_hits if plan.admission else "-",
                          "prefix": plan.prefix if plan.admission else "-",
                          "lcs_hits": theirs[0] if theirs else "n/a", "lcs_s": round(theirs[1], 2) if theirs else "n/a",
                          "errors": r["errors"]})
@@ -199,7 +199,7 @@ def main() -> None:
            "loadavg": open("/proc/loadavg").read().split()[:3],
            "trace": str(args.trace), "sha256": trace.sha256, "rows": rows}
     cols = ["trace", "refs", "check", "capacity", "cuts", "recipe_s", "emit_s", "status", "check_s", "cpu_s",
-            "peak_rss_mib", "max_hits", "admission_hits", "prefix", "lcs_hits", "lcs_s"]
+            "peak_rss_mib", "max_hits", "bypass_hits", "prefix", "lcs_hits", "lcs_s"]
     console.emit(args.json, out, human=lambda: (
         f"{out['trace']} ({out['machine']}, wasm)\n" + console.table(cols, [[r.get(c, "-") for c in cols] for r in rows])))
 

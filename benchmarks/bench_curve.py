@@ -83,7 +83,7 @@ def prove(tree: Path, trace: Path, capacities: list[int], tmp: Path) -> dict:
     for cert in out.glob("capacity-*.json"):
         doc = json.loads(cert.read_text())
         figs = {f["name"]: f["numerator"] for f in doc["figures"] if f["denominator"] == 1}
-        figures[doc["parameters"]["capacity_blocks"]] = {k: figs.get(k) for k in ("max_hits", "admission_hits",
+        figures[doc["parameters"]["capacity_blocks"]] = {k: figs.get(k) for k in ("max_hits", "bypass_hits",
                                                                                   "prefix_cache_hits")}
     return {"capacities": capacities, "wall_s": round(wall, 1),
             "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),

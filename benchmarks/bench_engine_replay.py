@@ -10,7 +10,7 @@ time (the engine runs in a thread of it: on a shared machine the steadier figure
 load average before and after are printed beside the hits. ``--shapes tiny,small`` replays with the
 replay's model and then with the one ``pycert leak run`` uses, one after the other in the same run
 (BENCHMARKS.md: why the replay has its own); ``--threads 2,1`` with torch's intra-op threads at 2 and
-then at 1 (what ``pycert engine replay`` runs: ``pycert.cli.engine.TORCH_THREADS``). The hits must be the
+then at 1 (what ``pycert engine replay`` runs: ``pycert.leak.engines.paged.TORCH_THREADS``). The hits must be the
 same in every run.
 """
 
@@ -26,8 +26,9 @@ from pathlib import Path
 
 from pycert.analysis.cachesim import lru_hit_curve
 from pycert.analysis.optcurve import admission_hit_curve, opt_hit_curve
-from pycert.cli.engine import MAX_BATCH_TOKENS, TORCH_THREADS, checked_trace
+from pycert.cli.engine import checked_trace
 from pycert.leak import replay as replaylog
+from pycert.leak.engines.paged import MAX_BATCH_TOKENS, TORCH_THREADS
 from pycert.leak.engines.transformers import SMALL, TINY, TransformersEngine
 
 
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace, trace, requests, shape: str, threads: int, lru
     return {"trace": args.trace.name, "sha256": trace.sha256, "requests": len(requests), "refs": trace.n_refs,
            "num_blocks": c, "block_tokens": b, "model": engine.model, "torch_threads": threads,
            "engine_hits": sum(r.cached_tokens for r in log.requests) // b, "lru_hits": lru.hits(c),
-           "belady_hits": opt.hits(c), "admission_hits": adm.hits(c), "unbounded_hits": lru.refs - lru.distinct,
+           "belady_hits": opt.hits(c), "bypass_hits": adm.hits(c), "unbounded_hits": lru.refs - lru.distinct,
            "evicted_blocks": sum(r.evicted_blocks for r in log.requests),
            "requests_with_evictions": sum(r.evicted_blocks > 0 for r in log.requests),
            "replay_wall_s": round(wall, 1), "replay_cpu_s": round(cpu, 1),

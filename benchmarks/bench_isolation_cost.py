@@ -77,7 +77,7 @@ def main() -> None:
             print(f"  {m['module']}: {m['wall_s']} s, {m['cpu_s']} s CPU, {m['peak_mib']:,} MiB peak")
         for cid, figs in r["certificates"].items():
             print(f"  {cid}: " + ", ".join(f"{k} {figs[k]}" for k in ("shared_hits", "salted_hits", "gap", "gap_share",
-                                                                      "partitioned_hits", "admission_hits") if k in figs))
+                                                                      "partitioned_hits", "bypass_hits") if k in figs))
         if r["tail"]:
             print(r["tail"])
     print(f"load average {' '.join(result['load_start'])} at the start, {' '.join(result['load_end'])} at the end")

@@ -5,7 +5,7 @@
 The trace is ``pycert trace generate --requests N --seed S`` (43,291 and 0: 1,000,161 references), generated
 once. Each round runs ``pycert prove capacity --trace T --capacity-blocks C`` on both sides, into a fresh
 directory each, then plain ``pycert verify`` of the certificate (which regenerates every piece from the trace):
-this checkout, whose pieces state the optimum with admission control both ways (``OptimumA``, the pairs open
+this checkout, whose pieces state the optimum with bypass both ways (``OptimumA``, the pairs open
 across each joint carried), and ``--base`` (``main``: today's path, exported with ``git archive`` and run with
 this virtual environment through ``PYTHONPATH``), whose pieces state the bound of the other model only
 (``Bounded``). Both sides check their pieces as Ray tasks on a local cluster of this machine's cores. Each
@@ -49,7 +49,7 @@ def headline(out: Path) -> tuple[str, int | None, str]:
     [cert] = sorted(out.glob("capacity-*.json"))
     doc = json.loads(cert.read_text())
     figs = {f["name"]: f["numerator"] for f in doc["figures"]}
-    hits = figs.get("admission_hits", figs.get("max_hits"))
+    hits = figs.get("bypass_hits", figs.get("max_hits"))
     return doc["parameters"]["lean_encoding"], hits, cert.name
 
 

@@ -1,4 +1,4 @@
-"""The optimum with admission control and the prefix caches that reach it (issue 37): Belady's MIN with
+"""The optimum with bypass and the prefix caches that reach it (issue 37): Belady's MIN with
 bypass from two engines against the exhaustive optimum of the Lean model (``Pycert.Admission.Run``: after
 each reference, any set of at most C blocks among those held and the one referenced), the cut recipe's
 tightness for it, the witness's hypotheses, prefix caches against their exhaustive optimum on
@@ -82,7 +82,7 @@ def test_with_admission_the_bound_is_sound_for_any_cut_list_and_the_recipe_tight
     recipe = cut_list(refs, capacity, admission=True)
     assert recipe == sorted(set(recipe)) and bound_pairs(refs, capacity, recipe, admission=True) == opt
     assert int(belady_bypass_flags(refs, capacity).sum()) == admission_hit_curve(refs).hits(capacity) == opt
-    assert opt >= optimal_hits(refs, capacity)  # every cache that admits every block is one of these
+    assert opt >= optimal_hits(refs, capacity)  # every cache that stores every missed block is one of these
 
 
 @settings(max_examples=200, deadline=None)
@@ -131,8 +131,8 @@ def test_on_prefix_closed_traces_a_prefix_cache_reaches_the_optimum(seed: int, r
 
 
 def test_the_issues_example() -> None:
-    """Requests [1, 2, 3] twice at 2 blocks: without admission the optimum (2) keeps block 3 after evicting
-    its parent 2, which no prefix cache can use; with admission block 3 is left out and a prefix cache hits 2."""
+    """Requests [1, 2, 3] twice at 2 blocks: without bypass the optimum (2) keeps block 3 after evicting
+    its parent 2, which no prefix cache can use; with bypass block 3 is left out and a prefix cache hits 2."""
     refs, first = [1, 2, 3, 1, 2, 3], [True, False, False, True, False, False]
     assert optimal_hits(refs, 2) == 2 and len(prefix_breaks(belady_hit_flags(refs, 2), np.array(first))) == 1
     assert belady_bypass_flags(refs, 2).tolist() == [False] * 3 + [True, True, False]
@@ -180,7 +180,7 @@ def test_a_prefix_cache_is_claimed_and_kernel_checked(proved: Path) -> None:
     trace = read_trace(proved / "req.jsonl")
     figures = {f["name"]: f for f in doc["figures"]}
     ha = admission_hit_curve(trace.refs).hits(16)
-    assert figures["prefix_cache_hits"]["numerator"] == figures["admission_hits"]["numerator"] == ha
+    assert figures["prefix_cache_hits"]["numerator"] == figures["bypass_hits"]["numerator"] == ha
     assert figures["prefix_cache_hits"]["evidence"] == "kernel-checked"
     assert doc["parameters"]["prefix_cache"] == "attained"
     assert "reached by a prefix cache over the trace's requests" in doc["claim"]
@@ -189,7 +189,7 @@ def test_a_prefix_cache_is_claimed_and_kernel_checked(proved: Path) -> None:
     tokens, full, _ = ref_tokens(trace)
     hit = belady_hit_flags(trace.refs, 16, admission=True)
     assert figures["prefix_cache_hits_tokens"]["numerator"] == int(tokens[hit & full].sum())
-    assert figures["admission_hits_tokens"]["numerator"] == 512 * ha
+    assert figures["bypass_hits_tokens"]["numerator"] == 512 * ha
     assert verify_certificate(cert).status == "ok"
 
 
@@ -204,7 +204,7 @@ def test_a_shuffled_trace_claims_no_prefix_cache(proved: Path, tmp_path: Path) -
     assert verify_certificate(cert).status == "ok"
     parsed = CLAIM.certificate.model_validate_json(cert.read_text())
     kernel = {f.name: int(f.numerator) for f in parsed.figures if f.name in ("refs", "capacity_blocks", "max_hits",
-                                                                                "admission_hits")}
+                                                                                "bypass_hits")}
     with pytest.raises(Rejected, match="parameters.prefix_cache: expected 'not-prefix-closed'"):
         CLAIM.figures(parsed.parameters.model_copy(update={"prefix_cache": "attained"}), kernel, parsed.inputs,
                       Locator(root=tmp_path / "certs", external={}))
@@ -218,7 +218,7 @@ def test_a_shuffled_trace_claims_no_prefix_cache(proved: Path, tmp_path: Path) -
 
 def test_stats_offload_and_the_page_speak_both_units(proved: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`trace stats` says whether a trace is prefix-closed and gives its ceiling in tokens; the offload report
-    gives the optimum with admission control (kernel-checked by the certificate at its capacity) and every hit
+    gives the optimum with bypass (kernel-checked by the certificate at its capacity) and every hit
     rate in tokens too, saying which unit vLLM and SGLang report; the report page does the same."""
     for name, closed in (("req.jsonl", True), ("shuffled.jsonl", False)):
         assert main(["trace", "stats", str(proved / name), "--json"]) == 0
@@ -232,12 +232,12 @@ def test_stats_offload_and_the_page_speak_both_units(proved: Path, capsys: pytes
     trace = read_trace(proved / "req.jsonl")
     rep = with_evidence(offload_report(trace, 16 * 512, control_k=None), proved / "req.jsonl", proved / "certs")
     p = rep.primary
-    assert p.gpu_only_admission_hit_rate.value == Fraction(admission_hit_curve(trace.refs).hits(16), trace.n_refs)
-    assert rep.evidence["gpu_only_admission_hit_rate"] == "kernel-checked"
-    assert rep.evidence["gpu_only_admission_hit_rate_tokens"] == "computed"
+    assert p.gpu_only_bypass_hit_rate.value == Fraction(admission_hit_curve(trace.refs).hits(16), trace.n_refs)
+    assert rep.evidence["gpu_only_bypass_hit_rate"] == "kernel-checked"
+    assert rep.evidence["gpu_only_bypass_hit_rate_tokens"] == "computed"
     tokens, full, _ = ref_tokens(trace)
     hit = belady_hit_flags(trace.refs, 16, admission=True)
-    assert p.gpu_only_admission_hit_rate_tokens.value == Fraction(int(tokens[hit & full].sum()), int(tokens.sum()))
+    assert p.gpu_only_bypass_hit_rate_tokens.value == Fraction(int(tokens[hit & full].sum()), int(tokens.sum()))
     assert p.refs_tokens == int(trace.prompt_tokens.sum())
     assert main(["trace", "offload", str(proved / "req.jsonl"), "--capacity-tokens", str(16 * 512)]) == 0
     assert "report prefix-cache hit rates in tokens" in capsys.readouterr().out
@@ -250,14 +250,14 @@ def test_stats_offload_and_the_page_speak_both_units(proved: Path, capsys: pytes
         cert = json.loads((proved / "certs" / f"capacity-{name.split('.')[0]}-c16.json").read_text())
         figs = {f["name"]: f["numerator"] for f in cert["figures"]}
         n, ha, refs_tokens = trace.n_refs, admission_hit_curve(trace.refs).hits(16), int(trace.prompt_tokens.sum())
-        assert figs["admission_hits"] == ha and figs["refs_tokens"] == refs_tokens
+        assert figs["bypass_hits"] == ha and figs["refs_tokens"] == refs_tokens
         who = "a prefix cache" if prefix else "one such cache"
         assert f"hits at most {pct(Fraction(ha, n))}, which {who} reaches" in card
         blocks, tokens = re.findall(r"<caption>[^<]*</caption>(.*?)</table>", card, re.S)
         cells = re.findall(r"<summary>([^<]*)</summary><span>([^<]*)</span>", blocks)
         assert cells[2][0] == pct(Fraction(ha, n)) and f"kernel-checked both ways in {cert['id']}" in cells[2][1]
         assert ("a prefix cache reaches it" in cells[2][1]) is prefix
-        assert cells[4][0] == f"{100 * (ha - figs['max_hits']) / n:.2f}"  # what admission control adds
+        assert cells[4][0] == f"{100 * (ha - figs['max_hits']) / n:.2f}"  # what bypass adds
         # in tokens: LRU simulated here, the optimum's bound derived from the kernel-checked block figure
         lru = stack_distances(trace.refs)
         t, full, _ = ref_tokens(trace)

@@ -169,13 +169,13 @@ def test_offload_report_by_hand() -> None:
     assert (a.refs, a.distinct, a.capacity_blocks, a.host_blocks) == (9, 4, 2, 1)
     f = {k: v.value for k, v in a if isinstance(v, Ratio)}
     assert f["working_set_over_capacity"] == 2
-    assert f["cold_miss_floor"] == Fraction(4, 9) and f["max_achievable_hit_rate"] == Fraction(5, 9)
+    assert f["cold_miss_floor"] == Fraction(4, 9) and f["ceiling"] == Fraction(5, 9)
     assert f["gpu_only_hit_rate"] == 0  # LRU with 2 blocks never keeps the block that returns
     assert f["gpu_only_belady_hit_rate"] == Fraction(2, 9)
     assert f["host_backed_hit_rate"] == Fraction(4, 9)  # exclusive LRU over 2 + 1 blocks
     assert f["host_load_frac"] == Fraction(4, 9)
     assert f["headroom_pp"] == Fraction(500, 9)
-    assert f["gpu_share_of_achievable"] == 0
+    assert f["gpu_share_of_ceiling"] == 0
     # control: blocks of 2 -> A B A C A B; 1024 tokens = 1 block, host 512 tokens = 0 blocks
     c = rep.control
     assert (rep.control_k, c.granularity, c.block_tokens, c.refs, c.distinct, c.capacity_blocks, c.host_blocks) == (

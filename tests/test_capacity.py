@@ -173,9 +173,9 @@ def test_pieces_split_at_cuts_state_the_whole_traces_bound(seed: int, n: int, v:
        max_refs=st.integers(2, 200))
 def test_pieces_both_ways_state_the_whole_traces_optimum_with_admission(seed: int, n: int, v: int, capacity: int,
                                                                        max_refs: int) -> None:
-    """Pieces after cuts with admission control, each starting with the blocks of the witness's pairs open there
+    """Pieces after cuts with bypass, each starting with the blocks of the witness's pairs open there
     (the previous piece's open blocks, in order), state together (``both_glue``'s sums) exactly the whole trace's
-    optimum with admission control, both its bound and its witness; where no cut lies within reach the split is
+    optimum with bypass, both its bound and its witness; where no cut lies within reach the split is
     refused, never made elsewhere."""
     rng = random.Random(seed)
     names = [rng.getrandbits(64) for _ in range(v)]
@@ -184,7 +184,7 @@ def test_pieces_both_ways_state_the_whole_traces_optimum_with_admission(seed: in
     try:
         points = emit_joints.split_after_cuts(n, cuts, max_refs)
     except InputError as e:
-        assert ("no cut of the bound with admission control lies between" in str(e) if cuts else
+        assert ("no cut of the bound with bypass lies between" in str(e) if cuts else
                 "at this capacity is empty" in str(e))
         assert n > max_refs
         return
@@ -292,12 +292,12 @@ def test_certificates_at_two_capacities_hold_on_the_kernel(proved: tuple[Path, P
         doc = json.loads(cert.read_text())
         evidence = {f["name"]: f["evidence"] for f in doc["figures"]}
         assert figures_of(cert)["max_hits"] == opt_hit_curve(refs).hits(c) == figures_of(cert)["belady_hits"]
-        assert figures_of(cert)["admission_hits"] == optcurve.admission_hit_curve(refs).hits(c)
-        assert evidence["max_hits"] == evidence["belady_hits"] == evidence["admission_hits"] == "kernel-checked"
-        h, ha = figures_of(cert)["max_hits"], figures_of(cert)["admission_hits"]
-        assert (f"caches with admission control (a missed block may be left out and any block evicted at any step; the "
-                f"cache starts empty) of {c} blocks hit at most {ha} times and one (offline) hits exactly {ha}") in doc["claim"]
-        assert f"For caches that admit every missed block and start empty, a subset, the optimum at {c} blocks is {h}" \
+        assert figures_of(cert)["bypass_hits"] == optcurve.admission_hit_curve(refs).hits(c)
+        assert evidence["max_hits"] == evidence["belady_hits"] == evidence["bypass_hits"] == "kernel-checked"
+        h, ha = figures_of(cert)["max_hits"], figures_of(cert)["bypass_hits"]
+        assert (f"caches with bypass (a cache that may skip storing a missed block, and evict any block at any step; "
+                f"it starts empty) of {c} blocks hit at most {ha} times and one (offline) hits exactly {ha}") in doc["claim"]
+        assert f"For caches that store every missed block and start empty, a subset, the optimum at {c} blocks is {h}" \
             in doc["claim"]
         assert "prefix cache" not in doc["claim"] and "tokens" not in doc["claim"]  # a file of ids: no requests
         stated = doc["statements"][doc["theorems"][-1]]["statement"]
@@ -397,9 +397,9 @@ def test_a_belady_engine_off_by_one_is_caught(proved: tuple[Path, Path], monkeyp
 
 @pytest.mark.timeout(1800)
 def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`pycert prove capacity --shard-refs N` splits a trace after cuts with admission control into pieces of at
+    """`pycert prove capacity --shard-refs N` splits a trace after cuts with bypass into pieces of at
     most N references (with the blocks open where each starts), checks each as a Ray task on a local cluster it
-    starts, and composes them in one module whose headline is the whole trace's optimum with admission control
+    starts, and composes them in one module whose headline is the whole trace's optimum with bypass
     (Belady's count with bypass); verify regenerates every file, --kernel rebuilds them, and a piece dropped or
     edited is refused."""
     trace = write_ids(tmp_path / "ids.txt", 1200, 40, seed=26)
@@ -415,10 +415,10 @@ def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys:
                                  "block_tokens": None, "curve": None}
     refs = np.array([int(x) for x in trace.read_text().split()], dtype=np.uint64)
     h = admission_hit_curve(refs).hits(4)
-    assert figures_of(cert)["admission_hits"] == h and figures_of(cert)["refs"] == 1200
+    assert figures_of(cert)["bypass_hits"] == h and figures_of(cert)["refs"] == 1200
     assert "max_hits" not in figures_of(cert)  # one model only: the sentence and the limits say so
     assert "Pycert.Joints.both_glue" in doc["theorems"] and any("3 pieces" in x for x in doc["does_not_prove"])
-    assert any("admit every missed block is not" in x for x in doc["does_not_prove"])
+    assert any("store every missed block is not" in x for x in doc["does_not_prove"])
     lean = out / "lean" / "derived"
     assert sorted(p.name for p in lean.iterdir()) == ["CapacityIdsC4.lean", *(f"CapacityIdsC4Piece{k}.lean"
                                                                               for k in range(3))]
@@ -434,12 +434,12 @@ def test_a_64_bit_trace_in_three_pieces_is_proved_on_ray(tmp_path: Path, capsys:
     bad = verify_certificate(cert, inputs=inputs)
     assert bad.status == "rejected" and any("CapacityIdsC4Piece1.lean" in f.subject for f in bad.failures), bad.failures
     piece.write_text(kept)
-    # the offload report takes the certificate's own evidence: the optimum with admission control kernel-checked,
+    # the offload report takes the certificate's own evidence: the optimum with bypass kernel-checked,
     # the other model's rate computed
     rep = with_evidence(offload_report(dataclasses.replace(read_trace(trace), block_tokens=16), 4 * 16,
                                        control_k=None), trace, out)
-    assert rep.evidence["gpu_only_admission_hit_rate"] == "kernel-checked"
-    assert rep.evidence_by["gpu_only_admission_hit_rate"] == "capacity-ids-c4.json"
+    assert rep.evidence["gpu_only_bypass_hit_rate"] == "kernel-checked"
+    assert rep.evidence_by["gpu_only_bypass_hit_rate"] == "capacity-ids-c4.json"
     assert rep.evidence["gpu_only_belady_hit_rate"] == "computed"
     original = cert.read_text()
     for refs, field in ((2_000, "parameters.pieces"), (2, "parameters.piece_refs")):  # one piece; no split at all
@@ -474,7 +474,7 @@ def test_a_trace_with_no_cut_within_a_piece_is_refused_in_one_line(tmp_path: Pat
     assert "has no room beside the up to 4 blocks open where it starts" in capsys.readouterr().err
     assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "6",
                  "--out", str(tmp_path / "c")]) == 2
-    assert "no cut of the bound with admission control lies between references" in capsys.readouterr().err
+    assert "no cut of the bound with bypass lies between references" in capsys.readouterr().err
     assert main(["prove", "capacity", "--trace", str(trace), "--capacity-blocks", "4", "--shard-refs", "1",
                  "--out", str(tmp_path / "c")]) == 2
     assert "holds at least 2 references" in capsys.readouterr().err
@@ -491,8 +491,8 @@ def test_mooncake_traces_at_128_blocks(name: str, tmp_path: Path) -> None:
     refs = read_trace(trace).refs
     figures = figures_of(cert)
     assert figures["max_hits"] == opt_hit_curve(refs).hits(128)
-    assert figures["admission_hits"] == figures["prefix_cache_hits"] == optcurve.admission_hit_curve(refs).hits(128)
-    assert figures["admission_hits_tokens"] == 512 * figures["admission_hits"]
+    assert figures["bypass_hits"] == figures["prefix_cache_hits"] == optcurve.admission_hit_curve(refs).hits(128)
+    assert figures["bypass_hits_tokens"] == 512 * figures["bypass_hits"]
     assert verify_certificate(cert, inputs={name: trace}).status == "ok"
 
 
@@ -505,7 +505,7 @@ def test_the_offload_report_marks_what_a_capacity_certificate_proves(proved: tup
     assert rep.evidence["gpu_only_belady_hit_rate"] == "kernel-checked"
     assert rep.evidence_by["gpu_only_belady_hit_rate"] == "capacity-ids-c2.json"
     assert {k for k, v in rep.evidence.items() if v == "kernel-checked"} == {"gpu_only_belady_hit_rate",
-                                                                             "gpu_only_admission_hit_rate"}
+                                                                             "gpu_only_bypass_hit_rate"}
     p = rep.primary
     assert p.policy_headroom_pp.value + p.tier_headroom_pp.value == p.headroom_pp.value
     assert p.gpu_only_belady_hit_rate.value == Fraction(figures_of(certs / "capacity-ids-c2.json")["max_hits"], p.refs)
@@ -546,7 +546,7 @@ def test_the_report_marks_each_certified_capacity_on_its_trace(proved: tuple[Pat
     monkeypatch.setattr(report, "curve_png", spy)
     report.write_report(certs, tmp_path / "r.html", inputs={"ids.txt": trace})
     h = {c: figures_of(certs / f"capacity-ids-c{c}.json")["max_hits"] for c in (2, 16)}
-    ha = {c: figures_of(certs / f"capacity-ids-c{c}.json")["admission_hits"] for c in (2, 16)}
+    ha = {c: figures_of(certs / f"capacity-ids-c{c}.json")["bypass_hits"] for c in (2, 16)}
     assert drawn == {"ids.txt": [(2, h[2]), (16, h[16])]}
     # each capacity's three headrooms, against an LRU simulated here
     page, refs = (tmp_path / "r.html").read_text(), read_trace(trace).refs.tolist()
@@ -568,14 +568,14 @@ def test_the_report_marks_each_certified_capacity_on_its_trace(proved: tuple[Pat
         assert cells[1][0] == pct(Fraction(h[c], n)) and f"kernel-checked both ways in capacity-ids-c{c}" in cells[1][1]
         assert cells[2][0] == pct(Fraction(ha[c], n)) and f"kernel-checked both ways in capacity-ids-c{c}" in cells[2][1]
         assert cells[3][0] == f"{100 * (h[c] - lru) / n:.2f}"  # what a better eviction policy can still win
-        assert cells[4][0] == f"{100 * (ha[c] - h[c]) / n:.2f}"  # what admission control adds
+        assert cells[4][0] == f"{100 * (ha[c] - h[c]) / n:.2f}"  # what bypass adds
         assert cells[5][0] == f"{100 * (ceiling - ha[c]) / n:.2f}"  # what only another tier can win
         assert "In tokens" not in page and "prompt tokens, the unit" not in page  # an ids trace has no prompt lengths
 
 
 def test_the_run_tables_figure_names_the_model_it_is_the_optimum_of() -> None:
-    """The run table's figure is named as the certificate names it: the optimum with admission control is the
-    ``admission ceiling`` (never plain ``ceiling``, the certificate's name for the optimum storing every miss)."""
+    """The run table's figure names the model it is the optimum of: the ``optimum with bypass``, or the plain
+    ``optimum`` of caches that store every miss, never the ``ceiling`` (the best at any size, docs/words.md)."""
     from types import SimpleNamespace
 
     from pycert.families.capacity.produce import CapacityProducer
@@ -584,7 +584,7 @@ def test_the_run_tables_figure_names_the_model_it_is_the_optimum_of() -> None:
                            admission=SimpleNamespace(max_hits=219, cuts=219))
     p = SimpleNamespace()
     CapacityProducer._expect(p, both)  # type: ignore[arg-type]
-    assert p.headline == "1 block: admission ceiling 0.075413"
+    assert p.headline == "1 block: optimum with bypass 0.075413"
     one = SimpleNamespace(capacity=4, refs=10, cuts=3, free=1, max_hits=5, admission=None)
     CapacityProducer._expect(p, one)  # type: ignore[arg-type]
-    assert p.headline == "4 blocks: ceiling 0.500000"
+    assert p.headline == "4 blocks: optimum 0.500000"

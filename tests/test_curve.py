@@ -122,8 +122,8 @@ def test_every_capacity_is_its_own_certificate_on_one_file(curved: tuple[Path, P
         assert headline == f"Pycert.Instance.{files[0].stem}.C{c}.headline"
         figures = {f["name"]: f["numerator"] for f in doc["figures"] if f["denominator"] == 1}
         assert figures["max_hits"] == optcurve.opt_hit_curve(refs).hits(c)
-        assert figures["admission_hits"] == optcurve.admission_hit_curve(refs).hits(c)
-        assert doc["statements"][headline]["statement"].endswith(f" 600 {c} {figures['max_hits']} {figures['admission_hits']}")
+        assert figures["bypass_hits"] == optcurve.admission_hit_curve(refs).hits(c)
+        assert doc["statements"][headline]["statement"].endswith(f" 600 {c} {figures['max_hits']} {figures['bypass_hits']}")
         assert [i["path"] for i in doc["inputs"]] == ["ids.txt", f"lean/derived/{files[0].name}"]
 
 

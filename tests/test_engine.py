@@ -110,19 +110,19 @@ def test_a_trace_the_engine_cannot_replay_is_refused_before_torch(tmp_path: Path
 
 
 def test_the_sentence_names_the_caches_the_capacity_certificate_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A headline with the optimum under admission control bounds every cache of C blocks that starts empty,
+    """A headline with the optimum under bypass bounds every cache of C blocks that starts empty,
     and the sentence takes its figure and says so; a headline without it (a trace in pieces, an older layout)
-    bounds only the caches that admit every missed block, and the sentence names that narrower model."""
+    bounds only the caches that store every missed block, and the sentence names that narrower model."""
     claim = capacity_family.CLAIM
     figure, caches = claim.widest_bound(CapacityParams(capacity_blocks=1024, lean_encoding=OPTIMA_ENCODING))
-    assert figure == "admission_hits" and reached(599, 2438, 1024, caches, (306_688, 1_248_256)) == (
+    assert figure == "bypass_hits" and reached(599, 2438, 1024, caches, (306_688, 1_248_256)) == (
         "the engine reached 599 of the 2,438 hits any cache of 1,024 blocks that starts empty can reach on this trace "
         "(in tokens: 306,688 of at most 1,248,256)")
     for encoding in (OPTIMUM_ENCODING, ENCODING, PIECES_ENCODING):
         params = CapacityParams(capacity_blocks=1024, lean_encoding=encoding)
         figure, caches = claim.widest_bound(params)
         assert figure == "max_hits" and reached(638, 2438, 1024, caches) == (
-            "the engine reached 638 of the 2,438 hits any cache of 1,024 blocks that admits every missed block and "
+            "the engine reached 638 of the 2,438 hits any cache of 1,024 blocks that stores every missed block and "
             "starts empty can reach on this trace")
     monkeypatch.setitem(capacity_family.BOUNDS, capacity_family.OPTIMUM, ("max_hits", ""))
     params = CapacityParams(capacity_blocks=1, lean_encoding=OPTIMUM_ENCODING)
@@ -190,7 +190,7 @@ def test_a_replay_is_one_line_per_request_and_its_figures_hold(replayed: replayl
     assert rejections == [], rejections
     refs = sum(map(len, REQUESTS))
     assert figures["refs"] == refs and figures["requests"] == len(REQUESTS)
-    assert 0 < figures["engine_hits"] <= figures["belady_hits"] <= figures["admission_hits"] <= figures["unbounded_hits"]
+    assert 0 < figures["engine_hits"] <= figures["belady_hits"] <= figures["bypass_hits"] <= figures["unbounded_hits"]
     assert figures["unbounded_hits"] == refs - 37 and figures["prefix_closed"] == 1
     assert figures["engine_cached_tokens"] == B * figures["engine_hits"]
     # every block of this trace is a full one of 512 tokens: the token figures are the block figures x 512
@@ -302,7 +302,7 @@ def test_beside_refuses_an_engine_count_above_the_kernel_checked_optimum(replaye
     assert side.optimum_known.startswith("Belady's MIN with bypass computed by pycert") and side.optimum_tokens is None
     shutil.copy(small_trace, tmp_path / "small.jsonl")
     trace = [trace_input(tmp_path / "small.jsonl", tmp_path)]
-    # today's layout: the optimum with admission control, in blocks and (512 a block) in tokens
+    # today's layout: the optimum with bypass, in blocks and (512 a block) in tokens
     capacity = make_cert("capacity-small-c12", "capacity", {"capacity_blocks": C, "lean_encoding": OPTIMA_ENCODING,
                                                           "prefix_cache": "attained"},
                          trace, root=tmp_path)
@@ -310,19 +310,19 @@ def test_beside_refuses_an_engine_count_above_the_kernel_checked_optimum(replaye
     assert (side.optimum, side.optimum_tokens, side.engine_tokens) == (35, 35 * 512, 512 * side.engine_hits)
     assert side.sentence == reached(side.engine_hits, 35, C, "that starts empty", (512 * side.engine_hits, 35 * 512))
     assert [r[3] for r in side.rows()][2] == f"at most {35 * 512:,} ({100 * 35 / 80:.2f}%)"
-    # a headline without admission control: the narrower model, named
+    # a headline without bypass: the narrower model, named
     older = make_cert("capacity-small-c12", "capacity", {"capacity_blocks": C, "lean_encoding": OPTIMUM_ENCODING},
                       trace, root=tmp_path)
-    assert "that admits every missed block and starts empty can reach" in beside(cert, older).sentence
+    assert "that stores every missed block and starts empty can reach" in beside(cert, older).sentence
     # a capacity certificate whose optimum is below the engine's count: one of them is wrong
     low = capacity.model_copy(update={"figures": [f.model_copy(update={"numerator": side.engine_hits - 1})
-                                                  if f.name == "admission_hits" else f for f in capacity.figures]})
+                                                  if f.name == "bypass_hits" else f for f in capacity.figures]})
     with pytest.raises(Rejected, match="above the .* that the kernel proved for every such cache"):
         beside(cert, low)
     # one above it but other than what the engine certificate computes: pycert's engines and the kernel disagree
     high = capacity.model_copy(update={"figures": [f.model_copy(update={"numerator": 36})
-                                                   if f.name == "admission_hits" else f for f in capacity.figures]})
-    with pytest.raises(Rejected, match="admission_hits"):
+                                                   if f.name == "bypass_hits" else f for f in capacity.figures]})
+    with pytest.raises(Rejected, match="bypass_hits"):
         beside(cert, high)
     assert Fraction(side.engine_hits, side.refs) < 1
 

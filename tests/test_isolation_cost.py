@@ -26,7 +26,7 @@ from tests.certs import make_cert, trace_input
 from tests.test_capacity import forge  # a certificate edited and its manifest line re-forged
 
 # Two tenants share block 1 (a system prompt) and each has a block of its own, twice over:
-# references 1 2 1 3 1 2 1 3. Shared, with admission control, a cache needs a slot at steps i .. j - 1 for
+# references 1 2 1 3 1 2 1 3. Shared, with bypass, a cache needs a slot at steps i .. j - 1 for
 # each pair (i, j): block 1's pairs [0, 1], [2, 3], [4, 5], block 2's [1, 4], block 3's [3, 6]. Keyed, the
 # four pairs (A1, A2, B1, B3 each twice) all span step 3.
 HAND = [("A", [1, 2]), ("B", [1, 3]), ("A", [1, 2]), ("B", [1, 3])]
@@ -131,7 +131,7 @@ def test_the_gap_on_a_trace_known_by_hand(tmp_path: Path, capacity: int) -> None
     assert evidence["partitioned_hits"] == evidence["gap"] == "computed"
     assert (f"a per-tenant salt costs at least {shared - keyed} hits" in cert.claim and "per-block ownership state" in
             cert.claim and "the kernel does not relate the two traces" in cert.claim)
-    assert "caches with admission control" in cert.claim and "starts empty" in cert.claim
+    assert "caches with bypass" in cert.claim and "starts empty" in cert.claim
     stated = cert.statements[cert.theorems[-1]].signature
     assert stated.split(" : ", 1)[1].startswith("Pycert.IsolationCost.PrefixSaltCost ")  # the trace is prefix-closed
     assert stated.rstrip(" :=").endswith(f"8 {capacity} {figs['shared_demand_hits']} {shared} "

@@ -73,12 +73,12 @@ def test_the_trace_card_shows_the_engine_beside_the_kernel_checked_optimum(tmp_p
     for cell in (engine_hits, engine_tokens):
         assert "observed" in cell[1] and "measured, not kernel-checked" in cell[1] and cell[1].endswith(ENGINE)
     assert lru[0] == f"{e['lru_hits']:,} ({pct(Fraction(e['lru_hits'], refs))})" and "computed by pycert" in lru[1]
-    # the optimum is the capacity certificate's kernel-checked one (with admission control), not the engine's own
-    assert optimum[0] == f"{c['admission_hits']:,} ({pct(Fraction(c['admission_hits'], refs))})"
+    # the optimum is the capacity certificate's kernel-checked one (with bypass), not the engine's own
+    assert optimum[0] == f"{c['bypass_hits']:,} ({pct(Fraction(c['bypass_hits'], refs))})"
     assert optimum[1].endswith(f"kernel-checked in {CAPACITY}")
-    assert optimum_tokens[0].startswith(f"at most {c['admission_hits_tokens']:,} (")
-    assert share[0] == pct(Fraction(hits, c["admission_hits"]))
-    assert f"Measured, not kernel-checked: the engine reached {hits:,} of the {c['admission_hits']:,} hits any " \
+    assert optimum_tokens[0].startswith(f"at most {c['bypass_hits_tokens']:,} (")
+    assert share[0] == pct(Fraction(hits, c["bypass_hits"]))
+    assert f"Measured, not kernel-checked: the engine reached {hits:,} of the {c['bypass_hits']:,} hits any " \
            "cache of 128 blocks that starts empty" in page
 
 
@@ -88,7 +88,7 @@ def test_without_its_capacity_certificate_the_optimum_is_computed_and_no_sentenc
     assert main(["report", "--certs", str(certs), "--out", str(out), "--no-curves"]) == 0
     page, e = out.read_text(), _figures(certs / f"{ENGINE}.json")
     *_, optimum, optimum_tokens, share = _engine_row(page)
-    assert optimum[0].startswith(f"{e['admission_hits']:,} (") and "computed by pycert" in optimum[1]
+    assert optimum[0].startswith(f"{e['bypass_hits']:,} (") and "computed by pycert" in optimum[1]
     assert "kernel-checked" not in optimum[1] + share[1]
     assert optimum_tokens == ("n/a", "no bound in tokens: no verified capacity certificate of synthetic-seed0.jsonl "
                                      "at 128 blocks")
@@ -138,6 +138,6 @@ def test_an_isolation_cost_certificate_is_on_its_trace_card(tmp_path: Path) -> N
     assert "No ceiling or capacity certificate of this trace verified" in text
     shared, salted = f["shared_hits"], f["salted_hits"]
     assert (f"Kernel-checked in {SALT}: at 128 blocks, with 8 tenants (--tenant-rule prefix:2), the best shared cache "
-            f"with admission control hits {shared:,} times and no salted one more than {salted:,}: a per-tenant salt "
+            f"with bypass hits {shared:,} times and no salted one more than {salted:,}: a per-tenant salt "
             f"costs at least {shared - salted:,} hits") in text
     assert f'<a href="#cert-{SALT}">{SALT}</a>' in text

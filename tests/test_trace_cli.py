@@ -92,12 +92,12 @@ def test_offload_report_is_consistent(capsys: pytest.CaptureFixture[str]) -> Non
     for arm, k in ((data["primary"], 1), (data["control"], 4)):
         assert arm["granularity"] == k and arm["capacity_blocks"] == 65536 // (512 * k)
         f = {name: frac(v) for name, v in arm.items() if isinstance(v, dict)}
-        assert f["max_achievable_hit_rate"] == 1 - f["cold_miss_floor"] == f["host_backed_hit_rate"]
+        assert f["ceiling"] == 1 - f["cold_miss_floor"] == f["host_backed_hit_rate"]
         assert f["host_load_frac"] == f["host_backed_hit_rate"] - f["gpu_only_hit_rate"]
-        assert f["headroom_pp"] == 100 * (f["max_achievable_hit_rate"] - f["gpu_only_hit_rate"])
-        assert f["gpu_share_of_achievable"] == f["gpu_only_hit_rate"] / f["max_achievable_hit_rate"]
+        assert f["headroom_pp"] == 100 * (f["ceiling"] - f["gpu_only_hit_rate"])
+        assert f["gpu_share_of_ceiling"] == f["gpu_only_hit_rate"] / f["ceiling"]
         assert f["working_set_over_capacity"] == Fraction(arm["distinct"], arm["capacity_blocks"])
-        assert f["gpu_only_hit_rate"] <= f["gpu_only_belady_hit_rate"] <= f["max_achievable_hit_rate"]
+        assert f["gpu_only_hit_rate"] <= f["gpu_only_belady_hit_rate"] <= f["ceiling"]
     hosted = run_json(capsys, "offload", "--capacity-tokens", "65536", "--host-tokens", "65536", "--control-k", "1")
     assert hosted["control"] is None and hosted["primary"]["host_blocks"] == 128
     assert frac(hosted["primary"]["host_backed_hit_rate"]) < frac(data["primary"]["host_backed_hit_rate"])
@@ -137,14 +137,14 @@ def test_offload_of_plain_ids_says_its_control_merges_across_requests(tmp_path: 
 
 
 def test_offload_says_why_a_share_of_nothing_has_no_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """No block is ever reused, so nothing is achievable and the GPU's share of it is undefined: not "unbounded"."""
+    """No block is ever reused, so the ceiling is 0 and the GPU's share of it is undefined: not "unbounded"."""
     p = tmp_path / "ids.txt"
     p.write_text("1\n2\n3\n")
     data = run_json(capsys, "offload", str(p), "--capacity-tokens", "32", "--block-tokens", "16", "--control-k", "1")
-    assert data["primary"]["gpu_share_of_achievable"] is None
+    assert data["primary"]["gpu_share_of_ceiling"] is None
     rc, out, _ = run(capsys, "offload", str(p), "--capacity-tokens", "32", "--block-tokens", "16", "--control-k", "1")
-    [row] = [line for line in out.splitlines() if line.startswith("gpu_share_of_achievable")]
-    assert rc == 0 and row.split(None, 1)[1] == "n/a (no block is ever reused: nothing is achievable)", row
+    [row] = [line for line in out.splitlines() if line.startswith("gpu_share_of_ceiling")]
+    assert rc == 0 and row.split(None, 1)[1] == "n/a (no block is ever reused: the ceiling is 0)", row
     [host] = [line for line in out.splitlines() if line.startswith("host_blocks")]
     assert host.split() == ["host_blocks", "unbounded"]
 
@@ -282,7 +282,7 @@ def test_csv_gives_the_figures_of_json(capsys: pytest.CaptureFixture[str]) -> No
     assert rc == 0 and {r["arm"] for r in rows} == {"as read", "control"}
     # every figure of --json is a row, the token figures of a trace with prompt lengths included
     assert {r["figure"] for r in rows if r["arm"] == "as read"} == set(off["primary"]) - {"granularity"}
-    assert "gpu_only_admission_hit_rate_tokens" in off["primary"] and off["primary"]["refs_tokens"]
+    assert "gpu_only_bypass_hit_rate_tokens" in off["primary"] and off["primary"]["refs_tokens"]
     for r in rows:
         arm = off["primary" if r["arm"] == "as read" else "control"][r["figure"]]
         if isinstance(arm, dict):

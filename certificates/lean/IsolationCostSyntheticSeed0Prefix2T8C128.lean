@@ -16,7 +16,7 @@ namespace Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128
 public def sha256 : String := "8324ea978cf28909a515738ee6c4023eec152a82a348a94691201c7a9669650e"
 public def tenantMap : String := "c798dddad4600f380be09c6a17496db76fee947f18c626461e7c5e48e92665d6"
 
-/-- **Headline.** At 128 blocks, caches with admission control hit at most 3417 times on the trace and one hits 3417 (a prefix cache); on the keyed trace at most 3417, and one hits 3417; for caches that admit every missed block, 3414 and 3414. -/
+/-- **Headline.** At 128 blocks, caches with bypass hit at most 3417 times on the trace and one hits 3417 (a prefix cache); on the keyed trace at most 3417, and one hits 3417; for caches that store every missed block, 3414 and 3414. -/
 public theorem headline : Pycert.IsolationCost.PrefixSaltCost Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Shared.trace Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Shared.firsts.testBit Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Keyed.trace 5339 128 3414 3417 3414 3417 :=
   ⟨Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Shared.headline, Pycert.Instance.IsolationCostSyntheticSeed0Prefix2T8C128Keyed.headline, by decide⟩
 

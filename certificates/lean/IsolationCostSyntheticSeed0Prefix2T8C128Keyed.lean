@@ -522,7 +522,7 @@ theorem linked : SortedOptimum.Linked trace 13 W same :=
 theorem optimumA : Pycert.Admission.OptimumA trace 5339 128 3417 :=
   SortedAdmission.optimumA_of_checks refs_eq (by decide) adjacent linked cuts_okA flags_okA cuts_eqA (by decide) witness_okA starts_okA ends_okA cover_okA ends_eqA
 
-/-- **Headline.** The trace has 5339 references. Caches of 128 blocks that admit every missed block and start empty hit at most 3414 times ((C - 1) · 6 cuts + 2652 free reuses = 3414 ≤ 3414), and one hits 3414; caches of 128 blocks with admission control hit at most 3417 times (C · 6 cuts + 2649 free reuses = 3417 ≤ 3417), and one hits 3417. -/
+/-- **Headline.** The trace has 5339 references. Caches of 128 blocks that store every missed block and start empty hit at most 3414 times ((C - 1) · 6 cuts + 2652 free reuses = 3414 ≤ 3414), and one hits 3414; caches of 128 blocks with bypass hit at most 3417 times (C · 6 cuts + 2649 free reuses = 3417 ≤ 3417), and one hits 3417. -/
 public theorem headline : Pycert.Admission.Optima trace 5339 128 3414 3417 :=
   ⟨optimum, optimumA⟩
 

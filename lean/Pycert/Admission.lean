@@ -6,9 +6,9 @@ public import Pycert.Capacity
 import Init.Omega
 
 /-!
-# Caches with admission control, and the ceiling at a capacity for them
+# Caches with bypass, and the bound at a capacity for them
 
-`Pycert.Cache` inserts every missed block. A cache with admission control may decline to: on a miss
+`Pycert.Cache` inserts every missed block. A cache with bypass may skip storing it: on a miss
 it may leave the cache as it was (LMCache's and SGLang HiCache's admission policies; an engine that
 does not cache a block). Here such a cache is given by what it holds (`Run`): `K t` after the first
 `t` references, empty at the start, at most `C` blocks, and after each reference only blocks it held
@@ -30,7 +30,7 @@ while it is computed (nothing here makes a request's blocks resident together).
 namespace Pycert.Admission
 open Pycert.Ceiling Pycert.Capacity
 
-/-- **A cache of `C` blocks with admission control** along the trace `r`, given by its contents:
+/-- **A cache of `C` blocks with bypass** along the trace `r`, given by its contents:
 `K t` is what it holds after the first `t` references. It starts empty, and after each reference of
 `r` it holds at most `C` blocks, each held before that reference or the block just referenced. So a
 missed block may be admitted or not (the cache left as it was), and any block may be evicted at any
@@ -44,7 +44,7 @@ cached when they come. -/
 @[expose] public noncomputable def hits (r : List Nat) (K : Nat → List Nat) : Nat :=
   count (fun j => nth r j ∈ K j) r.length
 
-/-- **Every demand-fetch policy of capacity `C` is a cache with admission control** (one that admits
+/-- **Every demand-fetch policy of capacity `C` is a cache with bypass** (one that stores
 every missed block), with the same hits. -/
 public theorem run_of_policy {P : Policy} {C : Nat} (hP : P.cap = some C) (r : List Nat) :
     Run r C (cacheAt P r) ∧ Ceiling.hits P r = hits r (cacheAt P r) :=
@@ -86,7 +86,7 @@ block held after step `t`. -/
 @[expose] public def FreeA (r Y : List Nat) (j : Nat) : Prop :=
   ∃ i, i < j ∧ nth r i = nth r j ∧ ∀ y, y ∈ Y → ¬ (i ≤ y ∧ y < j)
 
-/-- **At most `C` hits span a step.** For every cache of `C` blocks with admission control and every
+/-- **At most `C` hits span a step.** For every cache of `C` blocks with bypass and every
 step `t`, at most `C` hits `j > t` are on blocks last referenced at or before `t`: each such block is
 held after step `t`, and no two of them are the same block. -/
 public theorem spans_le {r : List Nat} {C : Nat} {K : Nat → List Nat} (hK : Run r C K) (t : Nat) :
@@ -112,8 +112,8 @@ theorem free_or_spans {r : List Nat} {C : Nat} {K : Nat → List Nat} (hK : Run 
   · exact Or.inl ⟨i, hi, hq, hf⟩
   · exact Or.inr (Classical.byContradiction fun hn => hf fun y hy hb => hn ⟨y, hy, hit, i, hb.1, hb.2, hq, gap⟩)
 
-/-- **The bound with admission control, pair form.** For every cache of `C` blocks with admission
-control (`Run`: any rule for admitting and evicting, which may read the whole trace), every trace `r`
+/-- **The bound with bypass, pair form.** For every cache of `C` blocks with
+bypass (`Run`: any rule for storing and evicting, which may read the whole trace), every trace `r`
 and every list `Y` of cut points, the hits are at most `C` per cut plus the references that reuse a
 block with no cut at or after the previous reference to it and before them. It does not say that
 any cache attains the bound; the cache starts empty, blocks have size one, nothing is prefetched,
@@ -123,14 +123,14 @@ public theorem hits_le_freeA {r : List Nat} {C : Nat} {K : Nat → List Nat} (hK
   show count _ r.length ≤ _ from count_le_charge (FreeA r Y) (fun y j => nth r j ∈ K j ∧ Spans r y j) (spans_le hK) Y _
     fun _ hj hit => free_or_spans hK Y hj hit
 
-/-- **The bound of a capacity certificate with admission control.** The trace `r` has `n` references,
-and no cache of `C` blocks with admission control (`Run`) hits more than `h` times on it. It says
+/-- **The bound of a capacity certificate with bypass.** The trace `r` has `n` references,
+and no cache of `C` blocks with bypass (`Run`) hits more than `h` times on it. It says
 nothing of a cache that starts non-empty, prefetches or holds blocks of different sizes, nor of the
 room a running request's blocks need while it is computed. -/
 @[expose] public def BoundedA (r : List Nat) (n C h : Nat) : Prop :=
   r.length = n ∧ ∀ K : Nat → List Nat, Run r C K → hits r K ≤ h
 
-/-- A bound for every cache with admission control bounds every demand-fetch policy too. -/
+/-- A bound for every cache with bypass bounds every demand-fetch policy too. -/
 public theorem bounded_of_boundedA {r : List Nat} {n C h : Nat} (hb : BoundedA r n C h) : Bounded r n C h :=
   ⟨hb.1, fun _ hP => (run_of_policy hP r).2 ▸ hb.2 _ (run_of_policy hP r).1⟩
 

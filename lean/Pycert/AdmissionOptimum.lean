@@ -6,13 +6,13 @@ public import Pycert.Realise
 import Init.Omega
 
 /-!
-# The optimum with admission control: reuse pairs a cache that may decline to admit can keep
+# The optimum with bypass: reuse pairs a cache that may skip storing a miss can keep
 
-`Pycert.Admission` bounds the hits of every cache of `C` blocks with admission control. This file
+`Pycert.Admission` bounds the hits of every cache of `C` blocks with bypass. This file
 gives the other direction: pick a set `S` of references (starts) and a set `E` of hits to be (ends),
 each end the next reference to the block of some start. If at every step `t` at most `C` starts are
 live (`i ≤ t` and their block not referenced again up to `t`), some cache of `C` blocks with
-admission control holds every end's block when it comes (`realiseA`): after each step it holds
+bypass holds every end's block when it comes (`realiseA`): after each step it holds
 exactly the blocks of the live starts. Where the ends of each request form a prefix of it, the same
 cache is a prefix cache hitting every end (`prefixOptimum_of`).
 
@@ -79,8 +79,8 @@ theorem keep_mem (r : List Nat) (S : Nat → Prop) (t : Nat) :
       · subst e; exact absurd pi hp
       · exact keep_mem r S t k i (by omega) pi
 
-/-- **Realisability with admission control.** If at every step at most `C` starts of `S` are live,
-some cache of `C` blocks with admission control holds, when each start's next reference comes, its
+/-- **Realisability with bypass.** If at every step at most `C` starts of `S` are live,
+some cache of `C` blocks with bypass holds, when each start's next reference comes, its
 block: after step `t` it holds the blocks of the starts live at `t`. -/
 public theorem realiseA {r : List Nat} {C : Nat} (S : Nat → Prop)
     (hcov : ∀ t, t < r.length → count (fun i => S i ∧ Live r i t) r.length ≤ C) :
@@ -104,15 +104,15 @@ public theorem realiseA {r : List Nat} {C : Nat} (S : Nat → Prop)
     rw [← e]
     exact keep_mem r S j j i hij ⟨si, fun u h1 h2 => by rw [e]; exact gap u h1 h2⟩
 
-/-- **The optimum with admission control.** The trace `r` has `n` references; no cache of `C` blocks
-with admission control hits more than `h` times on it (`BoundedA`), and one hits exactly `h` times.
+/-- **The optimum with bypass.** The trace `r` has `n` references; no cache of `C` blocks
+with bypass hits more than `h` times on it (`BoundedA`), and one hits exactly `h` times.
 It says nothing of a cache that starts non-empty, prefetches or holds blocks of different sizes, nor
 of the room a running request's blocks need; the cache reaching `h` may read the whole trace. -/
 @[expose] public def OptimumA (r : List Nat) (n C h : Nat) : Prop :=
   BoundedA r n C h ∧ ∃ K : Nat → List Nat, Run r C K ∧ hits r K = h
 
 /-- A witness of hits `E`, each closing the pair of a start in `S`, with at most `C` starts live at
-every step: some cache of `C` blocks with admission control holds every end's block when it comes. -/
+every step: some cache of `C` blocks with bypass holds every end's block when it comes. -/
 theorem held_of {r : List Nat} {C : Nat} (S E : Nat → Prop)
     (hcov : ∀ t, t < r.length → count (fun i => S i ∧ Live r i t) r.length ≤ C)
     (hend : ∀ j, j < r.length → E j → ∃ i, S i ∧ i < j ∧ nth r i = nth r j ∧ ∀ u, i < u → u < j → nth r u ≠ nth r j) :
@@ -120,8 +120,8 @@ theorem held_of {r : List Nat} {C : Nat} (S E : Nat → Prop)
   obtain ⟨K, hK, held⟩ := realiseA S hcov
   exact ⟨K, hK, fun j hj ej => let ⟨i, si, hij, e, gap⟩ := hend j hj ej; held i j si hij e gap⟩
 
-/-- A bound with admission control and `h` ends that a cache of `C` blocks can hold (`held_of`) make
-`h` the optimum with admission control. -/
+/-- A bound with bypass and `h` ends that a cache of `C` blocks can hold (`held_of`) make
+`h` the optimum with bypass. -/
 public theorem optimumA_of {r : List Nat} {n C h : Nat} (hb : BoundedA r n C h) (S E : Nat → Prop)
     (hcov : ∀ t, t < r.length → count (fun i => S i ∧ Live r i t) r.length ≤ C)
     (hend : ∀ j, j < r.length → E j → ∃ i, S i ∧ i < j ∧ nth r i = nth r j ∧ ∀ u, i < u → u < j → nth r u ≠ nth r j)
@@ -144,14 +144,14 @@ public theorem prefixOptimum_of {r : List Nat} {first : Nat → Bool} {n C h : N
     (Nat.le_trans (prefixHits_le r first K) (hb.2 K hK)) (hE ▸ count_mono fun j hj ej => hit j ⟨hj, ej⟩)⟩
 
 /-- **The headline of a capacity certificate in both models.** On the trace `r` of `n` references, `h`
-is the optimum at `C` blocks for demand-fetch caches that admit every missed block and start empty
-(`Pycert.Capacity.Optimum`), and `hA` the optimum for caches of `C` blocks with admission control
+is the optimum at `C` blocks for demand-fetch caches that store every missed block and start empty
+(`Pycert.Capacity.Optimum`), and `hA` the optimum for caches of `C` blocks with bypass
 (`OptimumA`), which include them. What the two models leave out is in their definitions. -/
 @[expose] public def Optima (r : List Nat) (n C h hA : Nat) : Prop :=
   Optimum r n C h ∧ OptimumA r n C hA
 
 /-- **The headline with prefix caches.** `Optima`, and `hP` is the optimum at `C` blocks for prefix caches
-over the requests that `first` starts, with or without admission control (`PrefixOptimum`). -/
+over the requests that `first` starts, with or without bypass (`PrefixOptimum`). -/
 @[expose] public def PrefixOptima (r : List Nat) (first : Nat → Bool) (n C h hA hP : Nat) : Prop :=
   Optima r n C h hA ∧ PrefixOptimum r first n C hP
 

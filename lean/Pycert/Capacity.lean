@@ -5,7 +5,7 @@ public import Pycert.CacheSteps
 import Init.Omega
 
 /-!
-# The ceiling at a capacity: cut points and windows
+# The optimum at a capacity, bounded: cut points and windows
 
 A cache of `C` blocks holds, after step `t`, the block just referenced and at most `C - 1` others.
 A hit at `j` on a block last referenced at `i < j` needs that block resident after every step
@@ -17,8 +17,8 @@ every other hit reuses a block with no cut in between (`Free`). Hence for every 
     hits ≤ (C - 1) · |Y| + #{j : j reuses a block with no cut strictly in between},
 
 and the second term is at most the sum, over the closed windows between consecutive cuts (sharing
-their endpoints), of `|W| - distinct W` (`hits_le_windows`). `Y = []` gives the capacity-free
-ceiling; every `Y` gives a sound bound, and a good `Y` makes it Belady's hit count.
+their endpoints), of `|W| - distinct W` (`hits_le_windows`). `Y = []` gives the ceiling (the
+best at any size); every `Y` gives a sound bound, and a good `Y` makes it Belady's hit count.
 
 What this file does not say: that any policy reaches a bound (only that none exceeds it), nor anything
 about a cache that bypasses (declines to insert a missed block) or prefetches: in the model of

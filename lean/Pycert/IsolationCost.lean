@@ -13,7 +13,7 @@ salted cache keeps a separate copy of a block for each tenant that uses it. On a
 trace `rk` in which each reference's block id is keyed by its request's tenant.
 
 Here `r` and `rk` are two traces of `n` references, and the optima of `Pycert.Admission` are stated on
-both: `y` at `C` blocks with admission control on `r` (the shared cache), `x` on `rk` (the salted one).
+both: `y` at `C` blocks with bypass on `r` (the shared cache), `x` on `rk` (the salted one).
 Then some cache of `C` blocks hits `y` times on `r` and every cache of `C` blocks on `rk` hits at least
 `y - x` times fewer (`salt_gap`).
 
@@ -28,8 +28,8 @@ namespace Pycert.IsolationCost
 open Pycert.Admission Pycert.PrefixCache
 
 /-- **The cost of a per-tenant salt at `C` blocks.** On the trace `r` of `n` references, `yd` and `y`
-are the optima at `C` blocks for caches that admit every missed block and for caches with admission
-control (`Optima`); on the trace `rk` of as many references, `xd` and `x`; and `x ≤ y`. It does not
+are the optima at `C` blocks for caches that store every missed block and for caches with
+bypass (`Optima`); on the trace `rk` of as many references, `xd` and `x`; and `x ≤ y`. It does not
 relate `rk` to `r`: that `rk` is `r` keyed by tenant is how pycert made it, not part of the statement. -/
 @[expose] public def SaltCost (r rk : List Nat) (n C yd y xd x : Nat) : Prop :=
   Optima r n C yd y ∧ Optima rk n C xd x ∧ x ≤ y
@@ -39,8 +39,8 @@ cache over the requests that `first` starts reaches `y` too (`PrefixOptima`). -/
 @[expose] public def PrefixSaltCost (r : List Nat) (first : Nat → Bool) (rk : List Nat) (n C yd y xd x : Nat) : Prop :=
   PrefixOptima r first n C yd y y ∧ Optima rk n C xd x ∧ x ≤ y
 
-/-- **The gap.** Under `SaltCost`, some cache of `C` blocks with admission control hits exactly `y`
-times on `r`, and every cache of `C` blocks with admission control on `rk` hits at least `y - x` times
+/-- **The gap.** Under `SaltCost`, some cache of `C` blocks with bypass hits exactly `y`
+times on `r`, and every cache of `C` blocks with bypass on `rk` hits at least `y - x` times
 fewer than it. It says nothing of how `rk` was made from `r`. -/
 public theorem salt_gap {r rk : List Nat} {n C yd y xd x : Nat} (h : SaltCost r rk n C yd y xd x) :
     ∃ K, Run r C K ∧ hits r K = y ∧ ∀ K', Run rk C K' → hits rk K' + (y - x) ≤ hits r K := by
@@ -48,7 +48,7 @@ public theorem salt_gap {r rk : List Nat} {n C yd y xd x : Nat} (h : SaltCost r 
   exact ⟨K, hK, e, fun K' hK' => by have := hb K' hK'; omega⟩
 
 /-- **The gap against a prefix cache.** Under `PrefixSaltCost`, some prefix cache of `C` blocks over the
-requests of `r` hits exactly `y` times, and every cache of `C` blocks with admission control on `rk`
+requests of `r` hits exactly `y` times, and every cache of `C` blocks with bypass on `rk`
 (prefix caches included) hits at least `y - x` times fewer than it. -/
 public theorem prefix_salt_gap {r : List Nat} {first : Nat → Bool} {rk : List Nat} {n C yd y xd x : Nat}
     (h : PrefixSaltCost r first rk n C yd y xd x) :

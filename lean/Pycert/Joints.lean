@@ -5,10 +5,10 @@ public import Pycert.AdmissionOptimum
 import Init.Omega
 
 /-!
-# A trace in pieces, both ways, with admission control: the open pairs carried across each joint
+# A trace in pieces, both ways, with bypass: the open pairs carried across each joint
 
 A trace too long for one instance is checked in pieces `b₁, b₂, …` that follow one another (no shared
-reference). For the optimum with admission control both halves must cross the joints:
+reference). For the optimum with bypass both halves must cross the joints:
 
 * **The bound.** Each piece states a cut list and its free reuses (`PieceA`); with a cut at the last
   reference of every piece but the last, no free reuse spans a joint, so the pieces' counts add up,
@@ -108,7 +108,7 @@ public theorem pieceA_glue {a b : List Nat} {n₁ m₁ F₁ n₂ m₂ F₂ : Nat
   omega
 
 /-- **The bound from a piece.** A trace that is one piece (possibly glued from many) with `m` cuts and
-`F` free reuses is bounded by `C · m + F` for every cache of `C` blocks with admission control. -/
+`F` free reuses is bounded by `C · m + F` for every cache of `C` blocks with bypass. -/
 public theorem boundedA_of_pieceA {r : List Nat} {n m F C H : Nat} (h : PieceA r n m F) (hH : C * m + F ≤ H) :
     BoundedA r n C H := by
   obtain ⟨hn, Y, hY, hF⟩ := h
@@ -327,9 +327,9 @@ public theorem wpiece_glue {P a Q b R : List Nat} {C h₁ h₂ : Nat} (h1 : WPie
           rwa [show L + b.length - 1 - L + q = q + b.length - 1 by omega] at this
         · rw [highQ _ (by omega), show i - L + q - q = i - L by omega, ← highT i hiL, ex]
 
-/-- **The optimum with admission control from pieces.** A trace that is one piece both ways (possibly glued
+/-- **The optimum with bypass from pieces.** A trace that is one piece both ways (possibly glued
 from many: no open pair before it) with `m` cuts, `F` free reuses and a witness of `H ≥ C · m + F` ends
-has `H` as its optimum at `C` blocks with admission control (`OptimumA`). It says nothing outside the model
+has `H` as its optimum at `C` blocks with bypass (`OptimumA`). It says nothing outside the model
 of `Pycert.Admission.Run`, and the cache reaching `H` reads the whole trace (it is offline). -/
 public theorem optimumA_of_pieces {r Q : List Nat} {n m F C H : Nat} (hb : PieceA r n m F) (hH : C * m + F ≤ H)
     (hw : WPiece [] r Q C H) : OptimumA r n C H := by
@@ -352,7 +352,7 @@ public theorem both_glue {P a Q b R : List Nat} {n₁ m₁ F₁ h₁ n₂ m₂ F
   subst hn hm hF hh
   exact ⟨pieceA_glue h1.1 h2.1 p₁, wpiece_glue h1.2 h2.2 (by rw [h2.1.1]; exact p₂)⟩
 
-/-- **The optimum with admission control of a trace in pieces.** A trace that is one piece both ways with
+/-- **The optimum with bypass of a trace in pieces.** A trace that is one piece both ways with
 no open pair before it, `m` cuts, `F` free reuses and a witness of `H ≥ C · m + F` ends: `OptimumA`. -/
 public theorem optimumA_of_both {r Q : List Nat} {n m F C H : Nat} (h : PieceBoth [] r Q n m F C H)
     (hH : C * m + F ≤ H) : OptimumA r n C H :=

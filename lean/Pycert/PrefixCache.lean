@@ -10,10 +10,10 @@ import Init.Omega
 vLLM, SGLang and the engines users run hit only the longest cached prefix of a request's blocks: once
 one block of a request misses, the rest of the request is computed, cached or not. Here the trace's
 references are grouped into requests by `first` (`first j`: reference `j` starts a request; reference
-`0` always does), and a prefix cache is a cache of `C` blocks with admission control
+`0` always does), and a prefix cache is a cache of `C` blocks with bypass
 (`Pycert.Admission.Run`) whose hits are counted that way (`PHit`): a reference hits when its block is
 held and it starts its request or the reference before it hit. So every prefix cache of `C` blocks,
-with or without admission, is a cache of `C` blocks with admission control, and hits no more often
+with or without bypass, is a cache of `C` blocks with bypass, and hits no more often
 (`prefixHits_le`); every bound of `Pycert.Admission` bounds it.
 
 What this file does not model: the cache's start state (empty), blocks of different sizes, and the
@@ -53,8 +53,8 @@ public theorem phit_of {r : List Nat} {first : Nat → Bool} {K : Nat → List N
   | 0, h => held 0 h
   | j + 1, h => ⟨held _ h, (pre j h).imp id (phit_of E held pre j)⟩
 
-/-- **The ceiling of a prefix cache, both ways.** The trace `r` has `n` references; no prefix cache of
-`C` blocks over the requests that `first` starts, with or without admission control, hits more than
+/-- **The optimum of a prefix cache, both ways.** The trace `r` has `n` references; no prefix cache of
+`C` blocks over the requests that `first` starts, with or without bypass, hits more than
 `h` times on it, and one hits exactly `h` times. It says nothing of a cache that starts non-empty or
 holds blocks of different sizes, nor of the room a running request's blocks need; the cache reaching
 `h` may read the whole trace (it is offline). -/

@@ -5,7 +5,7 @@ public import Pycert.Capacity
 import Init.Omega
 
 /-!
-# The ceiling at a capacity, the other way: reuse pairs a cache can keep
+# The optimum at a capacity, the other way: reuse pairs a cache can keep
 
 `Pycert.Capacity` shows that no policy of capacity `C` hits more than a bound. This file shows when
 a count of hits *is* reached: pick a set `S` of references (the starts of reuse pairs: `i ∈ S` pairs

@@ -6,18 +6,18 @@ public import Pycert.AdmissionOptimum
 import Init.Omega
 
 /-!
-# The optimum with admission control on a whole trace, and the prefix caches that reach it
+# The optimum with bypass on a whole trace, and the prefix caches that reach it
 
-The sorted instance of `Pycert.SortedTrace` checks the bound with admission control in the same
+The sorted instance of `Pycert.SortedTrace` checks the bound with bypass in the same
 whole-plane operations as the bound without:
 
 * a cut plane and its running count `A` (`cutsOK`), and `flags M W same 0 A`: the places of `same`
   whose two references see the same count, i.e. no cut at or after the earlier one and before the
   later one (`freeA_le_of_checks`); with `m` cuts and `F` flags, every cache of `C` blocks with
-  admission control hits at most `C · m + F` times (`boundedA_of_checks`);
+  bypass hits at most `C · m + F` times (`boundedA_of_checks`);
 * a witness `s`, `e` checked by `witnessOK` and counted by `AS`, `AE` (`cutsOK`), and
   `coverOK n C (AS.map (· >>> 1)) AE`: `AS(t + 1) ≤ AE(t + 1) + C` at every step, i.e. at most `C`
-  starts live; `AE(n)` ends is then the optimum with admission control (`optimumA_of_checks`);
+  starts live; `AE(n)` ends is then the optimum with bypass (`optimumA_of_checks`);
 * `prefixOK n first e`: every end that does not start its request (`first`) follows an end; then a
   prefix cache reaches the optimum too (`prefixOptimum_of_checks`).
 
@@ -30,7 +30,7 @@ namespace Pycert.SortedAdmission
 open Pycert.Bits Pycert.Planes Pycert.Ceiling Pycert.Capacity Pycert.SortedTrace Pycert.SortedOptimum
 open Pycert.Admission Pycert.PrefixCache
 
-/-- **The free reuses with admission control, counted on sorted places.** If the references of `r`
+/-- **The free reuses with bypass, counted on sorted places.** If the references of `r`
 sit as `Adjacent` says, `A` counts the cut plane `c` and the places of `same` where both references
 see the same cut count number `F`, at most `F` references reuse a block with no cut at or after the
 previous reference to it and before them (`Pycert.Admission.FreeA`). -/
@@ -57,7 +57,7 @@ public theorem freeA_le_of_checks {r : List Nat} {N M : Nat} {W : List Nat} {sam
     rwa [perm_unperm, perm_unperm] at this
 
 /-- `Pycert.Admission.BoundedA` from the checks of a sorted instance: with `m` cuts and `F` flags, no
-cache of `C` blocks with admission control hits more than `C · m + F ≤ H` times. -/
+cache of `C` blocks with bypass hits more than `C · m + F ≤ H` times. -/
 public theorem boundedA_of_checks {r : List Nat} {N M : Nat} {W : List Nat} {same c : Nat} {A : List Nat}
     {F m C H : Nat} (hN : r.length = N) (hadj : Adjacent r (2 ^ M) (net M W) same) (hcut : cutsOK N A c = true)
     (hflags : popcount M (flags M W same 0 A) = F) (hm : val A N = m) (hH : C * m + F ≤ H) :
@@ -120,8 +120,8 @@ theorem admission_facts {r : List Nat} {n M : Nat} {W : List Nat} {same c s e : 
     fun j hj ej => ⟨_, ends j hj ej⟩, ?_⟩
   rw [hlen, ← hh, val_A_count hAE n (Nat.le_refl _)]
 
-/-- **The optimum with admission control on a whole trace.** The checks above make `H` the optimum
-at `C` blocks for caches with admission control (`Pycert.Admission.OptimumA`). It says nothing
+/-- **The optimum with bypass on a whole trace.** The checks above make `H` the optimum
+at `C` blocks for caches with bypass (`Pycert.Admission.OptimumA`). It says nothing
 outside the model of `Pycert.Admission`. -/
 public theorem optimumA_of_checks {r : List Nat} {n M : Nat} {W : List Nat} {same c s e : Nat}
     {A AS AE : List Nat} {F m C H : Nat} (hlen : r.length = n) (hn : n ≤ 2 ^ M)
@@ -147,7 +147,7 @@ theorem prefix_spec {N first e : Nat} (h : prefixOK N first e = true) :
   revert this
   cases first.testBit (j + 1) <;> cases e.testBit j <;> simp
 
-/-- **A prefix cache reaches the optimum with admission control.** The checks of `optimumA_of_checks`
+/-- **A prefix cache reaches the optimum with bypass.** The checks of `optimumA_of_checks`
 and `prefixOK` make `H` the optimum at `C` blocks for prefix caches over the requests that `first`
 starts (`Pycert.PrefixCache.PrefixOptimum`). It says nothing outside the model of
 `Pycert.PrefixCache`; `first` is data, like the trace. -/

@@ -6,11 +6,11 @@ public import Pycert.Joints
 import Init.Omega
 
 /-!
-# A piece of a trace, both ways with admission control, from the checks of its sorted instance
+# A piece of a trace, both ways with bypass, from the checks of its sorted instance
 
 A piece of `Pycert.Joints` is checked as one sorted instance (`Pycert.SortedTrace`) of the list `r = P ++ b`:
 the blocks `P` of the pairs open where the piece starts, then its references `b`. Besides the checks of
-a whole trace with admission control (`Pycert.SortedAdmission`), on the same planes:
+a whole trace with bypass (`Pycert.SortedAdmission`), on the same planes:
 
 * `looksAt`: the first references of `r` are the blocks of `P` (one field, one route and one table entry
   each), so `r = P ++ b` with `b = r.drop P.length`;
@@ -222,7 +222,7 @@ theorem app_drop : ∀ (P r : List Nat), P.length ≤ r.length → (∀ k, k < P
       fun k hk' => by have := hk (k + 1) (by simp; omega); rwa [nth_cons_succ, nth_cons_succ] at this, e0]
 
 /-- **A piece, both ways, from the checks of its sorted instance.** `r` (the decoded list) is `P` followed
-by `b = r.drop P.length`; the checks of the model with admission control on `r`, the prefix's starts and
+by `b = r.drop P.length`; the checks of the model with bypass on `r`, the prefix's starts and
 the blocks `Q` read at the places of `out` give `PieceBoth P b Q (n - |P|) (m - k₀) F C h`: the cuts of `r`
 from `|P|` on, and the witness's `h` ends. It says nothing outside the model of `Pycert.Admission.Run`. -/
 public theorem piece_of_checks {r P Q Qp : List Nat} {n M : Nat} {W : List Nat} {same c s e out : Nat}

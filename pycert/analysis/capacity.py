@@ -23,7 +23,7 @@ follow ``y`` iff ``y' ∈ Sat`` and ``R(y) < y' ≤ G(y)``; one sweep over ``t``
 O(N log N). The greedy "latest saturated point for each missed pair" is not tight (trace
 ``3 2 1 3 2 1 3 3 3`` at ``C = 2``); the tests check the recipe against brute force.
 
-With admission control (a cache that may decline to admit a missed block, ``lean/Pycert/Admission.lean``)
+With bypass (a cache that may skip storing a missed block, ``lean/Pycert/Admission.lean``)
 the same holds with a pair ``(i, j)`` needing a slot at every step ``i .. j - 1`` (the block just
 referenced no longer has one of its own) and ``C`` slots in place of ``C - 1``: the bound is
 ``C · |Y| + #{pairs with no cut in i ≤ y < j}``, the linear program's optimum is Belady's MIN with bypass

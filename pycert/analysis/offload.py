@@ -8,7 +8,8 @@ blocks (unbounded when not given):
 - ``capacity_blocks`` = ``G`` = floor(capacity_tokens / block_tokens): a partial block holds nothing.
 - ``working_set_over_capacity`` = distinct / ``G``: how many times over the GPU the working set is.
 - ``cold_miss_floor`` = distinct / refs: first references miss at any capacity.
-- ``max_achievable_hit_rate`` = 1 - cold_miss_floor = (refs - distinct) / refs: an infinite cache.
+- ``ceiling`` = 1 - cold_miss_floor = (refs - distinct) / refs: the best hit rate at any size (a cache
+  of unbounded size).
 - ``gpu_only_hit_rate`` = LRU hits at ``G`` / refs.
 - ``gpu_only_belady_hit_rate`` = Belady/MIN hits at ``G`` / refs: the best any GPU-only eviction
   policy could do (demand paging, no bypass), read off the one-pass OPT curve
@@ -19,18 +20,19 @@ blocks (unbounded when not given):
   (every reuse, ``refs - distinct``, when the host is unbounded).
 - ``host_load_frac`` = (host-backed hits - GPU-only hits) / refs: the fraction of all references
   served from the host tier.
-- ``headroom_pp`` = 100 * (max_achievable_hit_rate - gpu_only_hit_rate): percentage points of hit
+- ``headroom_pp`` = 100 * (ceiling - gpu_only_hit_rate): percentage points of hit
   rate that GPU-only LRU leaves on the table.
-- ``gpu_share_of_achievable`` = gpu_only_hit_rate / max_achievable_hit_rate (absent when nothing is
-  achievable, i.e. no block is ever reused).
-- ``gpu_only_admission_hit_rate`` = hits of Belady's MIN with bypass at ``G`` / refs: the best any GPU-only
-  cache with admission control could do (a missed block may be left out; it includes every cache above).
+- ``gpu_share_of_ceiling`` = gpu_only_hit_rate / ceiling (absent when the ceiling is 0: no block is
+  ever reused).
+- ``gpu_only_bypass_hit_rate`` = hits of Belady's MIN with bypass at ``G`` / refs: the optimum at ``G``
+  blocks with bypass, the best any GPU-only cache could do (bypass: it may skip storing a missed block, so
+  it includes every cache above).
 - ``policy_headroom_pp`` = 100 * (gpu_only_belady_hit_rate - gpu_only_hit_rate): what a better eviction
   policy can still win at ``G`` (OPT(G) - LRU(G)), and ``tier_headroom_pp`` = 100 *
-  (max_achievable_hit_rate - gpu_only_belady_hit_rate): what no GPU-only cache that stores every miss can
-  win (ceiling - OPT(G)). The two add up to ``headroom_pp``. Admission control alone wins
-  ``gpu_only_admission_hit_rate - gpu_only_belady_hit_rate`` of ``tier_headroom_pp``: what only an extra
-  tier can win is ceiling - the admission optimum (the report page's column), which can be far less.
+  (ceiling - gpu_only_belady_hit_rate): what no GPU-only cache that stores every miss can
+  win (ceiling - OPT(G)). The two add up to ``headroom_pp``. Bypass alone wins
+  ``gpu_only_bypass_hit_rate - gpu_only_belady_hit_rate`` of ``tier_headroom_pp``: what only an extra
+  tier can win is the ceiling - the optimum with bypass (the report page's column), which can be far less.
 
 **Tokens.** Where the trace gives prompt lengths, the hit rates are given in tokens too (``..._tokens``):
 the tokens of the references each policy hits over the prompt tokens (``refs_tokens``), a block counting
@@ -51,7 +53,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import AliasChoices, BaseModel, Field
 
 from pycert.analysis.cachesim import curve_from_distances, stack_distances
 from pycert.analysis.requests import ref_tokens
@@ -63,13 +65,15 @@ from pycert.data.traces import Trace, coarsen
 ENGINES_REPORT = ("vLLM (vllm:prefix_cache_hits over vllm:prefix_cache_queries) and SGLang (sglang:cache_hit_rate, "
                   "sglang:cached_tokens_total) report prefix-cache hit rates in tokens: compare them with the _tokens "
                   "rows; the block rows are what the certificates prove.")
-TOKEN_RATES = ("max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate", "gpu_only_admission_hit_rate",
+TOKEN_RATES = ("ceiling", "gpu_only_hit_rate", "gpu_only_belady_hit_rate", "gpu_only_bypass_hit_rate",
                "host_backed_hit_rate")
 """The hit rates the report also gives in tokens (``<name>_tokens``)."""
 
 
 class OffloadArm(BaseModel):
-    """The figures at one block granularity (see the module docstring for each definition)."""
+    """The figures at one block granularity (see the module docstring for each definition). A report written
+    before the words of docs/words.md reads too: its ``max_achievable_hit_rate`` is ``ceiling``, its
+    ``gpu_only_admission_hit_rate`` is ``gpu_only_bypass_hit_rate``."""
 
     granularity: int
     block_tokens: int
@@ -79,21 +83,25 @@ class OffloadArm(BaseModel):
     host_blocks: int | None
     working_set_over_capacity: Ratio
     cold_miss_floor: Ratio
-    max_achievable_hit_rate: Ratio
+    ceiling: Ratio = Field(validation_alias=AliasChoices("ceiling", "max_achievable_hit_rate"))
     gpu_only_hit_rate: Ratio
     gpu_only_belady_hit_rate: Ratio
     host_backed_hit_rate: Ratio
     host_load_frac: Ratio
     headroom_pp: Ratio
-    gpu_share_of_achievable: Ratio | None
+    gpu_share_of_ceiling: Ratio | None = Field(validation_alias=AliasChoices("gpu_share_of_ceiling",
+                                                                            "gpu_share_of_achievable"))
     policy_headroom_pp: Ratio
     tier_headroom_pp: Ratio
-    gpu_only_admission_hit_rate: Ratio
+    gpu_only_bypass_hit_rate: Ratio = Field(validation_alias=AliasChoices("gpu_only_bypass_hit_rate",
+                                                                        "gpu_only_admission_hit_rate"))
     refs_tokens: int | None = None
-    max_achievable_hit_rate_tokens: Ratio | None = None
+    ceiling_tokens: Ratio | None = Field(None, validation_alias=AliasChoices("ceiling_tokens",
+                                                                           "max_achievable_hit_rate_tokens"))
     gpu_only_hit_rate_tokens: Ratio | None = None
     gpu_only_belady_hit_rate_tokens: Ratio | None = None
-    gpu_only_admission_hit_rate_tokens: Ratio | None = None
+    gpu_only_bypass_hit_rate_tokens: Ratio | None = Field(None, validation_alias=AliasChoices(
+        "gpu_only_bypass_hit_rate_tokens", "gpu_only_admission_hit_rate_tokens"))
     host_backed_hit_rate_tokens: Ratio | None = None
 
 
@@ -163,19 +171,19 @@ def offload_arm(trace: Trace, capacity_tokens: int, host_tokens: int | None = No
         host_blocks=h,
         working_set_over_capacity=Ratio.of(Fraction(distinct, g)),
         cold_miss_floor=Ratio.of(Fraction(distinct, refs)),
-        max_achievable_hit_rate=Ratio.of(achievable),
+        ceiling=Ratio.of(achievable),
         gpu_only_hit_rate=Ratio.of(gpu),
         gpu_only_belady_hit_rate=Ratio.of(opt.hit_rate(g)),
-        gpu_only_admission_hit_rate=Ratio.of(adm.hit_rate(g)),
+        gpu_only_bypass_hit_rate=Ratio.of(adm.hit_rate(g)),
         host_backed_hit_rate=Ratio.of(Fraction(host_hits, refs)),
         host_load_frac=Ratio.of(Fraction(host_hits - gpu_hits, refs)),
         headroom_pp=Ratio.of(100 * (achievable - gpu)),
-        gpu_share_of_achievable=Ratio.of(gpu / achievable) if achievable else None,
+        gpu_share_of_ceiling=Ratio.of(gpu / achievable) if achievable else None,
         policy_headroom_pp=Ratio.of(100 * (opt.hit_rate(g) - gpu)),
         tier_headroom_pp=Ratio.of(100 * (achievable - opt.hit_rate(g))),
-        **_in_tokens(trace, {"max_achievable_hit_rate": lru_d, "gpu_only_hit_rate": lru_d, "gpu_only_belady_hit_rate":
-                             opt_d, "gpu_only_admission_hit_rate": adm_d, "host_backed_hit_rate": lru_d},
-                     {"max_achievable_hit_rate": None, "host_backed_hit_rate": None if h is None else g + h}, g),
+        **_in_tokens(trace, {"ceiling": lru_d, "gpu_only_hit_rate": lru_d, "gpu_only_belady_hit_rate":
+                             opt_d, "gpu_only_bypass_hit_rate": adm_d, "host_backed_hit_rate": lru_d},
+                     {"ceiling": None, "host_backed_hit_rate": None if h is None else g + h}, g),
     )
 
 

@@ -324,12 +324,12 @@ def admission_stack_distances(refs: Sequence[int] | np.ndarray) -> np.ndarray:
     needs a slot at every step ``i .. j - 1`` in the first, at ``2i + 1 .. 2j - 1`` in the second, whose
     even steps ask less), and both programs' optima are the MIN hit counts; so the distance here is the
     OPT stack distance of the reference on that trace, less one (DEVELOPERS.md, the optimum with
-    admission control). MIN's hits on the mixed trace are exactly MIN-with-bypass's on this one: the
+    bypass). MIN's hits on the mixed trace are exactly MIN-with-bypass's on this one: the
     fresh blocks are never reused, so evicting one changes no hit."""
     arr = _as_array(refs)
     n = len(arr)
     if 2 * n >= MAX_REFS:
-        raise ValueError(f"traces of {MAX_REFS // 2:,} references or more are not supported with admission control")
+        raise ValueError(f"traces of {MAX_REFS // 2:,} references or more are not supported with bypass")
     ids, n_ids = block_ids(arr)
     mixed = np.empty(2 * n, dtype=np.int64)
     mixed[0::2] = ids

@@ -1,5 +1,5 @@
 """The hit-rate figure of a trace: LRU and Belady/MIN, both exact at every capacity, the ceiling
-(1 - cold-miss floor) as a horizontal line, and the capacities a certificate proves a ceiling at as
+(1 - cold-miss floor) as a horizontal line, and the capacities a certificate proves the optimum at as
 marked, labelled points on the Belady line. Capacity in blocks (and in tokens, on a second axis, when
 the block size is known), hit rate in % of references. PNG, SVG or PDF, as the caller names it."""
 
@@ -42,7 +42,7 @@ def hit_rate_figure(curve: HitCurve, opt: HitCurve, title: str, proved: Sequence
     """The figure's bytes in ``fmt``: the LRU curve ``curve``, the Belady/MIN curve ``opt``, and each
     ``(capacity, hits)`` of ``proved`` (the kernel-checked optimum at that capacity for caches that store
     every miss) as a labelled point, its label giving ``admission[capacity]`` too (the optimum with
-    admission control) where that is certified; each of ``observed`` (an engine's own hits at a capacity,
+    bypass) where that is certified; each of ``observed`` (an engine's own hits at a capacity,
     measured) as a point of another shape."""
     if fmt not in FORMATS:
         raise ValueError(f"a figure is one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -53,13 +53,13 @@ def hit_rate_figure(curve: HitCurve, opt: HitCurve, title: str, proved: Sequence
     ax.step(caps, _rates(curve, caps), where="post", label="LRU (exact, every capacity)", color="tab:blue")
     ax.step(caps, _rates(opt, caps), where="post", color="tab:orange",
             label="Belady's MIN: the best of any cache that stores every miss (exact)")
-    ax.axhline(ceiling, color="tab:red", ls="--", label=f"ceiling at any capacity: {ceiling:.2f}% (1 - distinct/refs)")
+    ax.axhline(ceiling, color="tab:red", ls="--", label=f"the ceiling, the best at any size: {ceiling:.2f}% (1 - distinct/refs)")
     if proved:
         ax.scatter([c for c, _ in proved], [100 * h / curve.refs for _, h in proved], marker="D", s=36, zorder=3,
-                   color="black", label="certified optimum at a capacity (kernel-checked)")
+                   color="black", label="the optimum at C blocks, storing every miss (kernel-checked)")
         for c, h in proved:
             also = "" if c not in (admission or {}) else \
-                f"\nwith admission control {admission[c]:,} ({100 * admission[c] / curve.refs:.2f}%)"
+                f"\noptimum with bypass {admission[c]:,} ({100 * admission[c] / curve.refs:.2f}%)"
             ax.annotate(f"{c:,} blocks: {h:,} hits ({100 * h / curve.refs:.2f}%){also}", (c, 100 * h / curve.refs),
                         textcoords="offset points", xytext=(6, -12), fontsize=7, va="top")
     if observed:

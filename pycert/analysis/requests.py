@@ -24,8 +24,8 @@ from pycert.analysis.cachesim import _as_array, _prev_next
 from pycert.data.traces import Trace
 
 PrefixVerdict = Literal["attained", "no-requests", "not-prefix-closed", "not-a-prefix"]
-"""Whether a capacity certificate claims that a prefix cache reaches the optimum with admission
-control, or why not."""
+"""Whether a capacity certificate claims that a prefix cache reaches the optimum with
+bypass, or why not."""
 
 
 def firsts(trace: Trace) -> np.ndarray | None:
@@ -119,7 +119,7 @@ def ref_tokens(trace: Trace) -> Weights | None:
 
 
 def reuse_tokens(trace: Trace) -> Fraction | None:
-    """The capacity-free ceiling in tokens: the tokens of the references that reuse a full block, over the
+    """The ceiling in tokens: the tokens of the references that reuse a full block, over the
     prompt tokens (None when the trace gives no prompt lengths)."""
     weights = ref_tokens(trace)
     if weights is None:

@@ -95,7 +95,7 @@ def shares(capacity: int, tenants: int) -> list[int]:
 
 def partitioned_hits(refs: np.ndarray, owner: np.ndarray, tenants: int, capacity: int) -> int:
     """The partitioned cache: each tenant its own :func:`shares` of ``capacity`` blocks, Belady's MIN with
-    bypass on its own references (the optimum with admission control there), the hits summed. A tenant
+    bypass on its own references (the optimum with bypass there), the hits summed. A tenant
     with no block of its own hits nothing."""
     order = np.argsort(owner, kind="stable")  # each tenant's references in trace order, grouped once
     bounds = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=tenants))])

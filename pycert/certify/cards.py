@@ -42,7 +42,7 @@ class Curve:
     lru_tokens: Callable[[int], Fraction] | None = None
     """LRU's hit rate in tokens at a capacity (a partial block never reused); None: no prompt lengths."""
     ceiling_tokens: Fraction | None = None
-    """The capacity-free ceiling in tokens (the tokens of references that reuse a full block)."""
+    """The ceiling in tokens (the tokens of references that reuse a full block)."""
 
 
 @dataclass
@@ -103,22 +103,22 @@ def optimum(cert: Certificate) -> bool:
 
 def stored(cert: Certificate) -> int | None:
     """The kernel-checked figure for caches that store every miss, when stated (a trace in pieces both ways states
-    the model with admission control alone)."""
+    the model with bypass alone)."""
     f = figures(cert).get("max_hits")
     return None if f is None else f.numerator
 
 
-ONE_MODEL = "states the optimum with admission control only (a trace checked in pieces both ways)"
+ONE_MODEL = "states the optimum with bypass only (a trace checked in pieces both ways)"
 
 
 def admitted(cert: Certificate) -> int | None:
-    """The kernel-checked optimum with admission control (a missed block may be left out), when certified."""
-    f = figures(cert).get("admission_hits")
+    """The kernel-checked optimum with bypass (a missed block may be left out), when certified."""
+    f = figures(cert).get("bypass_hits")
     return f.numerator if f is not None and f.evidence == "kernel-checked" else None
 
 
 def prefix_reached(cert: Certificate) -> bool:
-    """Whether the certificate proves that a prefix cache reaches the optimum with admission control."""
+    """Whether the certificate proves that a prefix cache reaches the optimum with bypass."""
     f = figures(cert).get("prefix_cache_hits")
     return f is not None and f.evidence == "kernel-checked"
 
@@ -145,15 +145,15 @@ def _at_capacity(facts: TraceFacts, c: int, cert: Certificate, subject: str, of:
     refs = figures(cert)["refs"].numerator
     h, ha = stored(cert), admitted(cert)
     if h is None and ha is not None:
-        return (f"with {c:,} blocks{_tokens(facts, c)}, a cache that may leave missed blocks out hits at most "
-                f"{pct(Fraction(ha, refs))}{of}, which one such cache reaches")
+        return (f"with {c:,} blocks{_tokens(facts, c)}, a cache with bypass (one that may skip storing a missed block) "
+                f"hits at most {pct(Fraction(ha, refs))}{of}, which one such cache reaches")
     assert h is not None
     reach = " and one reaches exactly that" if optimum(cert) else ""
     said = f"with {c:,} blocks{_tokens(facts, c)}, {subject} hits at most {pct(Fraction(h, refs))}{of}{reach}"
     if ha is None:
         return said
     who = "a prefix cache" if prefix_reached(cert) else "one such cache"
-    return f"{said}, while a cache that may leave missed blocks out hits at most {pct(Fraction(ha, refs))}, which {who} reaches"
+    return f"{said}, while a cache with bypass (one that may skip storing a missed block) hits at most {pct(Fraction(ha, refs))}, which {who} reaches"
 
 
 def sentence(facts: TraceFacts) -> str:
@@ -186,7 +186,7 @@ def _best_number(facts: TraceFacts) -> list[Number]:
     best, refs = facts.best(), facts.refs
     if best is None or not refs:
         return []
-    out = [Number("best hit rate at any cache size", _rate_cell(best[0], refs, best[1]))]
+    out = [Number("the ceiling: the best hit rate at any size", _rate_cell(best[0], refs, best[1]))]
     if facts.ceiling is not None and "ceiling_tokens" in figures(facts.ceiling):
         out.append(Number("the same in prompt tokens", _token_cell(facts.ceiling, "max_hits_tokens", "computed")))
     return out
@@ -210,15 +210,15 @@ def _capacity_numbers(facts: TraceFacts) -> list[Number]:
     for c, cert in sorted(facts.capacity.items()):
         figs, ha = figures(cert), admitted(cert)
         if ha is not None:
-            how = "kernel-checked both ways (no cache with admission control does better; one reaches it)"
-            out.append(Number(f"best hit rate with {c:,} blocks{_tokens(facts, c)}",
+            how = "kernel-checked both ways (no cache with bypass does better; one reaches it)"
+            out.append(Number(f"the optimum at {c:,} blocks{_tokens(facts, c)} with bypass",
                               _rate_cell(ha, figs["refs"].numerator, f"{how}, in {cert.id}")))
             out.append(Number(f"at most, in prompt tokens, with {c:,} blocks",
-                              _token_cell(cert, "admission_hits_tokens", "block_tokens × the kernel-checked optimum")))
+                              _token_cell(cert, "bypass_hits_tokens", "block_tokens × the kernel-checked optimum")))
             continue
         how = ("kernel-checked both ways (no cache does better; one reaches it)" if optimum(cert)
                else "kernel-checked upper bound; Belady's MIN reaches it, as computed")
-        out.append(Number(f"best hit rate with {c:,} blocks{_tokens(facts, c)}",
+        out.append(Number(f"the optimum at {c:,} blocks{_tokens(facts, c)}",
                           _rate_cell(figs["max_hits"].numerator, figs["refs"].numerator, f"{how}, in {cert.id}")))
     return out
 
@@ -252,7 +252,7 @@ def _opt_col(facts: TraceFacts, c: int) -> Cell:
 def _admission_col(facts: TraceFacts, c: int) -> Cell:
     cert = facts.capacity[c]
     if (ha := admitted(cert)) is None:
-        return Cell("n/a", f"{cert.id} certifies no optimum with admission control (a trace checked in pieces of the "
+        return Cell("n/a", f"{cert.id} certifies no optimum with bypass (a trace checked in pieces of the "
                            "older layout, or made before the model)")
     reached = "; a prefix cache reaches it (kernel-checked)" if prefix_reached(cert) else ""
     return _rate_cell(ha, figures(cert)["refs"].numerator, f"kernel-checked both ways in {cert.id}{reached}")
@@ -266,7 +266,7 @@ def _policy_col(facts: TraceFacts, c: int) -> Cell:
     if facts.curve is None or (h := stored(facts.capacity[c])) is None:
         return Cell("n/a")
     gap = Fraction(h - facts.curve.lru.hits(c), facts.curve.lru.refs)
-    return _points(gap, f"best at {c:,} blocks, storing every miss (kernel-checked) - LRU ({ENGINE})")
+    return _points(gap, f"the optimum at {c:,} blocks, storing every miss (kernel-checked) - LRU ({ENGINE})")
 
 
 def _admission_gain_col(facts: TraceFacts, c: int) -> Cell:
@@ -275,7 +275,7 @@ def _admission_gain_col(facts: TraceFacts, c: int) -> Cell:
         return Cell("n/a")
     figs = figures(cert)
     return _points(Fraction(ha - figs["max_hits"].numerator, figs["refs"].numerator),
-                   "best with admission control - best storing every miss (both kernel-checked)")
+                   "the optimum with bypass - the optimum storing every miss (both kernel-checked)")
 
 
 def _tier_col(facts: TraceFacts, c: int) -> Cell:
@@ -284,12 +284,12 @@ def _tier_col(facts: TraceFacts, c: int) -> Cell:
         return Cell("n/a")
     cert = facts.capacity[c]
     figs, ha = figures(cert), admitted(cert)
-    if ha is None:  # without the admission optimum, what a tier alone wins is not separated from admission's part
+    if ha is None:  # without the optimum with bypass, what a tier alone wins is not separated from bypass's part
         return _points(Fraction(best[0] - figs["max_hits"].numerator, figs["refs"].numerator),
-                       f"best at any size ({best[1]}) - best at {c:,} blocks storing every miss (kernel-checked); "
-                       "admission control may win part of it")
+                       f"the ceiling ({best[1]}) - the optimum at {c:,} blocks storing every miss (kernel-checked); "
+                       "bypass may win part of it")
     return _points(Fraction(best[0] - ha, figs["refs"].numerator),
-                   f"best at any size ({best[1]}) - best at {c:,} blocks with admission control (kernel-checked)")
+                   f"the ceiling ({best[1]}) - the optimum at {c:,} blocks with bypass (kernel-checked)")
 
 
 def _lru_tokens_col(facts: TraceFacts, c: int) -> Cell:
@@ -307,7 +307,7 @@ def _max_tokens_col(facts: TraceFacts, c: int) -> Cell:
 
 
 def _admission_tokens_col(facts: TraceFacts, c: int) -> Cell:
-    return _token_cell(facts.capacity[c], "admission_hits_tokens", "block_tokens × the kernel-checked optimum, "
+    return _token_cell(facts.capacity[c], "bypass_hits_tokens", "block_tokens × the kernel-checked optimum, "
                                                                    "an upper bound")
 
 
@@ -318,13 +318,14 @@ def _prefix_tokens_col(facts: TraceFacts, c: int) -> Cell:
 Column = tuple[str, Callable[[TraceFacts, int], Cell]]
 BLOCK_COLUMNS: list[Column] = [
     ("capacity (blocks)", _capacity_col), ("capacity (tokens)", _tokens_col), ("LRU hit rate (%)", _lru_col),
-    ("best, storing every miss (%)", _opt_col), ("best with admission control (%)", _admission_col),
-    ("a better eviction policy can win (points)", _policy_col), ("admission control adds (points)", _admission_gain_col),
+    ("optimum at C blocks, storing every miss (%)", _opt_col),
+    ("optimum at C blocks with bypass (%)", _admission_col),
+    ("a better eviction policy can win (points)", _policy_col), ("bypass adds (points)", _admission_gain_col),
     ("only another tier can win (points)", _tier_col)]
 TOKEN_COLUMNS: list[Column] = [
     ("capacity (blocks)", _capacity_col), ("LRU (% of tokens)", _lru_tokens_col),
     ("storing every miss, at most (% of tokens)", _max_tokens_col),
-    ("with admission control, at most (% of tokens)", _admission_tokens_col),
+    ("with bypass, at most (% of tokens)", _admission_tokens_col),
     ("the prefix cache reaching the optimum (% of tokens)", _prefix_tokens_col)]
 TRACE_TABLES: list[tuple[str, list[Column]]] = [
     ("Hit rates in block references: what the kernel checks", BLOCK_COLUMNS),
@@ -393,8 +394,8 @@ def salt_sentence(cert: Certificate) -> str:
     rule = f"prefix:{getattr(params, 'prefix_blocks', None) or 'K'}" if rule == "prefix" else rule
     how = "the trace's tenant field" if rule == "field" else f"--tenant-rule {rule}" if rule else "its tenant map"
     share = f" ({pct(Fraction(shared - salted, shared))} of the shared optimum)" if shared else ""
-    return (f"Kernel-checked in {cert.id}: at {c:,} blocks, with {who} ({how}), the best shared cache with admission "
-            f"control hits {shared:,} times and no salted one more than {salted:,}: a per-tenant salt costs at least "
+    return (f"Kernel-checked in {cert.id}: at {c:,} blocks, with {who} ({how}), the best shared cache with bypass "
+            f"hits {shared:,} times and no salted one more than {salted:,}: a per-tenant salt costs at least "
             f"{shared - salted:,} hits{share}.")
 
 

@@ -1,5 +1,5 @@
-"""Which figures of an offload report certificates prove: the ceiling of the trace (any capacity) and
-its ceiling at the report's GPU capacity (the capacity family), each found in a certificate directory,
+"""Which figures of an offload report certificates prove: the ceiling of the trace (the best at any size)
+and its optimum at the report's GPU capacity (the capacity family), each found in a certificate directory,
 about the same trace (its sha256), and verified offline before it counts; and a real engine's own hits at
 that capacity (the engine family), beside the optimum those certificates prove."""
 
@@ -17,14 +17,14 @@ from pycert.core.gate import entries
 from pycert.core.schema import Certificate
 from pycert.families.engine.beside import beside
 
-CEILING_FIGURES = ("refs", "distinct", "cold_miss_floor", "max_achievable_hit_rate")
+CEILING_FIGURES = ("refs", "distinct", "cold_miss_floor", "ceiling")
 """What a ceiling certificate proves of the report: its kernel-checked counts, and the rates exact
 arithmetic makes of them."""
-CAPACITY_FIGURES = ("gpu_only_belady_hit_rate", "gpu_only_admission_hit_rate")
-"""What a capacity certificate at the report's capacity proves: no cache that admits every missed block
+CAPACITY_FIGURES = ("gpu_only_belady_hit_rate", "gpu_only_bypass_hit_rate")
+"""What a capacity certificate at the report's capacity proves: no cache that stores every missed block
 beats the first hit rate and one reaches it (kernel, both ways, for a certificate with Belady's pairs as
 a witness; the upper bound only, with Belady's MIN computed and cross-checked, for one without), and, for
-a certificate of both models, the same of caches with admission control and the second. The rates in
+a certificate of both models, the same of caches with bypass and the second. The rates in
 tokens stay computed: the kernel checks blocks."""
 
 
@@ -84,10 +84,10 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
             continue
         if cert.family == "ceiling":
             proved = {"refs": _figure(cert, "refs"), "distinct": _figure(cert, "distinct")}
-        else:  # a trace in pieces both ways states the model with admission control alone
+        else:  # a trace in pieces both ways states the model with bypass alone
             names = {f.name for f in cert.figures}
-            proved = {rate: _figure(cert, figure) for rate, figure in (("gpu_only_belady_hit_rate", "ceiling"),
-                                                                      ("gpu_only_admission_hit_rate", "admission_ceiling"))
+            proved = {rate: _figure(cert, figure) for rate, figure in (("gpu_only_belady_hit_rate", "max_hit_rate"),
+                                                                      ("gpu_only_bypass_hit_rate", "bypass_hit_rate"))
                       if figure in names}
         for name, value in proved.items():
             ours = getattr(rep.primary, name)
@@ -100,7 +100,7 @@ def with_evidence(rep: OffloadReport, trace: Path | None, certs: Path) -> Offloa
         for name in proved if cert.family == "capacity" else proves:
             state = ("kernel-checked" if cert.family == "ceiling" else next(
                 f.evidence for f in cert.figures if f.name == ("belady_hits" if name == "gpu_only_belady_hit_rate"
-                                                               else "admission_hits")))
+                                                               else "bypass_hits")))
             evidence[name], by[name] = state, path.name
     return rep.model_copy(update={"evidence": evidence, "evidence_by": by, "not_used": not_used,
                                   "engines": engine_lines(rep, verified)})

@@ -382,9 +382,9 @@ def trace_facts(certs: list[Certificate], not_verified: dict[str, str]) -> dict[
             elif cert.family == "ceiling" and {"refs", "distinct", "max_hits"} <= set(figs):
                 fact.ceiling = cert
             elif cert.family == "capacity" and {"refs", "capacity_blocks"} <= set(figs) and (
-                    "max_hits" in figs or "admission_hits" in figs):
+                    "max_hits" in figs or "bypass_hits" in figs):
                 fact.capacity[figs["capacity_blocks"].numerator] = cert
-            elif cert.family == "engine" and {"refs", "engine_hits", "admission_hits"} <= set(figs):
+            elif cert.family == "engine" and {"refs", "engine_hits", "bypass_hits"} <= set(figs):
                 fact.engines.append(cert)
             elif cert.family == "isolation-cost" and {"capacity_blocks", "shared_hits", "salted_hits"} <= set(figs):
                 fact.salts.append(cert)

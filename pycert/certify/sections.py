@@ -25,7 +25,7 @@ def curve_png(trace_path: Source, sha256: str, label: str, proved: Sequence[tupl
     """The trace engine's hit-rate figure for one trace (LRU and Belady at every capacity, the ceiling),
     read as its certificate's parameters say (``fmt``, ``block_tokens``), with the ``(capacity, hits)``
     that capacity certificates of the page prove marked on it (with ``admission``, capacity -> the optimum
-    with admission control, in their labels), and the ``(capacity, hits)`` engines were observed to reach."""
+    with bypass, in their labels), and the ``(capacity, hits)`` engines were observed to reach."""
     # matplotlib and numba: only when a page draws a curve
     from pycert.analysis.cachesim import stack_distances
     from pycert.analysis.plot import hit_rate_figure, trace_curves

@@ -23,7 +23,7 @@ from pycert.certify.inputs import Locator
 from pycert.certify.verify import verify_certificate
 from pycert.cli import add_backend, add_common, help_of
 from pycert.core.console import Progress, emit, plural, table
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection, ResourcesExhausted
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection
 from pycert.core.files import atomic_write, certificate_root
 from pycert.core.gate import Source, named
 from pycert.core.limits import (
@@ -45,14 +45,7 @@ from pycert.families.engine.beside import Beside, beside
 from pycert.families.engine.figures import oversized, requests_of
 from pycert.families.engine.produce import log_path
 from pycert.leak import replay as replaylog
-
-MAX_BATCH_TOKENS = 512
-"""Prompt tokens per forward pass: transformers allocates its attention mask for this many rows over the
-whole cache, so fewer rows keep memory down (DEVELOPERS.md: measured)."""
-TORCH_THREADS = 1
-"""torch's intra-op threads during a replay: the replay's model is too small to gain from a second one, and
-on a loaded machine two that wait on each other ran 12x slower (DEVELOPERS.md, BENCHMARKS.md: measured)."""
-
+from pycert.leak.engines.paged import ENGINES, engine_key, open_engine
 
 class ReplayResult(BaseModel):
     holds: bool
@@ -97,6 +90,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="blocks the engine's cache holds (the capacity the optimum is certified at)")
     r.add_argument("--block-tokens", type=int_range(4, MAX_REPLAY_BLOCK_TOKENS), default=None, metavar="B",
                    help="tokens each trace block becomes: the engine's page size (at least 4)")
+    r.add_argument("--engine", choices=ENGINES, default="transformers",
+                   help="whose cache code replays the trace (default transformers)")
     r.add_argument("--seed", type=seed, default=0, help="seed of the block tokens and of the random model (default 0)")
     r.add_argument("--out", type=out_dir, default=None, metavar="DIR",
                    help="certificate directory: the log goes to its inputs/, the certificates beside it")
@@ -130,28 +125,10 @@ def checked_trace(path: Path | Source, num_blocks: int, block_tokens: int) -> tu
     return trace, requests
 
 
-def open_engine(num_blocks: int, block_tokens: int, seed_: int) -> replaylog.PagedEngine:
-    try:
-        # imported here, not at the top: torch and transformers take 8-10 s to import on this machine,
-        # which every other pycert command (and --help) would pay
-        from pycert.leak.engines.transformers import TINY, TransformersEngine
-    except ImportError as exc:
-        raise InputError(f"the engine needs torch and transformers ({exc.name} is missing): pip install 'pycert-kv[leak]'",
-                         where="pycert engine replay") from None
-    try:
-        return TransformersEngine(seed=seed_, page_size=block_tokens, num_blocks=num_blocks,
-                                  max_batch_tokens=MAX_BATCH_TOKENS, shape=TINY, threads=TORCH_THREADS)
-    except MemoryError as exc:
-        raise ResourcesExhausted(f"the engine cannot allocate a cache of {num_blocks:,} blocks of {block_tokens} tokens "
-                                 f"here: {' '.join(str(exc).split())[:200]}", where="engine") from None
-    except (ValueError, RuntimeError, OSError) as exc:
-        raise InputError(f"the engine did not start: {' '.join(str(exc).split())[:300]}", where="engine") from None
-
-
-def run_replay(requests: list[list[int]], trace: Trace, num_blocks: int, block_tokens: int, seed_: int,
-               progress: Progress) -> tuple[replaylog.ReplayLog, tuple[float, float]]:
+def run_replay(engine_name: str, requests: list[list[int]], trace: Trace, num_blocks: int, block_tokens: int,
+               seed_: int, progress: Progress) -> tuple[replaylog.ReplayLog, tuple[float, float]]:
     """The replay's log, and its wall and CPU seconds."""
-    engine = open_engine(num_blocks, block_tokens, seed_)
+    engine = open_engine(engine_name, num_blocks, block_tokens, seed_)
     progress(f"engine: {engine.name} ({engine.version}); {engine.model}; {engine.num_blocks:,} blocks of "
              f"{engine.page_size} tokens; {plural(len(requests), 'request')} one at a time")
     t0, cpu0 = time.monotonic(), time.process_time()
@@ -188,7 +165,7 @@ def record(args: argparse.Namespace, progress: Progress) -> tuple[ReplayResult, 
         (producer("capacity"), producer("capacity").options(trace=[args.trace], capacity_blocks=[c], required=True))]
     for made, options in jobs:  # a name clash in --out is refused before the engine runs, not after
         made.check(Setting(out_dir=out, options=options))  # type: ignore[attr-defined]
-    log, seconds = run_replay(requests, trace, c, b, args.seed, progress)
+    log, seconds = run_replay(args.engine, requests, trace, c, b, args.seed, progress)
     data = replaylog.render(log)
     engine_job = (producer("engine"), producer("engine").options(log=data, trace=args.trace))
     res = prove.prove([*jobs, engine_job], backend=args.backend, out_dir=out, progress=progress)  # type: ignore[list-item]
@@ -248,7 +225,7 @@ def replay(args: argparse.Namespace, progress: Progress) -> tuple[ReplayResult, 
     h = recorded.header
     trace, requests = checked_trace(input_path(cert.inputs, "trace", where), h.num_blocks, h.block_tokens)
     progress(f"replay of {args.replay}")
-    again, seconds = run_replay(requests, trace, h.num_blocks, h.block_tokens, h.seed, progress)
+    again, seconds = run_replay(engine_key(h.engine), requests, trace, h.num_blocks, h.block_tokens, h.seed, progress)
     diffs = replaylog.replay_differences(recorded, again)
     return (_summary(again, seconds, holds=not diffs, rejections=diffs, log=str(log_file), replay_of=str(args.replay)),
             EXIT_OK if not diffs else EXIT_REJECTED)

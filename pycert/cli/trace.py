@@ -126,14 +126,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     _trace_args(s)
     s.set_defaults(func=cmd_stats)
 
-    m = tsub.add_parser("mrc", help="exact LRU and Belady/MIN hit rates at every capacity (one pass each), unbounded")
+    m = tsub.add_parser("mrc", help="exact hit rates by capacity: LRU, and the optimum at C blocks of caches that store "
+                                    "every miss (Belady's MIN), one pass each; the ceiling")
     _trace_args(m)
     m.add_argument("-c", "--capacity", type=_capacity_list, action="extend", default=None, metavar="N[,N...]",
                    help="capacities in blocks (repeatable; default: powers of 4 until LRU equals unbounded)")
-    m.add_argument("--no-belady", action="store_true", help="skip Belady/MIN (its one-pass curve)")
+    m.add_argument("--no-belady", action="store_true", help="skip the optimum (Belady's MIN, its one-pass curve)")
     m.add_argument("--all", action="store_true",
-                   help="also give the LRU and the Belady/MIN hit count at every capacity (JSON; with --csv, a row "
-                        "per capacity)")
+                   help="also give the LRU and the optimum's (Belady's MIN) hit count at every capacity (JSON; with "
+                        "--csv, a row per capacity)")
     _add_csv(m, "one row per capacity")
     m.set_defaults(func=cmd_mrc)
 
@@ -151,7 +152,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_csv(o, "one row per figure and block size, with its exact value and evidence")
     o.set_defaults(func=cmd_offload)
 
-    g = tsub.add_parser("plot", help="figure of LRU and Belady hit rate at every capacity, with the ceiling")
+    g = tsub.add_parser("plot", help="figure of LRU and the optimum (Belady's MIN) at every capacity, with the ceiling")
     _trace_args(g)
     g.add_argument("-o", "--output", type=_figure_path, default=Path("hit_rates.png"),
                    help="where to write it; .png, .svg or .pdf, as the name says (default hit_rates.png)")
@@ -256,8 +257,12 @@ def _render_mrc(res: MrcResult) -> str:
     opt = "" if res.max_opt_stack_distance is None else f" (OPT {res.max_opt_stack_distance:,})"
     lines = [f"{res.stats.name}: {res.stats.refs:,} refs, {res.stats.distinct:,} distinct, "
              f"max stack distance {res.max_stack_distance:,}{opt}",
-             table(["capacity", "LRU hit rate", "LRU hits", "Belady hit rate", "Belady hits"], rows),
-             f"unbounded (host-backed): {_rate(res.unbounded_hit_rate)}; ceiling = 1 - distinct/refs"]
+             table(["capacity (blocks)", "LRU hit rate", "LRU hits", "optimum storing every miss (Belady)",
+                    "its hits"], rows),
+             f"the ceiling, the best at any size (a cache of unbounded size): {_rate(res.unbounded_hit_rate)} "
+             "= 1 - distinct/refs",
+             "The optimum at C blocks with bypass (a cache that may skip storing a missed block: `pycert prove "
+             "capacity`, or `trace offload`) can be higher than the optimum storing every miss."]
     return "\n".join(lines)
 
 
@@ -302,9 +307,9 @@ def cmd_mrc(args: argparse.Namespace) -> int:
 
 
 OFFLOAD_FIELDS = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
-                  "cold_miss_floor", "max_achievable_hit_rate", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
-                  "gpu_only_admission_hit_rate", "host_backed_hit_rate", "host_load_frac", "headroom_pp",
-                  "policy_headroom_pp", "tier_headroom_pp", "gpu_share_of_achievable"]
+                  "cold_miss_floor", "ceiling", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
+                  "gpu_only_bypass_hit_rate", "host_backed_hit_rate", "host_load_frac", "headroom_pp",
+                  "policy_headroom_pp", "tier_headroom_pp", "gpu_share_of_ceiling"]
 """The offload report's block figures, in the order the table and the CSV give them."""
 
 
@@ -338,8 +343,8 @@ def _render_offload(rep: OffloadReport) -> str:
             return f"{v.decimal:.6f}"
         if v is None and f.endswith("_tokens"):
             return "n/a (no prompt lengths)"
-        if v is None:  # host_blocks without --host-tokens; a share of an achievable rate of zero
-            return "n/a (no block is ever reused: nothing is achievable)" if f == "gpu_share_of_achievable" else "unbounded"
+        if v is None:  # host_blocks without --host-tokens; a share of a ceiling of zero
+            return "n/a (no block is ever reused: the ceiling is 0)" if f == "gpu_share_of_ceiling" else "unbounded"
         return f"{v:,}" if isinstance(v, int) else str(v)
 
     def known(f: str) -> list[str]:

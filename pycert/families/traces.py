@@ -1,4 +1,4 @@
-"""What the families of a trace share (the ceiling, and the ceiling at a capacity): where a trace's Lean
+"""What the families of a trace share (the ceiling, and the optimum at a capacity): where a trace's Lean
 instance goes, the names a trace's file name makes, how a trace was read (its layout, recorded in the
 parameters, and read again the same way by verify), the embedded default trace, and the earlier
 certificate of a name in ``--out``. Below both families, so that neither imports the other.

@@ -1,12 +1,12 @@
-"""The ceiling at a capacity: the most hits a cache of ``C`` blocks gets on a trace, kernel-checked on the
+"""The optimum at ``C`` blocks: the most hits a cache of ``C`` blocks gets on a trace, kernel-checked on the
 whole trace both ways in two cache models (``lean/Pycert/Capacity.lean``, ``Realise.lean``,
 ``Admission.lean``, ``AdmissionOptimum.lean``, ``PrefixCache.lean``; the sorted instance
 ``SortedTrace.lean``, ``SortedOptimum.lean``, ``SortedAdmission.lean`` and its emitter
 :mod:`pycert.lean.emit.capacity`).
 
-* **Caches that admit every missed block and start empty** (demand fetch, ``Pycert.Cache``): for every
+* **Caches that store every missed block and start empty** (demand fetch, ``Pycert.Cache``): for every
   cut list ``Y``, hits ≤ (C - 1)·|Y| + the reuses with no cut strictly between (``hits_le_free``).
-* **Caches with admission control** (a missed block may be left out, any block evicted at any step,
+* **Caches with bypass** (a missed block may be left out, any block evicted at any step,
   ``Pycert.Admission.Run``), which include the first: hits ≤ C·|Y| + the reuses with no cut at or after
   the earlier reference (``hits_le_freeA``). Every prefix cache is one (``Pycert.PrefixCache``).
 
@@ -14,10 +14,10 @@ Python computes Belady's MIN without and with bypass, a cut list for each that m
 count (:func:`pycert.analysis.capacity.cut_list`, untrusted) and its hit pairs as the witness that some
 cache reaches it; the kernel checks both on every reference. Where each request's hits are a prefix of
 it (and the trace is prefix-closed), the kernel also checks that a prefix cache reaches the optimum with
-admission control. Which headline a certificate states is a function of its parameters: the one-file
+bypass. Which headline a certificate states is a function of its parameters: the one-file
 layout of both models states ``Pycert.Admission.Optima`` or ``PrefixOptima``; the older one-file layouts
 ``Optimum`` or ``Bounded``; a trace in pieces both ways (``Joints.lean``, ``SortedJoints.lean``, the pairs open
-across each joint carried into the next piece) ``Pycert.Admission.OptimumA``, the model with admission control
+across each joint carried into the next piece) ``Pycert.Admission.OptimumA``, the model with bypass
 alone; the older pieced layout ``Bounded``.
 
 This module is the claim; :mod:`pycert.families.capacity.produce` makes the certificates, and
@@ -83,14 +83,14 @@ class CapacityParams(TraceReading):
     lean_encoding: str
     """The layout of the emitted instance file: :data:`CURVE_ENCODING` (both cache models, both ways, at each
     capacity of ``curve``: what prove writes for a trace that fits one instance), :data:`OPTIMA_ENCODING` (the
-    same at one capacity), :data:`OPTIMUM_ENCODING` (caches that admit every missed block, both ways),
+    same at one capacity), :data:`OPTIMUM_ENCODING` (caches that store every missed block, both ways),
     :data:`ENCODING` (that bound alone) or :data:`PIECES_ENCODING` (a trace checked in pieces)."""
     curve: list[int] | None = Field(None, min_length=1, max_length=MAX_CURVE)
     """Under :data:`CURVE_ENCODING`: every capacity the instance file checks, in increasing order, this
     certificate's among them (the certificates of the others name the same file); it fixes the file."""
     prefix_cache: Literal["attained", "no-requests", "not-prefix-closed", "not-a-prefix"] | None = None
     """Under :data:`OPTIMA_ENCODING`: ``attained`` when the certificate claims that a prefix cache reaches
-    the optimum with admission control, else why it does not (:func:`pycert.analysis.requests.prefix_verdict`)."""
+    the optimum with bypass, else why it does not (:func:`pycert.analysis.requests.prefix_verdict`)."""
     pieces: int = Field(1, ge=1, le=MAX_SHARDS)
     """How many pieces the trace is checked in (1: one instance file)."""
     piece_refs: int | None = Field(None, ge=2, le=MAX_PIECE_REFS)
@@ -139,9 +139,9 @@ def curve_module(trace: PurePosixPath, curve: Sequence[int]) -> str:
 
 
 LITERALS = {BOUNDED: ("refs", "capacity_blocks", "max_hits"), OPTIMUM: ("refs", "capacity_blocks", "max_hits"),
-            OPTIMA: ("refs", "capacity_blocks", "max_hits", "admission_hits"),
-            PREFIX_OPTIMA: ("refs", "capacity_blocks", "max_hits", "admission_hits", "prefix_cache_hits"),
-            OPTIMUM_A: ("refs", "capacity_blocks", "admission_hits")}
+            OPTIMA: ("refs", "capacity_blocks", "max_hits", "bypass_hits"),
+            PREFIX_OPTIMA: ("refs", "capacity_blocks", "max_hits", "bypass_hits", "prefix_cache_hits"),
+            OPTIMUM_A: ("refs", "capacity_blocks", "bypass_hits")}
 """Each headline predicate's literals, in order, by figure name."""
 WITNESS_THEOREMS = ("Pycert.Capacity.realise", "Pycert.Capacity.optimum_of", "Pycert.SortedOptimum.linked_of_sortOK",
                     "Pycert.SortedOptimum.optimum_of_checks")
@@ -155,12 +155,12 @@ ADMISSION_THEOREMS = ("Pycert.Admission.run_of_policy", "Pycert.Admission.spans_
                       "Pycert.SortedAdmission.optimumA_of_checks")
 PREFIX_THEOREMS = ("Pycert.PrefixCache.prefixHits_le", "Pycert.Admission.prefixOptimum_of",
                    "Pycert.SortedAdmission.prefixOptimum_of_checks")
-BOUNDS = {BOUNDED: ("max_hits", "that admits every missed block and starts empty"),
-          OPTIMUM: ("max_hits", "that admits every missed block and starts empty"),
-          OPTIMA: ("admission_hits", "that starts empty"), PREFIX_OPTIMA: ("admission_hits", "that starts empty"),
-          OPTIMUM_A: ("admission_hits", "that starts empty")}
+BOUNDS = {BOUNDED: ("max_hits", "that stores every missed block and starts empty"),
+          OPTIMUM: ("max_hits", "that stores every missed block and starts empty"),
+          OPTIMA: ("bypass_hits", "that starts empty"), PREFIX_OPTIMA: ("bypass_hits", "that starts empty"),
+          OPTIMUM_A: ("bypass_hits", "that starts empty")}
 """For each headline predicate: its figure that bounds the widest class of caches of ``C`` blocks, and the
-words after "any cache of C blocks" that name that class (caches with admission control include every cache
+words after "any cache of C blocks" that name that class (caches with bypass include every cache
 of ``C`` blocks, prefix caches too, that starts empty): what a sentence comparing another cache, a real
 engine's, with the certificate says."""
 JOINT_THEOREMS = ("Pycert.Admission.hits_le_freeA", "Pycert.Admission.realiseA", "Pycert.Admission.optimumA_of",
@@ -182,7 +182,7 @@ def witnessed(params: CapacityParams) -> bool:
 
 
 def joined(params: CapacityParams) -> bool:
-    """Whether a certificate's trace is checked in pieces both ways with admission control (``OptimumA``)."""
+    """Whether a certificate's trace is checked in pieces both ways with bypass (``OptimumA``)."""
     return params.lean_encoding == JOINTS_ENCODING
 
 
@@ -201,14 +201,14 @@ def prefix_claimed(params: CapacityParams) -> bool:
 
 
 def check_optimum(figure: str, proved: int, opt: int, capacity: int, what: str) -> None:
-    """A kernel bound above Belady's count is loose (not certified as the ceiling); one below it means an
+    """A kernel bound above Belady's count is loose (not certified as the optimum); one below it means an
     engine is wrong (the bound is proved)."""
     if proved > opt:
         loose = f"{proved - opt} hit{'s' if proved - opt > 1 else ''}"
         raise Rejected(Rejection(
             subject=f"figures.{figure}", reason="loose-bound", expected=str(opt), found=str(proved),
             detail=f"the kernel proved at most {proved} hits at {capacity} blocks but {what} hits {opt}: the cut list was "
-                   f"not optimal (the bound is loose by {loose}), so it is not certified as the ceiling at {capacity}"))
+                   f"not optimal (the bound is loose by {loose}), so it is not certified as the optimum at {capacity} blocks"))
     if proved < opt:
         raise Rejected(Rejection(
             subject=f"figures.{figure}", reason="engine-disagrees", expected=f"at most {proved}", found=str(opt),
@@ -301,8 +301,8 @@ class Capacity(Claim):
     def figures(self, params: CapacityParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:
         """The kernel's literals and, from the trace, Belady's MIN at ``C`` (and with bypass, for both models),
-        which must equal the kernel's figures; the ceilings; whether a prefix cache reaches the optimum
-        with admission control, which must be what the parameters say; and the figures in tokens."""
+        which must equal the kernel's figures; the optima as hit rates; whether a prefix cache reaches the optimum
+        with bypass, which must be what the parameters say; and the figures in tokens."""
         from pycert.analysis.requests import prefix_verdict  # numpy, numba: only for a claim with a trace
         from pycert.families.capacity import derive
 
@@ -315,11 +315,11 @@ class Capacity(Claim):
         if refs != trace.n_refs:  # the headline's N against the file's, end to end
             raise Rejected(Rejection.mismatch("figures.refs", f"{trace.n_refs} (the references of the trace file)", str(refs)))
         if joined(params):
-            ha = kernel["admission_hits"]
-            check_optimum("admission_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
-            out = {"refs": Fraction(refs), "capacity_blocks": Fraction(c), "admission_hits": Fraction(ha),
-                   "admission_ceiling": Fraction(ha, refs),
-                   "admission_cuts": Fraction(len(derive.model(trace.refs, c, admission=True).cuts))}
+            ha = kernel["bypass_hits"]
+            check_optimum("bypass_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
+            out = {"refs": Fraction(refs), "capacity_blocks": Fraction(c), "bypass_hits": Fraction(ha),
+                   "bypass_hit_rate": Fraction(ha, refs),
+                   "bypass_cuts": Fraction(len(derive.model(trace.refs, c, admission=True).cuts))}
             if trace.n_requests is not None:
                 out["requests"] = Fraction(trace.n_requests)
             return out | derive.token_figures(trace, out, None)
@@ -327,18 +327,18 @@ class Capacity(Claim):
         opt = derive.engines(trace.refs, c, admission=False)
         check_optimum("max_hits", h, opt, c, "Belady's MIN")
         out = {"refs": Fraction(refs), "capacity_blocks": Fraction(c), "max_hits": Fraction(h),
-               "ceiling": Fraction(h, refs), "belady_hits": Fraction(opt),
+               "max_hit_rate": Fraction(h, refs), "belady_hits": Fraction(opt),
                "cuts": Fraction(len(derive.model(trace.refs, c, admission=False).cuts))}
         prefix_ends = None
         if both_models(params):
-            ha = kernel["admission_hits"]
-            check_optimum("admission_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
+            ha = kernel["bypass_hits"]
+            check_optimum("bypass_hits", ha, derive.engines(trace.refs, c, admission=True), c, "Belady's MIN with bypass")
             admitted = derive.model(trace.refs, c, admission=True)
             verdict, why = prefix_verdict(trace, admitted.ends)
             if verdict != params.prefix_cache:
                 raise Rejected(Rejection.mismatch("parameters.prefix_cache", f"{verdict!r} ({why})", repr(params.prefix_cache)))
-            out |= {"admission_hits": Fraction(ha), "admission_ceiling": Fraction(ha, refs),
-                    "admission_cuts": Fraction(len(admitted.cuts))}
+            out |= {"bypass_hits": Fraction(ha), "bypass_hit_rate": Fraction(ha, refs),
+                    "bypass_cuts": Fraction(len(admitted.cuts))}
             if verdict == "attained":
                 out["prefix_cache_hits"] = Fraction(kernel["prefix_cache_hits"])
                 prefix_ends = admitted.ends

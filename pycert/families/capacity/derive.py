@@ -1,5 +1,5 @@
 """What the capacity claim derives from a trace: Belady's hit pairs in both cache models and their cut
-lists, whether a prefix cache reaches the optimum with admission control, the Lean files, and the
+lists, whether a prefix cache reaches the optimum with bypass, the Lean files, and the
 engines' own figures. Prove and verify call the same functions; the claim (:mod:`pycert.families.capacity`)
 imports this module only when it has a trace to read (numpy, numba)."""
 
@@ -28,7 +28,7 @@ from pycert.lean.emit import curve, joints, pieces
 
 @dataclass(frozen=True)
 class Model:
-    """What one cache model gives at a capacity: Belady's hits (with bypass under admission control),
+    """What one cache model gives at a capacity: Belady's hits (with bypass under bypass),
     its cut list, and its hit pairs as flags (starts, ends)."""
 
     admission: bool
@@ -58,7 +58,7 @@ def instance_text(trace: Trace, module: str, capacity: int, encoding: str,
                   prefix: PrefixVerdict | None = None, as_module: bool = False,
                   workload: bool = False) -> tuple[bytes, emit.Plan]:
     """The Lean instance file of a trace at ``capacity`` blocks in ``encoding`` (the bound alone, the
-    optimum without admission control, or both models both ways, with the prefix test where ``prefix``
+    optimum without bypass, or both models both ways, with the prefix test where ``prefix``
     is ``attained``), and what it states: the one function prove and verify both call. A bound that
     Belady's pairs do not reach is refused before Lean runs: it cannot be stated as the optimum.
     ``as_module``: a Lean ``module`` another instance imports, and ``workload`` its capacity-free ceiling beside
@@ -81,7 +81,7 @@ def _attained(module: str, plan: emit.Plan) -> None:
     """Refuse a bound that the witness does not reach: it cannot be written as the optimum."""
     checks = [("", plan.max_hits, plan.witness_hits)]
     if plan.admission is not None:
-        checks.append(("with admission control ", plan.admission.max_hits, plan.admission.witness_hits))
+        checks.append(("with bypass ", plan.admission.max_hits, plan.admission.witness_hits))
     for name, bound, reached in checks:
         if reached is not None and reached != bound:
             raise PycertError(f"{module}: the cut list {name}bounds the hits at {plan.capacity} blocks by {bound}, "
@@ -100,7 +100,7 @@ def engines(refs: np.ndarray, capacity: int, admission: bool) -> int:
     if curve != simulated:
         what = "Belady's MIN with bypass" if admission else "Belady's MIN"
         raise Rejected(Rejection(
-            subject=f"figures.{'admission_hits' if admission else 'belady_hits'}", reason="engine-disagrees",
+            subject=f"figures.{'bypass_hits' if admission else 'belady_hits'}", reason="engine-disagrees",
             expected=f"{simulated} (direct simulation)", found=f"{curve} (one-pass curve)",
             detail=f"pycert's two engines disagree on {what} at {capacity} blocks: the curve says {curve} hits, a direct "
                    f"simulation {simulated}"))
@@ -110,19 +110,19 @@ def engines(refs: np.ndarray, capacity: int, admission: bool) -> int:
 def token_figures(trace: Trace, figures: dict[str, Fraction], prefix_ends: np.ndarray | None) -> dict[str, Fraction]:
     """The hit figures in tokens, where the trace gives prompt lengths: each block bound times the block
     size (a bound derived from the kernel-checked block figure), and the tokens the prefix cache reaching
-    the optimum with admission control hits (its full hit blocks; a partial block is never reused)."""
+    the optimum with bypass hits (its full hit blocks; a partial block is never reused)."""
     weights = requests.ref_tokens(trace)
     if weights is None or trace.block_tokens is None:
         return {}
     total = weights.total
     out = {"refs_tokens": Fraction(total)}
-    for name in ("max_hits", "admission_hits"):
+    for name in ("max_hits", "bypass_hits"):
         if name in figures:
             out[f"{name}_tokens"] = figures[name] * trace.block_tokens
     if "max_hits_tokens" in out:
-        out["ceiling_tokens"] = out["max_hits_tokens"] / total
-    if "admission_hits_tokens" in out:
-        out["admission_ceiling_tokens"] = out["admission_hits_tokens"] / total
+        out["max_hit_rate_tokens"] = out["max_hits_tokens"] / total
+    if "bypass_hits_tokens" in out:
+        out["bypass_hit_rate_tokens"] = out["bypass_hits_tokens"] / total
     if prefix_ends is not None:
         out["prefix_cache_hits_tokens"] = Fraction(weights.hit(prefix_ends))
         out["prefix_cache_hit_rate_tokens"] = out["prefix_cache_hits_tokens"] / total
@@ -168,7 +168,7 @@ def _composed(makers: Sequence[tuple[str, Callable[[], tuple[str, Any]], int]], 
 
 
 def joint_layout(refs: np.ndarray, capacity: int, piece_refs: int) -> tuple[list[int], list[int]]:
-    """The cut list with admission control and where the pieces of a trace checked both ways start
+    """The cut list with bypass and where the pieces of a trace checked both ways start
     (:func:`pycert.lean.emit.joints.split_after_cuts`): a piece's list holds the at most ``capacity`` blocks
     open where it starts and its references, ``piece_refs`` in all. What prove and verify both derive."""
     if piece_refs - capacity < 2:
@@ -211,7 +211,7 @@ def joint_files(refs: np.ndarray, sha256: str, module: str, capacity: int, cuts:
 
 def curve_points(trace: Trace, capacities: Sequence[int]) -> list[curve.Point]:
     """Both models at each capacity of a curve, and where the prefix test is written (where a prefix cache
-    reaches the optimum with admission control: :func:`pycert.analysis.requests.prefix_verdict`)."""
+    reaches the optimum with bypass: :func:`pycert.analysis.requests.prefix_verdict`)."""
     out = []
     for c in capacities:
         plain, admitted = model(trace.refs, c, admission=False), model(trace.refs, c, admission=True)

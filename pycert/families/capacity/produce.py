@@ -104,10 +104,10 @@ class CapacityProducer(Producer):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--capacity-blocks", type=int_list(1), action="extend", default=[], metavar="C[,C...]",
-                            help="certify the hit ceiling at these cache capacities, in blocks (under prove ceiling or "
-                                 "all, beside the capacity-free ceiling): one certificate per trace and capacity, the "
-                                 "optimum kernel-checked both ways for caches with admission control (Belady's MIN with "
-                                 "bypass; a prefix cache where the trace is prefix-closed) and for caches that admit "
+                            help="certify the optimum at these cache capacities, in blocks (under prove ceiling or "
+                                 "all, beside the ceiling, the best at any size): one certificate per trace and capacity, the "
+                                 "optimum kernel-checked both ways for caches with bypass (Belady's MIN with "
+                                 "bypass; a prefix cache where the trace is prefix-closed) and for caches that store "
                                  "every missed block (Belady's MIN); a trace in pieces: the first optimum, both ways; under prove "
                                  "isolation-cost, the capacities a per-tenant salt's cost is certified at")
         parser.add_argument("--capacity-tokens", type=int_list(1), action="extend", default=[], metavar="T[,T...]",
@@ -153,7 +153,7 @@ class CapacityProducer(Producer):
                     for p in self._prepare_curve(path, trace, trace_input, run, setting)]
         out = []
         for c in capacities(opts, trace):
-            setting.progress(f"{trace.name}: cut list and witness with admission control at {plural(c, 'block')}, split "
+            setting.progress(f"{trace.name}: cut list and witness with bypass at {plural(c, 'block')}, split "
                              f"into pieces of at most {plural(limit, 'reference')}")
             cuts, points = derive.joint_layout(trace.refs, c, limit)
             params = CapacityParams(capacity_blocks=c, lean_encoding=JOINTS_ENCODING, piece_refs=limit,
@@ -203,14 +203,14 @@ class CapacityProducer(Producer):
         if plan.cuts or plan.free or plan.admission is None:  # a trace in pieces both ways states one model only
             p.engine |= {"max_hits": Fraction(plan.max_hits), "cuts": Fraction(plan.cuts)}
         if plan.admission is not None:
-            p.engine |= {"admission_hits": Fraction(plan.admission.max_hits),
-                         "admission_cuts": Fraction(plan.admission.cuts)}
-        # named as the certificate names the figure: ``admission_ceiling`` (caches with admission control) where the
-        # run states that model, else ``ceiling`` (caches that admit every missed block)
+            p.engine |= {"bypass_hits": Fraction(plan.admission.max_hits),
+                         "bypass_cuts": Fraction(plan.admission.cuts)}
+        # the optimum with bypass where the run states that model (``bypass_hit_rate``), else the optimum of caches
+        # that store every missed block (``max_hit_rate``)
         admission = plan.admission is not None
-        ceiling = (plan.admission.max_hits if admission else plan.max_hits) / plan.refs if plan.refs else 0
-        name = "admission ceiling" if admission else "ceiling"
-        p.headline = f"{plural(c, 'block')}: {name} {ceiling:.6f}" if plan.refs else "empty"
+        rate = (plan.admission.max_hits if admission else plan.max_hits) / plan.refs if plan.refs else 0
+        name = "optimum with bypass" if admission else "optimum"
+        p.headline = f"{plural(c, 'block')}: {name} {rate:.6f}" if plan.refs else "empty"
 
     def _prepare_pieces(self, p: Prepared, trace: Trace, distinct: int, cuts: list[int], points: list[int],
                         setting: Setting) -> emit.Plan | None:

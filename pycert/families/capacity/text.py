@@ -14,15 +14,15 @@ BOUNDED, OPTIMUM = "Pycert.Capacity.Bounded", "Pycert.Capacity.Optimum"
 OPTIMA, PREFIX_OPTIMA = "Pycert.Admission.Optima", "Pycert.Admission.PrefixOptima"
 OPTIMUM_A = "Pycert.Admission.OptimumA"
 
-DEMAND = "caches that admit every missed block and start empty"
+DEMAND = "caches that store every missed block and start empty"
 """The model of ``Pycert.Cache``, named wherever a figure is about it."""
-ADMISSION = ("caches with admission control (a missed block may be left out and any block evicted at any step; "
-             "the cache starts empty)")
+BYPASS = ("caches with bypass (a cache that may skip storing a missed block, and evict any block at any step; "
+             "it starts empty)")
 UNITS = ("Blocks count one slot each, and neither model makes a running request's blocks resident together while it "
          "is computed: a real engine needs that room, so the optimum may be out of its reach.")
 
 UPPER_ONLY = ("The kernel proves the upper bound only; that Belady's MIN reaches it is computed by pycert (two engines "
-              "agreeing), not kernel-checked, so max_hits is proved to be a ceiling and computed to be the optimum.")
+              "agreeing), not kernel-checked, so max_hits is proved to be an upper bound and computed to be the optimum.")
 BOTH_WAYS = ("The kernel proves max_hits both ways: no policy of the model hits more, and some policy of capacity_blocks "
              "hits exactly max_hits (Belady's hit pairs, checked on every reference as a witness). That policy reads the "
              "whole trace (it is offline, like Belady's MIN); that MIN itself is the policy reaching it is Belady's "
@@ -68,15 +68,14 @@ PREFIX_NOT_CLAIMED = {
 
 
 def joint_limits(count: int) -> tuple[str, ...]:
-    """What a certificate of a trace in ``count`` pieces both ways with admission control does not prove."""
-    return (COMMON[0], _joint_model(), "The figures in tokens are not kernel-checked: admission_hits_tokens is "
-            "block_tokens times the kernel-checked admission_hits (a block holds at most block_tokens tokens).",
+    """What a certificate of a trace in ``count`` pieces both ways with bypass does not prove."""
+    return (COMMON[0], _joint_model(), "The figures in tokens are not kernel-checked: bypass_hits_tokens is "
+            "block_tokens times the kernel-checked bypass_hits (a block holds at most block_tokens tokens).",
             *COMMON[1:], _joint_limit(count))
 
 
 def _joint_model() -> str:
-    return (f"The optimum with admission control is kernel-checked both ways: no cache of {ADMISSION.split(' (')[0]} "
-            "of capacity_blocks hits more, and one hits exactly admission_hits (Belady's hit pairs with bypass, checked on "
+    return (f"The optimum with bypass is kernel-checked both ways: no cache with bypass "            "of capacity_blocks hits more, and one hits exactly bypass_hits (Belady's hit pairs with bypass, checked on "
             "every reference as a witness). That cache reads the whole trace (it is offline); that Belady's MIN with "
             f"bypass is such a cache is Belady's theorem and pycert's two engines, not the kernel's. {UNITS} Nothing is "
             "prefetched.")
@@ -84,12 +83,12 @@ def _joint_model() -> str:
 
 def _joint_limit(count: int) -> str:
     return (f"The trace is checked in {count} pieces that follow one another, each ending at a cut of the cut list with "
-            "admission control, each a sorted instance in a Lean module of its own of the blocks of the witness's pairs "
+            "bypass, each a sorted instance in a Lean module of its own of the blocks of the witness's pairs "
             "open where it starts followed by its references; the composition module proves the optimum from the pieces' "
             "headlines (Pycert.Joints.both_glue, optimumA_of_both), the open blocks each piece leaves being, literally, "
             "those the next starts with. Python computes where to split and which pairs are open, and verify recomputes "
-            "them from the trace, the capacity and piece_refs and regenerates every file. Only the model with admission "
-            "control is stated: the optimum of caches that admit every missed block is not, nor a prefix cache.")
+            "them from the trace, the capacity and piece_refs and regenerates every file. Only the model with bypass is "
+            "stated: the optimum of caches that store every missed block is not, nor a prefix cache.")
 
 
 def piece_limit(count: int) -> str:
@@ -110,32 +109,32 @@ def sentence(trace: str, predicate: str, figures: Mapping[str, Fraction], readin
     refs, c = int(figures["refs"]), int(figures["capacity_blocks"])
     blocks = _blocks(c)
     if predicate == OPTIMUM_A:
-        ha = int(figures["admission_hits"])
-        return (f"On trace {trace} ({reading}{refs} block references), {ADMISSION} of {blocks} hit at most {ha} times and one "
-                f"(offline) hits exactly {ha}: the optimum with admission control, a hit rate of "
-                f"{float(figures['admission_ceiling']):.6f}, checked in pieces with the witness's pairs open across each "
+        ha = int(figures["bypass_hits"])
+        return (f"On trace {trace} ({reading}{refs} block references), {BYPASS} of {blocks} hit at most {ha} times and one "
+                f"(offline) hits exactly {ha}: the optimum at {blocks} with bypass, a hit rate of "
+                f"{float(figures['bypass_hit_rate']):.6f}, checked in pieces with the witness's pairs open across each "
                 "joint. Every cache of that size that starts empty is one of these, so none hits more. The optimum for "
                 f"{DEMAND} is not stated. Blocks count one slot each, and no room is kept for a running request's blocks.")
     h = int(figures["max_hits"])
     if predicate in (BOUNDED, OPTIMUM):
-        return (f"On trace {trace} ({reading}{refs} block references), no demand-fetch cache of {blocks} that admits every missed "
-                f"block and starts empty hits more than {h} times: a hit-rate ceiling of {float(figures['ceiling']):.6f} "
+        return (f"On trace {trace} ({reading}{refs} block references), no demand-fetch cache of {blocks} that stores every missed "
+                f"block and starts empty hits more than {h} times: a hit rate of at most {float(figures['max_hit_rate']):.6f} "
                 f"at {blocks}, attained by Belady's MIN"
-                + (f"; some such cache of {blocks} hits exactly {h} times, so {h} is the optimum." if predicate == OPTIMUM
-                   else " as pycert computes it (two engines agreeing; the kernel proves the ceiling only)."))
-    ha = int(figures["admission_hits"])
+                + (f"; some such cache of {blocks} hits exactly {h} times, so {h} is the optimum at {blocks}." if predicate == OPTIMUM
+                   else " as pycert computes it (two engines agreeing; the kernel proves the bound only)."))
+    ha = int(figures["bypass_hits"])
     requests = f" in {int(figures['requests'])} requests" if "requests" in figures else ""
-    out = (f"On trace {trace} ({reading}{refs} block references{requests}), {ADMISSION} of {blocks} hit at most {ha} times and one "
-           f"(offline) hits exactly {ha}: the optimum with admission control, a hit rate of "
-           f"{float(figures['admission_ceiling']):.6f}")
+    out = (f"On trace {trace} ({reading}{refs} block references{requests}), {BYPASS} of {blocks} hit at most {ha} times and one "
+           f"(offline) hits exactly {ha}: the optimum at {blocks} with bypass, a hit rate of "
+           f"{float(figures['bypass_hit_rate']):.6f}")
     if predicate == PREFIX_OPTIMA:
         out += (", reached by a prefix cache over the trace's requests (one that hits only the longest cached prefix of "
                 "each request's blocks)")
-    out += (f". For {DEMAND}, a subset, the optimum at {blocks} is {h} ({float(figures['ceiling']):.6f}). Blocks count "
+    out += (f". For {DEMAND}, a subset, the optimum at {blocks} is {h} ({float(figures['max_hit_rate']):.6f}). Blocks count "
             "one slot each, and no room is kept for a running request's blocks.")
     if "refs_tokens" in figures:
-        bound = int(figures["admission_hits_tokens"])
-        out += (f" In tokens, of {int(figures['refs_tokens'])} prompt tokens, no cache with admission control hits more "
+        bound = int(figures["bypass_hits_tokens"])
+        out += (f" In tokens, of {int(figures['refs_tokens'])} prompt tokens, no cache with bypass hits more "
                 f"than {bound} (block_tokens × {ha}, derived)")
         if "prefix_cache_hits_tokens" in figures:
             out += (f", and that prefix cache hits {int(figures['prefix_cache_hits_tokens'])} (its full blocks; a partial "
@@ -150,7 +149,7 @@ EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
     "capacity_blocks": ("kernel-checked", f"{KERNEL} (the capacity of every cache it speaks of)"),
     "max_hits": ("kernel-checked", f"{KERNEL} (hits P trace ≤ it for every policy P of capacity C, from a cut list "
                  "checked on every reference)"),
-    "ceiling": ("computed", "exact arithmetic max_hits / refs of two kernel-checked figures"),
+    "max_hit_rate": ("computed", "exact arithmetic max_hits / refs of two kernel-checked figures"),
     "belady_hits": ("computed-cross-checked", "Belady's MIN at capacity_blocks: pycert's one-pass OPT curve "
                     "(pycert.analysis.optcurve), equal to a direct MIN simulation (pycert.analysis.cachesim.belady_hits) "
                     "and to max_hits; libCacheSim's Belady agrees in pycert's tests"),
@@ -158,33 +157,33 @@ EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
              "checked the bound for that list, whatever it is"),
 }
 OPTIMUM_EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
-    "max_hits": ("kernel-checked", f"{KERNEL} (Optimum: hits P trace ≤ it for every policy P of capacity C that admits "
+    "max_hits": ("kernel-checked", f"{KERNEL} (Optimum: hits P trace ≤ it for every policy P of capacity C that stores "
                  "every missed block and starts empty, from a cut list checked on every reference, and = it for one such "
                  "policy, from Belady's hit pairs checked on every reference)"),
-    "belady_hits": ("kernel-checked", "the optimum at capacity_blocks for caches that admit every missed block, a literal "
+    "belady_hits": ("kernel-checked", "the optimum at capacity_blocks for caches that store every missed block, a literal "
                     "of {headline} (max_hits, both ways). That Belady's MIN is a cache reaching it is computed: pycert's "
                     "one-pass OPT curve (pycert.analysis.optcurve) and a direct MIN simulation "
                     "(pycert.analysis.cachesim.belady_hits) both count max_hits"),
 }
 OPTIMA_EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
     **OPTIMUM_EVIDENCE,
-    "admission_hits": ("kernel-checked", f"{KERNEL} (OptimumA: hits trace K ≤ it for every cache K of C blocks with "
-                       "admission control, Pycert.Admission.Run, from a second cut list checked on every reference, and = "
-                       "it for one such cache, from the hit pairs of Belady's MIN with bypass checked on every reference)"),
-    "admission_ceiling": ("computed", "exact arithmetic admission_hits / refs of two kernel-checked figures"),
-    "admission_cuts": ("computed", "length of the cut list the recipe computed for caches with admission control "
-                       "(pycert.analysis.capacity.cut_list, admission=True); the kernel checked the bound for that list"),
+    "bypass_hits": ("kernel-checked", f"{KERNEL} (OptimumA: hits trace K ≤ it for every cache K of C blocks with "
+                    "bypass, Pycert.Admission.Run, from a second cut list checked on every reference, and = "
+                    "it for one such cache, from the hit pairs of Belady's MIN with bypass checked on every reference)"),
+    "bypass_hit_rate": ("computed", "exact arithmetic bypass_hits / refs of two kernel-checked figures"),
+    "bypass_cuts": ("computed", "length of the cut list the recipe computed for caches with bypass "
+                    "(pycert.analysis.capacity.cut_list, admission=True); the kernel checked the bound for that list"),
     "prefix_cache_hits": ("kernel-checked", f"{KERNEL} (PrefixOptimum: prefixHits ≤ it for every prefix cache of C "
-                          "blocks over the trace's requests, with or without admission control, and = it for one, from "
+                          "blocks over the trace's requests, with or without bypass, and = it for one, from "
                           "the same pairs, each hit checked to follow a hit in its request or start it)"),
     "requests": ("computed", "the trace's requests (lines), as Python reads them"),
     "refs_tokens": ("computed", PROMPT_TOKENS),
     "max_hits_tokens": ("computed", "block_tokens × max_hits: a bound in tokens derived from a kernel-checked block figure "
                         "(a block holds at most block_tokens tokens); not itself kernel-checked"),
-    "admission_hits_tokens": ("computed", "block_tokens × admission_hits: a bound in tokens derived from a kernel-checked "
-                              "block figure; not itself kernel-checked"),
-    "ceiling_tokens": ("computed", "exact arithmetic max_hits_tokens / refs_tokens"),
-    "admission_ceiling_tokens": ("computed", "exact arithmetic admission_hits_tokens / refs_tokens"),
+    "bypass_hits_tokens": ("computed", "block_tokens × bypass_hits: a bound in tokens derived from a kernel-checked "
+                           "block figure; not itself kernel-checked"),
+    "max_hit_rate_tokens": ("computed", "exact arithmetic max_hits_tokens / refs_tokens"),
+    "bypass_hit_rate_tokens": ("computed", "exact arithmetic bypass_hits_tokens / refs_tokens"),
     "prefix_cache_hits_tokens": ("computed", "the tokens of the prefix cache's hits: the kernel-checked witness's hit "
                                  "blocks (Belady's MIN with bypass, regenerated from the trace), block_tokens each when "
                                  "full, none for a request's partial last block (vLLM caches full blocks only)"),

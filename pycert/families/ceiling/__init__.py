@@ -1,4 +1,4 @@
-"""Hit ceiling (``lean/Pycert/Ceiling.lean``): no demand-fetch cache that admits every missed block hits
+"""Hit ceiling (``lean/Pycert/Ceiling.lean``): no demand-fetch cache that stores every missed block hits
 more often than the trace's repeats allow, hits + distinct ≤ |trace| for every policy and capacity,
 kernel-checked on the whole trace (``lean/Pycert/PackedTrace.lean`` and its emitter
 :mod:`pycert.lean.emit.packed_trace`).
@@ -99,8 +99,8 @@ class Ceiling(Claim):
     headline_figures = ("refs", "distinct", "max_hits")
     limits = (
         "A ceiling is per trace: it says nothing about other traffic.",
-        "It bounds demand-fetch caches that admit every missed block, of any capacity; a cache that prefetches, or "
-        "that may decline to admit a block, is outside the model.",
+        "It bounds demand-fetch caches that store every missed block, of any capacity; a cache that prefetches, or "
+        "that may skip storing a missed block (bypass), is outside the model.",
         "It is an oracle bound, not a connector measurement: no real cache was run.",
         BLOCK_IDENTITY,
         "Outside the kernel, Python reads the trace file's bytes (sha256 above) into the list of block ids and writes "
@@ -143,7 +143,7 @@ class Ceiling(Claim):
                   f"({float(figures['ceiling_tokens']):.6f}) are in reused full blocks (computed; a partial block is "
                   "never reused, as in vLLM)." if "ceiling_tokens" in figures else "")
         return (f"On trace {trace} ({reading(params)}{refs} block references, {distinct} distinct), no demand-fetch "
-                f"cache that admits every missed block and prefetches nothing, of any capacity or eviction policy, "
+                f"cache that stores every missed block and prefetches nothing, of any capacity or eviction policy, "
                 f"hits more than {int(figures['max_hits'])} times: a hit-rate ceiling of {float(ceiling):.6f}.{tokens}")
 
     def instance(self, params: CeilingParams, primary: Sequence[InputFile]) -> Instance:

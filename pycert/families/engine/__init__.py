@@ -3,8 +3,8 @@ pycert computes for the same references at the same capacity.
 
 The figures are pure functions of the per-request log and the trace (:mod:`pycert.families.engine.figures`):
 the engine's hits with evidence ``observed``; the references, LRU's hits at the capacity (Mattson stack
-distances), Belady's MIN with and without bypass (two engines agreeing each) and the capacity-free
-ceilings computed from the trace, in blocks and, where the trace gives prompt lengths, in its tokens. An
+distances), Belady's MIN with and without bypass (two engines agreeing each) and a cache of
+unbounded size's hits (the ceiling) computed from the trace, in blocks and, where the trace gives prompt lengths, in its tokens. An
 engine count above Belady's MIN with bypass at its capacity (the most any cache of that many blocks can
 hit) is refused as a defect. The kernel-checked optimum
 at the same capacity is the capacity family's certificate, which the same command proves; the sentence
@@ -85,12 +85,12 @@ def log_figures(log: replaylog.ReplayLog, trace_path: object) -> tuple[dict[str,
     figures = {"requests": Fraction(len(requests)), "refs": Fraction(refs), "distinct": Fraction(curve.distinct),
                **observed(log), "lru_hits": Fraction(curve.hits(c)),
                "belady_hits": Fraction(engines(trace.refs, c, admission=False)),
-               "admission_hits": Fraction(engines(trace.refs, c, admission=True)),
+               "bypass_hits": Fraction(engines(trace.refs, c, admission=True)),
                "unbounded_hits": Fraction(refs - curve.distinct), "prefix_unbounded_hits": Fraction(refs - chains),
                "prefix_closed": Fraction(int(chains == curve.distinct))}
     figures["engine_hit_rate"] = figures["engine_hits"] / refs if refs else Fraction(0)
     figures |= in_tokens(log, trace, distances)
-    why = above_optimum(int(figures["engine_hits"]), int(figures["admission_hits"]), c, "Belady's MIN with bypass "
+    why = above_optimum(int(figures["engine_hits"]), int(figures["bypass_hits"]), c, "Belady's MIN with bypass "
                         "reaches there, the most any cache of that many blocks that starts empty can hit (pycert's two "
                         "engines agreeing)")
     return figures, [why] if why else []
@@ -136,7 +136,7 @@ def sentence(p: EngineParams, f: Mapping[str, Fraction], trace: str) -> str:
             f"served {f['engine_hits']} references ({f['engine_cached_tokens']} of its tokens) from its cache by its "
             f"own count, serving only a request's longest cached prefix of blocks; on the same references pycert "
             f"computes {f['lru_hits']} hits for LRU, {f['belady_hits']} for Belady's MIN (the optimum of caches that "
-            f"admit every missed block) and {f['admission_hits']} for Belady's MIN with bypass (the optimum of any cache "
+            f"store every missed block) and {f['bypass_hits']} for Belady's MIN with bypass (the optimum of any cache "
             f"of {p.num_blocks} blocks that starts empty) at {p.num_blocks} blocks, and {f['unbounded_hits']} for a "
             f"cache of unbounded size.{closed}{tokens}")
 
@@ -163,11 +163,11 @@ class Engine(Claim):
         "inspect the KV blocks themselves, and the engine's 64-bit block hashes are trusted not to collide.",
         "The engine evicts every cached block at once when its free blocks fall below its scheduler's safety margin, "
         "or when a request does not fit; it is compared here with caches that evict one block at a time.",
-        "Pycert.Admission.hits_le_freeA bounds every cache of capacity_blocks blocks that starts empty (admission "
-        "control, any eviction, offline), so an engine count above Belady's MIN with bypass is refused as a defect; "
-        "Pycert.Capacity.hits_le_free bounds those that admit every missed block (Belady's MIN). The observation does "
+        "Pycert.Admission.hits_le_freeA bounds every cache of capacity_blocks blocks that starts empty (with "
+        "bypass, any eviction, offline), so an engine count above Belady's MIN with bypass is refused as a defect; "
+        "Pycert.Capacity.hits_le_free bounds those that store every missed block (Belady's MIN). The observation does "
         "not show which of these the engine is, only that its count stays within the bounds.",
-        "LRU, Belady's MIN (with and without bypass) and the ceilings are computed by pycert here; the kernel-checked "
+        "LRU, Belady's MIN (with and without bypass) and the unbounded cache (the ceiling) are computed by pycert here; the kernel-checked "
         "optima at the same capacity are the capacity certificate of the same trace.",
         "The token figures weigh each trace block by the tokens the trace gives it (a request's partial last block "
         "none); the engine's own cached tokens (engine_cached_tokens) are in its block_tokens-token blocks.",
@@ -181,9 +181,9 @@ class Engine(Claim):
         "lru_hits": ("computed", "LRU at num_blocks from Mattson stack distances (pycert.analysis.cachesim)"),
         "belady_hits": ("computed-cross-checked", "Belady's MIN at num_blocks: pycert's one-pass OPT curve "
                         "(pycert.analysis.optcurve), equal to a direct MIN simulation (pycert.analysis.cachesim)"),
-        "admission_hits": ("computed-cross-checked", "Belady's MIN with bypass at num_blocks: pycert's one-pass curve "
-                           "(pycert.analysis.optcurve.admission_hit_curve), equal to a direct simulation "
-                           "(pycert.analysis.cachesim.belady_bypass_flags)"),
+        "bypass_hits": ("computed-cross-checked", "Belady's MIN with bypass at num_blocks: pycert's one-pass curve "
+                        "(pycert.analysis.optcurve.admission_hit_curve), equal to a direct simulation "
+                        "(pycert.analysis.cachesim.belady_bypass_flags)"),
         "unbounded_hits": ("computed", "refs - distinct: the hits of a cache of unbounded size"),
         "prefix_unbounded_hits": ("computed", "refs - distinct (prefix, block) chains: the hits of a prefix cache of "
                            "unbounded size (pycert.families.engine.figures.seen_prefixes)"),

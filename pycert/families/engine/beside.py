@@ -4,8 +4,8 @@ figures around it, that ``pycert engine replay``, ``trace offload --certs`` and 
 Only certificates that verified in the caller's run may be passed in; each figure says which one it
 comes from. The sentence rests on the capacity certificate's kernel-checked figure that bounds the most
 caches and names them as that certificate's headline states them (:meth:`Capacity.widest_bound`): with
-the optimum under admission control (``admission_hits``), "any cache of C blocks that starts empty"; with
-a headline without it (a trace in pieces, or an older layout: ``max_hits``), only the caches that admit
+the optimum under bypass (``bypass_hits``), "any cache of C blocks that starts empty"; with
+a headline without it (a trace in pieces, or an older layout: ``max_hits``), only the caches that store
 every missed block and start empty. In tokens (where the trace gives prompt lengths) the optimum is a
 bound, the trace's block size times the block figure, and the engine's hits are the trace's tokens of
 the blocks it served.
@@ -25,7 +25,7 @@ from pycert.families.engine.figures import above_optimum
 
 
 class Beside(BaseModel):
-    """The engine's hits at ``capacity_blocks`` beside LRU, the optimum and the capacity-free ceiling, in
+    """The engine's hits at ``capacity_blocks`` beside LRU, the optimum and the ceiling, in
     blocks and, where the trace gives prompt lengths, in its tokens (``..._tokens``: None otherwise)."""
 
     trace: str
@@ -112,7 +112,7 @@ def beside(engine: Certificate, capacity: Certificate | None = None, ceiling: Ce
         if trace_of(other)[1] != sha or (other is capacity and other.parameters.capacity_blocks != c):  # type: ignore[attr-defined]
             raise Rejected(Rejection.mismatch(f"{other.id}", f"a certificate of trace {name} at {c} blocks", "another"))
     out = Beside(trace=name, capacity_blocks=c, refs=figure(engine, "refs"), engine_hits=hits, engine_by=engine.id,
-                 lru_hits=figure(engine, "lru_hits"), optimum=figure(engine, "admission_hits"),
+                 lru_hits=figure(engine, "lru_hits"), optimum=figure(engine, "bypass_hits"),
                  optimum_known=f"Belady's MIN with bypass computed by pycert ({engine.id})",
                  unbounded_hits=figure(engine, "unbounded_hits"), unbounded_known=f"computed by pycert ({engine.id})",
                  sentence=None, why_no_sentence=f"no verified capacity certificate of {name} at {c} blocks",
@@ -126,7 +126,7 @@ def beside(engine: Certificate, capacity: Certificate | None = None, ceiling: Ce
         optimum = figure(capacity, name_)
         if (why := above_optimum(hits, optimum, c, f"the kernel proved for every such cache ({capacity.id})")) is not None:
             raise Rejected(why)
-        mine = "admission_hits" if name_ == "admission_hits" else "belady_hits"
+        mine = "bypass_hits" if name_ == "bypass_hits" else "belady_hits"
         if (computed := figure(engine, mine)) != optimum:
             raise Rejected(Rejection.mismatch(f"{engine.id}: figures.{mine}", f"{optimum} (kernel-checked in {capacity.id})",
                                               f"{computed} (computed by pycert)", reason="engine-disagrees"))

@@ -77,7 +77,7 @@ def files(s: Salted, params: IsolationCostParams, instance: str) -> tuple[dict[s
 
 
 def prefix_of(trace: Trace, capacity_blocks: int) -> tuple[str, str]:
-    """Whether a prefix cache reaches the shared optimum with admission control, and why not."""
+    """Whether a prefix cache reaches the shared optimum with bypass, and why not."""
     return prefix_verdict(trace, capacity.model(trace.refs, capacity_blocks, admission=True).ends)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from pycert.core.schema import EvidenceState
-from pycert.families.capacity.text import ADMISSION, COMMON, DEMAND, UNITS
+from pycert.families.capacity.text import BYPASS, COMMON, DEMAND, UNITS
 
 SALT_COST, PREFIX_SALT_COST = "Pycert.IsolationCost.SaltCost", "Pycert.IsolationCost.PrefixSaltCost"
 
@@ -39,13 +39,13 @@ def sentence(trace: str, predicate: str, figures: Mapping[str, Fraction], rule: 
     y, x, gap = int(figures["shared_hits"]), int(figures["salted_hits"]), int(figures["gap"])
     blocks = f"{c} block{'s' if c != 1 else ''}"
     out = (f"On trace {trace} ({reading}{refs} block references in {int(figures['requests'])} requests), with {rule}: "
-           f"{ADMISSION} of {blocks} shared by every tenant hit at most {y} times and one (offline) hits exactly {y}")
+           f"{BYPASS} of {blocks} shared by every tenant hit at most {y} times and one (offline) hits exactly {y}")
     if predicate == PREFIX_SALT_COST:
         out += (", reached by a prefix cache over the trace's requests (one that hits only the longest cached prefix of "
                 "each request's blocks)")
-    out += (f"; on {KEYED}, no cache of {blocks} with admission control hits more than {x}, and one hits exactly {x}. So "
+    out += (f"; on {KEYED}, no cache of {blocks} with bypass hits more than {x}, and one hits exactly {x}. So "
             f"at {blocks} a per-tenant salt costs at least {gap} hits ({_pct(figures['gap_share'])} of the shared "
-            f"optimum): every salted cache of {blocks} with admission control, which includes those that admit every "
+            f"optimum): every salted cache of {blocks} with bypass, which includes those that store every "
             f"missed block and prefix caches, hits at least {gap} times fewer than the best shared one. For {DEMAND}, a "
             f"subset, the optima are {int(figures['shared_demand_hits'])} shared and "
             f"{int(figures['salted_demand_hits'])} keyed. Blocks count one slot each, and no room is kept for a running "
@@ -84,10 +84,10 @@ EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
     "refs": ("kernel-checked", f"{KERNEL} (the length of both traces, every reference decoded)"),
     "capacity_blocks": ("kernel-checked", f"{KERNEL} (the capacity of every cache it speaks of)"),
     "shared_hits": ("kernel-checked", f"{KERNEL} (OptimumA on the trace: hits ≤ it for every cache of C blocks with "
-                    "admission control, from a cut list checked on every reference, and = it for one, from the hit pairs "
+                    "bypass, from a cut list checked on every reference, and = it for one, from the hit pairs "
                     "of Belady's MIN with bypass checked on every reference)"),
     "salted_hits": ("kernel-checked", f"{KERNEL} (OptimumA on the keyed trace, both ways as shared_hits)"),
-    "shared_demand_hits": ("kernel-checked", f"{KERNEL} (Optimum on the trace, for caches that admit every missed block "
+    "shared_demand_hits": ("kernel-checked", f"{KERNEL} (Optimum on the trace, for caches that store every missed block "
                            "and start empty, both ways)"),
     "salted_demand_hits": ("kernel-checked", f"{KERNEL} (Optimum on the keyed trace, both ways)"),
     "gap": ("computed", "exact arithmetic shared_hits - salted_hits of two kernel-checked figures (salt_gap: every cache "

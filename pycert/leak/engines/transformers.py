@@ -41,6 +41,7 @@ from transformers.generation.configuration_utils import ContinuousBatchingConfig
 from pycert.core.errors import InputError
 from pycert.leak.admission import SALT_TOKENS, EngineRequest, salt_tokens
 from pycert.leak.engines import Served
+from pycert.leak.engines.paged import LABELS
 
 GENERATED = 2
 """Tokens generated per request: with 1 the engine never hashes the prompt's blocks (module docstring)."""
@@ -83,7 +84,7 @@ def _local_model(path: Path) -> tuple[torch.nn.Module, str]:
 class TransformersEngine:
     """One continuous-batching manager over one model, with the cache tap of the module docstring."""
 
-    name = "transformers continuous batching"
+    name = LABELS["transformers"]
     salt_form = f"{SALT_TOKENS} prepended tokens from the salt's bytes"
     generated = GENERATED
 

@@ -7,7 +7,7 @@ theorem, ``INSTANCE_NAMESPACE.<Module>.headline``, states a library predicate ap
 INSTANCE_NAMESPACE = "Pycert.Instance"
 
 CAPACITY_ENCODING = "packed-sorted-cuts/1"
-"""A capacity instance (:mod:`pycert.lean.emit.capacity`) stating the bound for caches that admit every
+"""A capacity instance (:mod:`pycert.lean.emit.capacity`) stating the bound for caches that store every
 missed block (``Pycert.Capacity.Bounded``). The layouts are named here, with no numpy, so that reading
 a certificate does not import the emitter."""
 CAPACITY_OPTIMUM_ENCODING = "packed-sorted-cuts-witness/1"
@@ -18,9 +18,9 @@ the requests' first references and the prefix test."""
 CAPACITY_PIECES_ENCODING = "packed-sorted-cuts-pieces/1"
 """A trace in pieces split at cuts, one module each, and their composition (:mod:`pycert.lean.emit.pieces`)."""
 CAPACITY_JOINTS_ENCODING = "packed-sorted-joints/1"
-"""A trace in pieces that follow one another, after references that are cuts of the bound with admission control,
+"""A trace in pieces that follow one another, after references that are cuts of the bound with bypass,
 each carrying the witness's pairs open across its joints (:mod:`pycert.lean.emit.joints`): the optimum with
-admission control both ways, ``Pycert.Admission.OptimumA``."""
+bypass both ways, ``Pycert.Admission.OptimumA``."""
 CAPACITY_CURVE_ENCODING = "packed-sorted-curve/1"
 """Many capacities in one instance (:mod:`pycert.lean.emit.curve`): the trace sorted once, both models both ways
 at each capacity, each under its own headline ``<Module>.C<C>.headline``."""

@@ -1,4 +1,4 @@
-"""Emit the Lean instance that kernel-checks the ceiling of a whole trace at one capacity.
+"""Emit the Lean instance that kernel-checks the optimum at one capacity of a whole trace.
 
 One file per trace and capacity ``C`` (``lean/Pycert/SortedTrace.lean`` has the layout), importing
 only the library:
@@ -10,14 +10,14 @@ only the library:
   (:mod:`pycert.lean.emit.sorting`): each reference and the previous one to its block sit at
   consecutive places (``adjacent_of_sortOK``);
 * per cache model, a cut list as a bit plane and its running count (``cutsOK``), and the reuses no cut
-  separates, counted (``flags``): the bound ``(C - 1) · m + F`` for caches that admit every missed
-  block, ``C · m + F`` for caches with admission control (``flags`` with no cut plane: no cut at or
+  separates, counted (``flags``): the bound ``(C - 1) · m + F`` for caches that store every missed
+  block, ``C · m + F`` for caches with bypass (``flags`` with no cut plane: no cut at or
   after the earlier reference, ``Pycert.SortedAdmission``);
-* per model, a witness: the starts and ends of Belady's hit pairs (with bypass for admission
-  control), their running counts and the test that at most ``C - 1`` (``C``) pairs are open at every
+* per model, a witness: the starts and ends of Belady's hit pairs (with bypass for the
+  model with bypass), their running counts and the test that at most ``C - 1`` (``C``) pairs are open at every
   step (``Pycert.SortedOptimum``, ``Pycert.SortedAdmission``);
 * with the requests' first references (a plane), the test that every end that does not start its
-  request follows an end: a prefix cache reaches the optimum with admission control.
+  request follows an end: a prefix cache reaches the optimum with bypass.
 
 Which headline a file states is its layout (:data:`ENCODING`, :data:`OPTIMUM_ENCODING`,
 :data:`OPTIMA_ENCODING`). Nothing here is trusted: any network is a bijection, any cut list gives a
@@ -61,7 +61,7 @@ def cut_planes(n: int, cuts: Sequence[int], m: int) -> tuple[np.ndarray, np.ndar
 def flag_plane(same: np.ndarray, sigma: np.ndarray, c: np.ndarray | None, a: np.ndarray) -> np.ndarray:
     """Places where ``same`` holds and no cut separates the two references: none strictly between their
     times (``c``, the cut plane: ``A(j) = A(i) + c(i)``), or with ``c`` None none at or after the earlier
-    and before the later (``A(j) = A(i)``, the flags with admission control)."""
+    and before the later (``A(j) = A(i)``, the flags with bypass)."""
     a_s = a[sigma]
     step = np.zeros(len(sigma), dtype=np.int64) if c is None else c[sigma]
     out = np.zeros(len(sigma), dtype=bool)
@@ -82,7 +82,7 @@ class Bound(BaseModel):
     """One model's bound and witness as an instance states them: ``H = per_cut · cuts + free``."""
 
     per_cut: int
-    """``C - 1`` for caches that admit every missed block, ``C`` with admission control."""
+    """``C - 1`` for caches that store every missed block, ``C`` with bypass."""
     cuts: int
     free: int
     witness_hits: int | None = None
@@ -100,15 +100,15 @@ class Plan(BaseModel):
     distinct: int
     capacity: int
     cuts: int
-    """``m``: the cut list's length (caches that admit every missed block)"""
+    """``m``: the cut list's length (caches that store every missed block)"""
     free: int
     """``F``: reuse pairs with no cut strictly between"""
     witness_hits: int | None = None
     """The witness's pairs, when the instance carries one: the headline states this figure as ``H``."""
     admission: Bound | None = None
-    """The same with admission control, when the instance states it."""
+    """The same with bypass, when the instance states it."""
     prefix: bool = False
-    """Whether the instance checks that a prefix cache reaches the optimum with admission control."""
+    """Whether the instance checks that a prefix cache reaches the optimum with bypass."""
 
     @property
     def max_hits(self) -> int:
@@ -181,7 +181,7 @@ def witness_lines(sort: Sorted, tag: str, capacity: int, starts: np.ndarray, end
     """The witness's literals and checks: the starts and ends of the hit pairs as planes in time order
     (``s<tag>``, ``e<tag>``), their running counts, ``witnessOK`` and the cover test: at most ``C - 1``
     pairs open at every step, or with ``admission`` at most ``C`` live (the start counts read a step
-    later). Returns the lines and the hits stated: the starts without admission (``starts_eq``), the
+    later). Returns the lines and the hits stated: the starts without bypass (``starts_eq``), the
     ends with (``ends_eq``). ``closing``: a plane of starts left open at the end (a piece's, which
     :mod:`pycert.lean.emit.joints` writes), whose pairs ``witnessOK`` leaves out. Whatever the arrays hold
     is written: the kernel decides."""
@@ -221,7 +221,7 @@ def witness_lines(sort: Sorted, tag: str, capacity: int, starts: np.ndarray, end
 def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts: Sequence[int] | None,
                  piece_bits: int) -> tuple[list[str], Plan, list[int], Sorted]:
     """The definitions and checks every capacity file holds, up to the cuts of the model without
-    admission (``cuts_eq``; none when ``cuts`` is None: a curve writes them per capacity), what they
+    bypass (``cuts_eq``; none when ``cuts`` is None: a curve writes them per capacity), what they
     state, the trace's ids and the sort. The packing is decoded back before anything is written, as for
     the whole-trace instance."""
     if capacity < 1:
@@ -290,19 +290,19 @@ def sorted_lines(refs: Sequence[int], sha256: str, name: str, capacity: int, cut
 OPTIMUM_TERM = ("SortedOptimum.optimum_of_checks checked (by decide) (by decide) (by decide) (by decide) (by decide +kernel)\n"
                 "    (by decide +kernel) sort_ok cuts_ok flags_ok cuts_eq (by decide) (by decide) witness_ok starts_ok ends_ok\n"
                 "    cover_ok starts_eq")
-"""The proof of ``Pycert.Capacity.Optimum`` from the checks of the model without admission."""
+"""The proof of ``Pycert.Capacity.Optimum`` from the checks of the model without bypass."""
 
 
 ADMISSION_CHECKS = ("refs_eq (by decide) adjacent linked cuts_okA flags_okA cuts_eqA (by decide) witness_okA starts_okA "
                     "ends_okA cover_okA ends_eqA")
 """The arguments of ``optimumA_of_checks`` and ``prefixOptimum_of_checks``: the facts of the sort and the
-checks of the model with admission control."""
+checks of the model with bypass."""
 
 
 def admission_model(sort: Sorted, capacity: int, side: Side, computed: bool = False) -> tuple[list[str], list[str], Bound]:
-    """The model with admission control's cut lines and witness lines, and what they state."""
+    """The model with bypass's cut lines and witness lines, and what they state."""
     if side.witness is None:
-        raise PycertError("the model with admission control is stated both ways: it needs a witness")
+        raise PycertError("the model with bypass is stated both ways: it needs a witness")
     lines, free = cut_lines(sort, "A", side.cuts, admission=True, computed=computed)
     more, h = witness_lines(sort, "A", capacity, *side.witness, admission=True, computed=computed)
     return lines, more, Bound(per_cut=capacity, cuts=len(side.cuts), free=free, witness_hits=h)
@@ -335,7 +335,7 @@ def prefix_lines(n: int, capacity: int, h: int) -> list[str]:
 
 
 def admission_lines(sort: Sorted, capacity: int, side: Side, firsts: np.ndarray | None) -> tuple[list[str], Bound, bool]:
-    """The model with admission control: its cuts, its witness, ``linked``, ``optimumA`` and, with the
+    """The model with bypass: its cuts, its witness, ``linked``, ``optimumA`` and, with the
     requests' first references, ``prefixOK`` and ``prefixOpt``."""
     lines, more, bound = admission_model(sort, capacity, side)
     h = bound.witness_hits
@@ -362,9 +362,9 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
     if workload and admission is None:
         raise PycertError(f"{name}: the workload's ceiling is written beside both models only")
     if admission is not None and witness is None:
-        raise PycertError(f"{name}: both models are stated both ways: a witness without admission is needed too")
+        raise PycertError(f"{name}: both models are stated both ways: a witness without bypass is needed too")
     if firsts is not None and admission is None:
-        raise PycertError(f"{name}: the prefix test is about the witness with admission control")
+        raise PycertError(f"{name}: the prefix test is about the witness with bypass")
     body, plan, _, sort = sorted_lines(refs, sha256, name, capacity, cuts, piece_bits)
     n = plan.refs
     module = "SortedTrace" if witness is None else "SortedOptimum" if admission is None else "SortedAdmission"
@@ -430,9 +430,9 @@ def optima_headline(plan: Plan) -> list[str]:
     assert bound is not None
     ha = bound.witness_hits
     lines = [
-        f"/-- **Headline.** The trace has {n} references. Caches of {capacity} blocks that admit every missed block "
+        f"/-- **Headline.** The trace has {n} references. Caches of {capacity} blocks that store every missed block "
         f"and start empty hit at most {h} times ((C - 1) · {plan.cuts} cuts + {plan.free} free reuses = "
-        f"{plan.max_hits} ≤ {h}), and one hits {h}; caches of {capacity} blocks with admission control hit at most "
+        f"{plan.max_hits} ≤ {h}), and one hits {h}; caches of {capacity} blocks with bypass hit at most "
         f"{ha} times (C · {bound.cuts} cuts + {bound.free} free reuses = {bound.max_hits} ≤ {ha}), and one hits {ha}"
         + (f"; a prefix cache over the trace's requests hits {ha}" if plan.prefix else "") + ". -/",
     ]

@@ -1,9 +1,9 @@
-"""Emit a trace at a capacity in pieces, both ways with admission control (``lean/Pycert/Joints.lean``,
-``SortedJoints.lean``): where to split it (after references that are cuts of the admission cut list, so
+"""Emit a trace at a capacity in pieces, both ways with bypass (``lean/Pycert/Joints.lean``,
+``SortedJoints.lean``): where to split it (after references that are cuts of the cut list with bypass, so
 that the pieces' bound is the whole trace's), the pairs of Belady's witness left open at each joint,
 each piece as a sorted instance of its own (:mod:`pycert.lean.emit.capacity`) of the open blocks it
 starts with followed by its references, and the composition that glues the pieces and states the whole
-trace's optimum with admission control.
+trace's optimum with bypass.
 
 A piece's instance is the list ``P ++ b``: ``P`` the blocks of the witness's pairs open where the piece
 starts (the previous piece's ``Q``, in the order of their places there), ``b`` its references. Every
@@ -52,17 +52,17 @@ def split_after_cuts(n: int, cuts: Sequence[int], max_refs: int) -> list[int]:
     y = np.asarray(cuts, dtype=np.int64)
     points = [0]
     if n > max_refs and not len(y):
-        raise InputError(f"the cut list with admission control at this capacity is empty (no cache of that size ever has "
+        raise InputError(f"the cut list with bypass at this capacity is empty (no cache of that size ever has "
                          f"to give up a reuse), so there is nowhere to split the trace's {n:,} references without "
-                         "loosening the bound: its ceiling here is the capacity-free one, which `pycert prove ceiling` "
-                         "proves at any length")
+                         "loosening the bound: its optimum at this capacity is the ceiling (the best at any size), which "
+                         "`pycert prove ceiling` proves at any length")
     while n - points[-1] > max_refs:
         t = points[-1]
         left = n - t
         share = -(-left // -(-left // max_refs))
         lo, hi = np.searchsorted(y, t), np.searchsorted(y, t + max_refs - 1, side="right")
         if lo >= hi:
-            raise InputError(f"no cut of the bound with admission control lies between references {t:,} and "
+            raise InputError(f"no cut of the bound with bypass lies between references {t:,} and "
                              f"{t + max_refs - 1:,} (counted from 0), so the trace cannot be split into pieces of at most "
                              f"{max_refs:,} references there without loosening the bound; give a larger --shard-refs or "
                              "a smaller capacity")
@@ -206,7 +206,7 @@ def emit_joint_piece(data: PieceData, sha256: str, name: str, capacity: int,
 
 
 def glue_plan(pieces: Sequence[JointPlan], distinct: int) -> Plan:
-    """What the pieces glued state (``Pycert.Joints.both_glue``'s sums): the bound with admission control
+    """What the pieces glued state (``Pycert.Joints.both_glue``'s sums): the bound with bypass
     ``C · m + F`` and the witness's hits, as a capacity plan of that model alone."""
     k, c = len(pieces), pieces[0].capacity
     bound = Bound(per_cut=c, cuts=sum(p.cuts for p in pieces) + k - 1, free=sum(p.free for p in pieces),
@@ -231,7 +231,7 @@ def emit_joint_glue(name: str, sha256: str, piece_names: Sequence[str], pieces: 
     bound = whole.admission
     assert bound is not None
     if bound.witness_hits != bound.max_hits:
-        raise PycertError(f"{name}: the pieces bound the hits with admission control at {whole.capacity} blocks by "
+        raise PycertError(f"{name}: the pieces bound the hits with bypass at {whole.capacity} blocks by "
                           f"{bound.max_hits}, their witness hits {bound.witness_hits}: the split or the cut list was not "
                           "optimal, and a bound that is not attained is not written as the optimum")
     mods = [f"{INSTANCE_NAMESPACE}.{m}" for m in piece_names]
@@ -270,7 +270,7 @@ def emit_joint_glue(name: str, sha256: str, piece_names: Sequence[str], pieces: 
         "/-- The trace: its pieces' references in order, each piece's list without the open blocks it starts with. -/",
         f"public noncomputable def trace : List Nat := joined{last}",
         "",
-        f"/-- **Headline.** The trace has {whole.refs} references; caches of {c} blocks with admission control that start "
+        f"/-- **Headline.** The trace has {whole.refs} references; caches of {c} blocks with bypass that start "
         f"empty hit at most C · {bound.cuts} cuts + {bound.free} free reuses = {bound.max_hits} times on it, and one hits "
         f"{H} (Belady's pairs with bypass, checked piece by piece with the pairs open across each joint): "
         "`Pycert.Admission.OptimumA`. -/",

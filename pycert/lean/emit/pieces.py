@@ -41,8 +41,8 @@ def split_points(n: int, cuts: Sequence[int], max_refs: int) -> list[int]:
         if not len(y):
             raise InputError(f"the cut list at this capacity is empty (no cache of that size ever has to give up a "
                              f"reuse), so there is nowhere to split the trace's {n:,} references without loosening "
-                             "the bound: its ceiling here is the capacity-free one, which `pycert prove ceiling` "
-                             "proves at any length")
+                             "the bound: its optimum at this capacity is the ceiling (the best at any size), which "
+                             "`pycert prove ceiling` proves at any length")
         if lo >= hi:
             raise InputError(f"no cut of the capacity bound lies between references {s + 1:,} and {s + max_refs - 1:,} "
                              f"(counted from 0), so the trace cannot be split into pieces of at most {max_refs:,} "
@@ -159,7 +159,7 @@ def emit_glue(name: str, sha256: str, piece_names: Sequence[str], pieces: Sequen
         f"{pieces[-1].last} := glued{len(pieces) - 1}",
         "",
         f"/-- **Headline.** The trace has {whole.refs} references, and no demand-fetch policy of capacity "
-        f"{whole.capacity} blocks that admits every missed block and starts empty hits",
+        f"{whole.capacity} blocks that stores every missed block and starts empty hits",
         f"more than (C - 1) · {whole.cuts} cuts + {whole.free} free reuses = {whole.max_hits} times on it "
         "(`Pycert.Capacity.Bounded`). -/",
         f"public theorem headline : Pycert.Capacity.Bounded trace {whole.refs} {whole.capacity} {whole.max_hits} :=",

@@ -20,7 +20,7 @@ class Cost(BaseModel):
     capacity: int
     shared_demand: int
     shared: int
-    """The optimum with admission control on the trace."""
+    """The optimum with bypass on the trace."""
     salted_demand: int
     salted: int
     """The same on the keyed trace."""
@@ -70,9 +70,9 @@ def emit_cost(name: str, sha256: str, map_sha256: str, shared_module: str, keyed
         f'public def sha256 : String := "{sha256}"',
         f'public def tenantMap : String := "{map_sha256}"',
         "",
-        f"/-- **Headline.** At {cost.capacity} blocks, caches with admission control hit at most {cost.shared} times on "
+        f"/-- **Headline.** At {cost.capacity} blocks, caches with bypass hit at most {cost.shared} times on "
         f"the trace and one hits {cost.shared}" + (" (a prefix cache)" if cost.prefix else "") + f"; on the keyed trace "
-        f"at most {cost.salted}, and one hits {cost.salted}; for caches that admit every missed block, "
+        f"at most {cost.salted}, and one hits {cost.salted}; for caches that store every missed block, "
         f"{cost.shared_demand} and {cost.salted_demand}. -/",
         f"public theorem headline : Pycert.IsolationCost.{predicate} {traces} {cost.refs} {cost.capacity} "
         f"{cost.shared_demand} {cost.shared} {cost.salted_demand} {cost.salted} :=",

@@ -4,9 +4,9 @@ a cut count that does not count, the closed windows made half-open (one off at e
 one hit off; in the optimum's witness, a hit pair dropped, a pair added that overflows the capacity,
 and the realisability lemma's ``C - 1`` weakened to ``C``; for a trace in pieces, pieces that do not
 share their joint reference, a composition claiming fewer free reuses than its pieces, the joint's cut
-left uncounted by the library, and a split away from the cut list; with admission control (issue 37), the
-bound charging C + 1 per cut in the library, the model without admission's bound (C - 1 per cut) stated
-for caches with admission control on a trace where bypass helps, a prefix cache claimed for a witness
+left uncounted by the library, and a split away from the cut list; with bypass (issue 37), the
+bound charging C + 1 per cut in the library, the model without bypass's bound (C - 1 per cut) stated
+for caches with bypass on a trace where bypass helps, a prefix cache claimed for a witness
 whose hit follows a miss in its request, a request boundary moved, and tokens counted for a partial
 block. Each must be rejected for its reason: by the kernel, by prove's cross-check against Belady's MIN,
 or by verify's recomputation."""
@@ -204,7 +204,7 @@ def _prove_expect(defect: Callable[[], Any], pattern: str, piece_refs: int | Non
 def _both_models(refs: list[int], name: str, capacity: int, first: np.ndarray | None = None,
                  plain_cuts: bool = False, plain_pairs: bool = False) -> str:
     """The emitted instance of both cache models (with the prefix test over ``first``), the model with
-    admission control given the other model's cut list (``plain_cuts``) or its hit pairs (``plain_pairs``)."""
+    bypass given the other model's cut list (``plain_cuts``) or its hit pairs (``plain_pairs``)."""
     arr = np.asarray(refs, dtype=np.uint64)
     cuts, pairs = recipe.cut_list(arr, capacity), recipe.belady_pairs(arr, capacity)
     side = emit.Side(cuts if plain_cuts else recipe.cut_list(arr, capacity, admission=True),
@@ -355,18 +355,18 @@ class Capacity(Operator):
         add("cap-belady+1", "prove", "the one-pass OPT curve reports one Belady hit too many",
             "prove refuses: the two Belady engines disagree", "pycert/analysis/optcurve.py",
             run=_prove_expect(_belady_plus_one, "engines disagree"))
-        add("cap-adm-per-cut-weak", "lean-kernel", "the bound with admission control charges C + 1 per cut (statement "
+        add("cap-adm-per-cut-weak", "lean-kernel", "the bound with bypass charges C + 1 per cut (statement "
             "weakened, proof kept)", "kernel error in hits_le_freeA", "lean/Pycert/Admission.lean",
             edit=LibraryEdit("cap-adm-per-cut-weak", "Pycert/Admission.lean", "hits_le_freeA",
                              "hits r K ≤ C * Y.length + count (FreeA r Y) r.length :=",
                              "hits r K ≤ (C + 1) * Y.length + count (FreeA r Y) r.length :=", KERNEL_REJECTS))
-        add("cap-adm-realise-cap", "lean-kernel", "realisability with admission control from C + 1 live pairs at a step",
+        add("cap-adm-realise-cap", "lean-kernel", "realisability with bypass from C + 1 live pairs at a step",
             "kernel error in realiseA", "lean/Pycert/AdmissionOptimum.lean",
             edit=LibraryEdit("cap-adm-realise-cap", "Pycert/AdmissionOptimum.lean", "realiseA",
                              "count (fun i => S i ∧ Live r i t) r.length ≤ C) :\n    ∃ K",
                              "count (fun i => S i ∧ Live r i t) r.length ≤ C + 1) :\n    ∃ K", KERNEL_REJECTS))
-        add("cap-adm-plain-bound", "lean-kernel", f"the bound of caches that admit every block (C - 1 per cut, its cut "
-            f"list and Belady's pairs without bypass) stated for caches with admission control at {CAPACITY} blocks, "
+        add("cap-adm-plain-bound", "lean-kernel", f"the bound of caches that store every missed block (C - 1 per cut, its cut "
+            f"list and Belady's pairs without bypass) stated for caches with bypass at {CAPACITY} blocks, "
             "where bypass helps: not an upper bound", "kernel error in optimumA", TARGET,
             instance=Snippet("cap-adm-plain-bound", _both_models(refs, "Mut_cap_adm_plain", CAPACITY, plain_cuts=True,
                                                                  plain_pairs=True), "optimumA", KERNEL_REJECTS))

@@ -57,7 +57,7 @@ def split_moved() -> Any:
 def joint_snippet(refs: list[int], name: str, capacity: int, edit: Callable[[joints.PieceData], joints.PieceData],
             glue: bool = True) -> str:
     """Two pieces both ways of ``refs`` (:mod:`pycert.lean.emit.joints`) joined after the middlemost cut with
-    admission control that leaves at least two pairs open, piece 1 emitted from ``edit`` of its data, and (with
+    bypass that leaves at least two pairs open, piece 1 emitted from ``edit`` of its data, and (with
     ``glue``) their composition told that piece 1 starts with what piece 0 leaves open (so that only the kernel
     can object), flattened into one batch snippet. A composition over a piece the kernel refused is left out:
     elaborating it after that error overflowed the wasm Lean's JavaScript stack in a batch of mutants."""
