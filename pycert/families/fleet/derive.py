@@ -267,9 +267,9 @@ def figures(s: Split, params: FleetParams, kernel: dict[str, int]) -> dict[str, 
     out = {name: Fraction(v) for name, v in kernel.items()}
     pooled, routed = out["pooled_hits"], out["routed_hits"]
     out |= {"requests": Fraction(s.trace.n_requests or 0), "pooled_capacity_blocks": Fraction(params.hosts * params.capacity_blocks),
-            "pooled_rate": pooled / n, "routed_rate": routed / n, "routing_loss": pooled - routed}
+            "pooled_hit_rate": pooled / n, "routed_hit_rate": routed / n, "routing_loss": pooled - routed}
     if "workload_hits" in out:
-        out |= {"workload_rate": out["workload_hits"] / n, "capacity_loss": out["workload_hits"] - pooled}
+        out |= {"workload_hit_rate": out["workload_hits"] / n, "capacity_loss": out["workload_hits"] - pooled}
     weights = ref_tokens(s.trace)
     if weights is not None and s.trace.block_tokens is not None:
         b = s.trace.block_tokens
@@ -332,7 +332,7 @@ def engine_figures(s: Split, params: FleetParams, logs: Sequence[Source], figure
                 marks[a:a + min(r.cached_tokens // b, r.blocks)] = True
             served += weights.hit(marks)
     n = figures["refs"]
-    out |= {"engine_hits": Fraction(total), "engine_cached_tokens": Fraction(cached), "engine_rate": Fraction(total) / n,
+    out |= {"engine_hits": Fraction(total), "engine_cached_tokens": Fraction(cached), "engine_hit_rate": Fraction(total) / n,
             "eviction_loss": figures["routed_hits"] - total}
     if "refs_tokens" in figures:
         out["engine_hits_tokens"] = Fraction(served)

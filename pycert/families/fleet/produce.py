@@ -20,10 +20,11 @@ from pycert.families.base import Options, Prepared, Producer, Setting, input_fil
 from pycert.families.capacity.produce import CapacityOptions, capacities, refuse_overwrites
 from pycert.families.fleet import (CLAIM, MAX_FLEET_HOSTS, FleetParams, derive, host_list_path, log_paths, names,
                                    part_modules)
-from pycert.families.fleet.replays import ENGINES, replay_hosts
+from pycert.families.fleet.replays import replay_hosts
 from pycert.families.traces import DEFAULT_TRACE, read_for_proof, trace_files
 from pycert.lean import cluster
 from pycert.lean.emit import fleet as emit
+from pycert.leak.engines.paged import ENGINES
 
 
 def routing_arg(text: str) -> str:

@@ -124,9 +124,9 @@ EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
     "host_hits": ("kernel-checked", f"{KERNEL} (OptimumA of this host's list at C blocks, both ways)"),
     "requests": ("computed", "the trace's requests (lines), as Python reads them"),
     "pooled_capacity_blocks": ("computed", "exact arithmetic hosts · capacity_blocks"),
-    "workload_rate": ("computed", "exact arithmetic workload_hits / refs"),
-    "pooled_rate": ("computed", "exact arithmetic pooled_hits / refs"),
-    "routed_rate": ("computed", "exact arithmetic routed_hits / refs"),
+    "workload_hit_rate": ("computed", "exact arithmetic workload_hits / refs"),
+    "pooled_hit_rate": ("computed", "exact arithmetic pooled_hits / refs"),
+    "routed_hit_rate": ("computed", "exact arithmetic routed_hits / refs"),
     "capacity_loss": ("computed", "exact arithmetic workload_hits - pooled_hits of two kernel-checked figures"),
     "routing_loss": ("computed", "exact arithmetic pooled_hits - routed_hits of two kernel-checked figures"),
     "refs_tokens": ("computed", PROMPT_TOKENS),
@@ -139,7 +139,7 @@ EVIDENCE: dict[str, tuple[EvidenceState, str]] = {
                              "block_tokens-token blocks)"),
     "engine_hits_tokens": ("observed", "the trace's tokens of the leading blocks the engine served each request (its "
                            "own count over block_tokens), a request's partial last block counting none"),
-    "engine_rate": ("computed", "exact arithmetic engine_hits / refs"),
+    "engine_hit_rate": ("computed", "exact arithmetic engine_hits / refs"),
     "eviction_loss": ("computed", "exact arithmetic routed_hits - engine_hits: a kernel-checked figure less an observed one"),
     "host_engine_hits": ("observed", "the engine's own count on this host's replay log (cached_tokens over block_tokens)"),
 }
