@@ -98,7 +98,7 @@ def main() -> None:
                       "--backend", "wasm"])
         peer = figures(next(out.glob("capacity-*.json")))
         rows.append({"command": f"prove capacity --capacity-blocks {h * c} (the peer)", **row,
-                     "hits": int(peer["admission_hits"])})
+                     "hits": int(peer["bypass_hits"])})
         for chosen in [[r] for r in routings] + ([routings] if len(routings) > 1 else []):
             link = fresh(args.trace, tmp)
             out = tmp / f"fleet-{uuid.uuid4().hex[:6]}"
@@ -107,7 +107,7 @@ def main() -> None:
             _, row = run(argv)
             certs = sorted(out.glob("fleet-*.json"))
             got = [figures(p) for p in certs]
-            if any(f["pooled_hits"] != peer["admission_hits"] for f in got):
+            if any(f["pooled_hits"] != peer["bypass_hits"] for f in got):
                 raise SystemExit("the fleet's pooled optimum differs from the capacity certificate's at H·C")
             rows.append({"command": f"prove fleet --hosts {h} --capacity-blocks {c} " + " ".join(f"--routing {r}" for r in chosen),
                          **row, "ratio_to_peer_wall": round(row["wall_s"] / rows[0]["wall_s"], 2),  # type: ignore[operator]

@@ -114,10 +114,10 @@ def pieces_of(refs: np.ndarray, piece_refs: int | None) -> int:
     return -1  # pieces: how many, the split decides
 
 
-def _one(trace: Trace, module: str, capacity: int, workload: bool) -> tuple[str, emit_capacity.Plan]:
+def one_instance(trace: Trace, module: str, capacity: int, workload: bool) -> tuple[str, emit_capacity.Plan]:
     """One capacity instance as a module (both models both ways, no prefix test), for a Ray task or verify."""
-    text, plan = capacity_derive.instance_text(trace, module, capacity, CAPACITY_OPTIMA_ENCODING, None, as_module=True,
-                                        workload=workload)
+    text, plan = capacity_derive.instance_text(trace, module, capacity, CAPACITY_OPTIMA_ENCODING, None,
+                                               as_module=True, workload=workload)
     return text.decode(), plan
 
 
@@ -149,7 +149,7 @@ def part(trace: Trace, module: str, capacity: int, piece_refs: int | None, workl
     count must be what the split makes)."""
     out = Part(module=module, capacity=capacity, refs=trace.refs, sha256=trace.sha256)
     if count == 1:
-        out.makers = [(module, functools.partial(_one, trace, module, capacity, workload), trace.n_refs)]
+        out.makers = [(module, functools.partial(one_instance, trace, module, capacity, workload), trace.n_refs)]
         return out
     limit = min(piece_refs or MAX_PIECE_REFS, MAX_PIECE_REFS)
     cuts, points = capacity_layout(trace.refs, capacity, limit)

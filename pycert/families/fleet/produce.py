@@ -16,6 +16,7 @@ from pycert.analysis import fleet as routing
 from pycert.core.console import plural
 from pycert.core.errors import InputError
 from pycert.core.limits import int_list, int_range
+from pycert.core.schema import InputFile
 from pycert.families.base import Options, Prepared, Producer, Setting, input_file
 from pycert.families.capacity.produce import CapacityOptions, capacities, refuse_overwrites
 from pycert.families.fleet import (CLAIM, MAX_FLEET_HOSTS, FleetParams, derive, host_list_path, log_paths, names,
@@ -166,8 +167,8 @@ class FleetProducer(Producer):
 class _Plan:
     """One certificate on its way: the split, the parts' makers (checked as Ray tasks), then the composition."""
 
-    def __init__(self, path: Path, trace_input, s: derive.Split, route: routing.Routing, hosts: int, capacity: int,  # noqa: ANN001
-                 opts: FleetOptions, setting: Setting) -> None:
+    def __init__(self, path: Path, trace_input: InputFile, s: derive.Split, route: routing.Routing, hosts: int,
+                 capacity: int, opts: FleetOptions, setting: Setting) -> None:
         self.path, self.trace_input, self.s, self.opts = path, trace_input, s, opts
         self.id, self.composition = names(PurePosixPath(trace_input.path), route.text, hosts, capacity)
         self.params, self.parts = derive.planned(s, route, hosts, capacity, opts.piece_refs,

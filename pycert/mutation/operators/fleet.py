@@ -58,7 +58,7 @@ def _composition_lie(name: str, what: str) -> str:
     s = derive.split(trace, routing.parse_routing("round-robin"), HOSTS, None)
     texts, stated = [], []
     for k, (t, c) in enumerate([(s.trace, HOSTS * CAPACITY), *((sub, CAPACITY) for sub in s.subs)]):
-        text, plan = derive._one(t, f"{name}_{k}", c, k == 0)  # one namespace per module in the batch file
+        text, plan = derive.one_instance(t, f"{name}_{k}", c, k == 0)  # one namespace per module in the batch file
         texts.append(text)
         stated.append(emit.Part(module=f"{name}_{k}", kind="optima", refs=plan.refs,
                                 hits=plan.admission.witness_hits if plan.admission else 0))
