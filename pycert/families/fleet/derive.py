@@ -287,6 +287,10 @@ def host_requests(sub: Trace) -> list[list[int]]:
     return [refs[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
+LOG_HEADER_BYTES, LOG_LINE_BYTES = 4096, 512
+"""The most a replay log's header and each of its request lines may take (a genuine line is about 200 bytes)."""
+
+
 def engine_figures(s: Split, params: FleetParams, logs: Sequence[Source], figures: dict[str, Fraction]) -> dict[str, Fraction]:
     """Each host's replay log held to its sub-trace and to the certificate's engine (its header, every request's
     blocks), the engine's hits per host (its own count, whole blocks) refused above the host's kernel-checked
@@ -301,7 +305,10 @@ def engine_figures(s: Split, params: FleetParams, logs: Sequence[Source], figure
     total = cached = served = 0
     for k, source in zip(busy, logs):
         sub = s.subs[k]
-        log = replaylog.read(source)
+        # a log is a header and a line a request: read no more than this host's requests can fill, so that 64 logs
+        # of a stranger's directory cost what the trace's own requests do, not 64 times the log size limit
+        log = replaylog.parse(source.read("a replay log", LOG_HEADER_BYTES + LOG_LINE_BYTES * (sub.n_requests or 0)),
+                              str(source))
         h = log.header
         want = {"engine": setting.engine, "engine_version": setting.engine_version, "model": setting.model,
                 "device": setting.device, "seed": setting.seed, "block_tokens": b, "num_blocks": params.capacity_blocks,
