@@ -439,3 +439,14 @@ def test_a_certificate_naming_too_many_pieces_is_refused_before_anything_is_list
     forge(cert, lambda d: d["parameters"].update(host_pieces=[65536, 65536]))
     res = verify_certificate(cert, root=tmp_path)
     assert res.status != "ok" and "pieces in all" in (res.first_problem() or ""), res.first_problem()
+
+
+def test_a_fleet_certificate_of_another_trace_of_the_same_name_is_not_replaced(capsys: pytest.CaptureFixture[str],
+                                                                                tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "hand.jsonl", HAND)
+    cert, _ = make_fleet_cert(trace, tmp_path, 2, 2)
+    write_certificates([cert], tmp_path / "out")
+    other = write_trace(tmp_path / "Hand.jsonl", HAND[:5])  # the same slug, another file
+    rc, _, err = cli(capsys, "prove", "fleet", "--trace", str(other), "--hosts", "2", "--capacity-blocks", "2",
+                     "--routing", "round-robin", "--out", str(tmp_path / "out"), "--json")
+    assert rc == 2 and "certifies trace hand.jsonl" in err, err

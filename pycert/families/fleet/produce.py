@@ -22,7 +22,7 @@ from pycert.families.capacity.produce import CapacityOptions, capacities, refuse
 from pycert.families.fleet import (CLAIM, MAX_FLEET_HOSTS, FleetParams, derive, host_list_path, log_paths, names,
                                    part_modules)
 from pycert.families.fleet.replays import replay_hosts
-from pycert.families.traces import DEFAULT_TRACE, read_for_proof, trace_files
+from pycert.families.traces import DEFAULT_TRACE, certified_trace, read_for_proof, trace_files
 from pycert.lean import cluster
 from pycert.lean.emit import fleet as emit
 from pycert.leak.engines.paged import ENGINES
@@ -171,6 +171,10 @@ class _Plan:
                  capacity: int, opts: FleetOptions, setting: Setting) -> None:
         self.path, self.trace_input, self.s, self.opts = path, trace_input, s, opts
         self.id, self.composition = names(PurePosixPath(trace_input.path), route.text, hosts, capacity)
+        earlier = certified_trace(setting.out_dir / f"{self.id}.json")
+        if earlier is not None and earlier != PurePosixPath(trace_input.path).name:
+            raise InputError(f"{setting.out_dir / self.id}.json certifies trace {earlier}, which this trace's certificate "
+                             "would replace: rename the trace or prove into another --out", where=str(path))
         self.params, self.parts = derive.planned(s, route, hosts, capacity, opts.piece_refs,
                                                  PurePosixPath(trace_input.path), self.composition)
         sizes = ", ".join(str(sub.n_refs) for sub in s.subs)
