@@ -33,6 +33,7 @@ public import Pycert.KeyedTrace
 public import Pycert.IsolationCost
 public import Pycert.Joints
 public import Pycert.SortedJoints
+public import Pycert.Fleet
 
 /-!
 # pycert: the theorem library
@@ -42,6 +43,7 @@ come first, then one file per family of claims, then the packed vectors a whole-
 rests on, the shards a trace too big for one Lean process is checked in (`Shards`), the sorted trace at a
 capacity, many capacities to one instance (`Curve`), and last what a per-tenant salt costs at a capacity
 (`IsolationCost`), stated on two sorted instances, the second a trace keyed by tenant (`KeyedTrace`); then a trace in pieces both ways, the open pairs
-carried across each joint (`Joints`, `SortedJoints`). It is a `prelude` file, so it adds no import of all of `Init` beyond what the files
+carried across each joint (`Joints`, `SortedJoints`); last, a fleet of caches behind a router (`Fleet`: the union bound
+and the routed optimum, stated on capacity instances). It is a `prelude` file, so it adds no import of all of `Init` beyond what the files
 themselves import (without it, `pycert audit` loaded all 517 modules of the toolchain, not 100).
 -/

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import hashlib
 from fractions import Fraction
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from pycert.analysis import fleet as routing
 from pycert.certify.assemble import assemble
 from pycert.certify.inputs import Locator
 from pycert.certify.provenance import certificate_provenance
 from pycert.certify.verify import own_library
 from pycert.core.files import file_sha256
 from pycert.core.schema import AuditInfo, BackendInfo, Certificate, InputFile, TheoremStatement
+from pycert.data.traces import read_trace
 from pycert.families import FAMILIES
 from pycert.families.base import Prepared
+from pycert.families.fleet import host_list_path
+from pycert.families.fleet import names as fleet_names
 from pycert.lean.sources import library_signatures, statement_literals, theorem_signatures
 
 SIGNATURES = library_signatures(own_library())
@@ -76,3 +80,38 @@ def instance_bytes(cert: Certificate, root: Path | None = None, external: dict[s
     claim = FAMILIES[cert.family]
     return claim.regenerate(cert.parameters, cert.inputs, Locator(root=root or Path("/nonexistent"),
                                                                  external=external or {}))
+
+
+def make_fleet_cert(trace: Path, root: Path, hosts: int, capacity: int, route: str = "round-robin",
+                    piece_refs: int | None = None) -> tuple[Certificate, dict[str, bytes]]:
+    """A genuine fleet certificate of the trace at ``trace`` (found under ``root``), made as prove makes it but
+    without Lean: the host list, the composition and its parts regenerated, the figures read off the headline's
+    literals, fixture audit and statements; with every derived file's bytes by path."""
+    from pycert.families.fleet import derive as fleet_derive  # numpy, numba: only for a fleet certificate
+
+    t = read_trace(trace)
+    r = routing.parse_routing(route)
+    s = fleet_derive.split(t, r, hosts, fleet_derive.values(trace, r))
+    cert_id, composition = fleet_names(PurePosixPath(trace.name), route, hosts, capacity)
+    params, _ = fleet_derive.planned(s, r, hosts, capacity, piece_refs, PurePosixPath(trace.name), composition)
+    primary = trace_input(trace, root)
+    read = Locator(root=root, external={})
+    claim = FAMILIES["fleet"]
+    inst = claim.instance(params, [primary])
+    listed = routing.host_list(s.hosts_of)
+    hosts_input = InputFile(role="hosts", path=host_list_path(cert_id), sha256=hashlib.sha256(listed).hexdigest(),
+                            derived_from="trace")
+    files = claim.derived_files(params, [primary, hosts_input], read)
+    order = [w[1] for w in claim.expected_inputs(params, [primary]) if w[0] == "lean"]
+    inputs = [primary, hosts_input, *(InputFile(role="lean", path=p, sha256=hashlib.sha256(files[p]).hexdigest(),
+                                                derived_from="trace") for p in order)]
+    signatures = theorem_signatures(files[inst.path].decode())
+    literals = statement_literals(signatures[inst.headline], claim.predicate(params))
+    assert literals is not None
+    kernel = claim.kernel_figures(literals, inst.headline, params)
+    figures = claim.figures(params, kernel, inputs, read)
+    p = Prepared(claim=claim, id=cert_id, parameters=params, headline="", inputs=inputs, figures=figures)
+    theorems = p.derived().theorems
+    cert = assemble(p, BACKEND, AuditInfo(verdict="pass", axioms=["propext"], axioms_by_theorem={x: ["propext"] for x in theorems}),
+                    fixture_statements(theorems, signatures), certificate_provenance())
+    return cert, {**files, host_list_path(cert_id): listed}

@@ -52,7 +52,7 @@ def test_schema_names_its_id_and_one_shape_per_family() -> None:
     assert set(schema["discriminator"]["mapping"]) == set(FAMILIES) == {"isolation", "ceiling", "capacity", "pooling", "first-touch",
                                                                            "first-touch-ramp", "first-touch-trace",
                                                                            "leak", "leak-audit", "engine",
-                                                                           "isolation-cost"}
+                                                                           "isolation-cost", "fleet"}
     for name, ref in schema["discriminator"]["mapping"].items():
         shape = schema["$defs"][ref.rsplit("/", 1)[-1]]
         assert set(shape["required"]) >= {"id", "family", "claim", "theorems", "parameters", "figures", "backend",

@@ -24,7 +24,7 @@ from pycert.core.limits import MAX_CURVE
 from pycert.core.memo import kept, session
 from pycert.data.traces import read_trace
 from pycert.families import producer
-from pycert.families.capacity import CLAIM, curve_module
+from pycert.families.capacity import curve_module
 from pycert.families.capacity.produce import CapacityOptions
 from pycert.lean.resolve import resolve
 from pycert.lean.build import build

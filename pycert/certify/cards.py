@@ -382,12 +382,6 @@ def salt_sentence(cert: Certificate) -> str:
             f"referenced): a per-tenant salt costs at least {shared - salted:,} hits{share}.")
 
 
-TRACE_EXTRAS: list[Callable[[TraceFacts, str], list[Card]]] = []
-"""Builders of more cards for a trace, each given the trace's facts and its card's anchor: the page shows what
-they return right after that trace's card (a fleet's waterfall, say). A builder returns [] for a trace it has
-nothing to say about; only certificates that verified are in the facts it is given."""
-
-
 def trace_card(facts: TraceFacts, anchor: str) -> Card:
     refs = facts.refs
     meta = f"sha256 {facts.sha256[:16]}…"

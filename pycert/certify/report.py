@@ -3,7 +3,7 @@
 First the decision (:mod:`pycert.certify.decision`): per traffic, one table by cache size, in prompt tokens and
 in block references, each value styled by how it is known (a legend says how); then a summary card per trace
 (:mod:`pycert.certify.cards`: a plain sentence, the headline numbers rounded with the exact value a click away,
-a table by certified capacity, one plot, and the cards :data:`pycert.certify.cards.TRACE_EXTRAS` adds), then
+a table by certified capacity, one plot), a fleet's waterfall (:mod:`pycert.certify.fleet_card`), then
 every certificate in full. The page is self-contained: styles and script inline, the trace engine's hit-rate
 curve of every trace a certificate names as a ``data:`` PNG (``pycert.analysis.plot``, drawn at report
 time, once per trace), and a
@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pycert.certify.card import Card, escape, exact_of, legend, rounded, unchecked_label, unit_of
-from pycert.certify.cards import TRACE_EXTRAS, TraceFacts, admitted, certificate_card, stored, trace_card
+from pycert.certify.cards import TraceFacts, admitted, certificate_card, stored, trace_card
 from pycert.certify.decision import CSV_HEADERS, Decision, csv_rows, decision, decision_html
 from pycert.certify.documents import parse_certificate
+from pycert.certify.fleet_card import fleet_cards
 from pycert.certify.hints import input_paths, verify_command
 from pycert.certify.inputs import Locator
 from pycert.certify.manifest import MANIFEST_NAME, manifest_rejection, read_manifest
@@ -392,7 +393,7 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     cards = []
     for n, f in enumerate(g.traffic, 1):
         cards.append(trace_card(f, f"trace-{n}"))
-        cards += [card for build in TRACE_EXTRAS for card in build(f, f"trace-{n}")]
+    cards += fleet_cards([c for c, _ in g.certs], g.not_verified, figure=curves)
     cards += [certificate_card(c, g.not_verified.get(c.id)) for c, _ in g.certs
               if not any(i.role == "trace" for i in c.inputs)]
     page = render_page(g.manifest, g.certs, cards, verify=g.verify, not_verified=g.not_verified,

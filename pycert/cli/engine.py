@@ -29,7 +29,7 @@ from pycert.certify.verify import verify_certificate
 from pycert.cli import add_backend, add_common, help_of
 from pycert.cli.leak_http import http_url
 from pycert.core.console import Progress, emit, plural, table
-from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection
+from pycert.core.errors import EXIT_OK, EXIT_REJECTED, InputError, Rejected, Rejection, ResourcesExhausted
 from pycert.core.files import atomic_write, certificate_root
 from pycert.core.gate import Source, named
 from pycert.core.limits import (

@@ -15,11 +15,12 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pycert.analysis.cachesim import HitCurve, TraceStats, lru_hit_curve, trace_stats
-from pycert.analysis.offload import ENGINES_REPORT, TOKEN_RATES, OffloadArm, OffloadReport, offload_report
+from pycert.analysis.offload import offload_report
 from pycert.analysis.plot import FORMATS, hit_rate_figure, log_capacities, trace_curves
 from pycert.certify.evidence import with_evidence
 from pycert.cli import add_common, help_of
-from pycert.core.console import Progress, csv_text, emit, escaped, plural, table, warn
+from pycert.cli.offload_view import OFFLOAD_HEADROOMS, offload_csv, render_offload
+from pycert.core.console import Progress, csv_text, emit, plural, table, warn
 from pycert.core.errors import EXIT_OK, InputError, UsageError
 from pycert.core.exact import Ratio
 from pycert.core.extras import require
@@ -283,13 +284,8 @@ def _one_output(args: argparse.Namespace) -> None:
         raise UsageError("--csv and --json each replace the table: give one", where="--csv")
 
 
-def _cells(r: Ratio | None) -> tuple[object, object]:
-    """A rate as two CSV cells: its decimal (as --json gives it) and its exact fraction."""
-    return ("", "") if r is None else (r.decimal, f"{r.numerator}/{r.denominator}")
-
-
 def _rate_cells(hits: int, refs: int) -> tuple[float, str]:
-    """``hits / refs`` as :func:`_cells` gives a :class:`Ratio` of it, without making one (a row per capacity)."""
+    """``hits / refs`` as :func:`pycert.cli.offload_view.cells` gives a :class:`Ratio` of it, without making one (a row per capacity)."""
     g = math.gcd(hits, refs)
     return hits / refs, f"{hits // g}/{refs // g}"
 
@@ -318,101 +314,6 @@ def cmd_mrc(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-OFFLOAD_HEADROOMS = ("The headroom GPU-only LRU leaves (headroom_pp, percentage points of hit rate) comes in three "
-                     "parts that add up to it: policy_headroom_pp, what a better eviction policy can win at the GPU "
-                     "capacity (Belady's MIN - LRU); bypass_headroom_pp, what bypass (skipping the storing of a missed "
-                     "block) adds to that (the optimum with bypass - Belady's MIN); tier_headroom_pp, what no GPU-only "
-                     "cache of that capacity can win, bypassing or not, so only another tier can (the ceiling - the "
-                     "optimum with bypass). The report page's three headroom columns are these. docs/traces.md has "
-                     "every row.")
-OFFLOAD_FIELDS = ["block_tokens", "capacity_blocks", "host_blocks", "refs", "distinct", "working_set_over_capacity",
-                  "cold_miss_floor", "ceiling", "gpu_only_hit_rate", "gpu_only_belady_hit_rate",
-                  "gpu_only_bypass_hit_rate", "host_backed_hit_rate", "host_load_frac", "headroom_pp",
-                  "policy_headroom_pp", "bypass_headroom_pp", "tier_headroom_pp", "gpu_share_of_ceiling"]
-"""The offload report's block figures, in the order the table and the CSV give them."""
-
-
-def offload_fields(rep: OffloadReport) -> list[str]:
-    """The block figures, then the token figures where the trace has prompt lengths."""
-    tokens = ["refs_tokens", *(f"{f}_tokens" for f in TOKEN_RATES)] if rep.primary.refs_tokens is not None else []
-    return OFFLOAD_FIELDS + tokens
-
-
-def _counts(a: OffloadArm, f: str, v: Ratio) -> tuple[object, object, str]:
-    """A rate of the offload report as the count and the total it is a share of, in their unit (a figure in
-    percentage points: the count of references it is); blank where the figure is no share of a count."""
-    if f.endswith("_pp"):
-        of, unit, scale = a.refs, "block references", Fraction(1, 100)
-    elif f.endswith("_tokens"):
-        of, unit, scale = a.refs_tokens, "prompt tokens", Fraction(1)
-    elif f == "working_set_over_capacity":
-        of, unit, scale = a.capacity_blocks, "blocks (distinct blocks over the capacity)", Fraction(1)
-    elif f == "gpu_share_of_ceiling":
-        of, unit, scale = a.refs - a.distinct, "block references the ceiling hits", Fraction(1)
-    else:
-        of, unit, scale = a.refs, "block references", Fraction(1)
-    count = v.value * scale * (of or 0)
-    return (count.numerator, of, unit) if of and count.denominator == 1 else ("", "", "")
-
-
-def _offload_csv(rep: OffloadReport) -> str:
-    heads = ["trace", "sha256", "capacity_tokens", "host_tokens", "arm", "granularity", "figure", "value", "exact",
-             "count", "of", "unit", "evidence", "known_by"]
-    rows = []
-    for arm, a in (("as read", rep.primary), ("control", rep.control)):
-        for f in offload_fields(rep) if a is not None else ():
-            v = getattr(a, f)
-            if isinstance(v, Ratio):
-                cells = (*_cells(v), *_counts(a, f, v))
-            else:
-                cells = ("", "", "", "", "") if v is None else (v, v, "", "", "")
-            known = (rep.evidence.get(f, "computed"), rep.evidence_by.get(f, "")) if arm == "as read" else ("computed", "")
-            rows.append((rep.name, rep.sha256, rep.capacity_tokens, "" if rep.host_tokens is None else rep.host_tokens,
-                         arm, a.granularity, f, *cells, *known))
-    return csv_text(heads, rows)
-
-
-def _render_offload(rep: OffloadReport) -> str:
-    arms: list[OffloadArm] = [rep.primary] + ([rep.control] if rep.control else [])
-    fields = offload_fields(rep)
-    tokens = rep.primary.refs_tokens is not None
-
-    def cell(f: str, v: object) -> str:
-        if isinstance(v, Ratio):
-            return f"{v.decimal:.6f}"
-        if v is None and f.endswith("_tokens"):
-            return "n/a (no prompt lengths)"
-        if v is None:  # host_blocks without --host-tokens; a share of a ceiling of zero
-            return "n/a (no block is ever reused: the ceiling is 0)" if f == "gpu_share_of_ceiling" else "unbounded"
-        return f"{v:,}" if isinstance(v, int) else str(v)
-
-    def known(f: str) -> list[str]:
-        if not rep.evidence:
-            return []
-        state = rep.evidence.get(f, "")
-        return [f"{state} ({escaped(rep.evidence_by[f])})" if f in rep.evidence_by else state]
-
-    rows = [(f, *(cell(f, getattr(a, f)) for a in arms), *known(f)) for f in fields]
-    at = fields.index("gpu_only_belady_hit_rate") + 1
-    for name, rate in (("gpu_only_belady_hit_rate_tokens", "engine_hit_rate_tokens"), ("gpu_only_belady_hit_rate",
-                                                                                     "engine_hit_rate")):
-        if name in fields:  # the engine's rows beside OPT(G), in blocks and in tokens
-            at = fields.index(name) + 1
-            rows[at:at] = [(f"{rate} (replayed at {e.block_tokens} tokens a block)", cell(rate, getattr(e, rate)),
-                            *(["n/a"] if rep.control else []), *([f"observed ({escaped(e.certificate)})"] if rep.evidence
-                                                                 else [])) for e in rep.engines]
-    heads = ["figure", f"x{rep.primary.granularity} (as read)"]
-    heads += [f"x{rep.control_k} (control)"] if rep.control else []
-    heads += [f"evidence (x{rep.primary.granularity})"] if rep.evidence else []
-    host = "unbounded host" if rep.host_tokens is None else f"host {rep.host_tokens:,} tokens"
-    unused = [f"not used (what it would prove stays computed): {escaped(name)}: {escaped(why)}"
-              for name, why in rep.not_used.items()]
-    said = [f"{escaped(e.certificate)}: {escaped(e.sentence or 'no sentence: ' + str(e.why_no_sentence))}"
-            for e in rep.engines]
-    return "\n".join([f"{escaped(rep.name)}: GPU {rep.capacity_tokens:,} tokens, {host}", table(heads, rows), *said,
-                      *unused, *([ENGINES_REPORT] if tokens else [])])
-
-
 def cmd_offload(args: argparse.Namespace) -> int:
     _one_output(args)
     trace = load(args, Progress(enabled=not (args.json or args.csv)))
@@ -423,7 +324,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
             f"{rep.control_k} consecutive references of the whole trace are merged, across what may have been requests; "
             "the trace in its request layout gives a control that merges within requests only"
             if rep.control is not None and trace.requests is None else "")
-    emit(args.json, rep, lambda: _offload_csv(rep) if args.csv else _render_offload(rep) + note)
+    emit(args.json, rep, lambda: offload_csv(rep) if args.csv else render_offload(rep) + note)
     return EXIT_OK
 
 

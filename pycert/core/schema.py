@@ -98,7 +98,7 @@ class InputFile(_Strict):
     proved; verify finds it where ``--input NAME=PATH`` puts it, beside that directory, at its origin or in
     a checkout's shared trace folder, and checks its sha256 like any other."""
 
-    role: Literal["trace", "instance", "lean", "log"]
+    role: Literal["trace", "instance", "lean", "log", "hosts"]
     path: str = Field(min_length=1)
     sha256: Sha256
     external: bool = False

@@ -40,6 +40,10 @@ SHOWN = 5
 """How many rejections of one kind a check lists before it counts the rest (linear output, whatever the input)."""
 
 
+Wanted = tuple[str, str, bool, str | None]
+"""An input as :meth:`Claim.required` compares it: role, path, external, what it is derived from."""
+
+
 class Options(BaseModel):
     """A family's command-line options as a typed value (``pycert prove <family> ...``)."""
 
@@ -211,6 +215,11 @@ class Claim(ABC):
         :data:`SHOWN` rejections of each kind, then one that counts the rest."""
         if out := self.primary_count_errors(inputs):
             return out
+        return compare_inputs(self.expected_inputs(params, inputs), inputs)
+
+    def expected_inputs(self, params: Params, inputs: Sequence[InputFile]) -> list[Wanted]:
+        """The inputs a certificate with these parameters and primary inputs must name, in order: the primary
+        inputs, the instance, the modules it imports."""
         primary = self.primary_inputs(inputs)
         want = [(i.role, i.path, i.external, i.derived_from) for i in primary]
         if (inst := self.instance(params, primary)) is not None:
@@ -220,27 +229,7 @@ class Claim(ABC):
             else:
                 want += [(i.role, i.path, i.external, i.derived_from) for i in inputs
                          if i.path != inst.path and self.imported(params, inst, i)]
-        have = [(i.role, i.path, i.external, i.derived_from) for i in inputs]
-        wanted, had = set(want), set(have)
-        named = ", ".join(w[1] for w in want[:SHOWN]) + (f" and {len(want) - SHOWN:,} more" if len(want) > SHOWN else "")
-        absent = [w for w in want if w not in had]
-        extra = [h for h in have if h not in wanted]
-        for w in absent[:SHOWN]:
-            out.append(Rejection.mismatch("inputs", f"{w[0]} {w[1]}" + (f" derived from the {w[3]}" if w[3] else ""),
-                                          "absent", reason="missing-input"))
-        for h in extra[:SHOWN]:
-            out.append(Rejection.mismatch(f"inputs[{h[1]}]", f"no such input (the family names: {named})",
-                                          f"{h[0]} {h[1]}" + (f" derived from {h[3]}" if h[3] else ""), reason="extra-input"))
-        for kind, rest, reason in (("absent", absent, "missing-input"), ("extra", extra, "extra-input")):
-            if len(rest) > SHOWN:
-                out.append(Rejection(subject="inputs", reason=reason,
-                                     detail=f"and {len(rest) - SHOWN:,} more {kind} inputs ({len(rest):,} in all)"))
-        if not out and have != want:
-            k = next((k for k, (h, w) in enumerate(zip(have, want)) if h != w), len(want))  # or one named twice
-            expected = f"{want[k][1]} (the family's order)" if k < len(want) else f"{len(want)} inputs, each once"
-            out.append(Rejection.mismatch(f"inputs[{k}]", expected, have[k][1]))
-        return out
-
+        return want
     def headline(self, params: Params, inputs: Sequence[InputFile]) -> str | None:
         inst = self.instance(params, self.primary_inputs(inputs))
         return inst.headline if inst is not None else None
@@ -300,6 +289,33 @@ class Claim(ABC):
                        does_not_prove=self.does_not_prove(params, figures, inputs),
                        known_by={n: k[1].replace("{headline}", headline) for n, k in known.items()},
                        evidence={n: k[0] for n, k in known.items()})
+
+
+def compare_inputs(want: Sequence[Wanted], inputs: Sequence[InputFile]) -> list[Rejection]:
+    """Every way ``inputs`` differ from ``want`` (:meth:`Claim.expected_inputs`): absent, extra, out of order.
+    Linear in the inputs, and so is what it says: at most :data:`SHOWN` rejections of each kind, then one that
+    counts the rest."""
+    out: list[Rejection] = []
+    have = [(i.role, i.path, i.external, i.derived_from) for i in inputs]
+    wanted, had = set(want), set(have)
+    named = ", ".join(w[1] for w in want[:SHOWN]) + (f" and {len(want) - SHOWN:,} more" if len(want) > SHOWN else "")
+    absent = [w for w in want if w not in had]
+    extra = [h for h in have if h not in wanted]
+    for w in absent[:SHOWN]:
+        out.append(Rejection.mismatch("inputs", f"{w[0]} {w[1]}" + (f" derived from the {w[3]}" if w[3] else ""),
+                                      "absent", reason="missing-input"))
+    for h in extra[:SHOWN]:
+        out.append(Rejection.mismatch(f"inputs[{h[1]}]", f"no such input (the family names: {named})",
+                                      f"{h[0]} {h[1]}" + (f" derived from {h[3]}" if h[3] else ""), reason="extra-input"))
+    for kind, rest, reason in (("absent", absent, "missing-input"), ("extra", extra, "extra-input")):
+        if len(rest) > SHOWN:
+            out.append(Rejection(subject="inputs", reason=reason,
+                                 detail=f"and {len(rest) - SHOWN:,} more {kind} inputs ({len(rest):,} in all)"))
+    if not out and have != want:
+        k = next((k for k, (h, w) in enumerate(zip(have, want)) if h != w), len(want))  # or one named twice
+        expected = f"{want[k][1]} (the family's order)" if k < len(want) else f"{len(want)} inputs, each once"
+        out.append(Rejection.mismatch(f"inputs[{k}]", expected, have[k][1]))
+    return out
 
 
 @dataclass

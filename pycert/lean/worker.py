@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from pycert.core.resources import scratch_root, worker_source
-from pycert.lean.process import ProcessRun, Usage, forget, machine_slot, spawn
+from pycert.lean.process import ProcessRun, forget, machine_slot, spawn
 
 RETIRE_RSS_MIB = 2800
 """A worker whose resident memory passed this after a job takes no more: the wasm heap stops at 2 GiB, on

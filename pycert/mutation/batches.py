@@ -31,7 +31,7 @@ from pycert.mutation.lean_batch import (
     kernel_verdict,
 )
 
-INSTANCE_HEADER = "import Pycert.PackedTrace\nimport Pycert.Shards\nimport Pycert.Ceiling\nimport Pycert.Pooling\nimport Pycert.SortedTrace\nimport Pycert.SortedOptimum\nimport Pycert.SortedAdmission\nimport Pycert.Curve\nimport Pycert.IsolationCost\nimport Pycert.SortedJoints\n"
+INSTANCE_HEADER = "import Pycert.PackedTrace\nimport Pycert.Shards\nimport Pycert.Ceiling\nimport Pycert.Pooling\nimport Pycert.SortedTrace\nimport Pycert.SortedOptimum\nimport Pycert.SortedAdmission\nimport Pycert.Curve\nimport Pycert.IsolationCost\nimport Pycert.SortedJoints\nimport Pycert.Fleet\n"
 
 
 BATCH_CHARS = 100_000

@@ -57,7 +57,8 @@ class Copy(_Op):
 
 class MakeCert(_Op):
     """A genuine certificate of ``family`` on the trace at ``trace`` (made like prove makes it, without Lean:
-    ``tests.certs.make_cert``), written as ``<id>.json`` into ``dir``."""
+    ``tests.certs.make_cert``; a fleet's, ``make_fleet_cert`` with ``params`` hosts, capacity_blocks and routing),
+    written as ``<id>.json`` into ``dir``."""
 
     op: Literal["make_cert"]
     family: str
@@ -331,8 +332,14 @@ def _apply(op: Any, work: Path, name: str, where: dict[str, str]) -> None:  # no
         root.mkdir(parents=True, exist_ok=True)
         log = [InputFile(role="log", path=at(op.log).relative_to(root).as_posix(), sha256=file_sha256(at(op.log)))
                ] if op.log else []
-        cert = make_cert(op.id, op.family, op.params, [*log, trace_input(at(op.trace), root)], root=root,
-                         external={at(op.trace).name: at(op.trace)})  # a trace outside the directory
+        if op.family == "fleet":  # its parameters are made from the trace: params names the fleet (hosts, C, routing)
+            from tests.certs import make_fleet_cert
+
+            cert, _ = make_fleet_cert(at(op.trace), root, op.params["hosts"], op.params["capacity_blocks"],
+                                      op.params["routing"])
+        else:
+            cert = make_cert(op.id, op.family, op.params, [*log, trace_input(at(op.trace), root)], root=root,
+                             external={at(op.trace).name: at(op.trace)})  # a trace outside the directory
         (root / cert.filename).write_text(cert.to_json())
     elif isinstance(op, Edit):
         path = at(op.path)

@@ -75,12 +75,14 @@ def one_file(refs: np.ndarray, distinct: int | None = None) -> bool:
 
 
 def instance_text(trace: Trace, module: str, capacity: int, encoding: str,
-                  prefix: PrefixVerdict | None = None, as_module: bool = False) -> tuple[bytes, emit.Plan]:
+                  prefix: PrefixVerdict | None = None, as_module: bool = False,
+                  workload: bool = False) -> tuple[bytes, emit.Plan]:
     """The Lean instance file of a trace at ``capacity`` blocks in ``encoding`` (the bound alone, the
     optimum without bypass, or both models both ways, with the prefix test where ``prefix``
     is ``attained``), and what it states: the one function prove and verify both call. A bound that
     Belady's pairs do not reach is refused before Lean runs: it cannot be stated as the optimum.
-    ``as_module``: a Lean ``module`` another instance imports (:func:`pycert.lean.emit.capacity.emit_instance`)."""
+    ``as_module``: a Lean ``module`` another instance imports, and ``workload`` its capacity-free ceiling beside
+    (:func:`pycert.lean.emit.capacity.emit_instance`)."""
     refs = trace.refs
     plain = model(refs, capacity, admission=False)
     witness = None if encoding == emit.ENCODING else (plain.starts, plain.ends)
@@ -90,7 +92,7 @@ def instance_text(trace: Trace, module: str, capacity: int, encoding: str,
         admission = emit.Side(admitted.cuts, (admitted.starts, admitted.ends))
         first = firsts(trace) if prefix == "attained" else None
     text, plan = emit.emit_instance(refs, trace.sha256, module, capacity, plain.cuts, witness=witness,
-                                    admission=admission, firsts=first, as_module=as_module)
+                                    admission=admission, firsts=first, as_module=as_module, workload=workload)
     check_attained(module, plan)
     return text.encode(), plan
 

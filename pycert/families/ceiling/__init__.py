@@ -17,7 +17,7 @@ from pydantic import Field
 
 from pycert.core.errors import Rejected, Rejection
 from pycert.core.limits import MAX_SHARDS, too_many_parts
-from pycert.core.schema import Certificate, InputFile, Params
+from pycert.core.schema import Certificate, InputFile
 from pycert.families.base import Claim, Instance, Reader, part_of
 from pycert.families.models import DEMAND, STORE, caches
 from pycert.families.traces import (

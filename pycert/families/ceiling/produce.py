@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 

@@ -342,7 +342,7 @@ def admission_lines(sort: Sorted, capacity: int, side: Side, firsts: np.ndarray 
 def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cuts: Sequence[int],
                   piece_bits: int = packed_trace.PIECE_BITS, witness: tuple[np.ndarray, np.ndarray] | None = None,
                   admission: Side | None = None, firsts: np.ndarray | None = None,
-                  as_module: bool = False) -> tuple[str, Plan]:
+                  as_module: bool = False, workload: bool = False) -> tuple[str, Plan]:
     """Lean source stating, for exactly these references, ``Bounded trace N C H`` with the cut list
     ``cuts`` (strictly increasing times below N); with ``witness`` (the starts and ends of hit pairs,
     :func:`pycert.analysis.capacity.belady_pairs`) ``Optimum trace N C H``, ``H`` the number of starts;
@@ -350,7 +350,11 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
     ``firsts`` (the requests' first references) ``PrefixOptima trace firsts.testBit N C H HA HA``.
     ``as_module``: a Lean ``module`` whose data stays private but for its block numbers ``X`` and requests'
     first references, with ``facts`` on ``X`` (two instances stated together over the same ``X``,
-    :mod:`pycert.lean.emit.salt_cost`)."""
+    :mod:`pycert.lean.emit.salt_cost`). ``workload`` (both models only): a public theorem ``workload``, the
+    trace's capacity-free ceiling ``Pycert.Ceiling.Bounded trace N D (N - D)`` from the trace check the instance
+    makes anyway (a fleet's composition states it, :mod:`pycert.lean.emit.fleet`)."""
+    if workload and admission is None:
+        raise PycertError(f"{name}: the workload's ceiling is written beside both models only")
     if admission is not None and witness is None:
         raise PycertError(f"{name}: both models are stated both ways: a witness without bypass is needed too")
     if firsts is not None and admission is None:
@@ -364,6 +368,7 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
         f"{capacity}, {plan.cuts} cuts, every reference.",
         "-- Checked by the kernel from the encoded references and cuts; nothing here is an assumption.",
         f"{'public ' if as_module else ''}import Pycert.{module}",
+        *([f"{'public ' if as_module else ''}import Pycert.Ceiling"] if workload else []),
         "",
         *body,
     ]
@@ -398,8 +403,18 @@ def emit_instance(refs: Sequence[int], sha256: str, name: str, capacity: int, cu
         "",
         *more,
         *optima_headline(plan),
+        *(workload_lines(plan) if workload else []),
     ]
     return "\n".join([*lines, *closing(f"{INSTANCE_NAMESPACE}.{name}")]), plan
+
+
+def workload_lines(plan: Plan) -> list[str]:
+    """The trace's capacity-free ceiling, from its trace check: every reference but a block's first can hit."""
+    n, d = plan.refs, plan.distinct
+    return ["", f"/-- The trace has {n} references over {d} distinct blocks: no cache of any size hits more than "
+            f"{n - d} times on it (`Pycert.Ceiling.Bounded`). -/",
+            f"public theorem workload : Pycert.Ceiling.Bounded trace {n} {d} {n - d} :=",
+            "  Pycert.Ceiling.bounded_of_counts (traceOK_sound net checked).1 (traceOK_sound net checked).2"]
 
 
 def optima_headline(plan: Plan) -> list[str]:

@@ -24,6 +24,7 @@ from pycert.mutation.operators.base import (
 from pycert.mutation.operators.capacity import Capacity
 from pycert.mutation.operators.certificate import CertificateTamper
 from pycert.mutation.operators.curve import Curve
+from pycert.mutation.operators.fleet import Fleet
 from pycert.mutation.operators.forgery import Forgery
 from pycert.mutation.operators.instance_data import InstanceData
 from pycert.mutation.operators.isolation_cost import IsolationCost
@@ -38,7 +39,7 @@ from pycert.mutation.operators.solver import Solver
 from pycert.mutation.operators.trace_engine import TraceEngine
 
 OPERATORS: tuple[type[Operator], ...] = (LeanStatement, Proof, InstanceData, ShardDefects, Solver, CertificateTamper,
-                                         Forgery, KernelForgery, KernelLink, Capacity, Curve, IsolationCost,
+                                         Forgery, KernelForgery, KernelLink, Capacity, Curve, IsolationCost, Fleet,
                                          AuditSelfTest, TraceEngine, ReportVerifier, LeakRun)
 
 __all__ = ["AUDIT_HEADER", "CEILING_CERT", "CERT_DIR", "OPERATORS", "TRACE_INPUT", "WINDOW", "Operator", "Planned",
