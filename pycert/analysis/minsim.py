@@ -6,8 +6,8 @@ The same simulation the interpreter ran (a max-heap of next-use times with lazy 
 entries), over dense block ids so that an array holds each block's state in place of a dict. Compiled,
 a capacity of the 288,500-reference conversation trace costs milliseconds where it cost 0.3-0.7 s: a
 14-capacity curve's figures checked both models at every capacity, 28 simulations, in 9-13 s of its
-run (DEVELOPERS.md, the warm checker). numba is imported with this module, so only by a command that
-simulates.
+run (DEVELOPERS.md, the warm checker). Without the fast extra (no numba) it runs as Python
+(:mod:`pycert.core.jit`), with the same figures.
 """
 
 from __future__ import annotations
@@ -15,11 +15,8 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
-from numba import njit
 
-from pycert.core.resources import use_numba_cache
-
-use_numba_cache()
+from pycert.core.jit import njit
 
 
 @njit(cache=True)
