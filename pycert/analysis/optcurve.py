@@ -316,7 +316,7 @@ def admission_stack_distances(refs: Sequence[int] | np.ndarray) -> np.ndarray:
     slot a declined block would not have taken. Both are the same linear program (a reuse pair ``(i, j)``
     needs a slot at every step ``i .. j - 1`` in the first, at ``2i + 1 .. 2j - 1`` in the second, whose
     even steps ask less), and both programs' optima are the MIN hit counts; so the distance here is the
-    OPT stack distance of the reference on that trace, less one (DEVELOPERS.md, the optimum with
+    OPT stack distance of the reference on that trace, less one (docs/capacity-encodings.md, the optimum with
     bypass). MIN's hits on the mixed trace are exactly MIN-with-bypass's on this one: the
     fresh blocks are never reused, so evicting one changes no hit."""
     arr = as_array(refs)
