@@ -83,22 +83,23 @@ def prove(case: str, args: list[str], env: dict[str, str] | None = None, tree: P
 def small(work: Path, rows: list[dict]) -> None:
     seed = random.getrandbits(32)
 
-    def one(case: str, k: int, extra: list[str] = (), env: dict[str, str] | None = None) -> None:
+    def one(key: str, case: str, k: int, extra: list[str] = (), env: dict[str, str] | None = None) -> None:
         t = trace(work / f"small{k}.txt", seed + k)
-        rows.append(prove(case, ["ceiling", "--trace", str(t), "--capacity-blocks", "16,64", "--out",
-                                 str(work / f"small-out{k}"), *extra], env))
+        rows.append({"key": key, **prove(case, ["ceiling", "--trace", str(t), "--capacity-blocks", "16,64", "--out",
+                                                  str(work / f"small-out{k}"), *extra], env)})
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
 
     pycert(["daemon", "stop"])
-    one("3,000 refs, ceiling + 2 capacities: --no-daemon (fresh processes)", 0, ["--no-daemon"])
-    one("the same: first command, no warm checker running (it starts one)", 1)
-    one("the same: a second trace right after", 2)
-    one("the same: a third trace right after", 3)
+    one("fresh", "3,000 refs, ceiling + 2 capacities: --no-daemon (fresh processes)", 0, ["--no-daemon"])
+    one("first", "the same: first command, no warm checker running (it starts one)", 1)
+    one("second", "the same: a second trace right after", 2)
+    one("third", "the same: a third trace right after", 3)
+    before = load()
     started, waited = pycert(["daemon", "start"])
-    rows.append({"case": "pycert daemon start (waits for a warm worker)", "exit": started.returncode,
-                 "wall_s": round(waited, 1), "load": load()})
-    one("the same: a trace once the checker is warm", 4)
-    one("the same: --no-daemon again (fresh processes)", 5, ["--no-daemon"])
+    rows.append({"key": "start", "case": "pycert daemon start (waits for a warm worker)", "exit": started.returncode,
+                 "wall_s": round(waited, 1), "load": f"{before} -> {load()}"})
+    one("warm", "the same: a trace once the checker is warm", 4)
+    one("fresh2", "the same: --no-daemon again (fresh processes)", 5, ["--no-daemon"])
 
 
 def curve(work: Path, rows: list[dict], base: Path | None) -> None:
@@ -113,15 +114,16 @@ def curve(work: Path, rows: list[dict], base: Path | None) -> None:
         return link
 
     every = fresh("curve")
-    runs = [("conversation, one capacity (128), fresh name", fresh("one"), [128], REPO),
-            ("conversation, 14 capacities 1..8,192, fresh name", every, POWERS, REPO),
-            ("conversation, one capacity (128), its own name (the build cache answers)", conv, [128], REPO)]
+    runs = [("one", "conversation, one capacity (128), fresh name", fresh("one"), [128], REPO),
+            ("fourteen", "conversation, 14 capacities 1..8,192, fresh name", every, POWERS, REPO),
+            ("cached", "conversation, one capacity (128), its own name (the build cache answers)", conv, [128], REPO)]
     if base is not None:
-        runs += [("conversation, 14 capacities, the build cache answers: base", every, POWERS, base),
-                 ("conversation, 14 capacities, the build cache answers: this", every, POWERS, REPO)]
-    for case, path, caps, tree in runs:
-        rows.append(prove(case, ["capacity", "--trace", str(path), "--capacity-blocks", ",".join(map(str, caps)),
-                                 "--out", str(work / f"curve-out-{len(rows)}")], tree=tree))
+        runs += [("base14", "conversation, 14 capacities, the build cache answers: base", every, POWERS, base),
+                 ("this14", "conversation, 14 capacities, the build cache answers: this", every, POWERS, REPO)]
+    for key, case, path, caps, tree in runs:
+        rows.append({"key": key, **prove(case, ["capacity", "--trace", str(path), "--capacity-blocks",
+                                                 ",".join(map(str, caps)), "--out", str(work / f"curve-out-{len(rows)}")],
+                                          tree=tree)})
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
 
 
@@ -144,25 +146,33 @@ def mrc(work: Path, rows: list[dict], base: Path | None, rounds: int = 3) -> Non
 
     conv = SHARED / "conversation_trace.jsonl"
     og, _txt = write_lcs_inputs(read_trace(conv).refs, work)
-    runs = {"pycert trace mrc (all capacities, LRU and Belady)": lambda: pycert(["trace", "mrc", str(conv), "--json"])[0],
-            "libCacheSim LRU at 128, 1,024, 8,192 blocks (default hashpower)": lambda: subprocess.run(
-                [sys.executable, "-c", LCS, str(og), "default"], capture_output=True, text=True),
-            "libCacheSim LRU at 128, 1,024, 8,192 blocks (hashpower 16)": lambda: subprocess.run(
-                [sys.executable, "-c", LCS, str(og), "16"], capture_output=True, text=True)}
+    runs = {"mrc": ("pycert trace mrc (all capacities, LRU and Belady)",
+                    lambda: pycert(["trace", "mrc", str(conv), "--json"])[0]),
+            "lcs": ("libCacheSim LRU at 128, 1,024, 8,192 blocks (default hashpower)", lambda: subprocess.run(
+                [sys.executable, "-c", LCS, str(og), "default"], capture_output=True, text=True)),
+            "lcs16": ("libCacheSim LRU at 128, 1,024, 8,192 blocks (hashpower 16)", lambda: subprocess.run(
+                [sys.executable, "-c", LCS, str(og), "16"], capture_output=True, text=True))}
     if base is not None:
-        runs["pycert trace mrc, base revision"] = lambda: pycert(["trace", "mrc", str(conv), "--json"], tree=base)[0]
-    times: dict[str, list[float]] = {name: [] for name in runs}
+        runs["mrc_base"] = ("pycert trace mrc, base revision",
+                            lambda: pycert(["trace", "mrc", str(conv), "--json"], tree=base)[0])
+    times: dict[str, list[float]] = {key: [] for key in runs}
+    outputs: dict[str, str] = {}
+    before = load()
     for r in range(rounds):
-        for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+        for key in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
             t0 = time.monotonic()
-            done = runs[name]()
-            times[name].append(time.monotonic() - t0)
+            done = runs[key][1]()
+            times[key].append(time.monotonic() - t0)
             if done.returncode:
-                raise SystemExit(f"{name} failed: {done.stderr[-500:]}")
-    for name, ts in times.items():
-        rows.append({"case": name, "wall_s": round(statistics.median(ts), 2), "rounds_s": [round(t, 2) for t in ts],
-                     "load": load()})
+                raise SystemExit(f"{runs[key][0]} failed: {done.stderr[-500:]}")
+            outputs[key] = done.stdout
+    for key, ts in times.items():
+        rows.append({"key": key, "case": runs[key][0], "wall_s": round(statistics.median(ts), 2),
+                     "rounds_s": [round(t, 2) for t in ts], "load": f"{before} -> {load()}"})
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    if base is not None:  # "unchanged": the same figures as the base revision's, byte for byte
+        rows.append({"key": "mrc_same", "case": "trace mrc --json, this against the base revision",
+                     "same": outputs["mrc"] == outputs["mrc_base"], "wall_s": 0.0, "load": load()})
 
 
 def main() -> int:  # noqa: C901 - one branch per case
@@ -175,6 +185,7 @@ def main() -> int:  # noqa: C901 - one branch per case
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows: list[dict] = []
+    start = uptime()
     built, _ = pycert(["build"])
     if built.returncode:
         raise SystemExit(f"the library does not build: {built.stderr[-800:]}")
@@ -188,14 +199,63 @@ def main() -> int:  # noqa: C901 - one branch per case
         if args.curve:
             curve(work, rows, base)
     if args.json:
-        print(json.dumps({"machine": f"{os.cpu_count()} cores", "rows": rows}, indent=2))
+        print(json.dumps({"machine": f"{os.cpu_count()} cores", "uptime_start": start, "uptime_end": uptime(),
+                          "rows": rows, "targets": targets(rows)}, indent=2))
         return 0
-    for r in rows:
-        stages = ", ".join(f"{k} {v:g}" for k, v in r.get("stages", {}).items() if k in ("kernel", "axiom audit"))
-        print(f"{r['case'][:75]:75} {r.get('exit', 0)} {r['wall_s']:7.1f} s  Lean CPU {r.get('lean_cpu_s', '-')}  "
-              f"{stages}  load {r['load']}")
+    print(render(rows, start))
     return 0 if all(r.get("exit", 0) == 0 for r in rows) else 1
 
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def targets(rows: list[dict]) -> list[dict]:
+    """Issue 48's targets, each with its figure from this run (absent: that part was not run)."""
+    by = {r["key"]: r for r in rows if "key" in r}
+    out = []
+
+    def target(what: str, figure: float, limit: float, unit: str) -> None:
+        out.append({"target": what, "figure": round(figure, 2), "limit": limit, "unit": unit, "met": figure <= limit,
+                    "by": round(figure - limit, 2)})
+
+    if "first" in by:
+        target("a 3,000-reference trace, ceiling + 2 capacities, no warm checker running", by["first"]["wall_s"], 10, "s")
+    if "second" in by:
+        target("a second such trace right after", by["second"]["wall_s"], 5, "s")
+    if "warm" in by:
+        target("(for reference) a trace once the checker is warm", by["warm"]["wall_s"], 5, "s")
+    if "one" in by and "fourteen" in by:
+        target("the 14-capacity curve against one capacity", by["fourteen"]["wall_s"] / by["one"]["wall_s"], 3, "x")
+    if "mrc" in by and "lcs" in by:
+        target("trace mrc against libCacheSim's three capacities (default)", by["mrc"]["wall_s"] / by["lcs"]["wall_s"], 1,
+               "x")
+    if "mrc_same" in by:
+        out.append({"target": "trace mrc's figures unchanged from the base revision", "met": by["mrc_same"]["same"]})
+    return out
+
+
+def render(rows: list[dict], start: str) -> str:
+    """The table BENCHMARKS.md shows, in markdown, then the targets."""
+    lines = [f"uptime at the start: {start}", "",
+             "| case | exit | wall s | Lean CPU s | kernel s | audit s | load (1 min, before -> after) |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        if r["key"] == "mrc_same":
+            continue
+        st = r.get("stages", {})
+        rounds = f" (rounds {', '.join(map(str, r['rounds_s']))})" if "rounds_s" in r else ""
+        lines.append(f"| {r['case']}{rounds} | {r.get('exit', 0)} | {r['wall_s']:.1f} | {r.get('lean_cpu_s', '')} | "
+                     f"{st.get('kernel', '')} | {st.get('axiom audit', '')} | {r['load']} |")
+    lines += ["", "| target | this run | limit | met |", "|---|---:|---:|---|"]
+    for t in targets(rows):
+        if "figure" in t:
+            verdict = "yes" if t["met"] else f"no, by {t['by']:g} {t['unit']}"
+            lines.append(f"| {t['target']} | {t['figure']:g} {t['unit']} | {t['limit']:g} {t['unit']} | {verdict} |")
+        else:
+            lines.append(f"| {t['target']} | | | {'yes' if t['met'] else 'NO'} |")
+    lines += ["", f"uptime at the end: {uptime()}"]
+    return "\n".join(lines)
 
 if __name__ == "__main__":
     sys.exit(main())
