@@ -37,10 +37,6 @@ from pycert.lean.process import machine_slot
 from pycert.lean.toolchain import Installed, find_installed
 from pycert.lean.worker import LeanWorker, WorkerDied
 
-EXTRA_WORKER_AFTER_S = 2.0
-"""A job that has waited this long for a busy warm worker starts another one (up to the machine's Lean
-slots): a run's two small files share one worker (the second waits a second or two), while parallel
-commands or Ray tasks get a worker each."""
 WARMUP = "theorem pycertWarmup : (2 : Nat) ^ 70 % 7 = 2 ∧ [3, 1, 2].length = 3 := by decide\n"
 """A first job for a new worker, so that the wasm code a check runs (elaboration, the kernel, writing the
 .olean files) is compiled before a command's first module arrives."""
@@ -50,8 +46,11 @@ KILLS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 
 class _Pool:
-    """Warm workers, started when a job finds none free (see :data:`EXTRA_WORKER_AFTER_S`), each taking a
-    machine slot only while it starts (:meth:`Server._run` says why not for a job)."""
+    """Warm workers, each taking a machine slot only while it starts (:meth:`Server._run` says why not for a
+    job). One is started when a job finds none; another (up to the machine's Lean slots) as soon as a job
+    finds every one busy: that job still takes the first to be free (a start takes 10-12 s of CPU), and the
+    next command's files run side by side (a small trace's ceiling and capacity files: the longer of the two
+    instead of their sum)."""
 
     def __init__(self, installed: Installed, size: int, log) -> None:  # noqa: ANN001
         self.installed, self.size, self.log = installed, size, log
@@ -99,7 +98,7 @@ class _Pool:
 
     def acquire(self) -> LeanWorker:
         """A warm worker for one job (raises :class:`WorkerDied` when none could start)."""
-        t0, spawned = time.monotonic(), False
+        spawned = False
         with self.cv:
             while True:
                 if self.closed:
@@ -114,7 +113,7 @@ class _Pool:
                         raise WorkerDied(self.failed)
                     self._spawn()
                     spawned = True
-                elif live < self.size and not self.starting and time.monotonic() - t0 >= EXTRA_WORKER_AFTER_S:
+                elif live < self.size and not self.starting:
                     self._spawn()
                     spawned = True
                 self.cv.wait(0.25)
