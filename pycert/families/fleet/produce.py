@@ -66,6 +66,11 @@ class FleetOptions(Options):
 
 
 class FleetProducer(Producer):
+    summary = ("Prove where a fleet's hits went on each --trace: --hosts H caches of --capacity-blocks C blocks "
+               "behind each --routing; the workload's reuse (the ceiling), the pooled optimum of one cache of H·C "
+               "blocks with the theorem that it bounds every routing and every per-host policy, the routed optimum "
+               "(each host's optimum at C blocks on its own requests, summed), and with --engine an engine's hits "
+               "replaying each host; the losses between them in blocks and tokens.")
     claim = CLAIM
     options = FleetOptions
     borrows = ("ceiling", "capacity")
