@@ -1,30 +1,33 @@
-"""The warm checker's targets (issue 48), each case side by side with its reference in one run.
+"""The warm checker's targets (issue 48), each case beside its reference in one run.
 
-    .venv/bin/python benchmarks/bench_warm.py [--small] [--curve] [--mrc] [--json]
+It prints the table BENCHMARKS.md shows (markdown), the targets met or missed and by how much, and ``uptime``
+at both ends.
+
+    .venv/bin/python benchmarks/bench_warm.py [--small] [--curve] [--mrc [--base REV] [--rounds N]] [--json]
 
 ``--small``: a fresh 3,000-reference trace of 64-bit ids in no order (seeded, new ids every command, so that
 the kernel answers and not the build cache), ``pycert prove ceiling --trace T --capacity-blocks 16,64`` (its
 ceiling and two capacities), the library built beforehand (not timed). In order: today's path
 (``--no-daemon``: fresh Lean processes); then, with this pycert's warm checker stopped, a first command (it
 finds none, checks with fresh processes and starts one), a second and a third right after; then, once
-``pycert daemon start`` says a worker is warm, a last one.
+``pycert daemon start`` says a worker is warm, one more, and ``--no-daemon`` again.
 
 ``--curve``: the conversation trace's optimum both ways (with and without bypass), ``pycert prove capacity``,
 under fresh names (a symbolic link each, so that no instance module is in the build cache): one capacity
 (128 blocks), then the 14 capacities 1, 2, 4, ..., 8,192 blocks; and the one capacity under the trace's own
 name, whose instance the committed certificates put in the build cache (what a user meets for the
-committed capacity). Each row is a whole command; the stages and the Lean process's CPU as it prints them.
+committed capacity). Each row is a whole command; the stages and each Lean run's wall and CPU as it prints
+them. The kernel stage's time outside its longest Lean run is a wait: for a machine Lean slot that other
+runs hold, or for a warm checker's worker to start (or a second file behind the first on one worker).
 
 ``--mrc``: ``pycert trace mrc`` on the conversation trace, a fresh process each time, beside libCacheSim
 (a fresh Python process: import, read its oracleGeneral file, LRU at 128, 1,024 and 8,192 blocks, with its
-default hash table and with ``hashpower=16``; the conversion of the trace to that file is not timed), three
-rounds each, alternating; with ``--base REV``, that revision's ``trace mrc`` too.
+default hash table and with ``hashpower=16``; the conversion of the trace to that file is not timed),
+``--rounds`` rounds each (default 5), alternating; with ``--base REV``, that revision's ``trace mrc`` too
+(exported with ``git archive``, run with this virtual environment) and whether its curves are this one's.
 
-``--base REV`` (e.g. ``main``): the revision is exported with ``git archive`` and run with ``PYTHONPATH`` on it
-and this virtual environment.
-
-Every row has the load average before and after: the machine is shared, and pycert's Lean slots are
-machine-wide, so another user's Lean run can make either side wait.
+The machine is shared here, and pycert's Lean slots are machine-wide, so another user's Lean run can make
+either side wait: every row has the load average before and after.
 """
 
 from __future__ import annotations
@@ -102,10 +105,8 @@ def small(work: Path, rows: list[dict]) -> None:
     one("fresh2", "the same: --no-daemon again (fresh processes)", 5, ["--no-daemon"])
 
 
-def curve(work: Path, rows: list[dict], base: Path | None) -> None:
-    """One capacity and the 14, fresh names; the one capacity the committed certificates cached; with a base
-    revision, the 14 again by both revisions on the name just proved (the build cache answers the kernel, so
-    the rows compare what Python does around it)."""
+def curve(work: Path, rows: list[dict]) -> None:
+    """One capacity and the 14, fresh names; the one capacity the committed certificates cached."""
     conv = SHARED / "conversation_trace.jsonl"
 
     def fresh(name: str) -> Path:
@@ -117,9 +118,6 @@ def curve(work: Path, rows: list[dict], base: Path | None) -> None:
     runs = [("one", "conversation, one capacity (128), fresh name", fresh("one"), [128], REPO),
             ("fourteen", "conversation, 14 capacities 1..8,192, fresh name", every, POWERS, REPO),
             ("cached", "conversation, one capacity (128), its own name (the build cache answers)", conv, [128], REPO)]
-    if base is not None:
-        runs += [("base14", "conversation, 14 capacities, the build cache answers: base", every, POWERS, base),
-                 ("this14", "conversation, 14 capacities, the build cache answers: this", every, POWERS, REPO)]
     for key, case, path, caps, tree in runs:
         rows.append({"key": key, **prove(case, ["capacity", "--trace", str(path), "--capacity-blocks",
                                                  ",".join(map(str, caps)), "--out", str(work / f"curve-out-{len(rows)}")],
@@ -184,7 +182,8 @@ def main() -> int:  # noqa: C901 - one branch per case
     ap.add_argument("--curve", action="store_true")
     ap.add_argument("--mrc", action="store_true")
     ap.add_argument("--base", default=None, metavar="REV",
-                    help="also run this revision's trace mrc, and its curve's Python stages (e.g. main)")
+                    help="--mrc: also run this revision's trace mrc, and compare its curves (e.g. 8fc50f4, where issue "
+                         "48 measured it)")
     ap.add_argument("--rounds", type=int, default=5, help="--mrc: rounds of each command, alternating (default 5)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -201,7 +200,7 @@ def main() -> int:  # noqa: C901 - one branch per case
         if args.small:
             small(work, rows)
         if args.curve:
-            curve(work, rows, base)
+            curve(work, rows)
     if args.json:
         print(json.dumps({"machine": f"{os.cpu_count()} cores", "uptime_start": start, "uptime_end": uptime(),
                           "rows": rows, "targets": targets(rows)}, indent=2))
