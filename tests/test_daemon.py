@@ -264,6 +264,23 @@ def test_an_absurd_idle_time_is_refused(value: str, monkeypatch: pytest.MonkeyPa
         assert wire.idle_seconds() == wire.IDLE_S
 
 
+def test_the_setting_is_read_or_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$PYCERT_DAEMON on or off, and anything else refused (with an absurd idle time) by every command that
+    proves, before the kernel stage decides whether a daemon is needed."""
+    for value, on in (("", True), ("on", True), ("1", True), ("OFF", False), ("no", False)):
+        monkeypatch.setenv("PYCERT_DAEMON", value)
+        assert wire.enabled() is on
+    monkeypatch.setenv("PYCERT_DAEMON", "maybe")
+    with pytest.raises(InputError, match="expected on or off"):
+        wire.enabled()
+    monkeypatch.setenv("PYCERT_DAEMON", "on")
+    monkeypatch.setenv("PYCERT_DAEMON_IDLE", "-1")
+    with pytest.raises(InputError, match="idle time"):
+        wire.enabled()
+    monkeypatch.setenv("PYCERT_DAEMON", "off")
+    assert wire.enabled() is False  # off: the idle time is not read
+
+
 def test_a_newer_key_from_the_same_home_retires_the_old_daemon(private_dir: Path) -> None:
     """An upgrade of pycert, its library or the toolchain in one place: the new daemon asks the old one, of the
     same home, to retire; it exits once no command holds a connection (the one held here keeps it), while a

@@ -30,8 +30,16 @@ MAX_LINE = 64 << 20
 """The longest message either side reads (Lean's messages on a module are far shorter)."""
 
 def enabled() -> bool:
-    """``$PYCERT_DAEMON``: ``off`` (or ``0``, ``no``) runs every Lean process fresh, as ``--no-daemon`` does."""
-    return os.environ.get("PYCERT_DAEMON", "on").strip().lower() not in ("off", "0", "no", "false")
+    """``$PYCERT_DAEMON``: ``on`` (the default; or ``1``, ``yes``, ``true``), or ``off`` (``0``, ``no``, ``false``):
+    every Lean process fresh, as ``--no-daemon``. Asked by every command that proves, which refuses here a
+    setting it cannot read, and an absurd idle time, whether or not it goes on to start a daemon."""
+    value = os.environ.get("PYCERT_DAEMON", "").strip().lower() or "on"
+    if value in ("off", "0", "no", "false"):
+        return False
+    if value not in ("on", "1", "yes", "true"):
+        raise InputError(f"{value!r}: expected on or off", where="PYCERT_DAEMON")
+    idle_seconds()
+    return True
 
 
 MAX_IDLE_S = 7 * 86400.0
