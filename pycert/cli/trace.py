@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pycert.analysis.cachesim import HitCurve, TraceStats, lru_hit_curve, trace_stats
+from pycert.analysis.cachesim import HitCurve, lru_hit_curve
+from pycert.analysis.stats import TraceStats, trace_stats
 from pycert.analysis.offload import offload_report
 from pycert.analysis.plot import FORMATS, hit_rate_figure, log_capacities, trace_curves
 from pycert.cli import add_common, help_of

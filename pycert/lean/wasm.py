@@ -38,7 +38,7 @@ WORKER_MAX_SOURCE = 1 << 20
 """A source larger than this (a whole trace's instance) gets a process, and the whole heap, to itself."""
 ONE_THREAD = "-DElab.async=false"
 """Every Lean run elaborates on one thread, as the worker does: on wasm each thread Lean starts is a
-new instance of the module (seconds and a gigabyte each; DEVELOPERS.md)."""
+new instance of the module (seconds and a gigabyte each; docs/wasm-kernel.md)."""
 
 
 def worker_mode() -> str:
