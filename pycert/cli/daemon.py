@@ -10,7 +10,7 @@ from pycert.cli import add_common, help_of
 from pycert.core.console import emit, plural, table
 from pycert.core.errors import EXIT_OK, ToolchainMissing
 from pycert.lean import daemon
-from pycert.lean.toolchain import INSTALL_HINT, find_installed
+from pycert.lean.toolchain import find_installed, no_backend
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,7 +55,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_start(args: argparse.Namespace) -> int:
     installed = find_installed()
     if installed is None:
-        raise ToolchainMissing(INSTALL_HINT)
+        raise ToolchainMissing(no_backend())
     t0 = time.monotonic()
     st = daemon.start(installed)
     emit(args.json, {**st.model_dump(), "waited_s": round(time.monotonic() - t0, 1)},
