@@ -1,5 +1,6 @@
 """Each host's sub-trace replayed on an engine's own cache code (``pycert prove fleet --engine``): one engine a
-host, each starting empty with a cache of ``C`` blocks, the host's requests sent one at a time in trace order
+host, each starting empty with a cache of ``C`` blocks (one child process for them all, where the engine runs in
+one: :func:`pycert.leak.engines.paged.fresh_engines`), the host's requests sent one at a time in trace order
 (:func:`pycert.leak.replay.replay`, the same replay as ``pycert engine replay``), one replay log a host. The
 logs are the certificate's observed inputs; :func:`pycert.families.fleet.derive.engine_figures` reads them. The
 engines are ``pycert engine replay``'s (:mod:`pycert.leak.engines.paged`), opened by name."""
@@ -13,7 +14,7 @@ from pycert.core.errors import InputError
 from pycert.families.fleet import EngineSetting
 from pycert.families.fleet.derive import Split, host_requests
 from pycert.leak import replay as replaylog
-from pycert.leak.engines.paged import open_engine
+from pycert.leak.engines.paged import fresh_engines
 
 SEED = 0
 """The replay's seed (the block tokens' and the transformers model's weights): recorded in the certificate."""
@@ -24,23 +25,21 @@ def replay_hosts(engine: str, s: Split, capacity: int, block_tokens: int,
     """Every host that receives a reference, replayed on a fresh engine: the engine's setting (the same for all)
     and each host's log, in host order."""
     logs, setting = [], None
-    for k, sub in enumerate(s.subs):
-        if not sub.n_refs:
-            continue
-        requests = host_requests(sub)  # each shorter than the capacity: the producer refused a longer one
-        opened = open_engine(engine, capacity, block_tokens, SEED)
-        progress(f"host {k}: {engine} ({opened.version}), {len(requests):,} requests one at a time")
-        try:
+    with fresh_engines(engine, capacity, block_tokens, SEED) as fresh:
+        for k, sub in enumerate(s.subs):
+            if not sub.n_refs:
+                continue
+            requests = host_requests(sub)  # each shorter than the capacity: the producer refused a longer one
+            opened = fresh()
+            progress(f"host {k}: {engine} ({opened.version}), a fresh cache, {len(requests):,} requests one at a time")
             header = replaylog.engine_header(opened, seed=SEED, num_blocks=capacity, block_tokens=block_tokens,
                                              trace=Path(s.trace.name).name, trace_sha256=s.trace.sha256,
                                              requests=len(requests), refs=sub.n_refs)
             log = replaylog.replay(opened, requests, header, lambda m, k=k: progress(f"  host {k}: {m}"))
-        finally:
-            opened.close()  # type: ignore[attr-defined]
-        h = log.header
-        setting = setting or EngineSetting(engine=h.engine, engine_version=h.engine_version, model=h.model,
-                                           device=h.device, seed=h.seed, block_tokens=h.block_tokens)
-        logs.append(replaylog.render(log))
+            h = log.header
+            setting = setting or EngineSetting(engine=h.engine, engine_version=h.engine_version, model=h.model,
+                                               device=h.device, seed=h.seed, block_tokens=h.block_tokens)
+            logs.append(replaylog.render(log))
     if setting is None:
         raise InputError("no host receives a reference: nothing to replay", where="--engine")
     return setting, logs
