@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import shutil
 from fractions import Fraction
 from pathlib import Path
@@ -374,12 +375,17 @@ def test_the_report_has_a_fleet_card_with_its_waterfall(tmp_path: Path) -> None:
     from pycert.certify.report import write_report
 
     trace = write_trace(tmp_path / "hand.jsonl", HAND)
+    other = write_trace(tmp_path / "other.jsonl", HAND[:5])
     certs = [make_fleet_cert(trace, tmp_path, h, 2, route)[0] for h in (1, 2, 3) for route in ("round-robin", "prefix:2")]
-    write_certificates(certs, tmp_path / "certs")
+    write_certificates([*certs, make_fleet_cert(other, tmp_path, 2, 2)[0]], tmp_path / "certs")
     page, shown, not_verified = write_report(tmp_path / "certs", tmp_path / "report.html", root=tmp_path)
     html = page.read_text()
-    assert shown == 6 and not not_verified
-    assert "Fleet: trace hand.jsonl" in html and "where the hits went" in html.lower()
+    assert shown == 7 and not not_verified
+    assert "Trace hand.jsonl: a fleet behind its router" in html and "where the hits went" in html.lower()
+    # each trace's fleet card right under the trace's own card
+    sections = re.findall(r'<section class="card" id="(trace-[0-9]+|fleet-[0-9]+)"><h2>Trace ([^<:]+)', html)
+    assert [kind.split("-")[0] for kind, _ in sections] == ["trace", "fleet", "trace", "fleet"], sections
+    assert sections[0][1] == sections[1][1] and sections[2][1] == sections[3][1] != sections[0][1]
     assert html.count("routing loss") >= 1 and "prefix:2" in html and "round-robin" in html
     assert "Where the hits went at 3 hosts of 2 blocks" in html  # the most hosts among the sizes with both routings
     # a fleet certificate that does not verify is named on the card, and lends it nothing
