@@ -292,6 +292,8 @@ def hand(tmp_path: Path) -> Path:
     (["--hosts", "0", "--capacity-blocks", "2", "--routing", "round-robin"], ("--hosts",)),
     (["--hosts", "65", "--capacity-blocks", "2", "--routing", "round-robin"], ("--hosts",)),
     (["--hosts", "2", "--capacity-blocks", "0", "--routing", "round-robin"], ("--capacity-blocks",)),
+    (["--hosts", "2", "--capacity-blocks", str(10 ** 24), "--routing", "round-robin"], ("--capacity-blocks",)),
+    (["--hosts", "2", "--capacity-blocks", "2", "--routing", "prefix:" + "9" * 14], ("--routing",)),
     (["--hosts", "2", "--capacity-blocks", "2", "--routing", "nearest"], ("--routing", "round-robin, field:NAME")),
     (["--hosts", "2", "--capacity-blocks", "2", "--routing", "field:a b"], ("--routing",)),
     (["--hosts", "2", "--capacity-blocks", "2", "--routing", "round-robin", "--threshold", "0.3"], ("cache-aware",)),
@@ -310,6 +312,19 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(capsys: pytest.CaptureF
     assert any(n in err for n in needles), err
     assert json.loads(stdout)["exit"] == 2 if stdout else True
     assert not out.exists() or not any(out.rglob("*.json")), list(out.rglob("*"))
+
+
+def test_a_routing_field_missing_on_one_line_is_refused_by_its_line(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "gaps.jsonl", HAND, tenant=["a", "b", "a", "b", "a", "b"])
+    lines = trace.read_text().splitlines()
+    lines[4] = json.dumps({k: v for k, v in json.loads(lines[4]).items() if k != "tenant"})
+    trace.write_text("\n".join(lines) + "\n")
+    for route in ("hash:tenant", "field:tenant"):
+        rc, stdout, err = cli(capsys, "prove", "fleet", "--trace", str(trace), "--out", str(tmp_path / "out"), "--hosts",
+                              "2", "--capacity-blocks", "2", "--routing", route, "--json")
+        assert rc == 2 and err.count("\n") == 1 and f"{trace.name}:5" in err and "no field 'tenant'" in err, err
+        assert json.loads(stdout)["exit"] == 2 and not (tmp_path / "out").exists()
 
 
 def test_a_routing_field_of_ten_megabytes_is_refused_by_its_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
