@@ -149,16 +149,17 @@ def test_each_engine_a_fleet_replays_on_starts_empty_in_one_process(on_vllm: str
     rng = random.Random(11)
     stems = [[rng.randrange(500) for _ in range(rng.randrange(1, 5))] for _ in range(6)]
     hosts = [[[*rng.choice(stems), rng.randrange(500, 900)] for _ in range(60)] for _ in range(3)]
-    pids, served = set(), []
-    with fresh_engines("vllm", 10, B, 0) as fresh:
-        for requests in hosts:
-            engine = fresh()
+    pids, served, sizes = set(), [], [10, 6, 10]
+    with fresh_engines("vllm", B, 0) as fresh:
+        for requests, c in zip(hosts, sizes):
+            engine = fresh(c)
             pids.add(engine._proc.pid)  # type: ignore[attr-defined]
             tokens = replaylog.TokenMap(0, B, engine.vocab)
             served.append([engine.serve(EngineRequest(tokens.prompt(r), None)).cached_tokens // B for r in requests])
-            assert engine.num_blocks == 10
+            assert engine.num_blocks == c
     assert len(pids) == 1  # vLLM imported once
-    assert served == [block_pool(10, r) for r in hosts]  # each host from an empty cache, as a process of its own
+    # each host from an empty cache of its own size, as in a process of its own
+    assert served == [block_pool(c, r) for r, c in zip(hosts, sizes)]
     assert engine._proc.poll() is not None  # type: ignore[attr-defined]  # the child ended with the block
 
 

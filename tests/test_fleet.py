@@ -26,7 +26,9 @@ from pycert.data.traces import read_trace
 from pycert.families import producer
 from pycert.families.fleet import derive as fleet_derive
 from pycert.families.fleet.produce import FleetOptions
+from pycert.leak.engines.paged import LABELS
 from tests.certs import make_fleet_cert
+from tests.conftest import vllm_python
 from tests.test_capacity import forge
 from tests.test_cli_contract import cli
 
@@ -340,6 +342,18 @@ def test_a_routing_field_of_ten_megabytes_is_refused_by_its_line(capsys: pytest.
         assert json.loads(stdout)["exit"] == 2
 
 
+def test_a_fleets_modules_are_dealt_to_at_most_one_task_a_core_heaviest_first() -> None:
+    from pycert.lean.cluster import groups
+
+    pooled, hosts = 288_500, [37_369, 37_299, 36_748, 35_990, 36_287, 33_969, 35_621, 35_217]
+    dealt = groups([pooled, *hosts], 2)
+    assert sorted(i for g in dealt for i in g) == list(range(9))
+    assert dealt == [[0], [1, 2, 3, 5, 4, 7, 8, 6]]  # heaviest first; the pooled instance alone, the hosts in one warm Lean
+    assert groups([5, 1, 1], 8) == [[0], [1], [2]]  # as many cores as modules: a task each
+    assert groups([3, 3, 2, 2, 2], 2) == [[0, 2, 4], [1, 3]]
+    assert groups([], 2) == [] and groups([1], 0) == [[0]]
+
+
 # ---------------------------------------------------------------------------- the kernel, end to end
 
 
@@ -423,13 +437,20 @@ def test_a_pooled_trace_in_pieces_made_without_lean_verifies(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_the_engine_s_hits_per_host_are_certified_beside_the_optima(tmp_path: Path) -> None:
-    pytest.importorskip("transformers")
+@pytest.mark.parametrize("engine", ["transformers", "vllm"])
+def test_the_engine_s_hits_per_host_are_certified_beside_the_optima(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    engine: str) -> None:
+    if engine == "transformers":
+        pytest.importorskip("transformers")
+    elif (python := vllm_python()) is None:
+        pytest.skip("no Python with vLLM: make setup makes .venv-vllm, or set PYCERT_VLLM_PYTHON")
+    else:
+        monkeypatch.setenv("PYCERT_VLLM_PYTHON", python)
     rng = random.Random(7)
     requests = [[0, *(rng.randrange(1, 25) for _ in range(rng.randrange(1, 4)))] for _ in range(16)]
     trace = write_trace(tmp_path / "eng.jsonl", requests)
     opts = FleetOptions(trace=[trace], capacity_blocks=[5], hosts=[2], routing=["prefix:1", "round-robin"],
-                        engine="transformers", wanted=True)
+                        engine=engine, wanted=True)
     res = prove.prove([(producer("fleet"), opts)], backend="wasm", out_dir=tmp_path / "certs")
     assert res.ok, [s for s in res.stages if s.status != "ok"]
     for name in ("fleet-eng-prefix-1-h2-c5.json", "fleet-eng-round-robin-h2-c5.json"):
@@ -439,7 +460,7 @@ def test_the_engine_s_hits_per_host_are_certified_beside_the_optima(tmp_path: Pa
         assert figs["engine_hits"] == sum(figs[f"engine_hits_{k}"] for k in range(2)) <= figs["routed_hits"]
         assert figs["eviction_loss"] == figs["routed_hits"] - figs["engine_hits"]
         assert {f["name"]: f["evidence"] for f in doc["figures"]}["engine_hits"] == "observed"
-        assert doc["parameters"]["engine"]["engine"] == "transformers continuous batching"
+        assert doc["parameters"]["engine"]["engine"] == LABELS[engine]
         assert "eviction loss" in doc["claim"] and verify_certificate(cert).ok
     # prefix:1 sends every request to one host (they all start with block 0): host 1's log is not named
     doc = json.loads((tmp_path / "certs" / "fleet-eng-prefix-1-h2-c5.json").read_text())

@@ -71,14 +71,14 @@ def open_engine(engine: str, num_blocks: int, block_tokens: int, seed: int) -> P
 
 
 @contextlib.contextmanager
-def fresh_engines(engine: str, num_blocks: int, block_tokens: int, seed: int) -> Iterator[Callable[[], PagedEngine]]:
-    """A maker of engines as :func:`open_engine` opens them, each fresh (an empty cache), the one before it
-    dropped: in one child process for them all where one runs the engine (its import paid once), else in
-    this process (whose imports Python keeps). A fleet's hosts are replayed so."""
+def fresh_engines(engine: str, block_tokens: int, seed: int) -> Iterator[Callable[[int], PagedEngine]]:
+    """A maker of engines as :func:`open_engine` opens them, each fresh (an empty cache of the blocks it is
+    asked for), the one before it dropped: in one child process for them all where one runs the engine (its
+    import paid once), else in this process (whose imports Python keeps). A fleet's hosts are replayed so."""
     child: PagedEngine | None = None
     last: PagedEngine | None = None
 
-    def fresh() -> PagedEngine:
+    def fresh(num_blocks: int) -> PagedEngine:
         nonlocal child, last
         if child is not None:
             child.reopen(num_blocks, block_tokens, seed)  # type: ignore[attr-defined]
