@@ -12,14 +12,16 @@ one capacity certificate of the same trace at the pooled capacity ``H · C``:
 Each command gets the trace under a fresh name (a symbolic link), so that no instance module is in pycert's
 build cache; the library is (built once before anything is timed). ``wall_s`` is the whole command, ``cpu_s``
 its CPU with its children's (Ray's workers and every Lean process included), ``load`` the load average before
-and after: the machine is shared, and a Lean process waits for one of its two slots. The fleet's pooled optimum
-must equal the peer's optimum with bypass at ``H · C`` (the same instance, stated twice).
+and after: the machine is shared, and a Lean process waits for one of its two slots; ``warm_checker`` whether this
+pycert's warm checker answered before the command (``PYCERT_DAEMON=off``: every Lean fresh, as on a first run). The
+fleet's pooled optimum must equal the peer's optimum with bypass at ``H · C`` (the same instance, stated twice).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import resource
@@ -55,7 +57,18 @@ def load() -> str:
     return Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
 
 
+def warm_checker() -> str:
+    """Whether this pycert's warm checker (``pycert daemon``) answers before a command, with its warm workers."""
+    if os.environ.get("PYCERT_DAEMON", "on").strip().lower() in ("off", "0", "no", "false"):
+        return "off (PYCERT_DAEMON)"
+    res = subprocess.run([sys.executable, "-m", "pycert", "daemon", "status", "--json"], capture_output=True, text=True,
+                         cwd=ROOT)
+    mine = [d for d in json.loads(res.stdout or "{}").get("daemons", []) if d["current"]] if res.returncode == 0 else []
+    return f"warm, {len(mine[0]['workers'])} workers" if mine else "none running"
+
+
 def run(args: list[str]) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+    checker = warm_checker()
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), load()
     t0 = time.perf_counter()
     res = subprocess.run([sys.executable, "-m", "pycert", *args], capture_output=True, text=True, cwd=ROOT)
@@ -65,7 +78,7 @@ def run(args: list[str]) -> tuple[subprocess.CompletedProcess[str], dict[str, ob
     if res.returncode != 0:
         raise SystemExit(f"pycert {' '.join(args[:2])} failed ({res.returncode}): {res.stdout[-1500:]}{res.stderr[-1500:]}")
     return res, {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "load": f"{start} -> {load()}",
-                 "lean": lean_processes(res.stdout + res.stderr)}
+                 "warm_checker": checker, "lean": lean_processes(res.stdout + res.stderr)}
 
 
 def figures(cert: Path) -> dict[str, Fraction]:
@@ -118,7 +131,7 @@ def main() -> None:
                 _, row = run(["verify", *map(str, certs), "--input", f"{link.name}={args.trace}"])
                 rows.append({"command": f"verify {len(certs)} fleet certificates (offline)", **row})
     result = {"machine": f"{platform.node()}, {platform.processor() or platform.machine()}, "
-                         f"{len(__import__('os').sched_getaffinity(0))} cores", "trace": args.trace.name, "rows": rows}
+                         f"{len(os.sched_getaffinity(0))} cores", "trace": args.trace.name, "rows": rows}
     if args.json:
         print(json.dumps(result, indent=2))
         return
