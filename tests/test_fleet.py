@@ -352,6 +352,9 @@ def test_a_fleets_modules_are_dealt_to_at_most_one_task_a_core_heaviest_first() 
     assert groups([5, 1, 1], 8) == [[0], [1], [2]]  # as many cores as modules: a task each
     assert groups([3, 3, 2, 2, 2], 2) == [[0, 2, 4], [1, 3]]
     assert groups([], 2) == [] and groups([1], 0) == [[0]]
+    many = groups([288_500, *[18_000] * 16, *[36_000] * 8], 2, most=8)  # a task's progress comes when it ends
+    assert len(many) == 4 and max(map(len, many)) <= 8 and many[0] == [0]
+    assert sorted(i for g in many for i in g) == list(range(25))
 
 
 # ---------------------------------------------------------------------------- the kernel, end to end

@@ -122,14 +122,22 @@ def _check_many(items: list[tuple[Callable[[], tuple[str, Any]], str]], backend:
             for module, text, extra in made]
 
 
-def groups(weights: Sequence[int], slots: int) -> list[list[int]]:
-    """Indices dealt into at most ``slots`` groups, heaviest first, each to the lightest group so far (longest
-    processing time first): on a cluster of as many cores as modules each module is a task of its own."""
-    loads: list[tuple[int, int]] = [(0, g) for g in range(max(1, min(slots, len(weights))))]
-    out: list[list[int]] = [[] for _ in loads]
-    for i in sorted(range(len(weights)), key=lambda i: -weights[i]):
-        load, g = min(loads)
-        loads[loads.index((load, g))] = (load + weights[i], g)
+TASK_MODULES = 8
+"""The most modules a grouped task checks: its progress line comes when it ends, and its Lean worker grows
+120-150 MiB a host instance of the conversation trace (retired past 2,800 MiB: DEVELOPERS.md)."""
+
+
+def groups(weights: Sequence[int], slots: int, most: int = TASK_MODULES) -> list[list[int]]:
+    """Indices dealt into ``slots`` groups (more where ``most`` a group would not hold them all), heaviest first,
+    each to the lightest group so far that holds fewer than ``most`` (longest processing time first): on a
+    cluster of as many cores as modules each module is a task of its own."""
+    n = len(weights)
+    count = max(1, min(slots, n), -(-n // most))
+    loads = [0] * count
+    out: list[list[int]] = [[] for _ in range(count)]
+    for i in sorted(range(n), key=lambda i: -weights[i]):
+        g = min((g for g in range(count) if len(out[g]) < most), key=lambda g: (loads[g], g))
+        loads[g] += weights[i]
         out[g].append(i)
     return [g for g in out if g]
 
@@ -216,7 +224,8 @@ def connect(address: str | None) -> str:
 def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, address: str | None = None,
               progress: Callable[[str], None] = lambda _m: None, grouped: bool = False) -> list[Outcome]:
     """Emit and check every module of ``works`` as Ray tasks, one task a module; with ``grouped``, as many
-    tasks as the cluster has cores at most, the modules dealt to them by weight (:func:`groups`), so that a
+    tasks as the cluster has cores (more where each would check over :data:`TASK_MODULES`), the modules dealt
+    to them by weight (:func:`groups`), so that a
     task's later modules go to a Lean worker it has warmed (or the warm checker's) rather than each paying
     a process's start (a fleet's hosts: DEVELOPERS.md, "A fleet's Lean work"). Outcomes in the order given.
     A task that failed on every try is reported as its modules' verdict, never raised."""
