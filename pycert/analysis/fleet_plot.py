@@ -68,7 +68,7 @@ def fleet_figure(title: str, steps: Sequence[Step], by_hosts: Mapping[str, Seque
     left.set_ylabel("hit rate (% of block references)")
     left.yaxis.set_major_formatter(PercentFormatter(decimals=0))
     left.set_ylim(0, max(y for _, y, _ in bars) * 1.18 + 1)
-    left.set_title(f"where the hits went: {hosts} hosts of {capacity:,} blocks\n(pp: the loss from the step before; "
+    left.set_title(f"where the hits went: {hosts} host{'s' if hosts != 1 else ''} of {capacity:,} blocks\n(pp: the loss from the step before; "
                    "hatched: observed, the rest kernel-checked)", fontsize=8, parse_math=False)
     left.grid(True, axis="y", alpha=0.3)
     colours = {s.routing: routing_colour(k) for k, s in enumerate(steps)}

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from pycert.certify.card import Card, Cell, Table, pct
+from pycert.core.console import plural
 from pycert.core.schema import Certificate, Figure
 
 
@@ -88,7 +89,7 @@ def fleet_card(name: str, anchor: str, certs: Sequence[Certificate], unverified:
     hosts, capacity = chosen_size(certs) if certs else (0, 0)
     return Card(anchor=anchor, title=f"Trace {name}: a fleet behind its router", meta=f"{len(certs)} fleet certificates", sentence=sentence,
                 tables=[fleet_table(certs)], figure=fleet_png(name, certs) if certs and figure else None,
-                figure_alt=f"Where the hits went at {hosts} hosts of {capacity:,} blocks, per routing, and the hit rate "
+                figure_alt=f"Where the hits went at {plural(hosts, 'host')} of {capacity:,} blocks, per routing, and the hit rate "
                            f"against hosts at {capacity:,} blocks a host" if certs else "",
                 certificates=[c.id for c in certs], unverified=unverified)
 

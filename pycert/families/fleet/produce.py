@@ -163,7 +163,7 @@ class FleetProducer(Producer):
                                      "beside its partial last block: give a larger --capacity-blocks", where=trace.name)
                 for h in dict.fromkeys(opts.hosts):
                     if h * c > distinct:
-                        raise InputError(f"{h} hosts of {plural(c, 'block')} hold {h * c:,} blocks, more than the trace's "
+                        raise InputError(f"{plural(h, 'host')} of {plural(c, 'block')} hold {h * c:,} blocks, more than the trace's "
                                          f"{distinct:,} distinct blocks: every cache would hold the whole trace; give fewer "
                                          "hosts or a smaller --capacity-blocks", where=trace.name)
                     s = derive.split(trace, route, h, fields.get(route.field or ""))
@@ -185,7 +185,7 @@ class _Plan:
         self.params, self.parts = derive.planned(s, route, hosts, capacity, opts.piece_refs,
                                                  PurePosixPath(trace_input.path), self.composition)
         sizes = ", ".join(str(sub.n_refs) for sub in s.subs)
-        setting.progress(f"{s.trace.name}: {hosts} hosts of {plural(capacity, 'block')}, routing {route.text}: "
+        setting.progress(f"{s.trace.name}: {plural(hosts, 'host')} of {plural(capacity, 'block')}, routing {route.text}: "
                          f"references per host {sizes}")
 
     def finish(self, outcomes: dict[str, cluster.Outcome], setting: Setting,

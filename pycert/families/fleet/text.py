@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from fractions import Fraction
 
+from pycert.core.console import plural
 from pycert.core.schema import EvidenceState
 from pycert.families.capacity.text import COMMON
 from pycert.families.traces import PROMPT_TOKENS
@@ -55,7 +56,7 @@ def sentence(trace: str, figures: Mapping[str, Fraction], routing: str, engine: 
     f = figures
     n, hosts, c = f["refs"], int(f["hosts"]), int(f["capacity_blocks"])
     pooled, routed = f["pooled_hits"], f["routed_hits"]
-    start = (f"On trace {trace} ({reading}{_n(n)} block references in {_n(f['requests'])} requests), {hosts} hosts of "
+    start = (f"On trace {trace} ({reading}{_n(n)} block references in {_n(f['requests'])} requests), {plural(hosts, 'host')} of "
              f"{c:,} blocks behind {routing}: ")
     parts = []
     if "workload_hits" in f:
@@ -69,7 +70,7 @@ def sentence(trace: str, figures: Mapping[str, Fraction], routing: str, engine: 
         parts.append(f"the engine's own cache code ({engine}) on each host served {_n(f['engine_hits'])} "
                      f"({_pct(f['engine_hits'] / n)}), an eviction loss of {_n(f['eviction_loss'])}")
     out = start + "; ".join(parts) + ". "
-    out += (f"Here each host is {MODEL}. The kernel checked that no such fleet of {hosts} hosts of {c:,} blocks, under "
+    out += (f"Here each host is {MODEL}. The kernel checked that no such fleet of {plural(hosts, 'host')} of {c:,} blocks, under "
             f"any routing and any per-host policy, hits more than {_n(pooled)} (the union of the hosts' caches is one "
             f"cache of {hosts * c:,} blocks, and one such cache hits exactly {_n(pooled)}), that the optima of the "
             f"hosts' lists at {c:,} blocks sum to {_n(routed)}, and that if each list is the sub-trace the routing gives "
