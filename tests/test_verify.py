@@ -553,7 +553,7 @@ def test_committed_certificates_cover_every_family() -> None:
     families = {json.loads(p.read_text())["family"] for p in [*COMMITTED, *dataset]}
     assert families == set(FAMILIES) == {"isolation", "first-touch", "ceiling", "capacity", "pooling", "leak",
                                          "leak-audit", "engine", "isolation-cost", "first-touch-ramp",
-                                         "first-touch-trace"}, families
+                                         "first-touch-trace", "fleet"}, families
 
 
 def needs_shared(path: Path) -> bool:

@@ -130,8 +130,9 @@ def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> tuple[str, list
     traces = [default, *traces] if traces and default else traces
     params = [(declared(f) or {}).get("parameters") or {} for f in cert_files]
     capacities = sorted({int(c) for p in params if isinstance(c := p.get("capacity_blocks"), int)})
-    # blocks cut from token ids depend on the size they were cut at (one --block-tokens serves a run)
-    cut = sorted({b for p in params if isinstance(b := p.get("block_tokens"), int)})
+    # blocks cut from token ids depend on the size they were cut at (one --block-tokens serves a run); an engine's
+    # block_tokens is its page size, no reading of the trace
+    cut = sorted({b for p in params if "trace_format" in p and isinstance(b := p.get("block_tokens"), int)})
     formats = {p.get("trace_format") for p in params if p.get("trace_format")}
     order = {p.get("trace_order") for p in params}
     command = (f"{invocation()} prove {families[0] if len(families) == 1 else 'all'}"
