@@ -1,8 +1,8 @@
 # The README's two commands. Each does all of its own set-up on a fresh machine.
 # `make prove` installs what proving needs and nothing more (pycert with its prove extra: node, the solvers,
-# numba, matplotlib); `make test` adds the ray, test and leak extras (Ray, pytest, libCacheSim, torch,
-# transformers: the suite, `pycert leak run` and `pycert engine replay`), and the vllm extra in .venv-vllm
-# (`engine replay --engine vllm`).
+# numba, matplotlib); `make test` adds the ray, test, leak and browser extras (Ray, pytest, libCacheSim, torch,
+# transformers, Playwright: the suite, `pycert leak run`, `pycert engine replay` and the browser tests), and the
+# vllm extra in .venv-vllm (`engine replay --engine vllm`).
 VENV := .venv
 BIN := $(VENV)/bin
 
@@ -17,7 +17,7 @@ $(VENV)/.prove-deps: pyproject.toml
 	touch $@
 
 $(VENV)/.test-deps: pyproject.toml $(VENV)/.prove-deps
-	$(BIN)/python -m pip install -q -e '.[prove,ray,test,leak]'
+	$(BIN)/python -m pip install -q -e '.[prove,ray,test,leak,browser]'
 	touch $@
 
 # vLLM's own cache manager (`engine replay --engine vllm`) in an environment of its own: the vllm extra
@@ -39,7 +39,8 @@ toolchain: $(VENV)/.prove-deps
 # Everything a developer needs: both sets of dependencies and the toolchain.
 setup: $(VENV)/.test-deps $(VLLM_VENV)/.deps toolchain
 
-# The report page is tested in real headless Chromium (Debian's package), installed when missing.
+# The report page is tested in real headless Chromium (Debian's package, driven by Playwright through
+# executable_path: Playwright's own browser download is never run), installed when missing.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \

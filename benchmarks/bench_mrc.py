@@ -54,7 +54,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pycert.analysis.cachesim import belady_hits, lru_hit_curve, stats_from_counts  # noqa: E402
+from pycert.analysis.cachesim import belady_hits, lru_hit_curve  # noqa: E402
+from pycert.analysis.stats import stats_from_counts  # noqa: E402
 from pycert.analysis.optcurve import opt_hit_curve  # noqa: E402
 from pycert.data.traces import read_trace  # noqa: E402
 
@@ -93,7 +94,7 @@ def child_peak(trace: Path, work: str) -> int:
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss across fork+exec, so a child would report this
     # (larger) process's peak.
     code = ("import sys; sys.path.insert(0, sys.argv[2]);"
-            "from pycert.data.traces import read_trace; from pycert.analysis.cachesim import lru_hit_curve, trace_stats;"
+            "from pycert.data.traces import read_trace; from pycert.analysis.cachesim import lru_hit_curve; from pycert.analysis.stats import trace_stats;"
             "from pycert.analysis.optcurve import opt_hit_curve;"
             f"t = read_trace(sys.argv[1]); trace_stats(t); {work};" + _PEAK)
     out = subprocess.run([sys.executable, "-c", code, str(trace), str(REPO)], check=True, capture_output=True,

@@ -4,7 +4,7 @@
 #   benchmarks/extras_sizes.sh [CHECKOUT]   (default: this checkout; needs network to PyPI or pip's cache)
 set -u
 repo=$(cd "${1:-$(dirname "$0")/..}" && pwd)
-for extra in "" fast plot prove ray leak; do
+for extra in "" fast plot prove ray leak browser; do
   d=$(mktemp -d)/venv
   python3 -m venv "$d" && "$d/bin/pip" install -q --upgrade pip >/dev/null 2>&1
   spec=$repo; [ -n "$extra" ] && spec="$repo[$extra]"

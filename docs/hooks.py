@@ -1,14 +1,17 @@
 """MkDocs hooks: the pages that are generated, never written by hand.
 
 ``cli.md`` is every command's ``--help``, taken from pycert's own parser at build time, so the reference
-cannot go stale. ``benchmarks.md`` and ``developers.md`` are the top-level ``BENCHMARKS.md`` and
-``DEVELOPERS.md``, which stay where a checkout's reader looks for them; the site shows the same bytes.
+cannot go stale. ``architecture.md``, ``benchmarks.md`` and ``developers.md`` are the top-level
+``ARCHITECTURE.md``, ``BENCHMARKS.md`` and ``DEVELOPERS.md``, which stay where a checkout's reader looks for
+them; the site shows the same text, its links moved from the repository's root to the site's (``docs/x.md``
+is ``x.md`` there, ``BENCHMARKS.md`` is ``benchmarks.md``).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +20,7 @@ from mkdocs.structure.files import File, Files
 REPO = Path(__file__).resolve().parent.parent
 WIDTH = 100
 """Columns of the help text: fixed, so the page is the same whoever builds it on whatever terminal."""
-TOP_LEVEL = {"benchmarks.md": "BENCHMARKS.md", "developers.md": "DEVELOPERS.md"}
+TOP_LEVEL = {"architecture.md": "ARCHITECTURE.md", "benchmarks.md": "BENCHMARKS.md", "developers.md": "DEVELOPERS.md"}
 
 
 def commands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
@@ -46,8 +49,25 @@ def cli_reference() -> str:
     return "\n".join(out)
 
 
+def site_links(text: str) -> str:
+    """A top-level file's links as the site has them: ``docs/x.md`` is ``x.md``, ``BENCHMARKS.md`` is
+    ``benchmarks.md``; a link to anything else in the repository (code, a folder) stays as text."""
+    pages = {source: page for page, source in TOP_LEVEL.items()}
+
+    def link(m: re.Match[str]) -> str:
+        label, target, anchor = m.group(1), m.group(2), m.group(3) or ""
+        if target.startswith("docs/") and target.endswith(".md"):
+            return f"[{label}]({target[5:]}{anchor})"
+        if target in pages:
+            return f"[{label}]({pages[target]}{anchor})"
+        if not target or re.match(r"[a-z]+://", target):  # an anchor on the same page, or the web
+            return m.group(0)
+        return label
+    return re.sub(r"\[([^\]]+)\]\(([^)#\s]*)(#[^)\s]*)?\)", link, text)
+
+
 def on_files(files: Files, config) -> Files:  # noqa: ANN001 (MkDocs' config object)
     files.append(File.generated(config, "cli.md", content=cli_reference()))
     for page, source in TOP_LEVEL.items():
-        files.append(File.generated(config, page, abs_src_path=str(REPO / source)))
+        files.append(File.generated(config, page, content=site_links((REPO / source).read_text(encoding="utf-8"))))
     return files

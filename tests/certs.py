@@ -83,13 +83,15 @@ def instance_bytes(cert: Certificate, root: Path | None = None, external: dict[s
 
 
 def make_fleet_cert(trace: Path, root: Path, hosts: int, capacity: int, route: str = "round-robin",
-                    piece_refs: int | None = None) -> tuple[Certificate, dict[str, bytes]]:
-    """A genuine fleet certificate of the trace at ``trace`` (found under ``root``), made as prove makes it but
-    without Lean: the host list, the composition and its parts regenerated, the figures read off the headline's
-    literals, fixture audit and statements; with every derived file's bytes by path."""
+                    piece_refs: int | None = None, trace_format: str = "auto", block_tokens: int | None = None,
+                    sort: bool = False) -> tuple[Certificate, dict[str, bytes]]:
+    """A genuine fleet certificate of the trace at ``trace`` (found under ``root``), read as ``--format``,
+    ``--block-tokens`` and ``--sort`` say, made as prove makes it but without Lean: the host list, the composition
+    and its parts regenerated, the figures read off the headline's literals, fixture audit and statements; with
+    every derived file's bytes by path."""
     from pycert.families.fleet import derive as fleet_derive  # numpy, numba: only for a fleet certificate
 
-    t = read_trace(trace)
+    t = read_trace(trace, trace_format, block_tokens, sort=sort)
     r = routing.parse_routing(route)
     s = fleet_derive.split(t, r, hosts, fleet_derive.values(trace, r))
     cert_id, composition = fleet_names(PurePosixPath(trace.name), route, hosts, capacity)

@@ -17,9 +17,9 @@ from pycert.analysis.cachesim import (
     lru_hit_curve,
     lru_hits,
     stack_distances,
-    trace_stats,
     unbounded_hits,
 )
+from pycert.analysis.stats import trace_stats
 from pycert.core.exact import Ratio
 from pycert.data import synthetic
 from pycert.data.traces import read_trace

@@ -729,6 +729,8 @@ LEAN_REFUSED = [  # each must be refused before a Lean process starts
     ["engine", "replay", "--seed", "x"], ["engine", "replay", "--backend", "jvm"], ["engine", "replay", "--input", "x"],
     ["engine", "replay", "--trace", "/nonexistent-pycert-fuzz/t.jsonl", "--num-blocks", "8", "--block-tokens", "16",
      "--out", "/tmp/pycert-fuzz-never"],
+    ["daemon", "start", "--idle", "nan"], ["daemon", "start", "--idle", "0"], ["daemon", "start", "--idle", "9" * 5000],
+    ["daemon", "start", "--idle"], ["daemon", "stop", "--idle", "60"],
 ]
 
 

@@ -4,6 +4,7 @@ reached (a worker killed mid-proof leaves the claim not checked, exit 3)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -63,10 +64,6 @@ def server(private_dir: Path) -> Iterator[daemon_server.Server]:
     yield s
     s.stop.set()
     t.join(10)
-
-
-def _say(sock: socket.socket, obj: dict) -> None:
-    sock.sendall(json.dumps(obj).encode() + b"\n")
 
 
 def test_the_directory_and_the_socket_are_private(server: daemon_server.Server, private_dir: Path) -> None:
@@ -134,11 +131,14 @@ def test_another_key_is_never_served(server: daemon_server.Server) -> None:
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(20)
         s.connect(str(server.sock_path))
-        _say(s, {"protocol": wire.PROTOCOL, "key": "0" * 64})
-        _say(s, {"op": "compile", "source": "/etc/passwd", "module": "X", "olean": "/tmp/x.olean", "timeout": 5})
+        # both lines in one write: the daemon closes the door after the first, and a second write could meet it shut
+        s.sendall(b"".join(json.dumps(m).encode() + b"\n" for m in (
+            {"protocol": wire.PROTOCOL, "key": "0" * 64},
+            {"op": "compile", "source": "/etc/passwd", "module": "X", "olean": "/tmp/x.olean", "timeout": 5})))
         got = b""
-        while chunk := s.recv(65536):
-            got += chunk
+        with contextlib.suppress(ConnectionResetError):  # closed with our second line unread
+            while chunk := s.recv(65536):
+                got += chunk
     lines = got.splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["key"] == server.key  # the welcome, then the door closes
     assert server.jobs == 0
@@ -183,24 +183,167 @@ def test_the_key_covers_code_worker_library_and_toolchain(tmp_path: Path, monkey
     assert daemon.checker_key(installed.model_copy(update={"stamp": other})) != base
 
 
-def test_an_upgraded_pycert_is_never_answered_by_the_old_daemon(server: daemon_server.Server, tmp_path: Path) -> None:
-    """The same pycert with one line of its code changed, run as its own process: it does not find the running
-    daemon (its key names another socket, and the old daemon would not serve it anyway)."""
-    copy = tmp_path / "upgraded"
-    shutil.copytree(REPO / "pycert", copy / "pycert", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("lean", "lakefile.lean", "lean-toolchain", "pyproject.toml"):
-        (copy / name).symlink_to(REPO / name)
-    (copy / "pycert" / "prove.py").write_text((copy / "pycert" / "prove.py").read_text() + "\n# upgraded\n")
+def _checkout_copy(root: Path, upgrade: str) -> Path:
+    """This checkout's pycert and library under ``root``, with one line of ``upgrade`` (``code``, ``library`` or
+    ``nothing``) changed."""
+    shutil.copytree(REPO / "pycert", root / "pycert", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "lean", root / "lean", ignore=shutil.ignore_patterns(".lake", "build"))
+    for name in ("lakefile.lean", "lean-toolchain", "pyproject.toml"):
+        (root / name).symlink_to(REPO / name)
+    changed = {"code": root / "pycert" / "prove.py", "library": root / "lean" / "Pycert" / "Lists.lean"}.get(upgrade)
+    if changed is not None:
+        changed.write_text(changed.read_text() + "\n-- upgraded\n" if changed.suffix == ".lean" else
+                           changed.read_text() + "\n# upgraded\n")
+    return root
+
+
+def _probe(copy: Path) -> tuple[str, bool]:
+    """The copy's key, and whether it finds a daemon that answers it, asked by a process of its own."""
     probe = ("from pycert.lean import daemon\nfrom pycert.lean.toolchain import find_installed\n"
-             "i = find_installed()\nprint(daemon.checker_key(i), daemon.session(i) is None)\n")
+             "i = find_installed()\nprint(daemon.checker_key(i), daemon.session(i) is not None)\n")
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run([sys.executable, "-c", probe], env=env, cwd=copy, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    key, none = done.stdout.split()
-    assert key != server.key and none == "True"
+    key, found = done.stdout.split()
+    return key, found == "True"
+
+
+@pytest.mark.parametrize("upgrade", ["code", "library"])
+def test_an_upgraded_pycert_is_never_answered_by_the_old_daemon(server: daemon_server.Server, tmp_path: Path,
+                                                                  upgrade: str) -> None:
+    """A copy of this checkout with one line of its code, or of its Lean library, changed, run as its own
+    process: it does not find the running daemon (its key names another socket, and the old daemon would not
+    serve it anyway). The same copy unchanged finds it: the probe sees a daemon when one answers."""
+    assert _probe(_checkout_copy(tmp_path / "same", "nothing")) == (server.key, True)
+    key, found = _probe(_checkout_copy(tmp_path / "upgraded", upgrade))
+    assert key != server.key and not found
     conn = daemon.connect(server.sock_path, server.key)  # this pycert still is served
     assert conn is not None
     conn.close()
+
+
+def _serve(key: str, idle_s: float = 60.0, home: str | None = None) -> tuple[daemon_server.Server, threading.Thread]:
+    s = daemon_server.Server(key, find_installed(), idle_s=idle_s, prewarm=False)
+    if home is not None:
+        s.home = home
+    assert s.claim()
+    t = threading.Thread(target=s.serve, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 10
+    while daemon.connect(s.sock_path, key) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return s, t
+
+
+def test_it_exits_after_the_idle_time_its_user_chose(private_dir: Path) -> None:
+    """Idle for its idle time (no job, no connection): it exits and removes its socket; ``idle`` sets a new
+    time from now (``pycert daemon start --idle``), and a status request does not keep it alive."""
+    s, t = _serve("1" * 64, idle_s=600.0)
+    conn = daemon.connect(s.sock_path, s.key)
+    assert conn is not None and conn.request(wire.Request(op="idle", idle_s=0.5)).idle_s == 600.0  # out of bounds
+    assert conn.request(wire.Request(op="idle", idle_s=2.0)).idle_s == 2.0
+    conn.close()
+    t0 = time.monotonic()
+    while t.is_alive() and time.monotonic() - t0 < 20:
+        daemon.status(None)
+        time.sleep(0.2)
+    assert not t.is_alive() and time.monotonic() - t0 >= 1.5
+    assert not s.sock_path.exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "1e9", "ten", ""])
+def test_an_absurd_idle_time_is_refused(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if value:
+        with pytest.raises(InputError, match="idle time in seconds"):
+            wire.idle_seconds(value)
+    monkeypatch.setenv("PYCERT_DAEMON_IDLE", value)
+    if value:
+        with pytest.raises(InputError, match="PYCERT_DAEMON_IDLE"):
+            daemon.ensure(find_installed())
+    else:
+        assert wire.idle_seconds() == wire.IDLE_S
+
+
+def test_the_setting_is_read_or_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$PYCERT_DAEMON on or off, and anything else refused (with an absurd idle time) by every command that
+    proves, before the kernel stage decides whether a daemon is needed."""
+    for value, on in (("", True), ("on", True), ("1", True), ("OFF", False), ("no", False)):
+        monkeypatch.setenv("PYCERT_DAEMON", value)
+        assert wire.enabled() is on
+    monkeypatch.setenv("PYCERT_DAEMON", "maybe")
+    with pytest.raises(InputError, match="expected on or off"):
+        wire.enabled()
+    monkeypatch.setenv("PYCERT_DAEMON", "on")
+    monkeypatch.setenv("PYCERT_DAEMON_IDLE", "-1")
+    with pytest.raises(InputError, match="idle time"):
+        wire.enabled()
+    monkeypatch.setenv("PYCERT_DAEMON", "off")
+    assert wire.enabled() is False  # off: the idle time is not read
+
+
+def test_a_newer_key_from_the_same_home_retires_the_old_daemon(private_dir: Path) -> None:
+    """An upgrade of pycert, its library or the toolchain in one place: the new daemon asks the old one, of the
+    same home, to retire; it exits once no command holds a connection (the one held here keeps it), while a
+    daemon of another home (another checkout, another install) is left alone."""
+    old, t_old = _serve("a" * 64)
+    elsewhere, t_elsewhere = _serve("b" * 64, home="/somewhere/else")
+    holding = daemon.connect(old.sock_path, old.key)
+    assert holding is not None
+    new, t_new = _serve("c" * 64)
+    deadline = time.monotonic() + 20
+    while not old.retiring and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert old.retiring
+    time.sleep(2.5)
+    assert t_old.is_alive()  # a command of the old code still holds its connection
+    holding.close()
+    t_old.join(20)
+    assert not t_old.is_alive()
+    assert t_elsewhere.is_alive() and not elsewhere.retiring and t_new.is_alive()
+    for s, t in ((elsewhere, t_elsewhere), (new, t_new)):
+        s.stop.set()
+        t.join(10)
+
+
+def _parsers(p: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    yield " ".join(path), p
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+def test_every_command_that_runs_lean_takes_no_daemon() -> None:
+    from pycert.cli import build_parser
+
+    def has(p: argparse.ArgumentParser, flag: str) -> bool:
+        return any(flag in a.option_strings for a in p._actions)
+
+    lean = {name: p for name, p in _parsers(build_parser()) if has(p, "--backend")}
+    assert {"prove all", "prove capacity", "check", "build", "verify", "mutate", "leak run", "engine replay",
+            "dataset first-touch", "pooling solve"} <= set(lean), sorted(lean)
+    assert [name for name, p in lean.items() if not has(p, "--no-daemon")] == []
+
+
+@pytest.mark.parametrize("flag", [[], ["--no-daemon"]])
+def test_no_daemon_reaches_the_build_and_ends_with_the_command(flag: list[str], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prove --no-daemon`` builds without the warm checker (and its Ray tasks see it in the environment);
+    the setting ends with the command (main runs in-process here)."""
+    from pycert import prove
+    from pycert.cli import main
+
+    monkeypatch.setenv("PYCERT_DAEMON", "on")
+    asked: list[tuple[bool, str | None]] = []
+
+    def build_stub(*_a, daemon: bool = False, **_kw) -> None:  # noqa: ANN002, ANN003 - stops the run at its kernel
+        asked.append((daemon, os.environ.get("PYCERT_DAEMON")))
+        raise InputError("stopped here by the test")
+
+    monkeypatch.setattr(prove.build, "build", build_stub)
+    assert main(["prove", "ceiling", "--out", str(tmp_path / "out"), "--json", *flag]) == 2
+    assert asked == ([(False, "off")] if flag else [(True, "on")])
+    assert os.environ["PYCERT_DAEMON"] == "on"
 
 
 @pytest.mark.slow
@@ -283,23 +426,26 @@ def _trace(path: Path, n: int, seed: int) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_a_worker_killed_mid_proof_leaves_the_claim_not_checked(running: daemon.DaemonStatus, tmp_path: Path) -> None:
-    """SIGKILL to the daemon's busy worker (as the out-of-memory killer sends it) while it checks a prove's
-    instance: exit 3, "not checked", nothing written and nothing rejected; the next command gets a new worker."""
+@pytest.mark.parametrize("victim", ["worker", "daemon"])
+def test_a_checker_killed_mid_proof_leaves_the_claim_not_checked(running: daemon.DaemonStatus, tmp_path: Path,
+                                                                  victim: str) -> None:
+    """SIGKILL (as the out-of-memory killer sends it) to the daemon's busy worker, or to the daemon itself, while
+    it checks a prove's instance: exit 3, "not checked", nothing written and nothing rejected; after a killed
+    worker the daemon goes on with a new one, after a killed daemon the next command starts a fresh one."""
     trace = _trace(tmp_path / "killed.txt", 12_000, seed=uuid.uuid4().int % 1000)
     installed = find_installed()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "pycert", "prove", "capacity", "--trace", str(trace),
                              "--capacity-blocks", "16,64", "--out", str(tmp_path / "out")],
                             env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    killed = None
+    killed, workers = None, []
     deadline = time.monotonic() + 600
     while killed is None and proc.poll() is None and time.monotonic() < deadline:
         for st in daemon.status(installed):
             busy = [w for w in st.workers if w.busy]
             if st.current and busy:
-                os.kill(busy[0].pid, signal.SIGKILL)
-                killed = busy[0].pid
+                killed, workers = busy[0].pid if victim == "worker" else st.pid, [w.pid for w in st.workers]
+                os.kill(killed, signal.SIGKILL)
         time.sleep(0.1)
     out, _ = proc.communicate(timeout=600)
     assert killed is not None, out
@@ -307,5 +453,19 @@ def test_a_worker_killed_mid_proof_leaves_the_claim_not_checked(running: daemon.
     assert "not checked" in out and "NOT CHECKED" in out, out
     assert "REJECTED" not in out and "rejected" not in out.split("NOT CHECKED")[-1], out
     assert not list((tmp_path / "out").glob("capacity-*.json"))
-    again = next(s for s in daemon.status(installed) if s.current)
-    assert again.pid == running.pid and killed not in [w.pid for w in again.workers]
+    if victim == "worker":
+        again = next(s for s in daemon.status(installed) if s.current)
+        assert again.pid == running.pid and killed not in [w.pid for w in again.workers]
+    else:
+        assert not [s for s in daemon.status(installed) if s.current]
+        deadline = time.monotonic() + 30  # its workers end when their pipe has no reader (within 5 s)
+        while any(map(_alive_pid, workers)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not any(map(_alive_pid, workers)), workers
+
+
+def _alive_pid(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -96,7 +96,7 @@ def replace_in(path: Path, old: str, new: str) -> None:
     (lambda d: replace_in(d / "certificates" / "mooncake-001.json", '"numerator": 1536', '"numerator": 2048'),
      "mooncake-001.json"),
     (lambda d: (d / "certificates" / "synthetic-004.json").unlink(), "certificates/synthetic-004.json: expected present"),
-    (lambda d: replace_in(d / "README.md", "prints `3 of 4`", "prints `4 of 4`"), "README.md:"),
+    (lambda d: replace_in(d / "README.md", "prints `4 3 of 4`", "prints `4 4 of 4`"), "README.md:"),
 ])
 def test_check_names_the_first_thing_that_differs(made, tmp_path: Path, capsys, edit, needle: str) -> None:  # noqa: ANN001
     copy = tampered(made, tmp_path, edit)

@@ -5,6 +5,7 @@ to end with its certificates, ``--replay`` and a planted defect (slow: the Lean 
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -383,7 +384,7 @@ def test_replay_certifies_verifies_offloads_reports_and_replays(capsys: pytest.C
     text = capsys.readouterr().out
     assert side["sentence"] in text and "engine_hit_rate_tokens (replayed at 16 tokens a block)" in text
     assert main(["report", "--certs", str(out), "--out", str(tmp_path / "r.html")]) == 0
-    assert side["sentence"][1:] in (tmp_path / "r.html").read_text()
+    assert html.escape(side["sentence"][1:]) in (tmp_path / "r.html").read_text()  # as the page escapes it
     capsys.readouterr()
     cert = out / "engine-small-c12-b16-seed0.json"
     assert main(["engine", "replay", "--replay", str(cert), "--json"]) == 0

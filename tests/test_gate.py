@@ -23,6 +23,7 @@ OWN_FILES = {
     "pycert/core/resources.py": "pycert's own Lean library (its content hash)",
     "pycert/analysis/plot.py": "the PNG it has just drawn into its own scratch directory",
     "pycert/leak/engines/transformers.py": "the model directory the user names (--model)",
+    "pycert/leak/engines/worker.py": "its child's stderr log in a temporary directory it made, and its own pipe (fd 1)",
     "pycert/solvers/highs.py": "os.devnull",
     "pycert/core/console.py": "os.devnull, where output goes once its reader has closed the pipe",
     "pycert/core/extras.py": "pip's record of where pycert itself was installed from (its own dist-info)",

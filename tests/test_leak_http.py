@@ -359,7 +359,7 @@ def _start(argv: list[str], log: Path) -> tuple[subprocess.Popen, str]:
     """A ``pycert`` server in its own process; its URL from the one line it prints when it listens."""
     proc = subprocess.Popen([sys.executable, "-m", "pycert", *argv, "--json"], stdout=subprocess.PIPE,
                             stderr=log.open("wb"), cwd=REPO,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"})  # DEVELOPERS.md
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"})  # docs/leak-http.md
     line = proc.stdout.readline()  # type: ignore[union-attr]
     assert line, log.read_text()
     return proc, json.loads(line)["url"]

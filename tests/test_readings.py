@@ -6,7 +6,8 @@ reading's figures is rejected.
 
 "Prove" here is the family's producer preparing the certificate and the claim deriving the figures from the
 headline's literals in the instance it emitted, as ``pycert prove`` does once the kernel has accepted that
-file (the kernel's part is in test_layout_certificates' end-to-end test)."""
+file (the kernel's part is in test_layout_certificates' end-to-end test, and test_fleet's for a fleet, whose
+producer checks its parts before it composes them: here they are made in this process and not checked)."""
 
 from __future__ import annotations
 
@@ -20,11 +21,14 @@ from pycert.analysis import cachesim
 from pycert.analysis.requests import ref_tokens, reuse_tokens
 from pycert.certify.manifest import write_certificates
 from pycert.certify.verify import verify_certificate
+from pycert.cli import build_parser
 from pycert.data.traces import read_trace
 from pycert.families import FAMILIES, producer
 from pycert.families.base import Prepared, Setting
+from pycert.lean import cluster
+from pycert.lean.diagnostics import CheckResult
 from pycert.lean.sources import statement_literals, theorem_signatures
-from tests.certs import make_cert, trace_input
+from tests.certs import make_cert, make_fleet_cert, trace_input
 from tests.test_capacity import forge
 
 B = 32
@@ -40,12 +44,26 @@ def prompts_trace(path: Path) -> Path:
     return path
 
 
+def made_here(works: list[cluster.Work], **_: object) -> list[cluster.Outcome]:
+    """A fleet's parts as its producer's Ray tasks make them, made in this process and taken as checked (the
+    kernel's verdict on them is not what these tests are about)."""
+    out = []
+    for w in works:
+        source, extra = w.make()
+        out.append(cluster.Outcome(module=w.module, source=source, extra=extra, result=CheckResult(
+            module=w.module, file=f"{w.module}.lean", ok=True, status="ok", exit_code=0, seconds=0.0)))
+    return out
+
+
 def proved(family: str, out: Path, trace: Path, **options: object) -> Prepared:
     """The family's certificate of ``trace`` read at ``B`` tokens a block, prepared by its producer, with the
     figures the claim derives from its instance's headline (what prove writes once the kernel accepts it)."""
     made = producer(family)
     opts = made.options(trace=[trace], trace_format="prompts", block_tokens=B, **options)
-    [p] = [p for p in made.prepare(Setting(out_dir=out, stage=out / ".stage", options=opts)) if p.claim.name == family]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cluster, "check_all", made_here)
+        prepared = made.prepare(Setting(out_dir=out, stage=out / ".stage", options=opts))
+    [p] = [p for p in prepared if p.claim.name == family]
     inst = p.instance
     signatures = theorem_signatures(p.lean_file.read_text())  # type: ignore[union-attr]
     literals = statement_literals(signatures[inst.headline], p.claim.predicate(p.parameters))  # type: ignore[union-attr]
@@ -59,6 +77,7 @@ CASES = {
     "capacity": {"capacity_blocks": [2], "required": True},
     "isolation-cost": {"capacity_blocks": [2], "tenant_rule": "round-robin", "tenants": 2, "wanted": True,
                        "required": True},
+    "fleet": {"capacity_blocks": [2], "hosts": [2], "routing": ["round-robin"], "wanted": True},
 }
 
 
@@ -75,6 +94,11 @@ def test_prove_states_the_figures_of_the_reading_it_records(family: str, tmp_pat
     if family == "capacity":
         assert p.figures["max_hits"] == cachesim.belady_hits(at_b.refs, 2) == 9
         assert p.figures["max_hits_tokens"] == 9 * B
+    if family == "fleet":  # two hosts, round-robin: five prompts each, whose first block is reused four times
+        assert p.figures["workload_hits"] == at_b.n_refs - len(set(at_b.refs.tolist())) == 9
+        assert [p.figures[f"host_refs_{k}"] for k in (0, 1)] == [PROMPTS] * 2
+        assert (p.figures["pooled_hits_tokens"], p.figures["routed_hits_tokens"]) == (9 * B, 8 * B)
+        assert p.figures["workload_hits_tokens"] == reuse_tokens(at_b) * ref_tokens(at_b).total == 9 * B  # type: ignore[union-attr, operator]
 
 
 def certificate(family: str, tmp_path: Path) -> Path:
@@ -83,7 +107,14 @@ def certificate(family: str, tmp_path: Path) -> Path:
     p = proved(family, tmp_path / "proved", prompts_trace(tmp_path / "proved.jsonl"), **CASES[family])
     out.mkdir()
     trace = prompts_trace(out / "p.jsonl")
-    cert = make_cert(p.id.replace("proved", "p"), family, p.parameters.model_dump(), [trace_input(trace, out)], root=out)
+    if family == "fleet":
+        params = p.parameters
+        cert, _ = make_fleet_cert(trace, out, params.hosts, params.capacity_blocks, params.routing,  # type: ignore[attr-defined]
+                                  trace_format="prompts", block_tokens=B)
+        assert cert.parameters == params
+    else:
+        cert = make_cert(p.id.replace("proved", "p"), family, p.parameters.model_dump(), [trace_input(trace, out)],
+                         root=out)
     assert {f.name: f.value for f in cert.figures} == {k: v for k, v in p.figures.items()}  # prove's figures, made again
     write_certificates([cert], out)
     return out / cert.filename
@@ -106,6 +137,8 @@ def test_a_figure_of_the_default_reading_is_rejected(family: str, tmp_path: Path
     if family == "ceiling":
         forged["max_hits_tokens"] = int(reuse_tokens(at_16) * ref_tokens(at_16).total)  # type: ignore[union-attr, operator]
         assert forged["max_hits_tokens"] == 27 * 16 != 9 * B
+    if family == "fleet":
+        forged |= {"workload_hits": 27, "workload_hits_tokens": 27 * 16, "host_refs_0": 2 * PROMPTS}
 
     def edit(doc: dict) -> None:
         for f in doc["figures"]:
@@ -116,6 +149,55 @@ def test_a_figure_of_the_default_reading_is_rejected(family: str, tmp_path: Path
     result = verify_certificate(path)
     assert not result.ok and result.failures
     assert any("figures." in r.subject or "refs" in r.subject for r in result.failures), result.failures
+
+
+def crossed_trace(path: Path) -> Path:
+    """Eight prompts of two kinds, x and y (64 tokens: 32 of their kind's, then 32 of their own), interleaved in
+    the file (x y x y ...) and timestamped x x x x y y y y; field ``replica`` names each kind's host. Two hosts
+    of one block each: round-robin gives each host one kind read in file order (3 hits each) and both kinds in
+    timestamp order (2 each); ``field:replica`` gives each host one kind either way."""
+    rows = [{"prompt_token_ids": list(range(1000 * (k % 2 + 1), 1000 * (k % 2 + 1) + B)) +
+             list(range(5000 + B * k, 5000 + B * (k + 1))), "timestamp": 4 * (k % 2) + k // 2, "replica": k % 2}
+            for k in range(8)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("family", list(CASES))
+def test_every_reading_flag_reaches_the_family(family: str) -> None:
+    argv = ["prove", family, "--trace", "t.jsonl", "--format", "prompts", "--block-tokens", str(B), "--sort"]
+    opts = producer(family).options_from(build_parser(argv).parse_args(argv))
+    assert (opts.trace_format, opts.block_tokens, opts.sort) == ("prompts", B, True)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("family", list(CASES))
+def test_prove_records_the_timestamp_order_it_read_in(family: str, tmp_path: Path) -> None:
+    p = proved(family, tmp_path / "certs", crossed_trace(tmp_path / "x.jsonl"), sort=True,
+               **{**CASES[family], **({"capacity_blocks": [1]} if family == "fleet" else {})})
+    assert p.parameters.trace_order == "timestamp"  # type: ignore[attr-defined]
+    assert p.figures["refs"] == 16
+    if family == "fleet":
+        assert (p.figures["host_hits_0"], p.figures["host_hits_1"], p.figures["routed_hits"]) == (2, 2, 4)
+
+
+def test_a_fleet_in_timestamp_order_routes_each_request_by_its_own_line(tmp_path: Path) -> None:
+    """Each request takes its routing field from its own line, not from the line at its place in file order, at
+    prove and at verify; a certificate whose parameters say file order names another host list."""
+    options = {"capacity_blocks": [1], "hosts": [2], "routing": ["field:replica"], "wanted": True, "sort": True}
+    p = proved("fleet", tmp_path / "proved", crossed_trace(tmp_path / "x.jsonl"), **options)
+    assert (p.figures["host_hits_0"], p.figures["host_hits_1"], p.figures["routed_hits"]) == (3, 3, 6)
+    out = tmp_path / "certs"
+    out.mkdir()
+    cert, files = make_fleet_cert(crossed_trace(out / "x.jsonl"), out, 2, 1, "field:replica", trace_format="prompts",
+                                  block_tokens=B, sort=True)
+    assert cert.parameters == p.parameters and {f.name: f.value for f in cert.figures} == p.figures
+    assert files[f"inputs/{cert.id}.hosts"] == b"0\n0\n0\n0\n1\n1\n1\n1\n"
+    write_certificates([cert], out)
+    path = out / cert.filename
+    assert verify_certificate(path).ok
+    forge(path, lambda doc: doc["parameters"].update(trace_order="file"))
+    result = verify_certificate(path)
+    assert not result.ok and any("hosts_sha256" in r.subject for r in result.failures), result.failures
 
 
 def test_every_family_that_reads_a_trace_is_here() -> None:

@@ -1,12 +1,13 @@
 """The report page, in real headless Chromium: the in-page verifier says green for a good certificate,
 red for a tampered copy, and the page makes no network request.
 
-Chromium is driven over ``--remote-debugging-pipe`` (CDP as NUL-separated JSON on fds 3 and 4), so
-no driver package and no downloaded browser are needed, only Debian's ``chromium``.
+Chromium is driven by Playwright for Python (the ``browser`` extra), which launches Debian's ``chromium``
+through ``executable_path``: no browser is downloaded.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pycert.certify.browser import CHROMIUM, GREEN, RED, Browser
+from pycert.certify import browser as browser_module
+from pycert.certify.browser import GREEN, RED, Browser, unavailable
 from pycert.certify.manifest import MANIFEST_NAME, write_certificates
 from pycert.cli import main
 from pycert.core.console import plural
@@ -23,8 +25,7 @@ from pycert.lean.emit.packed_trace import ENCODING
 from tests.certs import make_cert, trace_input
 from tests.test_verify import build_repo, tampered_copy
 
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="Debian's chromium is not installed (as root: apt-get install -y chromium)")
+needs_chromium = pytest.mark.skipif(unavailable() is not None, reason=f"no browser to drive: {unavailable()}")
 
 
 @pytest.fixture()
@@ -166,12 +167,21 @@ def test_one_certificate_is_not_counted_as_several(tmp_path: Path, capsys) -> No
     assert plural(3, "operator class", "operator classes") == "3 operator classes"
 
 
+def test_without_playwright_the_browser_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "playwright" else real(name, *a))
+    monkeypatch.setattr(browser_module, "CHROMIUM", "/usr/bin/chromium")
+    why = unavailable()
+    assert why.startswith("the browser extra is not installed (playwright): pip install") and "[browser]" in why
+    with pytest.raises(RuntimeError, match="the browser extra"):
+        Browser()
+
+
 @needs_chromium
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_in_page_verifier_in_chromium(site: dict[str, Path], tmp_path: Path) -> None:
-    browser = Browser(tmp_path / "profile")
-    try:
+def test_in_page_verifier_in_chromium(site: dict[str, Path]) -> None:
+    with Browser() as browser:
         browser.open(site["page"].as_uri())
         assert browser.js("document.title") == "pycert certificates"
         assert browser.js("window.isSecureContext && !!crypto.subtle") is True
@@ -193,10 +203,8 @@ def test_in_page_verifier_in_chromium(site: dict[str, Path], tmp_path: Path) -> 
         assert browser.verdict_after(lambda: browser.drop_file(site["good"]))[:2] == ("match", GREEN)
         assert browser.verdict_after(lambda: browser.drop_file(site["tampered"]))[:2] == ("mismatch", RED)
 
-        requests = [e["params"]["request"]["url"] for e in browser.events if e.get("method") == "Network.requestWillBeSent"]
+        requests = browser.requests
         assert requests and all(u == site["page"].as_uri() or u.startswith("data:") for u in requests), requests
-    finally:
-        browser.close()
 
 
 def _sha(path: Path) -> str:
@@ -249,8 +257,7 @@ def test_the_page_at_1400_pixels(tmp_path: Path, committed_page: tuple[Path, Pat
     traces = {i["sha256"] for c in certs.glob("*.json") for i in json.loads(c.read_text())["inputs"]
               if i["role"] == "trace"}
     assert page.count('<section class="card" id="trace-') == len(traces) == page.count("data:image/png;base64,")
-    browser = Browser(tmp_path / "profile")
-    try:
+    with Browser() as browser:
         browser.open(out.as_uri())
         shot = browser.screenshot(1400)
         (tmp_path / "report-1400.png").write_bytes(shot)
@@ -261,8 +268,6 @@ def test_the_page_at_1400_pixels(tmp_path: Path, committed_page: tuple[Path, Pat
         assert browser.js(BROKEN_WORDS) == []
         heads = browser.js("[...document.querySelectorAll('table.capacities th')].map(th => th.textContent)")
         assert all("(" in h for h in heads), heads  # every column says its unit
-    finally:
-        browser.close()
 
 
 @needs_chromium
@@ -281,16 +286,13 @@ def test_the_page_vouches_only_for_certificates_that_verified(site: dict[str, Pa
     assert "claimed, not checked" in text
     blob = re.search(r'<script type="application/json" id="manifest">(.*?)</script>', text, re.S).group(1)
     assert "isolation-demo.json" not in blob and "ceiling-tiny.json" in blob
-    browser = Browser(tmp_path / "profile")
-    try:
+    with Browser() as browser:
         browser.open(page.as_uri())
         state, colour, lines = browser.verdict_after(lambda: browser.choose_file(site["good"]))
         assert (state, colour) == ("mismatch", RED), lines
         assert "did NOT verify when this page was made" in lines[0], lines
         state, colour, _ = browser.verdict_after(lambda: browser.choose_file(site["certs"] / "ceiling-tiny.json"))
         assert (state, colour) == ("match", GREEN)
-    finally:
-        browser.close()
 
 
 FIRST_SCREEN = r"""(() => {
@@ -317,16 +319,10 @@ def test_the_first_screen_at_1280_pixels_is_the_decision(tmp_path: Path, committ
     out, certs = committed_page
     traces = {i["sha256"] for c in certs.glob("*.json") for i in json.loads(c.read_text())["inputs"]
               if i["role"] == "trace"}
-    browser = Browser(tmp_path / "profile")
-    try:
+    with Browser() as browser:
         browser.open(out.as_uri())
-        shot = browser.screenshot(1280)
-        (tmp_path / "report-1280.png").write_bytes(shot)
-        browser.page("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1, mobile=False)
-        import base64
-
-        first = browser.call("Page.captureScreenshot", session=browser.session, timeout=180, format="png")
-        (tmp_path / "report-1280-first-screen.png").write_bytes(base64.b64decode(first["data"]))
+        (tmp_path / "report-1280.png").write_bytes(browser.screenshot(1280))
+        (tmp_path / "report-1280-first-screen.png").write_bytes(browser.screenshot(1280, whole=False))
         width = browser.js("document.documentElement.clientWidth")
         assert browser.js("document.documentElement.scrollWidth") == width  # nothing wider than the window
         seen = browser.js(FIRST_SCREEN)
@@ -336,5 +332,3 @@ def test_the_first_screen_at_1280_pixels_is_the_decision(tmp_path: Path, committ
         for table, legend in zip(seen["styles"], seen["legendStyles"]):
             assert table is None or table == legend, (table, legend)  # as the legend shows it
         assert browser.js(BROKEN_WORDS) == []
-    finally:
-        browser.close()

@@ -78,8 +78,8 @@ def test_the_trace_card_shows_the_engine_beside_the_kernel_checked_optimum(tmp_p
     assert optimum[1].endswith(f"kernel-checked in {CAPACITY}")
     assert optimum_tokens[0].startswith(f"at most {c['bypass_hits_tokens']:,} (")
     assert share[0] == pct(Fraction(hits, c["bypass_hits"]))
-    assert f"Measured, not kernel-checked: the engine reached {hits:,} of the {c['bypass_hits']:,} hits any " \
-           "cache of 128 blocks that starts empty" in page
+    assert f"Measured, not kernel-checked: the engine reached {hits:,} of the {c['bypass_hits']:,} hits of the " \
+           "optimum at 128 blocks: no cache of 128 blocks that starts empty" in page
 
 
 def test_without_its_capacity_certificate_the_optimum_is_computed_and_no_sentence_is_made(tmp_path: Path) -> None:
@@ -137,7 +137,9 @@ def test_an_isolation_cost_certificate_is_on_its_trace_card(tmp_path: Path) -> N
     assert "No certificate of this trace verified" not in text
     assert "No ceiling or capacity certificate of this trace verified" in text
     shared, salted = f["shared_hits"], f["salted_hits"]
-    assert (f"Kernel-checked in {SALT}: at 128 blocks, with 8 tenants (--tenant-rule prefix:2), the best shared cache "
-            f"with bypass hits {shared:,} times and no salted one more than {salted:,}: a per-tenant salt "
-            f"costs at least {shared - salted:,} hits") in text
+    assert (f"Kernel-checked in {SALT}: at 128 blocks, with 8 tenants (--tenant-rule prefix:2, applied by pycert: the "
+            "kernel checks the keying by tenant, not the rule), the best shared cache with bypass hits "
+            f"{shared:,} times and no salted one more than {salted:,} (each starting empty, holding blocks of one size "
+            "and fetching a block only when it is referenced): a per-tenant salt costs at least "
+            f"{shared - salted:,} hits") in text
     assert f'<a href="#cert-{SALT}">{SALT}</a>' in text

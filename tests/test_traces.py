@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pycert.analysis.cachesim import trace_stats
+from pycert.analysis.stats import trace_stats
 from pycert.core.errors import InputError
 from pycert.core.files import file_sha256
 from pycert.data import synthetic

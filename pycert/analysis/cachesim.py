@@ -4,7 +4,8 @@
 simulates one capacity and is the reference it is tested against.)
 
 All counts are exact integers; rates are :class:`fractions.Fraction` and, where they leave the
-process, :class:`~pycert.core.exact.Ratio` (numerator, denominator and the nearest float).
+process, :class:`~pycert.core.exact.Ratio` (numerator, denominator and the nearest float). A trace's
+capacity-free figures (:func:`pycert.analysis.stats.trace_stats`) are read off these and off its requests.
 
 LRU at every capacity comes from Mattson stack distances: LRU is a stack algorithm, so a reference
 hits in a cache of ``C`` blocks exactly when its stack distance (1 + the number of distinct blocks
@@ -19,51 +20,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from pydantic import BaseModel
-
-from pycert.analysis.tenants import TenantStats, tenant_stats
-from pycert.core.exact import Ratio
-from pycert.data.traces import Trace
+from pycert.analysis.refs import as_array, dense_ids, distinct_count, prev_next
 
 COLD = 0
 """The stack distance :func:`stack_distances` reports for a first reference (infinite: it misses at
 every capacity)."""
-
-
-def _as_array(refs: Sequence[int] | np.ndarray) -> np.ndarray:
-    """int64 ids; a uint64 trace is reinterpreted bit for bit (ids are labels: only equality counts)."""
-    arr = np.asarray(refs)
-    arr = arr.view(np.int64) if arr.dtype == np.uint64 else np.asarray(arr, dtype=np.int64)
-    if arr.ndim != 1:
-        raise ValueError("refs must be a one-dimensional sequence of block ids")
-    return arr
-
-
-def _dense_ids(arr: np.ndarray) -> np.ndarray:
-    """Ids renumbered 0..distinct-1 (by value). Sort-based: numpy's ``unique`` is far slower here."""
-    order = np.argsort(arr, kind="stable")
-    sorted_ids = arr[order]
-    dense = np.empty(len(arr), dtype=np.int64)
-    dense[order] = np.concatenate(([0], np.cumsum(sorted_ids[1:] != sorted_ids[:-1])))
-    return dense
-
-
-def _distinct(arr: np.ndarray) -> int:
-    s = np.sort(arr)
-    return int(len(s) > 0) + int(np.count_nonzero(s[1:] != s[:-1]))
-
-
-def _prev_next(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each position: the previous position of the same id (-1 if none), the next (n if none)."""
-    n = len(arr)
-    order = np.argsort(arr, kind="stable")  # equal ids stay in time order
-    same = arr[order[1:]] == arr[order[:-1]]
-    earlier, later = order[:-1][same], order[1:][same]
-    prev = np.full(n, -1, dtype=np.int64)
-    nxt = np.full(n, n, dtype=np.int64)
-    prev[later] = earlier
-    nxt[earlier] = later
-    return prev, nxt
 
 
 def _count_later_uses(prefix: np.ndarray, after: np.ndarray, nxt: np.ndarray) -> np.ndarray:
@@ -104,8 +65,8 @@ def stack_distances(refs: Sequence[int] | np.ndarray) -> np.ndarray:
     ``i``, counted as (all ``j < i`` with next use after ``i``) minus (those with ``j <= p``); the
     first term is the number of distinct blocks seen before ``i``, less one.
     """
-    arr = _as_array(refs)
-    prev, nxt = _prev_next(arr)
+    arr = as_array(refs)
+    prev, nxt = prev_next(arr)
     first = prev < 0
     reuse = np.flatnonzero(~first)
     seen_before = np.cumsum(first) - first  # distinct blocks among refs[:i]
@@ -189,82 +150,17 @@ def belady_bypass_flags(refs: Sequence[int] | np.ndarray, capacity: int) -> np.n
 def _simulated(refs: Sequence[int] | np.ndarray, capacity: int, bypass: bool) -> np.ndarray:
     if capacity < 0:
         raise ValueError(f"capacity must be >= 0, got {capacity}")
-    arr = _as_array(refs)
+    arr = as_array(refs)
     if capacity == 0 or len(arr) == 0:
         return np.zeros(len(arr), dtype=bool)
     from pycert.analysis.minsim import min_hit_flags  # numba (0.3 s): only for a command that simulates
 
-    dense = _dense_ids(arr)
-    _, nxt = _prev_next(arr)
+    dense = dense_ids(arr)
+    _, nxt = prev_next(arr)
     return min_hit_flags(dense, nxt, capacity, int(dense.max()) + 1, bypass)
 
 
 def unbounded_hits(refs: Sequence[int] | np.ndarray) -> int:
     """Hits of an infinite cache: every reuse hits (refs - distinct)."""
-    arr = _as_array(refs)
-    return len(arr) - _distinct(arr)
-
-
-class TraceStats(BaseModel):
-    """The capacity-free figures of a trace.
-
-    ``cold_miss_floor`` = distinct / refs: the fraction of references that miss at any capacity.
-    ``ceiling`` = 1 - floor: the best hit rate any cache (of any size) can reach. ``block_rule`` says
-    how ``block_tokens`` was read; ``tenants`` is None when the layout names no tenant.
-    """
-
-    name: str
-    sha256: str
-    format: str
-    granularity: int
-    block_tokens: int | None
-    block_rule: str | None = None
-    requests: int | None
-    refs: int
-    distinct: int
-    cold_miss_floor: Ratio
-    ceiling: Ratio
-    tenants: TenantStats | None = None
-    ceiling_tokens: Ratio | None = None
-    """The ceiling in tokens: the reused blocks' tokens over the prompt tokens, a request's partial last block
-    never reused (vLLM caches full blocks only); None when the trace gives no prompt lengths."""
-    reused_tokens: int | None = None
-    """The count ``ceiling_tokens`` is a share of: the tokens of the references that reuse a full block."""
-    prompt_tokens: int | None = None
-    """The prompt tokens of the trace, the total ``ceiling_tokens`` is over; None without prompt lengths."""
-    prefix_closed: bool | None = None
-    """Whether every request is a path from the root of one block tree (a block id fixes the blocks before
-    it, as chained block hashes do); None when the trace has no requests."""
-    sessions: int | None = None
-    """How many distinct sessions the requests name (the requests layout); None when none names one."""
-    hosts: int | None = None
-    """How many distinct hosts the requests name (the requests layout); None when none names one."""
-    order: str | None = None
-    """The order the requests were read in: ``file``, ``timestamp`` (``--sort``), or why file order is not
-    timestamp order (the first line whose timestamp goes back); None when the trace has no requests."""
-
-
-def stats_from_counts(refs: int, distinct: int) -> tuple[Fraction, Fraction]:
-    """(cold-miss floor, ceiling) as exact fractions."""
-    if refs <= 0:
-        raise ValueError("a trace with no references has no hit rate")
-    floor = Fraction(distinct, refs)
-    return floor, 1 - floor
-
-
-def trace_stats(trace: Trace) -> TraceStats:
-    """refs, distinct, floor and ceiling of a trace."""
-    from pycert.analysis.requests import firsts, not_prefix_closed, reuse_token_counts  # it imports this module
-
-    distinct = _distinct(trace.refs)
-    floor, ceiling = stats_from_counts(trace.n_refs, distinct)
-    first, tokens = firsts(trace), reuse_token_counts(trace)
-    return TraceStats(name=trace.name, sha256=trace.sha256, format=trace.format, granularity=trace.granularity,
-                      block_tokens=trace.block_tokens, block_rule=trace.block_rule, requests=trace.n_requests,
-                      refs=trace.n_refs, distinct=distinct, cold_miss_floor=Ratio.of(floor), ceiling=Ratio.of(ceiling),
-                      tenants=tenant_stats(trace), ceiling_tokens=None if tokens is None else Ratio.of(Fraction(*tokens)),
-                      reused_tokens=None if tokens is None else tokens[0], prompt_tokens=None if tokens is None else tokens[1],
-                      prefix_closed=None if first is None else not_prefix_closed(trace.refs, first) is None,
-                      sessions=len(trace.session_names) or None, hosts=len(trace.host_names) or None,
-                      order=None if trace.requests is None else "timestamp" if trace.sorted else
-                      f"file (out of timestamp order: {trace.disorder})" if trace.disorder else "file")
+    arr = as_array(refs)
+    return len(arr) - distinct_count(arr)

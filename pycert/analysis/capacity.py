@@ -40,8 +40,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pycert.analysis.cachesim import _as_array, _prev_next
 from pycert.analysis.optcurve import admission_stack_distances, opt_stack_distances
+from pycert.analysis.refs import as_array, prev_next
 from pycert.core.jit import njit
 
 
@@ -52,7 +52,7 @@ NONE = np.iinfo(np.int64).max
 def bound(refs: Sequence[int] | np.ndarray, capacity: int, cuts: Sequence[int]) -> int:
     """``(C - 1) · |Y| + Σ (|W| - distinct W)`` over the closed windows cut at ``cuts``, read as the
     Lean statement ``hits_le_windows`` reads (any list; a window ending before it starts is empty)."""
-    arr = _as_array(refs)
+    arr = as_array(refs)
     n = len(arr)
     ends = [0, *cuts, n - 1]
     total = max(capacity - 1, 0) * len(cuts)
@@ -65,8 +65,8 @@ def bound(refs: Sequence[int] | np.ndarray, capacity: int, cuts: Sequence[int]) 
 def free_pairs(refs: Sequence[int] | np.ndarray, cuts: Sequence[int], admission: bool = False) -> int:
     """Reuse pairs ``(prev(j), j)`` with no cut strictly between (with ``admission``: none in
     ``prev(j) ≤ y < j``): the count of ``Free`` (``FreeA``) references."""
-    arr = _as_array(refs)
-    prev, _ = _prev_next(arr)
+    arr = as_array(refs)
+    prev, _ = prev_next(arr)
     j = np.flatnonzero(prev >= 0)
     i = prev[j]
     y = np.unique(np.asarray(cuts, dtype=np.int64))
@@ -145,9 +145,9 @@ def cut_list(refs: Sequence[int] | np.ndarray, capacity: int, admission: bool = 
     already computed. Empty when Belady misses no reuse."""
     if capacity < 1:
         raise ValueError(f"capacity must be >= 1, got {capacity}")
-    arr = _as_array(refs)
+    arr = as_array(refs)
     n = len(arr)
-    prev, _ = _prev_next(arr)
+    prev, _ = prev_next(arr)
     if hit is None:
         hit = belady_hit_flags(arr, capacity, admission)
     times = np.arange(n, dtype=np.int64)
@@ -179,8 +179,8 @@ def belady_pairs(refs: Sequence[int] | np.ndarray, capacity: int, admission: boo
     starts (each hit's previous reference to its block) and the ends (MIN's hits, ``hit`` when already
     computed). The kernel checks them as the witness that some cache of ``capacity`` blocks reaches the
     bound (``Pycert.SortedOptimum``, ``Pycert.SortedAdmission``)."""
-    arr = _as_array(refs)
-    prev, _ = _prev_next(arr)
+    arr = as_array(refs)
+    prev, _ = prev_next(arr)
     ends = belady_hit_flags(arr, capacity, admission) if hit is None else hit
     starts = np.zeros(len(arr), dtype=bool)
     starts[prev[ends]] = True
@@ -192,9 +192,9 @@ def witness_ok(refs: Sequence[int] | np.ndarray, capacity: int, starts: np.ndarr
     start has a later reference to its block, and at every step ``t`` at most ``capacity - 1`` starts
     ``i < t`` have their block's next reference after ``t``; with ``admission`` (``realiseA``) at most
     ``capacity`` starts ``i ≤ t``."""
-    arr = _as_array(refs)
+    arr = as_array(refs)
     n = len(arr)
-    _, nxt = _prev_next(arr)
+    _, nxt = prev_next(arr)
     i = np.flatnonzero(np.asarray(starts, dtype=bool)[:n])
     if np.any(nxt[i] >= n):
         return False

@@ -24,7 +24,7 @@ order; a host's **sub-trace** is the requests routed to it, in trace order (``le
   a host is how many of its leading blocks that estimate holds in a row; if the best match ratio (matched
   blocks over the request's blocks) is at least ``threshold`` the request goes to the host with the longest
   match, else to the least-loaded host. Measured on the conversation trace at 8 hosts of 512 blocks
-  (DEVELOPERS.md): an estimate cut to the last 512 blocks' prefixes a host was sent forgets a conversation
+  (docs/fleet-kernel.md): an estimate cut to the last 512 blocks' prefixes a host was sent forgets a conversation
   between its turns and routes like round-robin. **Load** is the number of requests sent to a host so far (the trace is replayed one
   request at a time, so none is in flight: a cumulative count stands in for the queue length); ties go to
   the least loaded, then the lowest index. On Mooncake's traces every request starts with block 0, so every

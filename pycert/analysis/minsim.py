@@ -6,7 +6,7 @@ The same simulation the interpreter ran (a max-heap of next-use times with lazy 
 entries), over dense block ids so that an array holds each block's state in place of a dict. Compiled,
 a capacity of the 288,500-reference conversation trace costs milliseconds where it cost 0.3-0.7 s: a
 14-capacity curve's figures checked both models at every capacity, 28 simulations, in 9-13 s of its
-run (DEVELOPERS.md, the warm checker). Without the fast extra (no numba) it runs as Python
+run (docs/fixed-costs.md, the warm checker). Without the fast extra (no numba) it runs as Python
 (:mod:`pycert.core.jit`), with the same figures.
 """
 

@@ -59,13 +59,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pycert.analysis.cachesim import (
-    COLD,
-    HitCurve,
-    _as_array,
-    _dense_ids,
-    curve_from_distances,
-)
+from pycert.analysis.cachesim import COLD, HitCurve, curve_from_distances
+from pycert.analysis.refs import as_array, dense_ids
 from pycert.core.jit import njit
 
 
@@ -284,7 +279,7 @@ def block_ids(arr: np.ndarray) -> tuple[np.ndarray, int]:
     lo, hi = int(arr.min()), int(arr.max())
     if lo >= 0 and hi < 2 * len(arr):
         return arr, hi + 1
-    dense = _dense_ids(arr)
+    dense = dense_ids(arr)
     return dense, int(dense.max()) + 1
 
 
@@ -293,7 +288,7 @@ MAX_REFS = 1 << 28
 
 
 def _distances(refs: Sequence[int] | np.ndarray) -> np.ndarray:
-    arr = _as_array(refs)
+    arr = as_array(refs)
     if len(arr) >= MAX_REFS:
         raise ValueError(f"traces of {MAX_REFS:,} references or more are not supported")
     ids, n_ids = block_ids(arr)
@@ -321,10 +316,10 @@ def admission_stack_distances(refs: Sequence[int] | np.ndarray) -> np.ndarray:
     slot a declined block would not have taken. Both are the same linear program (a reuse pair ``(i, j)``
     needs a slot at every step ``i .. j - 1`` in the first, at ``2i + 1 .. 2j - 1`` in the second, whose
     even steps ask less), and both programs' optima are the MIN hit counts; so the distance here is the
-    OPT stack distance of the reference on that trace, less one (DEVELOPERS.md, the optimum with
+    OPT stack distance of the reference on that trace, less one (docs/capacity-encodings.md, the optimum with
     bypass). MIN's hits on the mixed trace are exactly MIN-with-bypass's on this one: the
     fresh blocks are never reused, so evicting one changes no hit."""
-    arr = _as_array(refs)
+    arr = as_array(refs)
     n = len(arr)
     if 2 * n >= MAX_REFS:
         raise ValueError(f"traces of {MAX_REFS // 2:,} references or more are not supported with bypass")

@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from pycert.analysis.cachesim import _as_array, _prev_next
+from pycert.analysis.refs import as_array, prev_next
 from pycert.data.traces import Trace
 
 PrefixVerdict = Literal["attained", "no-requests", "not-prefix-closed", "not-a-prefix"]
@@ -41,8 +41,8 @@ def firsts(trace: Trace) -> np.ndarray | None:
 def not_prefix_closed(refs: np.ndarray, first: np.ndarray) -> str | None:
     """Why the trace is not prefix-closed (the first reference whose block has another parent than
     at its previous reference), None when it is."""
-    arr = _as_array(refs)
-    prev, _ = _prev_next(arr)
+    arr = as_array(refs)
+    prev, _ = prev_next(arr)
     k = np.flatnonzero(prev >= 0)
     p = prev[k]
     parent_k, parent_p = arr[np.maximum(k - 1, 0)], arr[np.maximum(p - 1, 0)]  # read only where not a root
@@ -124,7 +124,7 @@ def reuse_token_counts(trace: Trace) -> tuple[int, int] | None:
     weights = ref_tokens(trace)
     if weights is None:
         return None
-    prev, _ = _prev_next(_as_array(trace.refs))
+    prev, _ = prev_next(as_array(trace.refs))
     return weights.hit(prev >= 0), weights.total
 
 

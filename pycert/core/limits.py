@@ -38,8 +38,8 @@ bits (such a piece has fewer than ``2 ** 31`` blocks) fill the ``2 ** 24`` bits 
 within its heap (:data:`pycert.lean.emit.capacity.MAX_SORT_BITS`)."""
 MAX_CURVE = 32
 """The most capacities one instance file checks (:mod:`pycert.lean.emit.curve`). Measured on the conversation
-trace (DEVELOPERS.md): each capacity adds about 5 s of Lean CPU and no measurable heap to the one process, so 32
-keep a file near three minutes; a longer list is checked in as many files as it takes (each sorts the trace)."""
+trace (docs/capacity-encodings.md): each capacity adds about 5 s of Lean CPU and no measurable heap to the one
+process, so 32 keep a file near three minutes; a longer list is checked in as many files as it takes (each sorts the trace)."""
 MAX_SHARDS = 1 << 16
 """The most shards a certificate may name (10^8 references took 31): bounds what verify emits again."""
 FEW_PIECES = 16
@@ -115,7 +115,7 @@ tokens x this: 256 MiB), beside the cache itself (512 bytes a token for the repl
 mask alone was 2 GiB, past what a stranger's certificate may cost (docs/hostile-directories.md)."""
 MAX_REPLAY_PROMPT_TOKENS = 1 << 15
 """``engine replay``: the longest prompt a replay sends (a request's blocks x ``--block-tokens``). Measured
-(DEVELOPERS.md, the engine on a trace): one request of 32,769 tokens peaked at 681 MiB and took 19 s beyond
+(docs/engine-measured.md, the engine on a trace): one request of 32,769 tokens peaked at 681 MiB and took 19 s beyond
 the engine's start on this loaded machine; one of 126,977 (the former limit, 2^17) about 90 s and 3.7 GB."""
 MAX_STRANGER_REPLAY_TOKENS = 1 << 18
 """``engine replay --replay CERT``: the prompt tokens a replay of a certificate sends in all, unless
@@ -125,11 +125,11 @@ certificate's 85,674 tokens in short prompts replayed in about 6 s of engine (17
 prompt of 32,769 tokens in 19 s: what a stranger's certificate may cost."""
 MAX_REPLAY_BLOCKS = 1 << 20
 """``engine replay --num-blocks``: the most blocks of any engine's cache (a log's header holds no more).
-vLLM's cache manager with this many took 648 MiB, 136 MiB more than with 1,024 (DEVELOPERS.md); the
+vLLM's cache manager with this many took 648 MiB, 136 MiB more than with 1,024 (docs/engine-measured.md); the
 transformers engine is held to :data:`MAX_REPLAY_CACHE_TOKENS` besides."""
 MAX_VLLM_PROMPT_TOKENS = 1 << 20
 """``engine replay --engine vllm`` (and ``--endpoint``): the longest prompt a replay sends. vLLM's cache
-manager took 0.3 s and about 65 MiB for a prompt of this many tokens (DEVELOPERS.md)."""
+manager took 0.3 s and about 65 MiB for a prompt of this many tokens (docs/engine-measured.md)."""
 MAX_VLLM_REPLAY_TOKENS = 1 << 28
 """``engine replay --engine vllm`` (and ``--endpoint``): the most prompt tokens a whole replay sends, so
 that ``--replay`` of a stranger's certificate is bounded before the engine starts: the whole Mooncake

@@ -40,7 +40,7 @@ Role = Literal["prime", "probe"]
 BASE_ARMS = ("own", "cross", "fresh")
 GENERATED = 2
 """Tokens asked of every request: a request with one leaves nothing to share on transformers' engine
-(DEVELOPERS.md), and the second token costs one decode step."""
+(docs/engine-measured.md), and the second token costs one decode step."""
 
 
 class _Line(BaseModel):

@@ -138,7 +138,7 @@ class TokenMap:
     """A prompt's tokens, made for all its blocks at once; the first time a block is met, its tokens are
     checked against those of every block met before, and two blocks with the same tokens are refused
     (module docstring). Tokens are not kept: a block's are remade at each reference (a few microseconds),
-    where keeping them cost 4 GiB on the whole conversation trace at 512 tokens a block (DEVELOPERS.md)."""
+    where keeping them cost 4 GiB on the whole conversation trace at 512 tokens a block (docs/engine-measured.md)."""
 
     def __init__(self, seed: int, width: int, vocab: int) -> None:
         self.seed, self.width, self.vocab = seed, width, vocab

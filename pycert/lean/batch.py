@@ -30,7 +30,7 @@ MAX_MEMBER_BYTES = 1 << 20
 """A larger file (a long trace's instance) needs the whole heap of a process for itself."""
 MAX_BATCH_BYTES = 4 << 20
 """At most this much Lean in one batch: a 3,000-reference capacity file is 83 KB and takes 2.0 GiB
-alone, three such files 2.1 GiB in one batch (DEVELOPERS.md)."""
+alone, three such files 2.1 GiB in one batch (docs/fixed-costs.md)."""
 PREFIX = "PycertBatch"
 _OWNER = re.compile(re.escape(INSTANCE_NAMESPACE) + r"\.([A-Za-z0-9_]+)\.")
 _MODULE = re.compile(r"^\s*module\s*$", re.MULTILINE)

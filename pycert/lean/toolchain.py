@@ -204,7 +204,7 @@ def patch_loader(source: str) -> str:
     The package starts four pthread workers before ``main``, and each parses the 89 MB ``lean.js``
     and links the 137 MB module on its own (about 5 s of CPU each): on a 2-core machine that was
     a third of every module's wall time and half its memory (``Pycert.Lists``: 19.2 s and 3.5 GB with
-    four, 12.2 s and 1.8 GB with one; DEVELOPERS.md). Lean gets one worker up front; Emscripten
+    four, 12.2 s and 1.8 GB with one; docs/wasm-kernel.md). Lean gets one worker up front; Emscripten
     starts more when Lean asks for them. ``lean.wasm`` and Lean's own code are untouched.
     """
     for needle in (_DLSYM_SCAN, _POOL_PRESPAWN, _EXPORTS_FN, _EXPORTS_DECL):
@@ -224,7 +224,7 @@ def _trim_exports(source: str) -> str:
     ``assignWasmExports`` binds every export of the module to a variable of its own and to a property of
     ``Module`` (``_f=Module["_f"]=wasmExports["f"]``), and a ``var`` statement declares all of them: 87 of
     the file's 89 MB, which Node parses and runs on the main thread and again on Lean's pthread (about
-    3 s of CPU and 0.6 GB of a process's memory; DEVELOPERS.md). The loader reads 50 of them; symbols
+    3 s of CPU and 0.6 GB of a process's memory; docs/fixed-costs.md). The loader reads 50 of them; symbols
     are resolved through ``wasmImports`` and the GOT, which this leaves alone, and nothing reads
     ``Module`` by a symbol's name. Kept: every binding whose name appears anywhere else in the file
     (strings included) and every one not of that plain shape."""

@@ -2,7 +2,7 @@
 
 Every wasm Lean process pays about 7 s to start (Node parses the 89 MB ``lean.js``; Emscripten links
 the 137 MB module twice, on the main thread and on the thread Lean runs on) before it reads a file: on
-a cold library of small modules that was half of the build (DEVELOPERS.md). The worker is
+a cold library of small modules that was half of the build (docs/fixed-costs.md). The worker is
 ``lean --run PycertWorker.lean``, whose program calls ``Lean.Elab.runFrontend`` on each module: the
 function the ``lean`` executable itself runs on a file, so a module gets the same elaboration, kernel
 check and ``.olean`` files, and the process's start is paid once per worker. Its own import of
@@ -36,7 +36,7 @@ from pycert.lean.process import ProcessRun, forget, machine_slot, spawn
 
 RETIRE_RSS_MIB = 2800
 """A worker whose resident memory passed this after a job takes no more: the wasm heap stops at 2 GiB, on
-top of the 0.85 GiB a fresh process holds (DEVELOPERS.md). The whole library took one worker to 2.5 GiB."""
+top of the 0.85 GiB a fresh process holds (docs/fixed-costs.md). The whole library took one worker to 2.5 GiB."""
 RETIRE_JOBS = 40
 """Nor does one that has compiled this many modules."""
 ALIVE = '{"pycert_alive":true}'

@@ -195,15 +195,12 @@ class Context:
             else:
                 doc["figures"][-1]["numerator"] += 1
             bad.write_text(json.dumps(doc, indent=2) + "\n")
-        browser = Browser(self.repo / "profile")
-        try:
-            browser.open(page.as_uri())
-            control, _, _ = browser.verdict_after(lambda: browser.choose_file(good))
+        with Browser() as chromium:
+            chromium.open(page.as_uri())
+            control, _, _ = chromium.verdict_after(lambda: chromium.choose_file(good))
             if control != "match":
                 return "error", f"the page did not accept the pristine {cert} ({control})"
-            state, colour, lines = browser.verdict_after(lambda: browser.choose_file(bad))
-        finally:
-            browser.close()
+            state, colour, lines = chromium.verdict_after(lambda: chromium.choose_file(bad))
         if how == "statement" and not any("statement differs from the library's" in line for line in lines):
             return "survived", f"the page said {state}, but not on the statement: {lines[:1]}"
         if state == "mismatch":
@@ -213,8 +210,8 @@ class Context:
 
 def unavailable(checker: str) -> str | None:
     """Why ``checker`` cannot run on this machine (a tool it needs is missing), or None."""
-    if checker == "report-verifier" and browser.CHROMIUM is None:
-        return "chromium is not installed (Debian: apt-get install chromium; or put a chromium on PATH)"
+    if checker == "report-verifier":
+        return browser.unavailable()
     return None
 
 

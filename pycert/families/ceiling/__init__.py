@@ -68,9 +68,9 @@ def ceiling_figures(refs: int, distinct: int, max_hits: int) -> dict[str, Fracti
 
 
 def engine_figures(trace: Trace) -> dict[str, Fraction]:
-    """What the trace engine (a numpy sort, :func:`pycert.analysis.cachesim.trace_stats`) says of the
+    """What the trace engine (a numpy sort, :func:`pycert.analysis.stats.trace_stats`) says of the
     headline's figures: prove compares them with the kernel's literals."""
-    from pycert.analysis.cachesim import trace_stats  # numpy: see instance_text
+    from pycert.analysis.stats import trace_stats  # numpy: see instance_text
 
     stats = trace_stats(trace)
     return {"refs": Fraction(stats.refs), "distinct": Fraction(stats.distinct),

@@ -139,10 +139,10 @@ def sentence(p: EngineParams, f: Mapping[str, Fraction], trace: str) -> str:
     return (f"On trace {trace} ({f['requests']} requests, {f['refs']} block references), replayed one request at a "
             f"time in trace order {_ran_on(p)}, {_served(p, f)}, serving only a request's longest cached prefix of "
             f"blocks; on the same references pycert "
-            f"computes {f['lru_hits']} hits for LRU, {f['belady_hits']} for Belady's MIN (the optimum of caches that "
-            f"store every missed block) and {f['bypass_hits']} for Belady's MIN with bypass (the optimum of {ADMISSION}) at "
-            f"{p.num_blocks} blocks, and {f['unbounded_hits']} for a "
-            f"cache of unbounded size.{closed}{tokens}")
+            f"computes {f['lru_hits']} hits for LRU, {f['belady_hits']} for Belady's MIN (the optimum at "
+            f"{p.num_blocks} blocks of caches that store every missed block) and {f['bypass_hits']} for Belady's MIN "
+            f"with bypass (the optimum at {p.num_blocks} blocks of {ADMISSION}), and {f['unbounded_hits']} for a cache "
+            f"of unbounded size.{closed}{tokens}")
 
 
 def _ran_on(p: EngineParams) -> str:

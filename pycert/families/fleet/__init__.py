@@ -34,8 +34,8 @@ from pycert.families.base import Claim, Instance, Reader, Wanted, compare_inputs
 from pycert.families.capacity import ADMISSION_THEOREMS, JOINT_THEOREMS, WITNESS_THEOREMS, piece_names
 from pycert.families.capacity import CLAIM as CAPACITY
 from pycert.families.fleet.text import CERTIFIED, CERTIFIED_CEILING, evidence_of, limits, routing_text, sentence
-from pycert.families.traces import (BLOCK_IDENTITY, LEAN_DERIVED, LEAN_OUT, TraceReading, block_identity, lean_ident,
-                                    read_certified, reading, slug)
+from pycert.families.traces import (BLOCK_IDENTITY, LEAN_DERIVED, LEAN_OUT, TraceReading, block_identity, certified,
+                                    lean_ident, reading, slug)
 
 ENCODING = "fleet-optima/1"
 """The layout: the pooled instance and the hosts' (capacity instances, or pieces both ways) and their composition
@@ -258,8 +258,7 @@ class Fleet(Claim):
     def _split(self, params: FleetParams, inputs: Sequence[InputFile], read: Reader):  # noqa: ANN202
         from pycert.families.fleet import derive  # numpy: see derived_files
 
-        source = input_path(inputs, "trace", read)
-        return derive.certified_split(read_certified(source, params), source, params)
+        return derive.certified_split(certified(inputs, read, params), input_path(inputs, "trace", read), params)
 
     def figures(self, params: FleetParams, kernel: Mapping[str, int], inputs: Sequence[InputFile],
                 read: Reader) -> dict[str, Fraction]:

@@ -49,12 +49,16 @@ class Split:
 
 
 def values(source: Source | Path, route: routing.Routing) -> list[object] | None:
-    """Field ``NAME`` of every request, for ``field:NAME`` and ``hash:NAME``; None for the other routings."""
+    """Field ``NAME`` of every request line, in file order, for ``field:NAME`` and ``hash:NAME``; None for the
+    other routings."""
     return request_values(source, route.field or "") if route.kind in ("field", "hash") else None
 
 
 def split(trace: Trace, route: routing.Routing, hosts: int, fields: list[object] | None) -> Split:
-    """The host list and the sub-traces (:mod:`pycert.analysis.fleet`)."""
+    """The host list and the sub-traces (:mod:`pycert.analysis.fleet`). ``fields``: :func:`values`, in file order;
+    each request is routed by its own line's, in whatever order the trace was read (``--sort``)."""
+    if fields is not None and trace.lines is not None and len(trace.lines) and int(trace.lines.max()) <= len(fields):
+        fields = [fields[line - 1] for line in trace.lines.tolist()]
     hosts_of = routing.route(trace, route, hosts, fields)
     return Split(trace=trace, hosts_of=hosts_of, per_ref=routing.per_reference(trace, hosts_of),
                  subs=routing.sub_traces(trace, hosts_of, hosts))

@@ -58,6 +58,7 @@ class FleetOptions(Options):
     capacity_tokens: list[int] = []
     block_tokens: int | None = None
     trace_format: str = "auto"
+    sort: bool = False
     """The ceiling's and capacity's flags: the traces, each host's capacity, how a trace is read."""
     hosts: list[int] = []
     routing: list[str] = []
@@ -71,6 +72,11 @@ class FleetOptions(Options):
 
 
 class FleetProducer(Producer):
+    summary = ("Prove where a fleet's hits went on each --trace: --hosts H caches of --capacity-blocks C blocks "
+               "behind each --routing; the workload's reuse (the ceiling), the pooled optimum of one cache of H·C "
+               "blocks with the theorem that it bounds every routing and every per-host policy, the routed optimum "
+               "(each host's optimum at C blocks on its own requests, summed), and with --engine an engine's hits "
+               "replaying each host; the losses between them in blocks and tokens.")
     claim = CLAIM
     options = FleetOptions
     borrows = ("ceiling", "capacity")
@@ -98,7 +104,7 @@ class FleetProducer(Producer):
         return FleetOptions(
             trace=getattr(args, "trace", []), capacity_blocks=args.capacity_blocks, capacity_tokens=args.capacity_tokens,
             block_tokens=getattr(args, "block_tokens", None), trace_format=getattr(args, "format", "auto"),
-            hosts=args.hosts, routing=args.routing, threshold=args.threshold, engine=args.engine,
+            sort=getattr(args, "sort", False), hosts=args.hosts, routing=args.routing, threshold=args.threshold, engine=args.engine,
             engine_block_tokens=args.engine_block_tokens, piece_refs=getattr(args, "shard_refs", None),
             ray_address=getattr(args, "ray_address", None), wanted=wanted)
 

@@ -35,10 +35,10 @@ VLLM_PYTHON = "PYCERT_VLLM_PYTHON"
 runs there, in a child process, even where this Python imports vLLM too."""
 MAX_BATCH_TOKENS = 512
 """Prompt tokens per forward pass of the transformers engine: transformers allocates its attention mask
-for this many rows over the whole cache, so fewer rows keep memory down (DEVELOPERS.md: measured)."""
+for this many rows over the whole cache, so fewer rows keep memory down (docs/engine-measured.md: measured)."""
 TORCH_THREADS = 1
 """torch's intra-op threads during a transformers replay: the replay's model is too small to gain from a
-second one, and on a loaded machine two that wait on each other ran 12x slower (DEVELOPERS.md,
+second one, and on a loaded machine two that wait on each other ran 12x slower (docs/engine-measured.md,
 BENCHMARKS.md: measured)."""
 BROKEN_TORCH_COMPANIONS = "pip uninstall torchvision torchaudio torchcodec"
 """What mends a vLLM that fails to import beside a CPU torch: PyPI's builds of these three are for

@@ -54,7 +54,7 @@ TINY = {**SMALL, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers
 """The model ``pycert engine replay`` drives: the cache's decisions (which blocks it keeps, which it
 serves) do not depend on the weights or the width, only on every layer being full attention, and a
 trace replays millions of tokens; this shape prefills about five times faster than :data:`SMALL` on
-the project's CPUs (DEVELOPERS.md). Its positions reach the longest prompt a replay allows."""
+the project's CPUs (docs/engine-measured.md). Its positions reach the longest prompt a replay allows."""
 
 
 def _small_model(seed: int, shape: dict[str, int], positions: int | None) -> tuple[torch.nn.Module, str]:
@@ -95,7 +95,7 @@ class TransformersEngine:
             raise InputError(f"--device cuda: this torch ({torch.__version__}) sees no CUDA device", where="--device")
         if threads is not None:
             # torch's intra-op threads, for the whole process: on a loaded 2-core machine two threads that
-            # wait on each other made a replay 12x slower than one (DEVELOPERS.md: measured)
+            # wait on each other made a replay 12x slower than one (docs/engine-measured.md: measured)
             torch.set_num_threads(threads)
         self.version = f"transformers {transformers.__version__}, torch {torch.__version__}"
         self.device = device

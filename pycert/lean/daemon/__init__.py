@@ -37,7 +37,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -47,6 +47,7 @@ from pycert.core.errors import InputError
 from pycert.core.resources import package_parent
 from pycert.lean.daemon.wire import (
     IDLE_S,
+    MAX_IDLE_S,
     MAX_LINE,
     PROTOCOL,
     Answer,
@@ -58,6 +59,7 @@ from pycert.lean.daemon.wire import (
     checker_key,
     daemon_dir,
     enabled,
+    idle_seconds,
     paths,
     peer_uid,
     read,
@@ -66,8 +68,8 @@ from pycert.lean.daemon.wire import (
 from pycert.lean.process import ProcessRun, ended_by
 from pycert.lean.toolchain import Installed
 
-__all__ = ["IDLE_S", "CheckerLost", "DaemonStatus", "Session", "checker_key", "daemon_dir", "enabled", "ensure",
-           "log_path", "session", "start", "status", "stop"]
+__all__ = ["IDLE_S", "MAX_IDLE_S", "CheckerLost", "DaemonStatus", "Session", "checker_key", "daemon_dir", "enabled", "ensure",
+           "idle_seconds", "log_path", "retire_stale", "session", "start", "status", "stop"]
 
 STARTED_SLACK_S = 120.0
 """Past its job's own time limit, how long a client waits for an answer before it calls the daemon lost."""
@@ -122,12 +124,15 @@ class Connection:
 
     def _answer(self, timeout: float) -> Answer:
         line = self.f.readline(MAX_LINE)  # Started, after any wait for a worker and a machine slot
+        if not line:
+            raise ConnectionError("closed")
         try:
             Started.model_validate_json(line)
         except ValidationError:
-            if not line:
-                raise ConnectionError("closed") from None
-            return Answer.model_validate_json(line)  # no worker could start
+            try:
+                return Answer.model_validate_json(line)  # no worker could start
+            except ValidationError:
+                raise ConnectionError("a malformed answer") from None
         self.sock.settimeout(timeout + STARTED_SLACK_S)
         try:
             return read(self.f, Answer)
@@ -179,12 +184,13 @@ def _alive(lock_path: Path) -> bool:
     return False
 
 
-def spawn(key: str) -> None:
+def spawn(key: str, idle_s: float) -> None:
     """Start the daemon for ``key`` in the background (this process does not wait for it): a detached
     process, its own session, not a child of this one (so that a Ray worker's exit does not take it)."""
     _sock, _lock, log = paths(key)
     home = str(package_parent())  # the same pycert this command runs
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH")) if p)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH")) if p),
+           "PYCERT_DAEMON_IDLE": repr(idle_s)}
     with open(log, "ab") as out:
         os.chmod(log, 0o600)
         subprocess.Popen([sys.executable, "-m", "pycert.lean.daemon.server", key], stdin=subprocess.DEVNULL, stdout=out,
@@ -235,12 +241,14 @@ def session(installed: Installed) -> Session | None:
     return s
 
 
-def ensure(installed: Installed) -> None:
-    """Start this pycert's daemon in the background unless one is alive (serving, starting or stopping)."""
+def ensure(installed: Installed, idle_s: float | None = None) -> None:
+    """Start this pycert's daemon in the background unless one is alive (serving, starting or stopping); it
+    exits after ``idle_s`` without a job (default: :func:`idle_seconds`)."""
+    idle_s = idle_seconds() if idle_s is None else idle_s  # a bad $PYCERT_DAEMON_IDLE: this command's error
     key = checker_key(installed)
     sock, lock, _ = paths(key)
     if not _alive(lock):
-        spawn(key)
+        spawn(key, idle_s)
 
 
 # ---------------------------------------------------------------------------- status, start, stop
@@ -265,14 +273,18 @@ def _every() -> Iterator[tuple[Path, str]]:
         yield sock, sock.stem
 
 
-def _ask(sock: Path, op: Literal["status", "stop"]) -> Welcome | None:
-    """Ask the daemon at ``sock``, whatever its key, for its status or to stop: a first connection learns
-    its key from its welcome (it serves no request under another key), a second one asks."""
+def _ask(sock: Path, op: Literal["status", "stop", "retire"], only: Callable[[Welcome], bool] = lambda _w: True,
+         ) -> Welcome | None:
+    """Ask the daemon at ``sock``, whatever its key, for its status, to stop or to retire (if ``only`` its
+    welcome): a first connection learns its key from its welcome (it serves no request under another key),
+    a second one asks."""
     first = connect(sock, "")
     if first is None:
         return None  # no daemon there, or another user's
-    conn = connect(sock, first.welcome.key)
     first.close()
+    if not only(first.welcome):
+        return None
+    conn = connect(sock, first.welcome.key)
     if conn is None:
         return None
     try:
@@ -313,15 +325,30 @@ def stop(installed: Installed | None, every: bool) -> list[int]:
     return stopped
 
 
-def start(installed: Installed, wait_s: float = 600.0) -> DaemonStatus:
-    """Start this pycert's daemon if it is not running, and wait until one worker is warm."""
-    ensure(installed)
+def retire_stale(key: str, home: str) -> list[int]:
+    """Retire this user's daemons started from ``home`` under another key (an older pycert, library or
+    toolchain at the same place): each exits once no command holds a connection to it, so that a command of
+    the old code still running keeps its checker, and the memory comes back without waiting for the idle
+    time. The pids that were asked."""
+    return [w.pid for sock, name in _every() if name != key[:32]
+            if (w := _ask(sock, "retire", lambda w: w.home == home and w.key != key)) is not None]
+
+
+def start(installed: Installed, wait_s: float = 600.0, idle_s: float | None = None) -> DaemonStatus:
+    """Start this pycert's daemon if it is not running, and wait until one worker is warm; ``idle_s``: its
+    idle time from now on (a daemon already running takes it too)."""
+    ensure(installed, idle_s)
     key = checker_key(installed)
     deadline = time.monotonic() + wait_s
+    told = idle_s is None
     while time.monotonic() < deadline:
         for st in status(installed):
-            if st.current and st.workers:
-                return st
+            if st.current and not told and (conn := connect(Path(st.socket), key)) is not None:
+                with contextlib.suppress(OSError, ConnectionError):
+                    told = conn.request(Request(op="idle", idle_s=idle_s)).idle_s == idle_s
+                conn.close()
+            if st.current and st.workers and told:
+                return next(s for s in status(installed) if s.current)
         time.sleep(0.25)
     raise InputError(f"the warm checker did not get a warm Lean worker in {wait_s:.0f} s "
                      f"(its log: {paths(key)[2]})")

@@ -15,8 +15,10 @@ import threading
 import time
 from pathlib import Path
 
-from pycert.core.resources import scratch_root
+from pycert.core.resources import package_parent, scratch_root
+from pycert.lean.daemon import retire_stale
 from pycert.lean.daemon.wire import (
+    MAX_IDLE_S,
     PROTOCOL,
     Answer,
     Hello,
@@ -35,10 +37,6 @@ from pycert.lean.process import machine_slot
 from pycert.lean.toolchain import Installed, find_installed
 from pycert.lean.worker import LeanWorker, WorkerDied
 
-EXTRA_WORKER_AFTER_S = 2.0
-"""A job that has waited this long for a busy warm worker starts another one (up to the machine's Lean
-slots): a run's two small files share one worker (the second waits a second or two), while parallel
-commands or Ray tasks get a worker each."""
 WARMUP = "theorem pycertWarmup : (2 : Nat) ^ 70 % 7 = 2 ∧ [3, 1, 2].length = 3 := by decide\n"
 """A first job for a new worker, so that the wasm code a check runs (elaboration, the kernel, writing the
 .olean files) is compiled before a command's first module arrives."""
@@ -48,8 +46,11 @@ KILLS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 
 class _Pool:
-    """Warm workers, started when a job finds none free (see :data:`EXTRA_WORKER_AFTER_S`), each taking a
-    machine slot only while it starts (:meth:`Server._run` says why not for a job)."""
+    """Warm workers, each taking a machine slot only while it starts (:meth:`Server._run` says why not for a
+    job). One is started when a job finds none; another (up to the machine's Lean slots) as soon as a job
+    finds every one busy: that job still takes the first to be free (a start takes 10-12 s of CPU), and the
+    next command's files run side by side (a small trace's ceiling and capacity files: the longer of the two
+    instead of their sum)."""
 
     def __init__(self, installed: Installed, size: int, log) -> None:  # noqa: ANN001
         self.installed, self.size, self.log = installed, size, log
@@ -97,7 +98,7 @@ class _Pool:
 
     def acquire(self) -> LeanWorker:
         """A warm worker for one job (raises :class:`WorkerDied` when none could start)."""
-        t0, spawned = time.monotonic(), False
+        spawned = False
         with self.cv:
             while True:
                 if self.closed:
@@ -112,7 +113,7 @@ class _Pool:
                         raise WorkerDied(self.failed)
                     self._spawn()
                     spawned = True
-                elif live < self.size and not self.starting and time.monotonic() - t0 >= EXTRA_WORKER_AFTER_S:
+                elif live < self.size and not self.starting:
                     self._spawn()
                     spawned = True
                 self.cv.wait(0.25)
@@ -156,6 +157,9 @@ class Server:
         self.running = 0
         self.jobs = 0
         self.stop = threading.Event()
+        self.retiring = False
+        """A newer key from the same home serves now: exit once no command holds a connection."""
+        self.home = str(package_parent())
         self._lock = threading.Lock()
         slots = max(1, int(os.environ.get("PYCERT_LEAN_SLOTS", os.cpu_count() or 1)))
         self.pool = _Pool(installed, slots, self.log)
@@ -178,7 +182,8 @@ class Server:
         workers, starting = self.pool.info()
         with self._lock:
             idle_for = 0.0 if self.running else time.monotonic() - self.last
-        return Welcome(protocol=PROTOCOL, key=self.key, pid=os.getpid(), started=self.started, idle_s=self.idle_s,
+        return Welcome(protocol=PROTOCOL, key=self.key, home=self.home, pid=os.getpid(), started=self.started,
+                       idle_s=self.idle_s,
                        idle_for_s=round(idle_for, 1), jobs=self.jobs, workers=workers, starting=starting)
 
     def claim(self) -> bool:
@@ -210,6 +215,7 @@ class Server:
         if self.prewarm:
             with self.pool.cv:
                 self.pool._spawn()  # warm from the start: the command that started it is the first of several
+        threading.Thread(target=self._retire_stale, daemon=True).start()
         try:
             while not self.stop.is_set():
                 ready, _, _ = select.select([listener], [], [], 1.0)
@@ -218,8 +224,10 @@ class Server:
                     threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
                 with self._lock:
                     idle = self.active == 0 and time.monotonic() - self.last > self.idle_s
-                if idle:
-                    self.log(f"idle for {self.idle_s:.0f} s: exiting")
+                    retired = self.active == 0 and self.retiring
+                if idle or retired:
+                    self.log("retired by a daemon of a newer pycert, library or toolchain: exiting" if retired
+                             else f"idle for {self.idle_s:.0f} s: exiting")
                     break
                 try:
                     if os.stat(self.sock_path).st_ino != inode:
@@ -259,6 +267,17 @@ class Server:
                         send(f, self.welcome())
                         self.stop.set()
                         return
+                    elif req.op == "retire":
+                        self.log("retire requested: exiting once no command holds a connection")
+                        self.retiring = True
+                        send(f, self.welcome())
+                        return
+                    elif req.op == "idle":
+                        if 1.0 <= req.idle_s <= MAX_IDLE_S:
+                            self.log(f"idle time set to {req.idle_s:.0f} s")
+                            with self._lock:
+                                self.idle_s, self.last = req.idle_s, time.monotonic()
+                        send(f, self.welcome())
                     else:
                         self._compile(req, conn, f)
         except (OSError, ConnectionError) as exc:
@@ -302,6 +321,14 @@ class Server:
         finally:
             gone.set()
             self.pool.release(w)
+
+    def _retire_stale(self) -> None:
+        """Retire the daemons of this home under other keys (:func:`pycert.lean.daemon.retire_stale`)."""
+        try:
+            if pids := retire_stale(self.key, self.home):
+                self.log(f"asked the daemons of an older key from {self.home} to retire: {pids}")
+        except Exception as exc:  # noqa: BLE001 - they still exit when idle
+            self.log(f"could not retire older daemons: {exc}")
 
     @staticmethod
     def _watch(conn: socket.socket, w: LeanWorker, done: threading.Event) -> None:

@@ -30,15 +30,34 @@ MAX_LINE = 64 << 20
 """The longest message either side reads (Lean's messages on a module are far shorter)."""
 
 def enabled() -> bool:
-    """``$PYCERT_DAEMON``: ``off`` (or ``0``, ``no``) runs every Lean process fresh, as ``--no-daemon`` does."""
-    return os.environ.get("PYCERT_DAEMON", "on").strip().lower() not in ("off", "0", "no", "false")
+    """``$PYCERT_DAEMON``: ``on`` (the default; or ``1``, ``yes``, ``true``), or ``off`` (``0``, ``no``, ``false``):
+    every Lean process fresh, as ``--no-daemon``. Asked by every command that proves, which refuses here a
+    setting it cannot read, and an absurd idle time, whether or not it goes on to start a daemon."""
+    value = os.environ.get("PYCERT_DAEMON", "").strip().lower() or "on"
+    if value in ("off", "0", "no", "false"):
+        return False
+    if value not in ("on", "1", "yes", "true"):
+        raise InputError(f"{value!r}: expected on or off", where="PYCERT_DAEMON")
+    idle_seconds()
+    return True
 
 
-def idle_seconds() -> float:
+MAX_IDLE_S = 7 * 86400.0
+"""The longest idle time a user may choose (a week): a forgotten daemon gives its memory back in the end."""
+
+
+def idle_seconds(text: str | None = None) -> float:
+    """``text`` (a ``--idle`` value), else ``$PYCERT_DAEMON_IDLE``, else :data:`IDLE_S`: seconds, 1 to a week."""
+    where = "--idle" if text is not None else "PYCERT_DAEMON_IDLE"
+    raw = text if text is not None else os.environ.get("PYCERT_DAEMON_IDLE", "").strip() or str(IDLE_S)
     try:
-        return max(1.0, float(os.environ.get("PYCERT_DAEMON_IDLE", IDLE_S)))
+        value = float(raw)
     except ValueError:
-        raise InputError(f"PYCERT_DAEMON_IDLE={os.environ['PYCERT_DAEMON_IDLE']!r}: expected seconds") from None
+        value = float("nan")
+    if not 1.0 <= value <= MAX_IDLE_S:  # nan and inf fail too
+        raise InputError(f"{raw!r}: expected the warm checker's idle time in seconds, from 1 to {MAX_IDLE_S:.0f} "
+                         "(a week)", where=where)
+    return value
 
 
 def daemon_dir() -> Path:
@@ -97,6 +116,9 @@ class WorkerInfo(BaseModel):
 class Welcome(BaseModel):
     protocol: str
     key: str
+    home: str = ""
+    """The directory its pycert was imported from (a checkout, or site-packages): a daemon started there later,
+    under another key, retires it."""
     pid: int
     started: float
     """When the daemon started (seconds since the epoch)."""
@@ -109,12 +131,17 @@ class Welcome(BaseModel):
 
 
 class Request(BaseModel):
-    op: Literal["compile", "status", "stop"]
+    """``compile`` a module; ``status``; ``stop`` now (a job in flight ends not checked); ``retire`` (exit once no
+    command holds a connection: a newer key from the same home serves from now on); ``idle``: exit after
+    ``idle_s`` seconds without a job from now on."""
+
+    op: Literal["compile", "status", "stop", "retire", "idle"]
     source: str = ""
     module: str = ""
     olean: str = ""
     search_path: str = ""
     timeout: float = 0.0
+    idle_s: float = 0.0
 
 
 class Started(BaseModel):

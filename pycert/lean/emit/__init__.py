@@ -11,7 +11,7 @@ PRELUDE = "prelude"
 (517 modules) before the library, with it only what the library imports (about a hundred). Importing
 is mostly waiting, not computing, on the wasm Lean (each file read goes through Node's main thread):
 measured in a warm worker, a 3,000-reference ceiling file 1.6 s instead of 6.3 s, its capacity file at
-two capacities 4.7 s instead of 9.5 s (DEVELOPERS.md, the warm checker). Their headlines print the same."""
+two capacities 4.7 s instead of 9.5 s (docs/fixed-costs.md, the warm checker). Their headlines print the same."""
 
 CAPACITY_ENCODING = "packed-sorted-cuts/1"
 """A capacity instance (:mod:`pycert.lean.emit.capacity`) stating the bound for caches that store every

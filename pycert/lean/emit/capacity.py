@@ -45,7 +45,7 @@ from pycert.lean.emit.sorting import Sorted, places_log2, plane, planes, sort_li
 MAX_SORT_BITS = MAX_PIECE_REFS << 5
 """The largest vector the kernel transposes within the wasm heap: ``2 ** M`` places of ``2 ** f``-bit
 fields. Measured: the conversation trace's 2^24 bits check at 3.6 GB of RSS; a million references'
-2^25 run out of the 2 GiB heap (DEVELOPERS.md), so a longer trace is checked in pieces."""
+2^25 run out of the 2 GiB heap (docs/capacity-encodings.md), so a longer trace is checked in pieces."""
 
 
 def cut_planes(n: int, cuts: Sequence[int], m: int) -> tuple[np.ndarray, np.ndarray]:

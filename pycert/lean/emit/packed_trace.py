@@ -19,7 +19,7 @@ another trace, so ``emit_instance`` decodes what it packed and refuses any diffe
 Big literals are raw hex pieces of ``PIECE_BITS`` (``nat_lit``: no ``OfNat`` instance to elaborate),
 joined in the kernel with ``Nat.lor``/``Nat.shiftLeft`` in balanced trees, one piece a line and at
 most ``GROUP_PIECES`` to a definition: Lean's cost for one command grows faster than its length,
-while many short commands cost next to nothing (DEVELOPERS.md has the figures).
+while many short commands cost next to nothing (docs/trace-encodings.md has the figures).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from pycert.lean.emit import INSTANCE_NAMESPACE, PRELUDE, benes
 ENCODING = "packed-whole/3"
 """Names this file layout in certificates; verify regenerates only the layout it knows."""
 PIECE_BITS = 4096
-"""Bits per literal piece (a multiple of 4); DEVELOPERS.md has the measured choice."""
+"""Bits per literal piece (a multiple of 4); docs/trace-encodings.md has the measured choice."""
 GROUP_PIECES = 64
-"""Pieces per definition: the cost of one command grows faster than its length (DEVELOPERS.md)."""
+"""Pieces per definition: the cost of one command grows faster than its length (docs/trace-encodings.md)."""
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHA_RE = re.compile(r"[0-9a-f]{64}")
@@ -191,7 +191,7 @@ def nat_defs(name: str, doc: str, value: int, piece_bits: int = PIECE_BITS,
              group_pieces: int = GROUP_PIECES, exposed: bool = False) -> list[str]:
     """Lean definitions of ``name := value``: pieces joined in the kernel, at most ``group_pieces``
     of them to a helper definition ``name_i``, and ``name`` the join of the helpers. One command
-    holding thousands of pieces costs time superlinear in its length (DEVELOPERS.md). ``exposed``: every
+    holding thousands of pieces costs time superlinear in its length (docs/trace-encodings.md). ``exposed``: every
     definition ``@[expose] public``, so that a module importing this one can compute with the value."""
     pieces = _pieces(value, piece_bits)
     groups = [pieces[i:i + group_pieces] for i in range(0, len(pieces), group_pieces)]

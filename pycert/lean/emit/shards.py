@@ -40,7 +40,7 @@ about what one small Lean process elaborates in half a minute."""
 
 BUDGET_BITS = 160_000_000
 """Bits of packed literals one shard's Lean process is given (its ``X``, ``K``, table and network).
-Measured (DEVELOPERS.md): peak RSS is about 2.1 GB plus 7.3 MiB per Mbit (191 Mbit: 3,713 MiB), so
+Measured (docs/trace-encodings.md): peak RSS is about 2.1 GB plus 7.3 MiB per Mbit (191 Mbit: 3,713 MiB), so
 160 Mbit keeps a shard near 3.3 GB, under the 4 GB a Lean process may take. A trace whose whole
 instance fits is one file, as before."""
 

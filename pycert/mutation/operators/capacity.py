@@ -173,8 +173,8 @@ class _OffByOne:
 
 
 def _belady_plus_one() -> Any:
-    real = optcurve.opt_hit_curve
-    return mock.patch.object(optcurve, "opt_hit_curve", lambda refs: _OffByOne(real(refs)))
+    real = optcurve.curve_from_distances  # the one-pass curve the figures are read off (families.capacity.derive.engines)
+    return mock.patch.object(optcurve, "curve_from_distances", lambda d: _OffByOne(real(d)))
 
 
 def _prove_expect(defect: Callable[[], Any], pattern: str, piece_refs: int | None = None) -> Callable[[Any], Verdict]:
@@ -279,6 +279,16 @@ class Capacity(Operator):
 
     def plan(self, ctx: Any) -> list[Planned]:
         refs = _trace()
+        self._in_the_instance(refs)
+        self._in_the_library()
+        self._in_the_recipe()
+        self._in_pieces(refs)
+        self._in_the_engines()
+        self._with_bypass(refs)
+        return self.plans
+
+    def _in_the_instance(self, refs: list[int]) -> None:
+        """Defects in the emitted instance's data: the kernel must reject the declaration that checks it."""
         add = self.add
         add("cap-max-hits-1", "lean-kernel", f"the headline claims one hit fewer than (C - 1)·m + F at {CAPACITY} blocks",
             "kernel error in headline", TARGET, instance=Snippet("cap-max-hits-1", _instance(
@@ -303,6 +313,11 @@ class Capacity(Operator):
             "states one more hit): C pairs open at some step", "kernel error in cover_ok", TARGET,
             instance=Snippet("cap-witness-overflow", _instance(refs, "Mut_cap_overflow", witness=_add_pair),
                              "cover_ok", KERNEL_REJECTS))
+
+    def _in_the_library(self) -> None:
+        """The library's per-cut charge and realisability weakened or strengthened, proofs kept: the kernel must
+        reject the theorem."""
+        add = self.add
         add("stmt-realise-cap", "lean-kernel", "realisability with C pairs open at a step instead of C - 1 (the "
             "cache must also hold the block just referenced)", "kernel error in realise", "lean/Pycert/Realise.lean",
             edit=LibraryEdit("stmt-realise-cap", "Pycert/Realise.lean", "realise",
@@ -319,6 +334,11 @@ class Capacity(Operator):
                              "count (fun j => Hit P r j ∧ Straddles r t j) r.length ≤ C - 1 := by",
                              "count (fun j => Hit P r j ∧ Straddles r t j) r.length ≤ C - 2 := by",
                              KERNEL_REJECTS))
+
+    def _in_the_recipe(self) -> None:
+        """A sound but loose or disordered cut list from the recipe: prove must refuse to state it as the
+        optimum."""
+        add = self.add
         add("cap-cut-dropped", "prove", "the recipe drops its last cut (a sound bound, loose: claimed as the "
             "ceiling at C)", "prove refuses: the cut list was not optimal", "pycert/analysis/capacity.py",
             run=_prove_expect(lambda: _recipe(lambda cuts, _a: cuts[:-1]), "not optimal"))
@@ -328,6 +348,11 @@ class Capacity(Operator):
         add("cap-cuts-unsorted", "prove", "the recipe returns its cut list reversed",
             "prove refuses before the kernel: not strictly increasing", "pycert/analysis/capacity.py",
             run=_prove_expect(lambda: _recipe(lambda cuts, _a: cuts[::-1]), "strictly increasing"))
+
+    def _in_pieces(self, refs: list[int]) -> None:
+        """A trace in pieces: joints that do not meet, a composition that miscounts, a split off the cut
+        list."""
+        add = self.add
         add("cap-piece-joint", "lean-kernel", "two pieces that do not overlap: the composition says piece 1 starts "
             "with piece 0's last reference, and piece 1 starts one later", "kernel error in glued1", TARGET,
             instance=Snippet("cap-piece-joint", piece_snippet(refs, "Mut_cap_joint", CAPACITY, joint_moved, gap=1), "glued1",
@@ -352,9 +377,18 @@ class Capacity(Operator):
             "(a piece fine on its own), the composition told they agree", "kernel error in glued1", TARGET,
             instance=Snippet("cap-joint-open-moved", joint_snippet(refs, "Mut_cap_open_moved", 4, open_swapped), "glued1",
                              KERNEL_REJECTS))
+
+    def _in_the_engines(self) -> None:
+        """A Belady engine one hit off: prove's cross-check of its two engines must refuse."""
+        add = self.add
         add("cap-belady+1", "prove", "the one-pass OPT curve reports one Belady hit too many",
             "prove refuses: the two Belady engines disagree", "pycert/analysis/optcurve.py",
             run=_prove_expect(_belady_plus_one, "engines disagree"))
+
+    def _with_bypass(self, refs: list[int]) -> None:
+        """With bypass and a prefix cache: the bound, realisability, the other model's bound, the prefix test and
+        the tokens."""
+        add = self.add
         add("cap-adm-per-cut-weak", "lean-kernel", "the bound with bypass charges C + 1 per cut (statement "
             "weakened, proof kept)", "kernel error in hits_le_freeA", "lean/Pycert/Admission.lean",
             edit=LibraryEdit("cap-adm-per-cut-weak", "Pycert/Admission.lean", "hits_le_freeA",
@@ -384,4 +418,3 @@ class Capacity(Operator):
                              "prefix_ok", KERNEL_REJECTS))
         add("cap-tokens-partial", "prove", "tokens counted for a request's partial last block, which vLLM never "
             "reuses", "verify refuses prefix_cache_hits_tokens", "pycert/analysis/requests.py", run=_tokens_caught)
-        return self.plans

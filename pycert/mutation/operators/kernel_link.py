@@ -182,9 +182,9 @@ class KernelLink(Operator):
         add("link-extra-input", "verify", "an input the family does not name, added (manifest forged)",
             "rejected: an extra input", "certificates", run=extra_input)
         add("link-engine-distinct+1", "prove", "the trace engine counts one distinct block too many",
-            "prove stops, naming the kernel's 1356", "pycert/analysis/cachesim.py", run=engine_off("distinct", 1, 1356))
+            "prove stops, naming the kernel's 1356", "pycert/analysis/stats.py", run=engine_off("distinct", 1, 1356))
         add("link-engine-refs-1", "prove", "the trace engine counts one reference too few",
-            "prove stops, naming the kernel's 5339", "pycert/analysis/cachesim.py", run=engine_off("refs", -1, 5339))
+            "prove stops, naming the kernel's 5339", "pycert/analysis/stats.py", run=engine_off("refs", -1, 5339))
         add("link-per-instance-optimum-1", "prove", "the solvers' per-instance optimum one below the truth",
             "prove stops, naming the kernel's wall", "pycert/solvers/optima.py", run=per_instance_optimum_minus_one)
         add("link-axiom-in-instance", "verify-kernel", "an axiom and a theorem resting on it, in the emitted "
