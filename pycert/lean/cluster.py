@@ -124,7 +124,7 @@ def _check_many(items: list[tuple[Callable[[], tuple[str, Any]], str]], backend:
 
 TASK_MODULES = 8
 """The most modules a grouped task checks: its progress line comes when it ends, and its Lean worker grows
-120-150 MiB a host instance of the conversation trace (retired past 2,800 MiB: DEVELOPERS.md)."""
+120-150 MiB a host instance of the conversation trace (retired past 2,800 MiB: docs/fleet-kernel.md)."""
 
 
 def groups(weights: Sequence[int], slots: int, most: int = TASK_MODULES) -> list[list[int]]:
@@ -227,7 +227,7 @@ def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, add
     tasks as the cluster has cores (more where each would check over :data:`TASK_MODULES`), the modules dealt
     to them by weight (:func:`groups`), so that a
     task's later modules go to a Lean worker it has warmed (or the warm checker's) rather than each paying
-    a process's start (a fleet's hosts: DEVELOPERS.md, "A fleet's Lean work"). Outcomes in the order given.
+    a process's start (a fleet's hosts: docs/fleet-kernel.md, "A fleet's Lean work"). Outcomes in the order given.
     A task that failed on every try is reported as its modules' verdict, never raised."""
     for w in works:  # a name a task could not write is refused here, before any task runs
         check_module(w.module)

@@ -25,8 +25,8 @@ TIE = ("That each host's list is the sub-trace the routing gives it (the request
        "routed optimum if each list is that sub-trace, and verify makes the host list, every sub-trace and every Lean "
        "file again from the trace and the routing, byte for byte.")
 TIE_MEASURED = ("Checking that condition in the kernel (Pycert.Fleet.sub of the trace against each host's list, "
-                "reference by reference) was measured and is out of reach at a whole trace's size (DEVELOPERS.md: a "
-                "fleet's sub-traces).")
+                "reference by reference) was measured and is out of reach at a whole trace's size (docs/fleet-kernel.md: "
+                "the sub-traces are tied by verify, not the kernel).")
 
 
 def routing_text(routing: str, threshold: str | None) -> str:
