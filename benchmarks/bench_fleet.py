@@ -1,7 +1,8 @@
 """A fleet certified end to end (issue 45, item 5; issue 48, item 3), side by side in one run with its peer,
 one capacity certificate of the same trace at the pooled capacity ``H · C``:
 
-* the peer: ``pycert prove capacity --trace T --capacity-blocks H·C`` (one instance, both models both ways);
+* the peer: ``pycert prove capacity --trace T --capacity-blocks H·C`` (one instance, both models both ways), first
+  and again last (the ratios are to the mean of the two: the machine is shared);
 * the fleet: ``pycert prove fleet --trace T --hosts H --capacity-blocks C --routing R`` for each routing alone,
   then all routings in one command (they share the pooled instance);
 * ``pycert verify`` of the fleet certificates (offline: every sub-trace and Lean file made again).
@@ -12,14 +13,16 @@ one capacity certificate of the same trace at the pooled capacity ``H · C``:
 Each command gets the trace under a fresh name (a symbolic link), so that no instance module is in pycert's
 build cache; the library is (built once before anything is timed). ``wall_s`` is the whole command, ``cpu_s``
 its CPU with its children's (Ray's workers and every Lean process included), ``load`` the load average before
-and after: the machine is shared, and a Lean process waits for one of its two slots. The fleet's pooled optimum
-must equal the peer's optimum with bypass at ``H · C`` (the same instance, stated twice).
+and after: the machine is shared, and a Lean process waits for one of its two slots; ``warm_checker`` whether this
+pycert's warm checker answered before the command (``PYCERT_DAEMON=off``: every Lean fresh, as on a first run). The
+fleet's pooled optimum must equal the peer's optimum with bypass at ``H · C`` (the same instance, stated twice).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import resource
@@ -51,11 +54,27 @@ def lean_processes(output: str) -> dict[str, object]:
                 "peak_mib": max(p for _, _, p in v)} for k, v in kinds.items()}
 
 
+def lean_cpu(row: dict[str, object]) -> float:
+    """Every Lean process's CPU in a command (Ray's workers' children included, which the command's own misses)."""
+    return sum(float(k["lean_cpu_s"]) for k in row["lean"].values())  # type: ignore[union-attr, index]
+
+
 def load() -> str:
     return Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
 
 
+def warm_checker() -> str:
+    """Whether this pycert's warm checker (``pycert daemon``) answers before a command, with its warm workers."""
+    if os.environ.get("PYCERT_DAEMON", "on").strip().lower() in ("off", "0", "no", "false"):
+        return "off (PYCERT_DAEMON)"
+    res = subprocess.run([sys.executable, "-m", "pycert", "daemon", "status", "--json"], capture_output=True, text=True,
+                         cwd=ROOT)
+    mine = [d for d in json.loads(res.stdout or "{}").get("daemons", []) if d["current"]] if res.returncode == 0 else []
+    return f"warm, {len(mine[0]['workers'])} workers" if mine else "none running"
+
+
 def run(args: list[str]) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+    checker = warm_checker()
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), load()
     t0 = time.perf_counter()
     res = subprocess.run([sys.executable, "-m", "pycert", *args], capture_output=True, text=True, cwd=ROOT)
@@ -65,7 +84,7 @@ def run(args: list[str]) -> tuple[subprocess.CompletedProcess[str], dict[str, ob
     if res.returncode != 0:
         raise SystemExit(f"pycert {' '.join(args[:2])} failed ({res.returncode}): {res.stdout[-1500:]}{res.stderr[-1500:]}")
     return res, {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "load": f"{start} -> {load()}",
-                 "lean": lean_processes(res.stdout + res.stderr)}
+                 "warm_checker": checker, "lean": lean_processes(res.stdout + res.stderr)}
 
 
 def figures(cert: Path) -> dict[str, Fraction]:
@@ -92,13 +111,18 @@ def main() -> None:
     run(["build"])  # the library, once, before anything is timed
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as scratch:
         tmp = Path(scratch)
-        link = fresh(args.trace, tmp)
-        out = tmp / "peer"
-        _, row = run(["prove", "capacity", "--trace", str(link), "--capacity-blocks", str(h * c), "--out", str(out),
-                      "--backend", "wasm"])
-        peer = figures(next(out.glob("capacity-*.json")))
-        rows.append({"command": f"prove capacity --capacity-blocks {h * c} (the peer)", **row,
-                     "hits": int(peer["bypass_hits"])})
+
+        def the_peer(when: str) -> dict[str, Fraction]:
+            link = fresh(args.trace, tmp)
+            out = tmp / f"peer-{uuid.uuid4().hex[:6]}"
+            _, row = run(["prove", "capacity", "--trace", str(link), "--capacity-blocks", str(h * c), "--out", str(out),
+                          "--backend", "wasm"])
+            got = figures(next(out.glob("capacity-*.json")))
+            rows.append({"command": f"prove capacity --capacity-blocks {h * c} (the peer, {when})", **row,
+                         "hits": int(got["bypass_hits"])})
+            return got
+
+        peer = the_peer("first")
         for chosen in [[r] for r in routings] + ([routings] if len(routings) > 1 else []):
             link = fresh(args.trace, tmp)
             out = tmp / f"fleet-{uuid.uuid4().hex[:6]}"
@@ -110,15 +134,21 @@ def main() -> None:
             if any(f["pooled_hits"] != peer["bypass_hits"] for f in got):
                 raise SystemExit("the fleet's pooled optimum differs from the capacity certificate's at H·C")
             rows.append({"command": f"prove fleet --hosts {h} --capacity-blocks {c} " + " ".join(f"--routing {r}" for r in chosen),
-                         **row, "ratio_to_peer_wall": round(row["wall_s"] / rows[0]["wall_s"], 2),  # type: ignore[operator]
-                         "ratio_to_peer_cpu": round(row["cpu_s"] / rows[0]["cpu_s"], 2),  # type: ignore[operator]
-                         "routed": {p.stem: int(f["routed_hits"]) for p, f in zip(certs, got)},
+                         **row, "routed": {p.stem: int(f["routed_hits"]) for p, f in zip(certs, got)},
                          "pooled": int(got[0]["pooled_hits"]), "workload": int(got[0].get("workload_hits", -1))})
             if len(chosen) > 1:
                 _, row = run(["verify", *map(str, certs), "--input", f"{link.name}={args.trace}"])
                 rows.append({"command": f"verify {len(certs)} fleet certificates (offline)", **row})
+        the_peer("again, last")  # the machine is shared: the peer's wall is read at both ends of the run
+    peers = [r for r in rows if str(r["command"]).startswith("prove capacity")]
+    peer_wall = sum(float(r["wall_s"]) for r in peers) / len(peers)  # type: ignore[arg-type]
+    peer_lean = sum(lean_cpu(r) for r in peers) / len(peers)
+    for r in rows:
+        if str(r["command"]).startswith("prove fleet"):
+            r["ratio_to_peer_wall"] = round(float(r["wall_s"]) / peer_wall, 2)  # type: ignore[arg-type]
+            r["ratio_to_peer_lean_cpu"] = round(lean_cpu(r) / peer_lean, 2)
     result = {"machine": f"{platform.node()}, {platform.processor() or platform.machine()}, "
-                         f"{len(__import__('os').sched_getaffinity(0))} cores", "trace": args.trace.name, "rows": rows}
+                         f"{len(os.sched_getaffinity(0))} cores", "trace": args.trace.name, "rows": rows}
     if args.json:
         print(json.dumps(result, indent=2))
         return

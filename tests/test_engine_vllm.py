@@ -31,7 +31,7 @@ from pycert.families.engine import TRANSFORMERS_ONLY, names
 from pycert.leak import replay as replaylog
 from pycert.leak.admission import EngineRequest
 from pycert.leak.engines.openai import ReplayEndpoint, cache_layout, public_url, replay_cached
-from pycert.leak.engines.paged import ENDPOINT, LABELS, VLLM_PYTHON, engine_key, open_engine
+from pycert.leak.engines.paged import ENDPOINT, LABELS, VLLM_PYTHON, engine_key, fresh_engines, open_engine
 from tests.conftest import vllm_python
 from tests.test_engine import REQUESTS, mooncake
 
@@ -143,6 +143,24 @@ def test_vllm_serves_what_a_model_of_its_block_pool_serves(on_vllm: str) -> None
         engine.close()
     assert got == block_pool(24, requests)
     assert sum(got) > 100 and evicted > 100  # reuse and eviction both happened
+
+
+def test_each_engine_a_fleet_replays_on_starts_empty_in_one_process(on_vllm: str) -> None:
+    rng = random.Random(11)
+    stems = [[rng.randrange(500) for _ in range(rng.randrange(1, 5))] for _ in range(6)]
+    hosts = [[[*rng.choice(stems), rng.randrange(500, 900)] for _ in range(60)] for _ in range(3)]
+    pids, served, sizes = set(), [], [10, 6, 10]
+    with fresh_engines("vllm", B, 0) as fresh:
+        for requests, c in zip(hosts, sizes):
+            engine = fresh(c)
+            pids.add(engine._proc.pid)  # type: ignore[attr-defined]
+            tokens = replaylog.TokenMap(0, B, engine.vocab)
+            served.append([engine.serve(EngineRequest(tokens.prompt(r), None)).cached_tokens // B for r in requests])
+            assert engine.num_blocks == c
+    assert len(pids) == 1  # vLLM imported once
+    # each host from an empty cache of its own size, as in a process of its own
+    assert served == [block_pool(c, r) for r, c in zip(hosts, sizes)]
+    assert engine._proc.poll() is not None  # type: ignore[attr-defined]  # the child ended with the block
 
 
 def test_vllm_has_the_blocks_asked_and_never_serves_a_prompts_last_token(on_vllm: str) -> None:

@@ -30,7 +30,7 @@ def jobs(*names: str, traces: list[Path] | None = None) -> list[tuple[Producer, 
 
 def test_every_family_is_one_package_with_its_lean_file_and_its_theorems() -> None:
     assert set(FAMILIES) == {"capacity", "ceiling", "engine", "first-touch", "first-touch-ramp", "first-touch-trace",
-                             "isolation", "isolation-cost", "leak", "leak-audit", "pooling"}
+                             "fleet", "isolation", "isolation-cost", "leak", "leak-audit", "pooling"}
     modules = library_modules(REPO / "lean")
     for family in FAMILIES.values():
         assert isinstance(family, Claim)
@@ -61,7 +61,7 @@ def test_emitted_instance_files_are_the_committed_ones() -> None:
 def test_the_stages_in_order() -> None:
     names = [name for name, _ in stages(jobs(*FAMILIES))]
     assert names == ["instances: capacity", "instances: ceiling", "instances: engine", "instances: first-touch",
-                     "instances: first-touch-ramp", "instances: first-touch-trace", "instances: isolation",
+                     "instances: first-touch-ramp", "instances: first-touch-trace", "instances: fleet", "instances: isolation",
                      "instances: isolation-cost", "instances: leak", "instances: leak-audit", "instances: pooling",
                      "kernel", "axiom audit", "figures", "statements", "certificates"]
 

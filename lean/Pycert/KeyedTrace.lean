@@ -220,7 +220,7 @@ theorem bits_of_requestsOK {n first j : Nat} (hj : j + 1 < n) (hf : first.testBi
       simp only [Nat.testBit_and, Nat.testBit_xor, Nat.testBit_or, Nat.testBit_shiftLeft, Nat.testBit_two_pow_sub_one,
         Nat.zero_testBit, hf, one_testBit (show 1 ≤ j + 1 by omega), decide_eq_true hj] at h0
       simp only [show j + 1 ≥ 1 by omega, decide_true, Bool.true_and, Nat.add_sub_cancel, Bool.or_false,
-        Bool.false_and, Bool.xor_false, Bool.and_true] at h0
+        Bool.xor_false, Bool.and_true] at h0
       revert h0
       cases Q.testBit (j + 1) <;> cases Q.testBit j <;> simp
     · exact bits_of_requestsOK hj hf Ps h.2 Q hQ

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from pycert.certify.card import Card, Cell, Table, pct
+from pycert.core.console import plural
 from pycert.core.schema import Certificate, Figure
 
 
@@ -86,16 +87,16 @@ def fleet_card(name: str, anchor: str, certs: Sequence[Certificate], unverified:
     sentence = (max(certs, key=lambda c: (c.parameters.hosts, c.parameters.routing)).claim if certs else  # type: ignore[attr-defined]
                 "No fleet certificate of this trace verified when this page was made.")
     hosts, capacity = chosen_size(certs) if certs else (0, 0)
-    return Card(anchor=anchor, title=f"Fleet: trace {name}", meta=f"{len(certs)} fleet certificates", sentence=sentence,
+    return Card(anchor=anchor, title=f"Trace {name}: a fleet behind its router", meta=f"{len(certs)} fleet certificates", sentence=sentence,
                 tables=[fleet_table(certs)], figure=fleet_png(name, certs) if certs and figure else None,
-                figure_alt=f"Where the hits went at {hosts} hosts of {capacity:,} blocks, per routing, and the hit rate "
+                figure_alt=f"Where the hits went at {plural(hosts, 'host')} of {capacity:,} blocks, per routing, and the hit rate "
                            f"against hosts at {capacity:,} blocks a host" if certs else "",
                 certificates=[c.id for c in certs], unverified=unverified)
 
 
-def fleet_cards(certs: Sequence[Certificate], not_verified: dict[str, str], figure: bool = True) -> list[Card]:
-    """One card per trace (by its sha256) that fleet certificates name: those that verified lend figures, the
-    others are named with why."""
+def fleet_cards(certs: Sequence[Certificate], not_verified: dict[str, str], figure: bool = True) -> dict[str, Card]:
+    """One card per trace that fleet certificates name, by the trace's sha256 (the page puts it under that trace's
+    own card): those that verified lend figures, the others are named with why."""
     by_trace: dict[str, tuple[str, list[Certificate], dict[str, str]]] = {}
     for cert in (c for c in certs if c.family == "fleet"):
         trace = next(i for i in cert.inputs if i.role == "trace")
@@ -104,4 +105,5 @@ def fleet_cards(certs: Sequence[Certificate], not_verified: dict[str, str], figu
             bad[cert.id] = not_verified[cert.id]
         else:
             good.append(cert)
-    return [fleet_card(name, f"fleet-{n}", good, bad, figure) for n, (name, good, bad) in enumerate(by_trace.values(), 1)]
+    return {sha: fleet_card(name, f"fleet-{n}", good, bad, figure)
+            for n, (sha, (name, good, bad)) in enumerate(by_trace.items(), 1)}

@@ -3,7 +3,8 @@
 First the decision (:mod:`pycert.certify.decision`): per traffic, one table by cache size, in prompt tokens and
 in block references, each value styled by how it is known (a legend says how); then a summary card per trace
 (:mod:`pycert.certify.cards`: a plain sentence, the headline numbers rounded with the exact value a click away,
-a table by certified capacity, one plot), a fleet's waterfall (:mod:`pycert.certify.fleet_card`), then
+a table by certified capacity, one plot), under it the trace's fleet and its waterfall
+(:mod:`pycert.certify.fleet_card`), then
 every certificate in full. The page is self-contained: styles and script inline, the trace engine's hit-rate
 curve of every trace a certificate names as a ``data:`` PNG (``pycert.analysis.plot``, drawn at report
 time, once per trace), and a
@@ -391,9 +392,12 @@ def write_report(cert_dir: Path, out: Path, root: Path | None = None, curves: bo
     not verified (id -> why)."""
     g = gather(cert_dir, root, curves, progress, inputs)
     cards = []
+    fleets = fleet_cards([c for c, _ in g.certs], g.not_verified, figure=curves)
     for n, f in enumerate(g.traffic, 1):
         cards.append(trace_card(f, f"trace-{n}"))
-    cards += fleet_cards([c for c, _ in g.certs], g.not_verified, figure=curves)
+        if (fleet := fleets.pop(f.sha256, None)) is not None:  # the trace's fleet, under its card
+            cards.append(fleet)
+    cards += fleets.values()
     cards += [certificate_card(c, g.not_verified.get(c.id)) for c, _ in g.certs
               if not any(i.role == "trace" for i in c.inputs)]
     page = render_page(g.manifest, g.certs, cards, verify=g.verify, not_verified=g.not_verified,

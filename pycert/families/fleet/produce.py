@@ -7,8 +7,10 @@ build cache."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,10 +23,13 @@ from pycert.families.base import Options, Prepared, Producer, Setting, input_fil
 from pycert.families.capacity.produce import CapacityOptions, capacities, refuse_overwrites
 from pycert.families.fleet import (CLAIM, MAX_FLEET_HOSTS, FleetParams, derive, host_list_path, log_paths, names,
                                    part_modules)
-from pycert.families.fleet.replays import replay_hosts
+from pycert.families.fleet import replays
 from pycert.families.traces import DEFAULT_TRACE, certified_trace, read_for_proof, trace_files
 from pycert.lean import cluster
 from pycert.leak.engines.paged import ENGINES
+
+if TYPE_CHECKING:
+    from pycert.leak.replay import PagedEngine
 
 
 def routing_arg(text: str) -> str:
@@ -133,13 +138,16 @@ class FleetProducer(Producer):
         for plan in plans:
             for part in plan.parts:
                 for m, make, n in part.makers:
-                    works.setdefault(m, cluster.Work(m, make, size=plural(n, "reference")))
-        setting.progress(f"{plural(len(works), 'Lean module')} for {plural(len(plans), 'fleet certificate')}, one Ray task "
-                         "each")
+                    works.setdefault(m, cluster.Work(m, make, size=plural(n, "reference"), weight=n))
+        setting.progress(f"{plural(len(works), 'Lean module')} for {plural(len(plans), 'fleet certificate')}, as Ray "
+                         "tasks (at most one a core, each checking its modules in one warm Lean)")
         outcomes = {o.module: o for o in cluster.check_all(list(works.values()), backend=setting.backend,
                                                              timeout=setting.timeout, address=opts.ray_address,
-                                                             progress=setting.progress)}
-        return [plan.finish(outcomes, setting) for plan in plans]
+                                                             progress=setting.progress, grouped=True)}
+        if opts.engine is None:
+            return [plan.finish(outcomes, setting, None) for plan in plans]
+        with replays.engines(opts.engine, opts.engine_block_tokens) as fresh:
+            return [plan.finish(outcomes, setting, fresh) for plan in plans]
 
     def _plan_trace(self, path: Path, setting: Setting, emitted: Path | None) -> list[_Plan]:
         opts: FleetOptions = setting.options  # type: ignore[assignment]
@@ -161,7 +169,7 @@ class FleetProducer(Producer):
                                      "beside its partial last block: give a larger --capacity-blocks", where=trace.name)
                 for h in dict.fromkeys(opts.hosts):
                     if h * c > distinct:
-                        raise InputError(f"{h} hosts of {plural(c, 'block')} hold {h * c:,} blocks, more than the trace's "
+                        raise InputError(f"{plural(h, 'host')} of {plural(c, 'block')} hold {h * c:,} blocks, more than the trace's "
                                          f"{distinct:,} distinct blocks: every cache would hold the whole trace; give fewer "
                                          "hosts or a smaller --capacity-blocks", where=trace.name)
                     s = derive.split(trace, route, h, fields.get(route.field or ""))
@@ -183,11 +191,13 @@ class _Plan:
         self.params, self.parts = derive.planned(s, route, hosts, capacity, opts.piece_refs,
                                                  PurePosixPath(trace_input.path), self.composition)
         sizes = ", ".join(str(sub.n_refs) for sub in s.subs)
-        setting.progress(f"{s.trace.name}: {hosts} hosts of {plural(capacity, 'block')}, routing {route.text}: "
+        setting.progress(f"{s.trace.name}: {plural(hosts, 'host')} of {plural(capacity, 'block')}, routing {route.text}: "
                          f"references per host {sizes}")
 
-    def finish(self, outcomes: dict[str, cluster.Outcome], setting: Setting) -> Prepared:
-        """The composition from the parts' outcomes, the engine's replays, the files and the certificate's inputs."""
+    def finish(self, outcomes: dict[str, cluster.Outcome], setting: Setting,
+               fresh: Callable[[int], PagedEngine] | None) -> Prepared:
+        """The composition from the parts' outcomes, the engine's replays on ``fresh`` engines (with
+        ``--engine``), the files and the certificate's inputs."""
         params: FleetParams = self.params
         instance = CLAIM.instance(params, [self.trace_input])
         p = Prepared(claim=CLAIM, id=self.id, parameters=params, headline="", inputs=[self.trace_input],
@@ -209,9 +219,9 @@ class _Plan:
         hosts_file = setting.emit(rel_hosts, routing.host_list(self.s.hosts_of))
         p.inputs.append(setting.emitted("hosts", rel_hosts, derived_from="trace"))
         p.located[rel_hosts.as_posix()] = hosts_file
-        if self.opts.engine is not None:
-            engine, logs = replay_hosts(self.opts.engine, self.s, params.capacity_blocks, self.opts.engine_block_tokens,
-                                        setting.progress)
+        if fresh is not None:
+            engine, logs = replays.replay_hosts(fresh, self.s, params.capacity_blocks, self.opts.engine_block_tokens,
+                                                setting.progress)
             params = params.model_copy(update={"engine": engine})
             p.parameters = params
             for rel, data in zip(log_paths(self.id, params), logs):

@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from fractions import Fraction
 
+from pycert.core.console import plural
 from pycert.core.schema import EvidenceState
 from pycert.families.capacity.text import COMMON
 from pycert.families.traces import PROMPT_TOKENS
@@ -55,7 +56,7 @@ def sentence(trace: str, figures: Mapping[str, Fraction], routing: str, engine: 
     f = figures
     n, hosts, c = f["refs"], int(f["hosts"]), int(f["capacity_blocks"])
     pooled, routed = f["pooled_hits"], f["routed_hits"]
-    start = (f"On trace {trace} ({reading}{_n(n)} block references in {_n(f['requests'])} requests), {hosts} hosts of "
+    start = (f"On trace {trace} ({reading}{_n(n)} block references in {_n(f['requests'])} requests), {plural(hosts, 'host')} of "
              f"{c:,} blocks behind {routing}: ")
     parts = []
     if "workload_hits" in f:
@@ -63,18 +64,19 @@ def sentence(trace: str, figures: Mapping[str, Fraction], routing: str, engine: 
                      f"with a cache of any size")
     parts.append(f"one pooled cache of {hosts * c:,} blocks hits at most {_n(pooled)} ({_pct(pooled / n)})"
                  + (f", a capacity loss of {_n(f['capacity_loss'])}" if "capacity_loss" in f else ""))
-    parts.append(f"the best per-host caches behind this routing hit at most {_n(routed)} ({_pct(routed / n)}), a "
-                 f"routing loss of {_n(f['routing_loss'])}")
+    parts.append(f"the best per-host caches behind this routing hit at most {_n(routed)} ({_pct(routed / n)}) on the "
+                 f"hosts' sub-traces as pycert wrote them, a routing loss of {_n(f['routing_loss'])}")
     if engine is not None and "engine_hits" in f:
         parts.append(f"the engine's own cache code ({engine}) on each host served {_n(f['engine_hits'])} "
                      f"({_pct(f['engine_hits'] / n)}), an eviction loss of {_n(f['eviction_loss'])}")
     out = start + "; ".join(parts) + ". "
-    out += (f"Here each host is {MODEL}. The kernel checked that no such fleet of {hosts} hosts of {c:,} blocks, under "
+    out += (f"Here each host is {MODEL}. The kernel checked that no such fleet of {plural(hosts, 'host')} of {c:,} blocks, under "
             f"any routing and any per-host policy, hits more than {_n(pooled)} (the union of the hosts' caches is one "
-            f"cache of {hosts * c:,} blocks, and one such cache hits exactly {_n(pooled)}), and that the optima of the "
-            f"hosts' lists at {c:,} blocks sum to {_n(routed)}, which is the best any per-host caches do and is reached "
-            f"if each list is the sub-trace the routing gives its host; verify makes each sub-trace again from the "
-            "trace and the host list.")
+            f"cache of {hosts * c:,} blocks, and one such cache hits exactly {_n(pooled)}), that the optima of the "
+            f"hosts' lists at {c:,} blocks sum to {_n(routed)}, and that if each list is the sub-trace the routing gives "
+            f"its host, {_n(routed)} is the most any per-host caches hit behind this routing, and some reach it. That "
+            "premise is not kernel-checked: pycert wrote each list from the trace and the host list, and verify makes "
+            "each again and compares them byte for byte.")
     if engine is not None and "engine_hits" in f:
         out += (" The engine's hits are observed, not proved: each host's requests were replayed one at a time in trace "
                 "order from an empty cache.")

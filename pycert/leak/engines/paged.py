@@ -11,8 +11,10 @@ as a :class:`pycert.leak.replay.PagedEngine` holding ``num_blocks`` blocks of ``
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from pycert.core.errors import InputError, ResourcesExhausted
@@ -66,6 +68,33 @@ def open_engine(engine: str, num_blocks: int, block_tokens: int, seed: int) -> P
 
         return EngineProcess(python, engine, num_blocks, block_tokens, seed)
     return open_here(engine, num_blocks, block_tokens, seed)
+
+
+@contextlib.contextmanager
+def fresh_engines(engine: str, block_tokens: int, seed: int) -> Iterator[Callable[[int], PagedEngine]]:
+    """A maker of engines as :func:`open_engine` opens them, each fresh (an empty cache of the blocks it is
+    asked for), the one before it dropped: in one child process for them all where one runs the engine (its
+    import paid once), else in this process (whose imports Python keeps). A fleet's hosts are replayed so."""
+    child: PagedEngine | None = None
+    last: PagedEngine | None = None
+
+    def fresh(num_blocks: int) -> PagedEngine:
+        nonlocal child, last
+        if child is not None:
+            child.reopen(num_blocks, block_tokens, seed)  # type: ignore[attr-defined]
+            return child
+        if last is not None:
+            last.close()  # type: ignore[attr-defined]
+        last = open_engine(engine, num_blocks, block_tokens, seed)
+        if hasattr(last, "reopen"):
+            child = last
+        return last
+
+    try:
+        yield fresh
+    finally:
+        if last is not None:
+            last.close()  # type: ignore[attr-defined]
 
 
 def open_here(engine: str, num_blocks: int, block_tokens: int, seed: int) -> PagedEngine:

@@ -12,7 +12,10 @@ numpy beside the engine (vLLM brings both).
 :class:`Open` (a JSON line) from the parent; :class:`Hello` (the engine's account of itself) or
 :class:`Failure` from the child; then per request the prompt as a 4-byte little-endian count and that
 many 4-byte little-endian token ids (a request of 100,000 tokens is 400 kB, where JSON took several
-times that and its parsing), answered by a :class:`Reply` or :class:`Failure` line. The child's own
+times that and its parsing), answered by a :class:`Reply` or :class:`Failure` line; or the count
+:data:`REOPEN` and another :class:`Open` line, answered by a :class:`Hello` of a new engine (the old one
+dropped, its cache with it: a fleet's hosts each start empty, and share one import of the engine,
+12-18 s of vLLM's here, instead of paying it a host). The child's own
 output (vLLM logs to stdout) goes to its stderr, which the parent keeps in a temporary file and quotes
 (its last line) when the child fails. The parent closing stdin ends the child.
 """
@@ -28,7 +31,7 @@ import tempfile
 import time
 from array import array
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -38,11 +41,17 @@ from pycert.leak.admission import EngineRequest
 from pycert.leak.engines import Served
 from pycert.leak.engines.paged import open_here
 
+if TYPE_CHECKING:
+    from pycert.leak.replay import PagedEngine
+
 START_TIMEOUT_S = 600.0
 """Importing vLLM took 12-18 s on this machine's shared cores; a child silent for this long is stuck."""
 REPLY_TIMEOUT_S = 600.0
 MAX_LINE = 1 << 16
 COUNT = struct.Struct("<I")
+REOPEN = 0xFFFFFFFF
+"""A prompt count that no prompt has (the limits refuse prompts of more than 2**28 tokens): an :class:`Open`
+line follows, for a fresh engine in the same child."""
 
 
 class _Msg(BaseModel):
@@ -109,16 +118,25 @@ class EngineProcess:
         except OSError as exc:
             self._cleanup()
             raise InputError(f"cannot start it: {exc.strerror or exc}", where=self._where) from None
+        self._engine = engine
         try:
             self._send_line(Open(engine=engine, num_blocks=num_blocks, block_tokens=block_tokens, seed=seed))
-            hello = self._answer(Hello, START_TIMEOUT_S)
+            self._hello(self._answer(Hello, START_TIMEOUT_S))  # type: ignore[arg-type]
         except BaseException:
             self.close()
             raise
+
+    def _hello(self, hello: Hello) -> None:
         for field in Hello.model_fields.keys() - {"kind", "cpu_s"}:
             setattr(self, field, getattr(hello, field))
         self.evicted_blocks = 0
-        self._cpu_start = self._cpu = hello.cpu_s  # type: ignore[attr-defined]
+        self._cpu_start = self._cpu = hello.cpu_s
+
+    def reopen(self, num_blocks: int, block_tokens: int, seed: int) -> None:
+        """A fresh engine of the same kind in the same child: an empty cache, the import already paid."""
+        self._write(COUNT.pack(REOPEN) + Open(engine=self._engine, num_blocks=num_blocks, block_tokens=block_tokens,
+                                               seed=seed).model_dump_json().encode() + b"\n")
+        self._hello(self._answer(Hello, START_TIMEOUT_S))  # type: ignore[arg-type]
 
     def _send_line(self, msg: _Msg) -> None:
         self._write(msg.model_dump_json().encode() + b"\n")
@@ -206,12 +224,20 @@ def main() -> int:
         wire.write(msg.model_dump_json().encode() + b"\n")
         wire.flush()
 
-    try:
+    def opened() -> PagedEngine:
         asked = Open.model_validate_json(stdin.readline(MAX_LINE))
         engine = open_here(asked.engine, asked.num_blocks, asked.block_tokens, asked.seed)
         send(Hello(**{f: getattr(engine, f) for f in Hello.model_fields.keys() - {"kind", "cpu_s"}},
                    cpu_s=time.process_time()))
+        return engine
+
+    try:
+        engine = opened()
         while (head := _read(stdin, COUNT.size)) is not None:
+            if COUNT.unpack(head)[0] == REOPEN:
+                engine.close()  # type: ignore[attr-defined]
+                engine = opened()
+                continue
             t0 = time.perf_counter()
             tokens = array("I")
             tokens.frombytes(_read(stdin, 4 * COUNT.unpack(head)[0]) or b"")
