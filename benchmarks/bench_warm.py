@@ -119,9 +119,9 @@ def curve(work: Path, rows: list[dict]) -> None:
             ("fourteen", "conversation, 14 capacities 1..8,192, fresh name", every, POWERS, REPO),
             ("cached", "conversation, one capacity (128), its own name (the build cache answers)", conv, [128], REPO)]
     for key, case, path, caps, tree in runs:
-        rows.append({"key": key, **prove(case, ["capacity", "--trace", str(path), "--capacity-blocks",
-                                                 ",".join(map(str, caps)), "--out", str(work / f"curve-out-{len(rows)}")],
-                                          tree=tree)})
+        args = ["capacity", "--trace", str(path), "--capacity-blocks", ",".join(map(str, caps)),
+                "--out", str(work / f"curve-out-{len(rows)}")]
+        rows.append({"key": key, **prove(case, args, tree=tree)})
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
 
 
@@ -223,7 +223,8 @@ def targets(rows: list[dict]) -> list[dict]:
                     "by": round(figure - limit, 2)})
 
     if "first" in by:
-        target("a 3,000-reference trace, ceiling + 2 capacities, no warm checker running", by["first"]["wall_s"], 10, "s")
+        target("a 3,000-reference trace, ceiling + 2 capacities, no warm checker running", by["first"]["wall_s"], 10,
+               "s")
     if "second" in by:
         target("a second such trace right after", by["second"]["wall_s"], 5, "s")
     if "warm" in by:
@@ -234,8 +235,8 @@ def targets(rows: list[dict]) -> list[dict]:
                / (by["one"]["wall_s"] - waited(by["one"])), 3, "x")
         target("the same, Lean CPU", by["fourteen"]["lean_cpu_s"] / by["one"]["lean_cpu_s"], 3, "x")
     if "mrc" in by and "lcs" in by:
-        target("trace mrc against libCacheSim's three capacities (default)", by["mrc"]["wall_s"] / by["lcs"]["wall_s"], 1,
-               "x")
+        target("trace mrc against libCacheSim's three capacities (default)",
+               by["mrc"]["wall_s"] / by["lcs"]["wall_s"], 1, "x")
     if "mrc_same" in by:
         out.append({"target": "trace mrc's figures unchanged from the base revision", "met": by["mrc_same"]["same"]})
     return out
@@ -251,8 +252,8 @@ def waited(r: dict) -> float:
 def render(rows: list[dict], start: str) -> str:
     """The table BENCHMARKS.md shows, in markdown, then the targets."""
     lines = [f"uptime at the start: {start}", "",
-             "| case | exit | wall s | Lean wall s, each | Lean CPU s | kernel s (of it, waiting) | audit s | load (1 min, "
-             "before -> after) |",
+             "| case | exit | wall s | Lean wall s, each | Lean CPU s | kernel s (of it, waiting) | audit s "
+             "| load (1 min, before -> after) |",
              "|---|---:|---:|---|---:|---:|---:|---|"]
     for r in rows:
         if r["key"] == "mrc_same":
@@ -261,8 +262,8 @@ def render(rows: list[dict], start: str) -> str:
         rounds = f" (rounds {', '.join(map(str, r['rounds_s']))})" if "rounds_s" in r else ""
         each = ", ".join(f"{m['wall_s']:g}" for m in r.get("lean", []))
         kernel = f"{st['kernel']:g} ({waited(r):.1f})" if "kernel" in st else ""
-        lines.append(f"| {r['case']}{rounds} | {r.get('exit', 0)} | {r['wall_s']:.1f} | {each} | {r.get('lean_cpu_s', '')} | "
-                     f"{kernel} | {st.get('axiom audit', '')} | {r['load']} |")
+        lines.append(f"| {r['case']}{rounds} | {r.get('exit', 0)} | {r['wall_s']:.1f} | {each} | "
+                     f"{r.get('lean_cpu_s', '')} | {kernel} | {st.get('axiom audit', '')} | {r['load']} |")
     lines += ["", "| target | this run | limit | met |", "|---|---:|---:|---|"]
     for t in targets(rows):
         if "figure" in t:
