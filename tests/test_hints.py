@@ -129,7 +129,7 @@ def test_prove_names_what_it_left_alone_and_the_command_that_would_prove_it(
 
 def test_make_prove_names_the_committed_mooncake_certificates_it_leaves_alone() -> None:
     """``make prove`` is ``pycert prove all`` without the Mooncake traces, a capacity or a tenant map: it says
-    which eight it did not prove again (their ceilings, and each trace at 128 blocks, the embedded one included:
+    which ten it did not prove again (their ceilings, the two fleets of the embedded trace, and each trace at 128 blocks, the embedded one included:
     the engine certificate's companion, with and without a per-tenant salt), and the command that would (the
     traces where the README's Data section keeps them, each named once, the embedded one by its path since a
     --trace replaces the default, the capacity and the tenant map)."""
@@ -140,13 +140,18 @@ def test_make_prove_names_the_committed_mooncake_certificates_it_leaves_alone() 
     steps = next_steps(written, out, [])
     assert steps.left_alone == ["capacity-conversation-trace-c128.json", "capacity-synthetic-seed0-c128.json",
                                 "capacity-synthetic-trace-c128.json", "ceiling-conversation-trace.json",
-                                "ceiling-synthetic-trace.json", "isolation-cost-conversation-trace-prefix2-t8-c128.json",
+                                "ceiling-synthetic-trace.json", "fleet-synthetic-seed0-prefix-2-h4-c64.json",
+                                "fleet-synthetic-seed0-round-robin-h4-c64.json",
+                                "isolation-cost-conversation-trace-prefix2-t8-c128.json",
                                 "isolation-cost-synthetic-seed0-prefix2-t8-c128.json",
                                 "isolation-cost-synthetic-trace-prefix2-t8-c128.json"]
     traces = [hints.shown(SHARED_TRACES / n) for n in ("conversation_trace.jsonl", "synthetic_trace.jsonl")]
     embedded = hints.shown(out / "inputs" / "synthetic-seed0.jsonl")
     assert steps.prove_again == (f"pycert prove all --trace {embedded} --trace {traces[0]} --trace {traces[1]} "
-                                 f"--capacity-blocks 128 --tenants 8 --tenant-rule prefix:2 --out {hints.shown(out)}")
+                                 f"--capacity-blocks 128 --tenants 8 --tenant-rule prefix:2 --out {hints.shown(out)}\n"
+                                 # the fleets by their own command: hosts, routings and engine are no flags of prove all
+                                 "  pycert prove fleet --capacity-blocks 64 --hosts 4 --routing prefix:2 --routing "
+                                 f"round-robin --engine vllm --out {hints.shown(out)}")
     here = (SHARED_TRACES / "conversation_trace.jsonl").is_file()  # the command names them there either way
     assert [n.split(" ")[0] for n in steps.needs] == ([] if here else ["conversation_trace.jsonl", "synthetic_trace.jsonl"])
     ceilings = [out / n for n in steps.left_alone if n.startswith("ceiling-")]

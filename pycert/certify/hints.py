@@ -140,8 +140,23 @@ def prove_command(cert_files: Sequence[Path], cert_dir: Path) -> tuple[str, list
                + (f" --capacity-blocks {','.join(map(str, capacities))}" if capacities else "")
                + (f" --format {formats.pop()}" if len(formats) == 1 and formats & {"requests", "prompts"} else "")
                + (f" --block-tokens {cut[0]}" if len(cut) == 1 else "") + (" --sort" if order == {"timestamp"} else "")
-               + tenant_flags(params) + f" --out {shown(cert_dir)}")
+               + tenant_flags(params) + fleet_flags(params) + f" --out {shown(cert_dir)}")
     return command, absent
+
+
+def fleet_flags(params: list[dict]) -> str:
+    """The hosts, routings and engine of fleet certificates as ``prove fleet`` flags (one run proves every
+    routing at every number of hosts it is given)."""
+    fleets = [p for p in params if isinstance(p.get("hosts"), int) and isinstance(p.get("routing"), str)]
+    if not fleets:
+        return ""
+    hosts = sorted({p["hosts"] for p in fleets})
+    routings = list(dict.fromkeys(p["routing"] for p in fleets))
+    engines = {str((p.get("engine") or {}).get("engine", "")) for p in fleets} - {""}
+    engine = " --engine vllm" if any("vLLM" in e for e in engines) else " --engine transformers" if engines else ""
+    threshold = next((f" --threshold {p['threshold']}" for p in fleets if p.get("threshold") is not None), "")
+    return (f" --hosts {','.join(map(str, hosts))}" + "".join(f" --routing {r}" for r in routings) + threshold
+            + engine)
 
 
 def tenant_flags(params: list[dict]) -> str:

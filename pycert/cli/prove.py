@@ -19,6 +19,7 @@ from pycert.core.extras import require
 from pycert.core.files import missing_dirs, remove_empty
 from pycert.core.limits import out_dir, seconds
 from pycert.core.resources import default_certificate_dir
+from pycert.core.schema import declared
 from pycert.families import FAMILIES, producer
 from pycert.lean.build import DEFAULT_TIMEOUT
 
@@ -86,8 +87,16 @@ def next_steps(written: list[Path], out: Path, traces: list[Path]) -> NextSteps:
         steps.verify = verify_command(out, None if set(names) == set(listed) else names,
                                       input_paths(external_inputs(written), out, given))
         steps.report = report_command(out, input_paths(external_inputs(out / n for n in listed), out, given))
-    if steps.left_alone:
-        steps.prove_again, steps.needs = prove_command([out / n for n in steps.left_alone], out)
+    # a fleet is proved by its own command (its hosts, routing and engine are no flags of prove all)
+    fleets = [n for n in steps.left_alone if (declared(out / n) or {}).get("family") == "fleet"]
+    others = [n for n in steps.left_alone if n not in fleets]
+    commands: list[str] = []
+    for group in (others, fleets):
+        if group:
+            command, needs = prove_command([out / n for n in group], out)
+            commands.append(command)
+            steps.needs += [n for n in needs if n not in steps.needs]
+    steps.prove_again = "\n  ".join(commands) or None
     return steps
 
 
