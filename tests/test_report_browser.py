@@ -256,7 +256,10 @@ def test_the_page_at_1400_pixels(tmp_path: Path, committed_page: tuple[Path, Pat
     page = out.read_text()
     traces = {i["sha256"] for c in certs.glob("*.json") for i in json.loads(c.read_text())["inputs"]
               if i["role"] == "trace"}
-    assert page.count('<section class="card" id="trace-') == len(traces) == page.count("data:image/png;base64,")
+    fleets = {i["sha256"] for c in certs.glob("*.json") if json.loads(c.read_text())["family"] == "fleet"
+              for i in json.loads(c.read_text())["inputs"] if i["role"] == "trace"}
+    assert page.count('<section class="card" id="trace-') == len(traces)
+    assert page.count("data:image/png;base64,") == len(traces) + len(fleets)  # and a fleet's waterfall per trace
     with Browser() as browser:
         browser.open(out.as_uri())
         shot = browser.screenshot(1400)

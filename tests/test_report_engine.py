@@ -126,7 +126,9 @@ SALT = "isolation-cost-synthetic-seed0-prefix2-t8-c128"
 def test_an_isolation_cost_certificate_is_on_its_trace_card(tmp_path: Path) -> None:
     """A trace whose only verified certificate is an isolation-cost one: its card names it, says what the salt
     costs (both optima and the gap, kernel-checked), and does not say that no certificate of the trace verified."""
-    certs = _synthetic_only(tmp_path / "certs", drop=[ENGINE, CAPACITY, "ceiling-synthetic-seed0"])
+    certs = _synthetic_only(tmp_path / "certs", drop=[ENGINE, CAPACITY, "ceiling-synthetic-seed0",
+                                                      "fleet-synthetic-seed0-prefix-2-h4-c64",
+                                                      "fleet-synthetic-seed0-round-robin-h4-c64"])
     assert sorted(p.stem for p in certs.glob("*.json")) == [SALT]
     out = tmp_path / "r.html"
     assert main(["report", "--certs", str(certs), "--out", str(out), "--no-curves"]) == 0

@@ -47,9 +47,10 @@ def fleet_table(certs: Sequence[Certificate]) -> Table:
                      Cell(engine, "the engine each host's sub-trace was replayed on"), _cell(c, "engine_hits"),
                      _loss(c, "capacity_loss"), _loss(c, "routing_loss"), _loss(c, "eviction_loss")])
     return Table("A fleet behind its router: where the hits went (hits in block references; kernel-checked but for the "
-                 "engine's, observed)", ["hosts x blocks", "routing", "workload (any size)", "pooled optimum (H·C)",
-                                         "routed optimum", "engine", "engine hits", "capacity loss", "routing loss",
-                                         "eviction loss"], rows)
+                 "engine's, observed)", ["fleet (hosts x blocks)", "routing (rule)", "workload (hits, any size)",
+                                         "pooled optimum (hits, H·C blocks)", "routed optimum (hits)", "engine (name)",
+                                         "engine (hits)", "capacity loss (hits)", "routing loss (hits)",
+                                         "eviction loss (hits)"], rows)
 
 
 def chosen_size(certs: Sequence[Certificate]) -> tuple[int, int]:
